@@ -1,0 +1,175 @@
+// The compute backend interface: memory, weights and the math ops of a Llama-family
+// forward pass. The model code (model/llama.*) is written once against this interface;
+// `cpu` (kernels/cpu) is the reference implementation and `cuda` (kernels/cuda)
+// implements the same contract on a GPU.
+//
+// Conventions for every op:
+//  * Activations are row-major float32 arrays in backend memory (host memory for cpu,
+//    device memory for cuda), addressed by raw pointers obtained from Buffer::f32().
+//  * Weights are uploaded once (UploadWeight) and may be stored in another dtype
+//    (cuda keeps bf16); results are always float32 with float32 accumulation.
+//  * Index metadata (tokens, positions, KV slots, block tables, masks) lives in a host
+//    StepPlan that is prepared once per forward pass (Prepare) and reused by every
+//    layer, so a GPU backend uploads it once per step.
+//  * Batch invariance: the value an op computes for one row never depends on how many
+//    other rows are in the call (fixed reduction order per output element, no kernel
+//    switch by row count). Greedy speculative decoding relies on this to be bitwise
+//    identical to plain decoding.
+//  * Ops are asynchronous with respect to the host on GPU backends; Synchronize()
+//    waits for them. CopyToHost synchronizes implicitly.
+#ifndef TANDEM_KERNELS_BACKEND_H_
+#define TANDEM_KERNELS_BACKEND_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tandem {
+
+enum class DType { kF32, kF16, kBF16 };
+
+// Bytes per element of `dtype`.
+size_t DTypeSize(DType dtype);
+
+// A contiguous allocation in backend memory. Move-only; frees on destruction.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(void* data, size_t bytes, std::shared_ptr<void> owner)
+      : data_(data), bytes_(bytes), owner_(std::move(owner)) {}
+  void* data() const { return data_; }
+  float* f32() const { return static_cast<float*>(data_); }
+  size_t bytes() const { return bytes_; }
+  bool empty() const { return data_ == nullptr; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  std::shared_ptr<void> owner_;  // Releases the memory when the last copy goes.
+};
+
+// A 2-D weight matrix [rows, cols] (row-major) in backend memory, or a 1-D vector
+// (rows = 1). `owner` keeps the storage alive (e.g. an mmapped checkpoint on cpu).
+struct Weight {
+  const void* data = nullptr;
+  DType dtype = DType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::shared_ptr<const void> owner;
+};
+
+// Host-side index metadata of one forward pass over a ragged batch.
+//
+// Rows are the new tokens of all sequences, concatenated sequence after sequence.
+// Sequence s owns rows [row_begin, row_begin + row_count). Its KV cache is paged:
+// logical key index L lives in physical slot block_table[L / block_size] * block_size
+// + L % block_size. Before this step the sequence has `context_length` keys cached;
+// new row i (0-based within the sequence) writes its key/value at logical index
+// context_length + i, and attends to keys [0, context_length) plus the new rows that
+// are its ancestors or itself: rows 0..i for a chain (parents empty), or the chain of
+// parents[] links for a tree (parents[i] < i, -1 = attached to the cached context).
+struct StepPlan {
+  struct Sequence {
+    int row_begin = 0;
+    int row_count = 0;
+    int context_length = 0;
+    std::vector<int32_t> block_table;  // Physical block ids covering all keys.
+    std::vector<int32_t> parents;      // Empty = chain; else row_count entries.
+  };
+  int block_size = 16;                // Tokens per KV block.
+  std::vector<int32_t> tokens;        // [rows] token ids.
+  std::vector<int32_t> positions;     // [rows] RoPE positions (context_length + depth).
+  std::vector<int64_t> kv_slots;      // [rows] physical slot of each new key/value.
+  std::vector<Sequence> sequences;
+  std::vector<int32_t> logit_rows;    // Rows whose logits are wanted, ascending.
+
+  int num_rows() const { return static_cast<int>(tokens.size()); }
+};
+
+// Backend-specific form of a StepPlan (e.g. uploaded to the device). Opaque.
+class PreparedStep {
+ public:
+  virtual ~PreparedStep() = default;
+  virtual const StepPlan& plan() const = 0;
+};
+
+// Geometry of one layer's paged KV storage: K and V each hold
+// [num_blocks, block_size, num_kv_heads, head_dim] float32 values.
+struct KvLayout {
+  int num_blocks = 0;
+  int block_size = 16;
+  int num_kv_heads = 0;  // Heads held by this rank.
+  int head_dim = 0;
+  size_t BytesPerTensor() const {
+    return size_t(num_blocks) * block_size * num_kv_heads * head_dim * sizeof(float);
+  }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // "cpu" or "cuda".
+  virtual std::string name() const = 0;
+
+  // ---- memory ----
+  // Allocates `bytes` of backend memory (zeroed). RESOURCE_EXHAUSTED when it does not fit.
+  virtual absl::StatusOr<Buffer> Allocate(size_t bytes) = 0;
+  virtual absl::Status CopyToDevice(const void* host, void* device, size_t bytes) = 0;
+  virtual absl::Status CopyToHost(const void* device, void* host, size_t bytes) = 0;
+  // Copies within backend memory (used for KV block copies when compacting a tree).
+  virtual absl::Status CopyOnDevice(const void* src, void* dst, size_t bytes) = 0;
+  virtual absl::Status Synchronize() = 0;
+
+  // Makes a weight usable by ops. `data` is host memory of `dtype` holding rows x cols
+  // elements; `owner` keeps it alive. A backend may keep the host pointer (cpu, f32)
+  // or convert and copy it (cuda: bf16 in device memory).
+  virtual absl::StatusOr<Weight> UploadWeight(const void* data, DType dtype, int64_t rows,
+                                              int64_t cols,
+                                              std::shared_ptr<const void> owner) = 0;
+
+  // Prepares the metadata of one forward pass; valid until destroyed.
+  virtual absl::StatusOr<std::unique_ptr<PreparedStep>> Prepare(const StepPlan& plan) = 0;
+
+  // ---- ops (shapes in elements; see conventions above) ----
+  // out[r, :] = table[step.tokens[r], :]. table: [vocab, dim].
+  virtual void Embedding(const PreparedStep& step, const Weight& table, float* out) = 0;
+  // out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight. x, out: [rows, dim].
+  virtual void RmsNorm(const float* x, const Weight& weight, int rows, int dim, float eps,
+                       float* out) = 0;
+  // out[r, o] = sum_i x[r, i] * w[o, i]. x: [rows, w.cols], out: [rows, w.rows].
+  virtual void MatMul(const float* x, int rows, const Weight& w, float* out) = 0;
+  // Rotary embedding in place, Hugging Face rotate_half convention: for each row r and
+  // head h, with t = step.positions[r] and pairs (j, j + head_dim/2):
+  //   x1' = x1 cos(t f_j) - x2 sin(t f_j);  x2' = x2 cos(t f_j) + x1 sin(t f_j).
+  // x: [rows, num_heads * head_dim]; inv_freq: host array [head_dim / 2].
+  virtual void Rope(const PreparedStep& step, float* x, int num_heads, int head_dim,
+                    const float* inv_freq) = 0;
+  // Writes each row's key and value into its slot (step.kv_slots).
+  // k, v: [rows, num_kv_heads * head_dim]; k_cache, v_cache: per KvLayout.
+  virtual void WriteKv(const PreparedStep& step, const float* k, const float* v,
+                       const KvLayout& layout, float* k_cache, float* v_cache) = 0;
+  // Scaled dot-product attention over the paged cache with the StepPlan's causal/tree
+  // mask and grouped-query heads (query head h reads KV head h / (num_heads /
+  // num_kv_heads)). Keys are reduced in logical index order. q: [rows, num_heads *
+  // head_dim]; out: same shape. scale is usually 1/sqrt(head_dim).
+  virtual void Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
+                         const float* k_cache, const float* v_cache, int num_heads,
+                         float scale, float* out) = 0;
+  // out[i] = silu(gate[i]) * up[i] for i < n.
+  virtual void SiluMul(const float* gate, const float* up, size_t n, float* out) = 0;
+  // x[i] += y[i] for i < n.
+  virtual void Add(float* x, const float* y, size_t n) = 0;
+  // out[j, :] = x[rows[j], :] for the host index list `rows`. x: [*, dim].
+  virtual void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows,
+                          float* out) = 0;
+};
+
+}  // namespace tandem
+
+#endif  // TANDEM_KERNELS_BACKEND_H_
