@@ -1,0 +1,429 @@
+// LlamaModel on the CPU backend with random in-memory weights: agreement with a
+// double-precision reference, bitwise incremental/batch/rollback invariance, tree
+// verification and KeepPath, input validation and KV cache accounting.
+#include "model/llama.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "comm/local_communicator.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "model/llama_test_util.h"
+
+namespace tandem {
+namespace {
+
+// f32 compute against the double reference: per element |got - want| must be within
+// kAbsTol + kRelTol * |want|. Logits here are O(1..10); float32 accumulation over
+// reductions of length <= 96 in 2 layers gives errors around 1e-6..1e-5, so 1e-4 leaves
+// an order of magnitude of slack while still catching any real math error (a wrong
+// RoPE pair, mask or norm shifts logits by 1e-2 or more).
+constexpr double kAbsTol = 1e-4;
+constexpr double kRelTol = 1e-4;
+
+std::vector<int32_t> RandomTokens(int n, int vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> tokens(n);
+  for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % vocab);
+  return tokens;
+}
+
+std::vector<int32_t> Range(int begin, int end) {
+  std::vector<int32_t> v;
+  for (int i = begin; i < end; ++i) v.push_back(i);
+  return v;
+}
+
+SequenceInput Seq(uint64_t id, int start, std::vector<int32_t> tokens,
+                  std::vector<int32_t> logit_indices, std::vector<int32_t> parents = {}) {
+  SequenceInput in;
+  in.seq_id = id;
+  in.start_position = start;
+  in.tokens = std::move(tokens);
+  in.logit_indices = std::move(logit_indices);
+  in.parents = std::move(parents);
+  return in;
+}
+
+std::vector<int32_t> Slice(const std::vector<int32_t>& v, int begin, int end) {
+  return std::vector<int32_t>(v.begin() + begin, v.begin() + end);
+}
+
+class LlamaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_ = SmallTestConfig();
+    weights_ = RandomLlamaWeights(config_, 7);
+    backend_ = MakeCpuBackend(2);
+    model_ = MakeModel(DefaultOptions());
+  }
+
+  static LlamaModelOptions DefaultOptions() {
+    LlamaModelOptions options;
+    options.block_size = 4;  // Small blocks: sequences span many, non-adjacent blocks.
+    options.max_batch_tokens = 128;
+    options.kv_cache_bytes = size_t(4) << 20;
+    return options;
+  }
+
+  std::unique_ptr<LlamaModel> MakeModel(const LlamaModelOptions& options) {
+    auto model = LlamaModel::Create(weights_, backend_.get(), nullptr, options);
+    EXPECT_TRUE(model.ok()) << model.status();
+    return model.ok() ? *std::move(model) : nullptr;
+  }
+
+  std::vector<float> Run(LlamaModel* model, const std::vector<SequenceInput>& batch) {
+    std::vector<float> logits;
+    absl::Status status = model->Forward(batch, &logits);
+    EXPECT_TRUE(status.ok()) << status;
+    return logits;
+  }
+
+  // Row `row` of a [rows, vocab] logits array.
+  std::vector<float> Row(const std::vector<float>& logits, int row) const {
+    const int v = config_.vocab_size;
+    EXPECT_LE(size_t(row + 1) * v, logits.size());
+    return std::vector<float>(logits.begin() + size_t(row) * v,
+                              logits.begin() + size_t(row + 1) * v);
+  }
+
+  int CachedLength(uint64_t id) {
+    auto length = model_->CachedLength(id);
+    EXPECT_TRUE(length.ok()) << length.status();
+    return length.ok() ? *length : -1;
+  }
+
+  LlamaConfig config_;
+  LlamaWeights weights_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<LlamaModel> model_;
+};
+
+void ExpectBitwiseEqual(const std::vector<float>& a, const std::vector<float>& b,
+                        const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+      << what << ": logits differ in bits";
+}
+
+TEST_F(LlamaTest, MatchesDoublePrecisionReference) {
+  for (bool tied : {false, true}) {
+    SCOPED_TRACE(tied ? "tied embeddings" : "untied head");
+    config_.tie_word_embeddings = tied;
+    weights_ = RandomLlamaWeights(config_, tied ? 11 : 12);
+    std::unique_ptr<LlamaModel> model = MakeModel(DefaultOptions());
+    const std::vector<int32_t> tokens = RandomTokens(37, config_.vocab_size, 3);
+    const std::vector<float> got = Run(model.get(), {Seq(1, 0, tokens, Range(0, 37))});
+    const std::vector<double> want = ReferenceLogits(weights_, tokens);
+    ASSERT_EQ(got.size(), want.size());
+    double max_err = 0, max_abs = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      max_err = std::max(max_err, std::abs(got[i] - want[i]));
+      max_abs = std::max(max_abs, std::abs(want[i]));
+      ASSERT_LE(std::abs(got[i] - want[i]), kAbsTol + kRelTol * std::abs(want[i]))
+          << "element " << i << " (position " << i / config_.vocab_size << ")";
+    }
+    // The test data must exercise real magnitudes, else the tolerance means little.
+    EXPECT_GT(max_abs, 1.0);
+    RecordProperty(tied ? "max_err_tied" : "max_err_untied", std::to_string(max_err));
+  }
+}
+
+TEST_F(LlamaTest, IncrementalDecodeIsBitwiseFullForward) {
+  const std::vector<int32_t> tokens = RandomTokens(30, config_.vocab_size, 5);
+  const std::vector<float> full = Run(model_.get(), {Seq(1, 0, tokens, Range(0, 30))});
+  const std::vector<float> prefill =
+      Run(model_.get(), {Seq(2, 0, Slice(tokens, 0, 10), {9})});
+  ExpectBitwiseEqual(prefill, Row(full, 9), "prefill last row");
+  for (int t = 10; t < 30; ++t) {
+    const std::vector<float> step = Run(model_.get(), {Seq(2, t, {tokens[t]}, {0})});
+    ExpectBitwiseEqual(step, Row(full, t), "decode step " + std::to_string(t));
+  }
+  EXPECT_EQ(CachedLength(2), 30);
+}
+
+TEST_F(LlamaTest, RollbackThenRefeedIsBitwiseNeverFed) {
+  const std::vector<int32_t> prompt = RandomTokens(13, config_.vocab_size, 8);
+  const std::vector<int32_t> rejected = RandomTokens(6, config_.vocab_size, 9);
+  const std::vector<int32_t> accepted = RandomTokens(4, config_.vocab_size, 10);
+
+  // Never fed the rejected tokens.
+  std::vector<int32_t> clean = prompt;
+  clean.insert(clean.end(), accepted.begin(), accepted.end());
+  const std::vector<float> want = Run(model_.get(), {Seq(1, 0, clean, Range(13, 17))});
+
+  // Rollback through start_position.
+  Run(model_.get(), {Seq(2, 0, prompt, {})});
+  Run(model_.get(), {Seq(2, 13, rejected, Range(0, 6))});
+  EXPECT_EQ(CachedLength(2), 19);
+  ExpectBitwiseEqual(Run(model_.get(), {Seq(2, 13, accepted, Range(0, 4))}), want,
+                     "refeed via start_position");
+  EXPECT_EQ(CachedLength(2), 17);
+
+  // Rollback through an explicit Truncate.
+  Run(model_.get(), {Seq(3, 0, prompt, {})});
+  Run(model_.get(), {Seq(3, 13, rejected, {})});
+  ASSERT_TRUE(model_->Truncate(3, 13).ok());
+  EXPECT_EQ(CachedLength(3), 13);
+  ExpectBitwiseEqual(Run(model_.get(), {Seq(3, 13, accepted, Range(0, 4))}), want,
+                     "refeed after Truncate");
+}
+
+TEST_F(LlamaTest, BatchInvariance) {
+  const std::vector<int32_t> tokens = RandomTokens(21, config_.vocab_size, 20);
+  // Reference: the last 5 positions (a K+1 = 5 verify chunk) fed one at a time, alone.
+  Run(model_.get(), {Seq(1, 0, Slice(tokens, 0, 16), {})});
+  std::vector<float> one_at_a_time;
+  for (int t = 16; t < 21; ++t) {
+    const std::vector<float> row = Run(model_.get(), {Seq(1, t, {tokens[t]}, {0})});
+    one_at_a_time.insert(one_at_a_time.end(), row.begin(), row.end());
+  }
+  // Alone, as one chunk.
+  Run(model_.get(), {Seq(2, 0, Slice(tokens, 0, 16), {})});
+  ExpectBitwiseEqual(Run(model_.get(), {Seq(2, 16, Slice(tokens, 16, 21), Range(0, 5))}),
+                     one_at_a_time, "K+1 chunk alone");
+
+  // Inside batches of mixed lengths, at different places in the batch.
+  const std::vector<int32_t> other = RandomTokens(40, config_.vocab_size, 21);
+  Run(model_.get(), {Seq(10, 0, Slice(other, 0, 9), {}), Seq(11, 0, Slice(other, 0, 30), {})});
+  Run(model_.get(), {Seq(3, 0, Slice(tokens, 0, 16), {}), Seq(4, 0, Slice(tokens, 0, 16), {})});
+  const std::vector<float> mixed_a =
+      Run(model_.get(), {Seq(10, 9, {other[9]}, {0}),
+                         Seq(3, 16, Slice(tokens, 16, 21), Range(0, 5)),
+                         Seq(11, 30, Slice(other, 30, 37), {0, 3, 6}),
+                         Seq(12, 0, Slice(other, 0, 33), {32})});
+  const int v = config_.vocab_size;
+  ExpectBitwiseEqual(std::vector<float>(mixed_a.begin() + v, mixed_a.begin() + 6 * v),
+                     one_at_a_time, "chunk in a mixed batch");
+  const std::vector<float> mixed_b =
+      Run(model_.get(), {Seq(13, 0, Slice(other, 0, 3), {0, 1, 2}),
+                         Seq(4, 16, Slice(tokens, 16, 21), Range(0, 5))});
+  ExpectBitwiseEqual(std::vector<float>(mixed_b.begin() + 3 * v, mixed_b.end()),
+                     one_at_a_time, "chunk last in a batch");
+}
+
+TEST_F(LlamaTest, TreeNodesMatchTheirChainsAndKeepPathCompacts) {
+  const std::vector<int32_t> context = RandomTokens(10, config_.vocab_size, 30);
+  const std::vector<int32_t> tree_tokens = RandomTokens(7, config_.vocab_size, 31);
+  //        0
+  //      /   \
+  //     1     2
+  //    / \    |
+  //   3   4   5
+  //           |
+  //           6
+  const std::vector<int32_t> parents = {-1, 0, 0, 1, 1, 2, 5};
+  Run(model_.get(), {Seq(1, 0, context, {})});
+  const std::vector<float> tree =
+      Run(model_.get(), {Seq(1, 10, tree_tokens, Range(0, 7), parents)});
+  EXPECT_EQ(CachedLength(1), 17);
+
+  uint64_t next_id = 100;
+  for (int node = 0; node < 7; ++node) {
+    std::vector<int32_t> chain;
+    for (int n = node; n >= 0; n = parents[n]) chain.insert(chain.begin(), tree_tokens[n]);
+    const int len = static_cast<int>(chain.size());
+    Run(model_.get(), {Seq(next_id, 0, context, {})});
+    const std::vector<float> alone =
+        Run(model_.get(), {Seq(next_id, 10, chain, {len - 1})});
+    ExpectBitwiseEqual(Row(tree, node), alone, "tree node " + std::to_string(node));
+    ++next_id;
+  }
+
+  // Path checks: not a path, does not start at a root, wrong start.
+  EXPECT_EQ(model_->KeepPath(1, 10, {0, 2, 3}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model_->KeepPath(1, 10, {1, 3}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model_->KeepPath(1, 10, {0, 7}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model_->KeepPath(1, 9, {0}).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(model_->KeepPath(99, 10, {0}).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(CachedLength(1), 17);
+
+  // Accept 0 -> 2 -> 5 -> 6, then decode one more token: equal to the chain alone.
+  ASSERT_TRUE(model_->KeepPath(1, 10, {0, 2, 5, 6}).ok());
+  EXPECT_EQ(CachedLength(1), 14);
+  const int32_t next = 42;
+  const std::vector<float> after = Run(model_.get(), {Seq(1, 14, {next}, {0})});
+  std::vector<int32_t> accepted_chain = context;
+  for (int n : {0, 2, 5, 6}) accepted_chain.push_back(tree_tokens[n]);
+  accepted_chain.push_back(next);
+  ExpectBitwiseEqual(after, Run(model_.get(), {Seq(500, 0, accepted_chain, {14})}),
+                     "decode after KeepPath");
+  // A KeepPath consumes the record of the last forward.
+  EXPECT_EQ(model_->KeepPath(1, 14, {0}).code(), absl::StatusCode::kOk);
+  EXPECT_EQ(model_->KeepPath(1, 14, {0}).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(LlamaTest, KeepPathOfAChainAndEmptyPath) {
+  const std::vector<int32_t> tokens = RandomTokens(12, config_.vocab_size, 40);
+  Run(model_.get(), {Seq(1, 0, Slice(tokens, 0, 8), {})});
+  Run(model_.get(), {Seq(1, 8, Slice(tokens, 8, 12), Range(0, 4))});
+  EXPECT_EQ(model_->KeepPath(1, 8, {0, 2}).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(model_->KeepPath(1, 8, {0, 1}).ok());
+  EXPECT_EQ(CachedLength(1), 10);
+  Run(model_.get(), {Seq(1, 10, {5, 6}, {})});
+  ASSERT_TRUE(model_->KeepPath(1, 10, {}).ok());
+  EXPECT_EQ(CachedLength(1), 10);
+}
+
+TEST_F(LlamaTest, InvalidInputIsRejectedAndChangesNothing) {
+  const std::vector<int32_t> tokens = RandomTokens(12, config_.vocab_size, 50);
+  Run(model_.get(), {Seq(1, 0, Slice(tokens, 0, 10), {})});
+  const KvCacheStats before = model_->kv_stats();
+  const int v = config_.vocab_size;
+  // Each bad batch also asks to roll sequence 1 back to 5 and create sequence 2.
+  const auto with_valid = [&](SequenceInput bad) {
+    return std::vector<SequenceInput>{Seq(1, 5, {1, 2}, {0}), Seq(2, 0, {3}, {0}),
+                                      std::move(bad)};
+  };
+  const std::vector<std::pair<std::string, std::vector<SequenceInput>>> cases = {
+      {"empty batch", {}},
+      {"token too large", with_valid(Seq(3, 0, {1, v}, {}))},
+      {"negative token", with_valid(Seq(3, 0, {-1}, {}))},
+      {"no tokens", with_valid(Seq(3, 0, {}, {}))},
+      {"start past cache", with_valid(Seq(3, 1, {1}, {}))},
+      {"negative start", with_valid(Seq(3, -1, {1}, {}))},
+      {"duplicate id", with_valid(Seq(1, 10, {1}, {}))},
+      {"too many tokens", with_valid(Seq(3, 0, std::vector<int32_t>(126, 1), {}))},
+      {"logit index out of range", with_valid(Seq(3, 0, {1, 2}, {2}))},
+      {"logit indices not ascending", with_valid(Seq(3, 0, {1, 2}, {1, 0}))},
+      {"parents size", with_valid(Seq(3, 0, {1, 2}, {}, {-1}))},
+      {"parent not before child", with_valid(Seq(3, 0, {1, 2}, {}, {-1, 1}))},
+      {"parent below -1", with_valid(Seq(3, 0, {1, 2}, {}, {-1, -2}))},
+  };
+  std::vector<float> logits;
+  for (const auto& [name, batch] : cases) {
+    absl::Status status = model_->Forward(batch, &logits);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name << ": " << status;
+    EXPECT_EQ(CachedLength(1), 10) << name;
+    EXPECT_FALSE(model_->CachedLength(2).ok()) << name;
+    EXPECT_FALSE(model_->CachedLength(3).ok()) << name;
+    EXPECT_EQ(model_->kv_stats().used_blocks, before.used_blocks) << name;
+  }
+  EXPECT_EQ(model_->Forward({Seq(1, 10, {1}, {0})}, nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // Positions past max_position_embeddings (256): chain and tree depth.
+  LlamaModelOptions options = DefaultOptions();
+  options.max_batch_tokens = 300;
+  std::unique_ptr<LlamaModel> big = MakeModel(options);
+  Run(big.get(), {Seq(1, 0, std::vector<int32_t>(250, 1), {})});
+  EXPECT_EQ(big->Forward({Seq(1, 250, std::vector<int32_t>(7, 1), {})}, &logits).code(),
+            absl::StatusCode::kInvalidArgument);
+  // A tree of 7 nodes but depth 1 fits (positions 250, 251).
+  EXPECT_TRUE(big->Forward({Seq(1, 250, std::vector<int32_t>(7, 1), {6},
+                                {-1, 0, 0, 0, 0, 0, 0})},
+                           &logits)
+                  .ok());
+  EXPECT_EQ(big->Forward({Seq(2, 0, std::vector<int32_t>(257, 1), {})}, &logits).code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // The cache of sequence 1 still holds exactly the original 10 tokens.
+  ExpectBitwiseEqual(Run(model_.get(), {Seq(1, 10, Slice(tokens, 10, 12), {0, 1})}),
+                     Run(model_.get(), {Seq(9, 0, tokens, {10, 11})}),
+                     "after rejected batches");
+}
+
+TEST_F(LlamaTest, KvBudgetExhaustionAndAccounting) {
+  LlamaModelOptions options = DefaultOptions();
+  const size_t per_block = KvBytesPerBlock(config_.num_layers, options.block_size,
+                                           config_.num_kv_heads, config_.head_dim);
+  EXPECT_EQ(per_block, size_t(2 * 2 * 4 * 4 * 8 * 4));
+  options.kv_cache_bytes = 6 * per_block + per_block / 2;  // 6 blocks of 4 tokens.
+  std::unique_ptr<LlamaModel> model = MakeModel(options);
+  KvCacheStats stats = model->kv_stats();
+  EXPECT_EQ(stats.total_blocks, 6);
+  EXPECT_EQ(stats.bytes_per_block, per_block);
+  EXPECT_EQ(stats.total_bytes, 6 * per_block);
+  EXPECT_EQ(stats.block_size, 4);
+
+  const std::vector<int32_t> tokens = RandomTokens(24, config_.vocab_size, 60);
+  Run(model.get(), {Seq(1, 0, Slice(tokens, 0, 9), {}), Seq(2, 0, Slice(tokens, 0, 5), {})});
+  EXPECT_EQ(model->kv_stats().used_blocks, 5);  // 3 + 2.
+  EXPECT_EQ(model->kv_stats().num_sequences, 2);
+
+  // Sequence 1 alone would fit (one more block), sequence 3 would not: nothing changes.
+  std::vector<float> logits;
+  absl::Status status = model->Forward(
+      {Seq(1, 9, Slice(tokens, 9, 13), {0}), Seq(3, 0, Slice(tokens, 0, 5), {0})}, &logits);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  EXPECT_NE(status.message().find("KV cache full"), std::string::npos) << status;
+  EXPECT_EQ(model->CachedLength(1).value(), 9);
+  EXPECT_FALSE(model->CachedLength(3).ok());
+  EXPECT_EQ(model->kv_stats().used_blocks, 5);
+
+  // A rollback in the same batch frees blocks that the growth can use.
+  Run(model.get(), {Seq(2, 1, Slice(tokens, 1, 4), {}), Seq(1, 9, Slice(tokens, 9, 13), {})});
+  EXPECT_EQ(model->kv_stats().used_blocks, 5);  // 1 + 4.
+
+  // Truncate frees whole blocks only; Release frees everything.
+  ASSERT_TRUE(model->Truncate(1, 9).ok());
+  EXPECT_EQ(model->kv_stats().used_blocks, 4);
+  ASSERT_TRUE(model->Truncate(1, 8).ok());
+  EXPECT_EQ(model->kv_stats().used_blocks, 3);
+  EXPECT_EQ(model->Truncate(1, 9).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(model->Release(1).ok());
+  ASSERT_TRUE(model->Release(2).ok());
+  EXPECT_EQ(model->kv_stats().used_blocks, 0);
+  EXPECT_EQ(model->kv_stats().num_sequences, 0);
+  EXPECT_EQ(model->Release(1).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(model->Truncate(1, 0).code(), absl::StatusCode::kNotFound);
+  Run(model.get(), {Seq(4, 0, Slice(tokens, 0, 24), {23})});  // All 6 blocks.
+  EXPECT_EQ(model->kv_stats().free_blocks, 0);
+}
+
+TEST_F(LlamaTest, NoLogitsRequestedAndScratchReuse) {
+  const std::vector<int32_t> tokens = RandomTokens(20, config_.vocab_size, 70);
+  std::vector<float> logits = {1.0f, 2.0f};
+  ASSERT_TRUE(model_->Forward({Seq(1, 0, tokens, {})}, &logits).ok());
+  EXPECT_TRUE(logits.empty());
+  // A larger batch after a small one grows the scratch; a small one after reuses it.
+  const std::vector<float> small1 = Run(model_.get(), {Seq(2, 0, Slice(tokens, 0, 3), {2})});
+  Run(model_.get(), {Seq(3, 0, RandomTokens(120, config_.vocab_size, 71), Range(0, 120))});
+  const std::vector<float> small2 = Run(model_.get(), {Seq(4, 0, Slice(tokens, 0, 3), {2})});
+  ExpectBitwiseEqual(small1, small2, "before and after scratch growth");
+}
+
+TEST_F(LlamaTest, CreateRejectsInconsistentWeightsAndOptions) {
+  LlamaWeights bad = weights_;
+  bad.layers[1].k_proj.rows -= 1;
+  auto model = LlamaModel::Create(bad, backend_.get(), nullptr, DefaultOptions());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(model.status().message().find("layers.1.k_proj"), std::string::npos)
+      << model.status();
+
+  bad = weights_;
+  bad.layers.pop_back();
+  EXPECT_EQ(LlamaModel::Create(bad, backend_.get(), nullptr, DefaultOptions()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  LlamaModelOptions options = DefaultOptions();
+  options.kv_cache_bytes = 10;
+  EXPECT_EQ(LlamaModel::Create(weights_, backend_.get(), nullptr, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options = DefaultOptions();
+  options.max_batch_tokens = 0;
+  EXPECT_EQ(LlamaModel::Create(weights_, backend_.get(), nullptr, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(LlamaModel::Create(weights_, nullptr, nullptr, DefaultOptions()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // Unsharded weights with a 2-rank communicator, and sharded weights without one.
+  auto group = LocalGroup::Create(2);
+  ASSERT_TRUE(group.ok()) << group.status();
+  EXPECT_EQ(LlamaModel::Create(weights_, backend_.get(), (*group)[0].get(), DefaultOptions())
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  bad = weights_;
+  bad.tp_size = 2;
+  EXPECT_EQ(LlamaModel::Create(bad, backend_.get(), nullptr, DefaultOptions()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // A single-rank communicator is accepted for unsharded weights.
+  std::unique_ptr<Communicator> single = CreateSingleRankCommunicator();
+  EXPECT_TRUE(LlamaModel::Create(weights_, backend_.get(), single.get(), DefaultOptions()).ok());
+}
+
+}  // namespace
+}  // namespace tandem

@@ -1,0 +1,30 @@
+// Test helpers for the Llama model: random in-memory weights and an independent,
+// naive double-precision reference forward pass.
+#ifndef TANDEM_MODEL_LLAMA_TEST_UTIL_H_
+#define TANDEM_MODEL_LLAMA_TEST_UTIL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace tandem {
+
+// A small GQA config (8 query heads over 4 KV heads, sizes divisible by 4).
+LlamaConfig SmallTestConfig();
+
+// Unsharded float32 weights with values drawn from a seeded generator, scaled so
+// activations and attention stay well conditioned. Untied LM head unless
+// config.tie_word_embeddings.
+LlamaWeights RandomLlamaWeights(const LlamaConfig& config, uint64_t seed);
+
+// Logits [tokens.size(), vocab] (row-major) of a plain causal forward over `tokens`
+// at positions 0, 1, ..., computed in double precision straight from the definition
+// (Hugging Face Llama). `weights` must be unsharded (tp_size 1).
+std::vector<double> ReferenceLogits(const LlamaWeights& weights,
+                                    const std::vector<int32_t>& tokens);
+
+}  // namespace tandem
+
+#endif  // TANDEM_MODEL_LLAMA_TEST_UTIL_H_

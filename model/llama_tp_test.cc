@@ -1,0 +1,145 @@
+// Tensor parallel in one process: tp = 2 and 4 ranks (one thread and one CPU backend
+// each, joined by the in-process LocalGroup communicator) give the tp = 1 logits
+// within float32 rounding, identical logits on every rank, and bitwise identical
+// results run to run.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "comm/local_communicator.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "model/llama.h"
+#include "model/weights.h"
+
+namespace tandem {
+namespace {
+
+// Every dimension of this checkpoint divides by 2 and 4 (8 heads, 4 KV heads,
+// intermediate 64, vocab 128).
+constexpr char kCheckpoint[] = "tests/reference/checkpoints/tiny_f32_tp";
+
+// Sharding changes only the order of float32 additions (row-parallel partial sums
+// are added rank by rank), so tp > 1 and tp = 1 differ by rounding: a few ulps of
+// O(1) values after 2 layers, far below 1e-4. A real sharding error (wrong slice,
+// missing reduction) changes logits by O(0.1).
+constexpr double kAbsTol = 1e-4;
+constexpr double kRelTol = 1e-4;
+
+std::vector<int32_t> RandomTokens(int n, int vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> tokens(n);
+  for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % vocab);
+  return tokens;
+}
+
+SequenceInput Seq(uint64_t id, int start, std::vector<int32_t> tokens,
+                  std::vector<int32_t> logit_indices, std::vector<int32_t> parents = {}) {
+  SequenceInput in;
+  in.seq_id = id;
+  in.start_position = start;
+  in.tokens = std::move(tokens);
+  in.logit_indices = std::move(logit_indices);
+  in.parents = std::move(parents);
+  return in;
+}
+
+// A serving-like scenario on one rank: mixed prefill, verify chunks, rollback, a tree
+// with KeepPath and decode. Returns all logits concatenated, or an error.
+absl::StatusOr<std::vector<float>> RunScenario(const LlamaWeights& weights,
+                                               Communicator* comm) {
+  std::unique_ptr<Backend> backend = MakeCpuBackend(1);
+  LlamaModelOptions options;
+  options.block_size = 8;
+  options.max_batch_tokens = 128;
+  options.kv_cache_bytes = size_t(2) << 20;
+  auto model_or = LlamaModel::Create(weights, backend.get(), comm, options);
+  if (!model_or.ok()) return model_or.status();
+  LlamaModel& model = **model_or;
+  const int vocab = weights.config.vocab_size;
+  const std::vector<int32_t> a = RandomTokens(40, vocab, 1), b = RandomTokens(40, vocab, 2);
+
+  std::vector<float> all, logits;
+  const auto step = [&](const std::vector<SequenceInput>& batch) -> absl::Status {
+    absl::Status status = model.Forward(batch, &logits);
+    all.insert(all.end(), logits.begin(), logits.end());
+    return status;
+  };
+  const auto slice = [](const std::vector<int32_t>& v, int begin, int end) {
+    return std::vector<int32_t>(v.begin() + begin, v.begin() + end);
+  };
+  absl::Status status = step({Seq(1, 0, slice(a, 0, 20), {19}),
+                              Seq(2, 0, slice(b, 0, 7), {0, 1, 2, 3, 4, 5, 6})});
+  if (status.ok()) {
+    status = step({Seq(1, 20, slice(a, 20, 25), {0, 1, 2, 3, 4}), Seq(2, 7, {b[7]}, {0})});
+  }
+  if (status.ok()) {  // Roll sequence 1 back by 3; a tree on sequence 2.
+    status = step({Seq(1, 22, slice(a, 30, 32), {0, 1}),
+                   Seq(2, 8, slice(b, 8, 12), {0, 1, 2, 3}, {-1, 0, 0, 1})});
+  }
+  if (status.ok()) status = model.KeepPath(2, 8, {0, 1, 3});
+  if (status.ok()) status = step({Seq(2, 11, {b[20]}, {0}), Seq(1, 24, {a[33]}, {0})});
+  if (!status.ok()) return status;
+  return all;
+}
+
+// Runs the scenario on `tp` ranks, one thread each; returns each rank's logits.
+std::vector<std::vector<float>> RunTensorParallel(int tp) {
+  std::vector<std::vector<float>> results(tp);
+  auto group = LocalGroup::Create(tp);
+  EXPECT_TRUE(group.ok()) << group.status();
+  if (!group.ok()) return {};
+  std::vector<absl::Status> statuses(tp);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < tp; ++r) {
+    threads.emplace_back([&, r] {
+      auto weights = LoadLlamaWeights(kCheckpoint, r, tp);
+      if (!weights.ok()) {
+        statuses[r] = weights.status();
+        return;
+      }
+      Communicator* comm = tp > 1 ? (*group)[r].get() : nullptr;
+      auto logits = RunScenario(*weights, comm);
+      statuses[r] = logits.status();
+      if (logits.ok()) results[r] = *std::move(logits);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < tp; ++r) EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r];
+  return results;
+}
+
+bool BitwiseEqual(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+}
+
+TEST(LlamaTensorParallelTest, MatchesSingleRankAndIsDeterministic) {
+  const std::vector<std::vector<float>> single = RunTensorParallel(1);
+  ASSERT_EQ(single.size(), 1u);
+  // 1 + 7 + 5 + 1 + 2 + 4 + 2 logit rows of 128.
+  ASSERT_EQ(single[0].size(), size_t(22 * 128));
+  for (int tp : {2, 4}) {
+    SCOPED_TRACE("tp = " + std::to_string(tp));
+    const std::vector<std::vector<float>> first = RunTensorParallel(tp);
+    const std::vector<std::vector<float>> second = RunTensorParallel(tp);
+    ASSERT_EQ(first.size(), size_t(tp));
+    ASSERT_EQ(second.size(), size_t(tp));
+    for (int r = 0; r < tp; ++r) {
+      EXPECT_TRUE(BitwiseEqual(first[r], first[0])) << "rank " << r << " differs from rank 0";
+      EXPECT_TRUE(BitwiseEqual(second[r], first[r])) << "rank " << r << " not reproducible";
+    }
+    ASSERT_EQ(first[0].size(), single[0].size());
+    double max_err = 0;
+    for (size_t i = 0; i < single[0].size(); ++i) {
+      const double want = single[0][i], got = first[0][i];
+      max_err = std::max(max_err, std::abs(got - want));
+      ASSERT_LE(std::abs(got - want), kAbsTol + kRelTol * std::abs(want))
+          << "element " << i << " (logit row " << i / 128 << ")";
+    }
+    RecordProperty("max_err_tp" + std::to_string(tp), std::to_string(max_err));
+  }
+}
+
+}  // namespace
+}  // namespace tandem
