@@ -369,12 +369,18 @@ def train(model, stream, hp, work, tag, teacher=None):
         for g in opt.param_groups:
             g["lr"] = lr
         inp, tgt = xb[:, :-1], xb[:, 1:]
-        logits = model(inp)
+        # bf16 autocast for the matrix products (f32 master weights, f32
+        # residual stream, norms, softmax and loss).
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=hp["bf16"]):
+            logits = model(inp)
+        logits = logits.float()
         if teacher is None:
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1))
         else:
             with torch.no_grad():
-                t_logp = F.log_softmax(teacher(inp), dim=-1)
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=hp["bf16"]):
+                    t_logits = teacher(inp)
+                t_logp = F.log_softmax(t_logits.float(), dim=-1)
             s_logp = F.log_softmax(logits, dim=-1)
             # forward KL(teacher || student), mean over positions
             loss = (t_logp.exp() * (t_logp - s_logp)).sum(-1).mean()
@@ -534,11 +540,13 @@ def main():
     ap.add_argument("--ctx", type=int, default=256)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--target-steps", type=int, default=1500)
-    ap.add_argument("--draft-steps", type=int, default=1500)
+    ap.add_argument("--draft-steps", type=int, default=1200)
     ap.add_argument("--distill-steps", type=int, default=600)
     ap.add_argument("--eval-tokens", type=int, default=10 ** 9,
                     help="cap on held-out tokens used for evaluation")
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--no-bf16", action="store_true",
+                    help="train in plain f32 instead of bf16 autocast")
     ap.add_argument("--stop-after", choices=["tokenizer"], default=None)
     args = ap.parse_args()
 
@@ -572,7 +580,8 @@ def main():
     if args.stop_after == "tokenizer":
         return
 
-    base = dict(batch=args.batch, ctx=args.ctx, seed=args.seed, weight_decay=0.1)
+    base = dict(batch=args.batch, ctx=args.ctx, seed=args.seed, weight_decay=0.1,
+                bf16=not args.no_bf16)
 
     torch.manual_seed(args.seed)
     target = LlamaLM(make_config(TARGET_SHAPE, vocab))
@@ -634,6 +643,8 @@ def main():
         json.dump(report, f, indent=2)
         f.write("\n")
     log("done in %.1fs" % (time.time() - t_start))
+    import shutil
+    shutil.copyfile(os.path.join(args.work, "train.log"), os.path.join(args.out, "training_log.txt"))
 
 
 if __name__ == "__main__":
