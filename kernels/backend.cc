@@ -1,5 +1,7 @@
 #include "kernels/backend.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace tandem {
 
 size_t DTypeSize(DType dtype) {
@@ -11,6 +13,83 @@ size_t DTypeSize(DType dtype) {
       return 2;
   }
   return 0;
+}
+
+absl::Status ValidateStepPlan(const StepPlan& plan) {
+  auto error = [](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("StepPlan: ", parts...));
+  };
+  const int rows = plan.num_rows();
+  if (plan.block_size <= 0) return error("block_size ", plan.block_size, " must be > 0");
+  if (plan.positions.size() != plan.tokens.size()) {
+    return error("positions has ", plan.positions.size(), " entries for ", rows, " rows");
+  }
+  if (plan.kv_slots.size() != plan.tokens.size()) {
+    return error("kv_slots has ", plan.kv_slots.size(), " entries for ", rows, " rows");
+  }
+  for (int r = 0; r < rows; ++r) {
+    if (plan.tokens[r] < 0) return error("tokens[", r, "] = ", plan.tokens[r], " is negative");
+  }
+  int next_row = 0;
+  for (size_t s = 0; s < plan.sequences.size(); ++s) {
+    const StepPlan::Sequence& seq = plan.sequences[s];
+    const std::string where = absl::StrCat("sequence ", s, ": ");
+    if (seq.row_begin != next_row) {
+      return error(where, "row_begin ", seq.row_begin, " should be ", next_row,
+                   " (sequences cover the rows in order)");
+    }
+    if (seq.row_count < 0 || seq.row_count > rows - seq.row_begin) {
+      return error(where, "row_count ", seq.row_count, " does not fit in ", rows, " rows");
+    }
+    next_row += seq.row_count;
+    if (seq.context_length < 0) {
+      return error(where, "context_length ", seq.context_length, " is negative");
+    }
+    const int64_t keys = int64_t(seq.context_length) + seq.row_count;
+    if (int64_t(seq.block_table.size()) * plan.block_size < keys) {
+      return error(where, "block_table of ", seq.block_table.size(), " blocks of ",
+                   plan.block_size, " cannot hold ", keys, " keys");
+    }
+    for (size_t b = 0; b < seq.block_table.size(); ++b) {
+      if (seq.block_table[b] < 0) {
+        return error(where, "block_table[", b, "] = ", seq.block_table[b], " is negative");
+      }
+    }
+    if (!seq.parents.empty()) {
+      if (int(seq.parents.size()) != seq.row_count) {
+        return error(where, "parents has ", seq.parents.size(), " entries for ",
+                     seq.row_count, " rows");
+      }
+      for (int i = 0; i < seq.row_count; ++i) {
+        if (seq.parents[i] < -1 || seq.parents[i] >= i) {
+          return error(where, "parents[", i, "] = ", seq.parents[i], " must be in [-1, ", i,
+                       ")");
+        }
+      }
+    }
+    for (int i = 0; i < seq.row_count; ++i) {
+      const int64_t logical = int64_t(seq.context_length) + i;
+      const int64_t slot =
+          int64_t(seq.block_table[logical / plan.block_size]) * plan.block_size +
+          logical % plan.block_size;
+      if (plan.kv_slots[seq.row_begin + i] != slot) {
+        return error(where, "kv_slots[", seq.row_begin + i, "] = ",
+                     plan.kv_slots[seq.row_begin + i], " but logical key ", logical,
+                     " lives in slot ", slot);
+      }
+    }
+  }
+  if (next_row != rows) {
+    return error("sequences cover ", next_row, " of ", rows, " rows");
+  }
+  for (size_t i = 0; i < plan.logit_rows.size(); ++i) {
+    const int32_t r = plan.logit_rows[i];
+    if (r < 0 || r >= rows) return error("logit_rows[", i, "] = ", r, " is not a row");
+    if (i > 0 && r <= plan.logit_rows[i - 1]) {
+      return error("logit_rows must be strictly ascending (logit_rows[", i, "] = ", r, ")");
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace tandem

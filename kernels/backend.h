@@ -91,6 +91,14 @@ struct StepPlan {
   int num_rows() const { return static_cast<int>(tokens.size()); }
 };
 
+// Checks that `plan` is self-consistent: block_size > 0; tokens, positions and kv_slots
+// have one entry per row and tokens are >= 0; sequences cover the rows in order without
+// gaps; context_length >= 0; each block table covers context_length + row_count keys
+// with block ids >= 0; parents is empty or has row_count entries with -1 <= parents[i]
+// < i; kv_slots[row_begin + i] is the slot of logical key context_length + i; and
+// logit_rows is strictly ascending within [0, rows). INVALID_ARGUMENT names the field.
+absl::Status ValidateStepPlan(const StepPlan& plan);
+
 // Backend-specific form of a StepPlan (e.g. uploaded to the device). Opaque.
 class PreparedStep {
  public:

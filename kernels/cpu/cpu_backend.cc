@@ -1,0 +1,225 @@
+#include "kernels/cpu/cpu_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/half.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/rmsnorm.h"
+#include "kernels/cpu/rope.h"
+
+namespace tandem {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+int ResolveThreads(int threads) {
+  if (threads > 0) return threads;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+cpu::SimdLevel Supported(cpu::SimdLevel level) {
+  return level == cpu::SimdLevel::kAvx2 && !cpu::CpuHasAvx2Fma() ? cpu::SimdLevel::kPortable
+                                                                 : level;
+}
+
+// A StepPlan copy plus what the kernels derive from it once per step.
+class CpuPreparedStep : public PreparedStep {
+ public:
+  explicit CpuPreparedStep(const StepPlan& plan)
+      : plan_(plan), attention_(cpu::BuildAttentionRows(plan_)) {}
+  const StepPlan& plan() const override { return plan_; }
+  const cpu::AttentionRows& attention() const { return attention_; }
+
+  // The cos/sin table for `inv_freq` (built on first use, reused by every layer).
+  const cpu::RopeTable& Rope(const float* inv_freq, int half) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& table : rope_tables_) {
+      if (table->half == half && std::memcmp(table->inv_freq.data(), inv_freq,
+                                             sizeof(float) * size_t(half)) == 0) {
+        return *table;
+      }
+    }
+    rope_tables_.push_back(std::make_unique<cpu::RopeTable>(
+        cpu::BuildRopeTable(plan_.positions.data(), plan_.num_rows(), inv_freq, half)));
+    return *rope_tables_.back();
+  }
+
+ private:
+  const StepPlan plan_;
+  const cpu::AttentionRows attention_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::unique_ptr<cpu::RopeTable>> rope_tables_;
+};
+
+const CpuPreparedStep& AsCpuStep(const PreparedStep& step) {
+  const auto* cpu_step = dynamic_cast<const CpuPreparedStep*>(&step);
+  CHECK(cpu_step != nullptr) << "PreparedStep was not made by CpuBackend::Prepare";
+  return *cpu_step;
+}
+
+const float* F32Data(const Weight& w, const char* op) {
+  CHECK(w.dtype == DType::kF32) << op << ": weight is not float32 (upload it with "
+                                << "CpuBackend::UploadWeight)";
+  return static_cast<const float*>(w.data);
+}
+
+absl::Status CheckCopy(const void* src, const void* dst, size_t bytes, const char* op) {
+  if (bytes > 0 && (src == nullptr || dst == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": null pointer for ", bytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(int threads) : CpuBackend(threads, cpu::DetectSimdLevel()) {}
+
+CpuBackend::CpuBackend(int threads, cpu::SimdLevel level)
+    : level_(Supported(level)), pool_(ResolveThreads(threads)) {}
+
+absl::StatusOr<Buffer> CpuBackend::Allocate(size_t bytes) {
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded < bytes) return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes"));
+  void* data = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  if (data == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes of host memory"));
+  }
+  std::memset(data, 0, rounded);
+  return Buffer(data, bytes, std::shared_ptr<void>(data, [](void* p) { std::free(p); }));
+}
+
+absl::Status CpuBackend::CopyToDevice(const void* host, void* device, size_t bytes) {
+  if (auto status = CheckCopy(host, device, bytes, "CopyToDevice"); !status.ok()) return status;
+  if (bytes > 0) std::memcpy(device, host, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::CopyToHost(const void* device, void* host, size_t bytes) {
+  if (auto status = CheckCopy(device, host, bytes, "CopyToHost"); !status.ok()) return status;
+  if (bytes > 0) std::memcpy(host, device, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::CopyOnDevice(const void* src, void* dst, size_t bytes) {
+  if (auto status = CheckCopy(src, dst, bytes, "CopyOnDevice"); !status.ok()) return status;
+  if (bytes > 0) std::memmove(dst, src, bytes);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Weight> CpuBackend::UploadWeight(const void* data, DType dtype, int64_t rows,
+                                                int64_t cols, std::shared_ptr<const void> owner) {
+  if (rows < 0 || cols < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("UploadWeight: negative shape [", rows, ", ", cols, "]"));
+  }
+  const int64_t count = rows * cols;
+  if (count > 0 && data == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("UploadWeight: null data for a [", rows, ", ", cols, "] weight"));
+  }
+  Weight weight;
+  weight.dtype = DType::kF32;
+  weight.rows = rows;
+  weight.cols = cols;
+  if (dtype == DType::kF32) {
+    weight.data = data;
+    weight.owner = std::move(owner);
+    return weight;
+  }
+  absl::StatusOr<Buffer> buffer = Allocate(size_t(count) * sizeof(float));
+  if (!buffer.ok()) return buffer.status();
+  float* dst = buffer->f32();
+  const auto* src = static_cast<const uint16_t*>(data);
+  for (int64_t i = 0; i < count; ++i) {
+    dst[i] = dtype == DType::kBF16 ? cpu::Bf16ToFloat(src[i]) : cpu::F16ToFloat(src[i]);
+  }
+  weight.data = dst;
+  auto holder = std::make_shared<Buffer>(std::move(*buffer));
+  weight.owner = std::shared_ptr<const void>(holder, holder->data());
+  return weight;
+}
+
+absl::StatusOr<std::unique_ptr<PreparedStep>> CpuBackend::Prepare(const StepPlan& plan) {
+  if (absl::Status status = ValidateStepPlan(plan); !status.ok()) return status;
+  return std::unique_ptr<PreparedStep>(new CpuPreparedStep(plan));
+}
+
+void CpuBackend::Embedding(const PreparedStep& step, const Weight& table, float* out) {
+  const StepPlan& plan = AsCpuStep(step).plan();
+  const float* data = F32Data(table, "Embedding");
+  const size_t dim = size_t(table.cols);
+  for (int r = 0; r < plan.num_rows(); ++r) {
+    const int32_t token = plan.tokens[r];
+    CHECK(token >= 0 && token < table.rows)
+        << "Embedding: token " << token << " outside the vocabulary of " << table.rows;
+    std::memcpy(out + r * dim, data + size_t(token) * dim, dim * sizeof(float));
+  }
+}
+
+void CpuBackend::RmsNorm(const float* x, const Weight& weight, int rows, int dim, float eps,
+                         float* out) {
+  CHECK_GE(weight.rows * weight.cols, dim) << "RmsNorm: weight shorter than dim";
+  cpu::RmsNorm(level_, &pool_, x, F32Data(weight, "RmsNorm"), rows, dim, eps, out);
+}
+
+void CpuBackend::MatMul(const float* x, int rows, const Weight& w, float* out) {
+  cpu::MatMul(level_, &pool_, x, rows, F32Data(w, "MatMul"), static_cast<int>(w.rows),
+              static_cast<int>(w.cols), out);
+}
+
+void CpuBackend::Rope(const PreparedStep& step, float* x, int num_heads, int head_dim,
+                      const float* inv_freq) {
+  CHECK_EQ(head_dim % 2, 0) << "Rope: head_dim must be even";
+  const cpu::RopeTable& table = AsCpuStep(step).Rope(inv_freq, head_dim / 2);
+  cpu::ApplyRope(table, x, num_heads, head_dim);
+}
+
+void CpuBackend::WriteKv(const PreparedStep& step, const float* k, const float* v,
+                         const KvLayout& layout, float* k_cache, float* v_cache) {
+  const StepPlan& plan = AsCpuStep(step).plan();
+  const size_t width = size_t(layout.num_kv_heads) * layout.head_dim;
+  const int64_t slots = int64_t(layout.num_blocks) * layout.block_size;
+  for (int r = 0; r < plan.num_rows(); ++r) {
+    const int64_t slot = plan.kv_slots[r];
+    CHECK(slot >= 0 && slot < slots) << "WriteKv: slot " << slot << " outside the cache of "
+                                     << slots << " slots";
+    std::memcpy(k_cache + slot * width, k + r * width, width * sizeof(float));
+    std::memcpy(v_cache + slot * width, v + r * width, width * sizeof(float));
+  }
+}
+
+void CpuBackend::Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
+                           const float* k_cache, const float* v_cache, int num_heads,
+                           float scale, float* out) {
+  const CpuPreparedStep& cpu_step = AsCpuStep(step);
+  cpu::PagedAttention(level_, &pool_, cpu_step.plan(), cpu_step.attention(), q, layout, k_cache,
+                      v_cache, num_heads, scale, out);
+}
+
+void CpuBackend::SiluMul(const float* gate, const float* up, size_t n, float* out) {
+  cpu::SiluMul(level_, &pool_, gate, up, n, out);
+}
+
+void CpuBackend::Add(float* x, const float* y, size_t n) { cpu::Add(&pool_, x, y, n); }
+
+void CpuBackend::GatherRows(const float* x, int dim, const std::vector<int32_t>& rows,
+                            float* out) {
+  for (size_t j = 0; j < rows.size(); ++j) {
+    CHECK_GE(rows[j], 0) << "GatherRows: negative row index";
+    std::memmove(out + j * size_t(dim), x + size_t(rows[j]) * dim, sizeof(float) * size_t(dim));
+  }
+}
+
+std::unique_ptr<Backend> MakeCpuBackend(int threads) {
+  return std::make_unique<CpuBackend>(threads);
+}
+
+}  // namespace tandem

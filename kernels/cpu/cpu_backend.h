@@ -1,0 +1,75 @@
+// The CPU implementation of Backend: host memory (64-byte aligned, zeroed), float32
+// weights (f32 host data used in place, f16/bf16 widened once at upload), and threaded
+// kernels with an AVX2+FMA path chosen at run time and a portable C++ path
+// (TANDEM_CPU_SIMD=portable forces the latter). It is the reference backend the CUDA
+// one is tested against. Every op is batch invariant (see kernels/backend.h).
+//
+// Op preconditions the model code must meet (violations are programming errors and
+// abort with a message rather than corrupt memory where checking is cheap): weights
+// come from this backend's UploadWeight (float32); Embedding tokens are < table.rows;
+// Attention block ids are < layout.num_blocks and num_heads % num_kv_heads == 0;
+// Rope's head_dim is even; steps come from this backend's Prepare.
+#ifndef TANDEM_KERNELS_CPU_CPU_BACKEND_H_
+#define TANDEM_KERNELS_CPU_CPU_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/simd.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace tandem {
+
+class CpuBackend : public Backend {
+ public:
+  // `threads` counts the calling thread; <= 0 means one per hardware thread.
+  // `level` defaults to cpu::DetectSimdLevel(); kAvx2 on a CPU without it falls back to
+  // kPortable.
+  explicit CpuBackend(int threads);
+  CpuBackend(int threads, cpu::SimdLevel level);
+
+  int num_threads() const { return pool_.num_threads(); }
+  cpu::SimdLevel simd_level() const { return level_; }
+
+  std::string name() const override { return "cpu"; }
+
+  absl::StatusOr<Buffer> Allocate(size_t bytes) override;
+  absl::Status CopyToDevice(const void* host, void* device, size_t bytes) override;
+  absl::Status CopyToHost(const void* device, void* host, size_t bytes) override;
+  absl::Status CopyOnDevice(const void* src, void* dst, size_t bytes) override;
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+  absl::StatusOr<Weight> UploadWeight(const void* data, DType dtype, int64_t rows, int64_t cols,
+                                      std::shared_ptr<const void> owner) override;
+
+  absl::StatusOr<std::unique_ptr<PreparedStep>> Prepare(const StepPlan& plan) override;
+
+  void Embedding(const PreparedStep& step, const Weight& table, float* out) override;
+  void RmsNorm(const float* x, const Weight& weight, int rows, int dim, float eps,
+               float* out) override;
+  void MatMul(const float* x, int rows, const Weight& w, float* out) override;
+  void Rope(const PreparedStep& step, float* x, int num_heads, int head_dim,
+            const float* inv_freq) override;
+  void WriteKv(const PreparedStep& step, const float* k, const float* v, const KvLayout& layout,
+               float* k_cache, float* v_cache) override;
+  void Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
+                 const float* k_cache, const float* v_cache, int num_heads, float scale,
+                 float* out) override;
+  void SiluMul(const float* gate, const float* up, size_t n, float* out) override;
+  void Add(float* x, const float* y, size_t n) override;
+  void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows,
+                  float* out) override;
+
+ private:
+  cpu::SimdLevel level_;
+  cpu::ThreadPool pool_;
+};
+
+// Factory: a CpuBackend with `threads` threads.
+std::unique_ptr<Backend> MakeCpuBackend(int threads);
+
+}  // namespace tandem
+
+#endif  // TANDEM_KERNELS_CPU_CPU_BACKEND_H_

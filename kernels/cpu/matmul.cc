@@ -1,0 +1,173 @@
+#include "kernels/cpu/matmul.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/vec_math.h"
+
+namespace tandem {
+namespace cpu {
+namespace {
+
+// Smallest share of the multiply-adds worth handing to another thread.
+constexpr int64_t kMinFmaPerThread = 1 << 16;
+// Output columns per work unit of the parallel split.
+constexpr int kColumnsPerUnit = 8;
+
+// ---- portable ----
+
+// One output element (the tail lanes that k does not reach stay untouched, which is
+// the same as adding zeros).
+void MatMulRangePortable(const float* x, int rows, const float* w, int out_dim, int in_dim,
+                         int col_begin, int col_end, float* out) {
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + size_t(r) * in_dim;
+    for (int o = col_begin; o < col_end; ++o) {
+      const float* wo = w + size_t(o) * in_dim;
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      int k = 0;
+      for (; k + 8 <= in_dim; k += 8) {
+        for (int j = 0; j < 8; ++j) acc[j] += xr[k + j] * wo[k + j];
+      }
+      for (int j = 0; k + j < in_dim; ++j) acc[j] += xr[k + j] * wo[k + j];
+      out[size_t(r) * out_dim + o] = ReduceTree8(acc);
+    }
+  }
+}
+
+#if defined(TANDEM_HAVE_AVX2_KERNELS)
+
+// RB rows x CB output columns: RB*CB 8-lane accumulators over k, then Reduce4 per
+// group of four columns. Every instantiation performs the same operations per element.
+template <int RB, int CB>
+TANDEM_AVX2 inline void Tile(const float* x, const float* w, int in_dim, float* out,
+                             int out_dim) {
+  __m256 acc[RB][CB];
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) {
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_setzero_ps();
+  }
+  int k = 0;
+  for (; k + 8 <= in_dim; k += 8) {
+    __m256 wv[CB];
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) wv[c] = _mm256_loadu_ps(w + size_t(c) * in_dim + k);
+#pragma GCC unroll 8
+    for (int r = 0; r < RB; ++r) {
+      const __m256 xv = _mm256_loadu_ps(x + size_t(r) * in_dim + k);
+#pragma GCC unroll 8
+      for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
+    }
+  }
+  if (k < in_dim) {
+    const __m256i mask = TailMask(in_dim - k);
+    __m256 wv[CB];
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) wv[c] = _mm256_maskload_ps(w + size_t(c) * in_dim + k, mask);
+#pragma GCC unroll 8
+    for (int r = 0; r < RB; ++r) {
+      const __m256 xv = _mm256_maskload_ps(x + size_t(r) * in_dim + k, mask);
+#pragma GCC unroll 8
+      for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
+    }
+  }
+  const __m256 zero = _mm256_setzero_ps();
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) {
+    float* o = out + size_t(r) * out_dim;
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; c += 4) {
+      const __m128 sums = Reduce4(acc[r][c], c + 1 < CB ? acc[r][c + 1] : zero,
+                                  c + 2 < CB ? acc[r][c + 2] : zero,
+                                  c + 3 < CB ? acc[r][c + 3] : zero);
+      if (c + 4 <= CB) {
+        _mm_storeu_ps(o + c, sums);
+      } else {
+        alignas(16) float tmp[4];
+        _mm_store_ps(tmp, sums);
+        for (int i = 0; c + i < CB; ++i) o[c + i] = tmp[i];
+      }
+    }
+  }
+}
+
+// Runs Tile<RB, cb> for a runtime cb in 1..8.
+template <int RB>
+TANDEM_AVX2 void TileAnyWidth(int cb, const float* x, const float* w, int in_dim, float* out,
+                              int out_dim) {
+  switch (cb) {
+    case 1: return Tile<RB, 1>(x, w, in_dim, out, out_dim);
+    case 2: return Tile<RB, 2>(x, w, in_dim, out, out_dim);
+    case 3: return Tile<RB, 3>(x, w, in_dim, out, out_dim);
+    case 4: return Tile<RB, 4>(x, w, in_dim, out, out_dim);
+    case 5: return Tile<RB, 5>(x, w, in_dim, out, out_dim);
+    case 6: return Tile<RB, 6>(x, w, in_dim, out, out_dim);
+    case 7: return Tile<RB, 7>(x, w, in_dim, out, out_dim);
+    default: return Tile<RB, 8>(x, w, in_dim, out, out_dim);
+  }
+}
+
+// RB rows against output columns [col_begin, col_end) in tiles of CB columns.
+template <int RB, int CB>
+TANDEM_AVX2 void Sweep(const float* x, const float* w, int out_dim, int in_dim, int col_begin,
+                       int col_end, float* out) {
+  int c = col_begin;
+  for (; c + CB <= col_end; c += CB) {
+    Tile<RB, CB>(x, w + size_t(c) * in_dim, in_dim, out + c, out_dim);
+  }
+  if (c < col_end) TileAnyWidth<RB>(col_end - c, x, w + size_t(c) * in_dim, in_dim, out + c, out_dim);
+}
+
+TANDEM_AVX2 void MatMulRangeAvx2(const float* x, int rows, const float* w, int out_dim,
+                                 int in_dim, int col_begin, int col_end, float* out) {
+  // Column panels sized so a panel of w stays in L1 while every row block passes over it.
+  const int panel = std::max(24, (8192 / std::max(in_dim, 1)) / 24 * 24);
+  for (int p = col_begin; p < col_end; p += panel) {
+    const int pe = std::min(col_end, p + panel);
+    int r = 0;
+    for (; r + 4 <= rows; r += 4) {
+      Sweep<4, 3>(x + size_t(r) * in_dim, w, out_dim, in_dim, p, pe, out + size_t(r) * out_dim);
+    }
+    const float* xr = x + size_t(r) * in_dim;
+    float* outr = out + size_t(r) * out_dim;
+    switch (rows - r) {
+      case 3: Sweep<3, 4>(xr, w, out_dim, in_dim, p, pe, outr); break;
+      case 2: Sweep<2, 4>(xr, w, out_dim, in_dim, p, pe, outr); break;
+      case 1: Sweep<1, 8>(xr, w, out_dim, in_dim, p, pe, outr); break;
+      default: break;
+    }
+  }
+}
+
+#endif  // TANDEM_HAVE_AVX2_KERNELS
+
+}  // namespace
+
+void MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const float* w,
+            int out_dim, int in_dim, float* out) {
+  if (rows <= 0 || out_dim <= 0) return;
+  auto range = [&](int64_t unit_begin, int64_t unit_end) {
+    const int col_begin = static_cast<int>(unit_begin * kColumnsPerUnit);
+    const int col_end = static_cast<int>(std::min<int64_t>(out_dim, unit_end * kColumnsPerUnit));
+#if defined(TANDEM_HAVE_AVX2_KERNELS)
+    if (level == SimdLevel::kAvx2) {
+      MatMulRangeAvx2(x, rows, w, out_dim, in_dim, col_begin, col_end, out);
+      return;
+    }
+#endif
+    MatMulRangePortable(x, rows, w, out_dim, in_dim, col_begin, col_end, out);
+  };
+  const int64_t units = (out_dim + kColumnsPerUnit - 1) / kColumnsPerUnit;
+  const int64_t fma_per_unit = int64_t(rows) * in_dim * kColumnsPerUnit;
+  const int64_t min_units = std::max<int64_t>(1, kMinFmaPerThread / std::max<int64_t>(1, fma_per_unit));
+  if (pool == nullptr) {
+    range(0, units);
+  } else {
+    pool->ParallelFor(units, range, min_units);
+  }
+}
+
+}  // namespace cpu
+}  // namespace tandem

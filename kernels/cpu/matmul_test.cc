@@ -1,0 +1,100 @@
+#include "kernels/cpu/matmul.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/reference.h"
+#include "kernels/cpu/simd.h"
+#include "kernels/cpu/test_util.h"
+
+namespace tandem {
+namespace cpu {
+namespace {
+
+using testing::AllClose;
+using testing::BitwiseEqual;
+using testing::RandomVector;
+
+class MatMulTest : public ::testing::TestWithParam<SimdLevel> {};
+
+std::vector<float> RunMatMul(SimdLevel level, ThreadPool* pool, const std::vector<float>& x, int rows,
+                       const std::vector<float>& w, int out_dim, int in_dim) {
+  std::vector<float> out(size_t(rows) * out_dim, -7.0f);
+  MatMul(level, pool, x.data(), rows, w.data(), out_dim, in_dim, out.data());
+  return out;
+}
+
+TEST_P(MatMulTest, MatchesReferenceOnAwkwardShapes) {
+  ThreadPool pool(2);
+  uint32_t seed = 1;
+  for (int rows : {1, 2, 3, 4, 5, 7, 8, 13, 37}) {
+    for (int in_dim : {1, 5, 8, 13, 20, 64, 100, 259}) {
+      for (int out_dim : {1, 3, 7, 9, 25, 67}) {
+        const auto x = RandomVector(size_t(rows) * in_dim, seed++);
+        const auto w = RandomVector(size_t(out_dim) * in_dim, seed++);
+        std::vector<float> expected(size_t(rows) * out_dim);
+        reference::MatMul(x.data(), rows, w.data(), out_dim, in_dim, expected.data());
+        EXPECT_TRUE(AllClose(RunMatMul(GetParam(), &pool, x, rows, w, out_dim, in_dim), expected,
+                             1e-5f, 1e-6f * in_dim))
+            << "rows=" << rows << " in=" << in_dim << " out=" << out_dim;
+      }
+    }
+  }
+}
+
+TEST_P(MatMulTest, LargeShapesAcrossPanelsAndThreads) {
+  ThreadPool pool(4);
+  const int rows = 19, in_dim = 688, out_dim = 517;
+  const auto x = RandomVector(size_t(rows) * in_dim, 11);
+  const auto w = RandomVector(size_t(out_dim) * in_dim, 12);
+  std::vector<float> expected(size_t(rows) * out_dim);
+  reference::MatMul(x.data(), rows, w.data(), out_dim, in_dim, expected.data());
+  EXPECT_TRUE(AllClose(RunMatMul(GetParam(), &pool, x, rows, w, out_dim, in_dim), expected, 1e-5f,
+                       1e-6f * in_dim));
+}
+
+// Each output row is bitwise the same whether computed alone, inside calls of 2..37
+// rows at any offset, or with 1, 2 or 4 threads.
+TEST_P(MatMulTest, BatchInvariant) {
+  for (const auto& [in_dim, out_dim] : std::vector<std::pair<int, int>>{{259, 1000}, {64, 67}}) {
+    const int total = 37;
+    const auto x = RandomVector(size_t(total) * in_dim, 21);
+    const auto w = RandomVector(size_t(out_dim) * in_dim, 22);
+    std::vector<float> alone(size_t(total) * out_dim);
+    for (int r = 0; r < total; ++r) {
+      MatMul(GetParam(), nullptr, x.data() + size_t(r) * in_dim, 1, w.data(), out_dim, in_dim,
+             alone.data() + size_t(r) * out_dim);
+    }
+    for (int threads : {1, 2, 4}) {
+      ThreadPool pool(threads);
+      for (int rows = 2; rows <= total; ++rows) {
+        const int begin = (rows * 7) % (total - rows + 1);
+        std::vector<float> out(size_t(rows) * out_dim);
+        MatMul(GetParam(), &pool, x.data() + size_t(begin) * in_dim, rows, w.data(), out_dim,
+               in_dim, out.data());
+        ASSERT_TRUE(BitwiseEqual(out.data(), alone.data() + size_t(begin) * out_dim, out.size()))
+            << "threads=" << threads << " rows=" << rows << " begin=" << begin
+            << " in=" << in_dim << " out=" << out_dim;
+      }
+    }
+  }
+}
+
+TEST_P(MatMulTest, EmptyShapesWriteNothing) {
+  std::vector<float> out(4, 3.0f);
+  const std::vector<float> x(8, 1.0f), w(8, 1.0f);
+  MatMul(GetParam(), nullptr, x.data(), 0, w.data(), 2, 4, out.data());
+  MatMul(GetParam(), nullptr, x.data(), 2, w.data(), 0, 4, out.data());
+  for (float v : out) EXPECT_EQ(v, 3.0f);
+  // in_dim = 0 gives zeros.
+  MatMul(GetParam(), nullptr, x.data(), 2, w.data(), 2, 0, out.data());
+  for (float v : out) EXPECT_EQ(v, 0.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, MatMulTest, ::testing::ValuesIn(AvailableSimdLevels()),
+                         [](const auto& info) { return std::string(SimdLevelName(info.param)); });
+
+}  // namespace
+}  // namespace cpu
+}  // namespace tandem
