@@ -1,0 +1,295 @@
+#include "spec/acceptance.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "spec/rng.h"
+
+namespace tandem {
+namespace spec {
+namespace {
+
+constexpr AcceptanceRule kAllRules[] = {
+    AcceptanceRule::kGreedy, AcceptanceRule::kRejection, AcceptanceRule::kThreshold,
+    AcceptanceRule::kRatio,  AcceptanceRule::kPosition,  AcceptanceRule::kTypical};
+
+constexpr double kProposalSumTolerance = 1e-3;
+
+bool InRange(float value, float low, bool low_inclusive, float high, bool high_inclusive) {
+  const bool above = low_inclusive ? value >= low : value > low;
+  const bool below = high_inclusive ? value <= high : value < high;
+  return above && below;  // False for NaN.
+}
+
+absl::Status CheckRange(absl::string_view rule, absl::string_view name, float value,
+                        float low, bool low_inclusive, float high, bool high_inclusive) {
+  if (InRange(value, low, low_inclusive, high, high_inclusive)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "acceptance rule '", rule, "': ", name, " must be in ", low_inclusive ? "[" : "(", low,
+      ", ", high, high_inclusive ? "]" : ")", ", got ", value));
+}
+
+// Range checks of the parameters the rule reads.
+absl::Status ValidateRuleParameters(const AcceptanceParams& params) {
+  const absl::string_view name = AcceptanceRuleName(params.rule);
+  switch (params.rule) {
+    case AcceptanceRule::kGreedy:
+    case AcceptanceRule::kRejection:
+      return absl::OkStatus();
+    case AcceptanceRule::kThreshold:
+      return CheckRange(name, "alpha", AlphaOrDefault(params), 0, false, 1, false);
+    case AcceptanceRule::kRatio:
+      return CheckRange(name, "alpha", AlphaOrDefault(params), 0, false, 1, true);
+    case AcceptanceRule::kPosition: {
+      absl::Status status = CheckRange(name, "theta_first", params.theta_first, 0, false, 1, true);
+      if (!status.ok()) return status;
+      return CheckRange(name, "theta_last", params.theta_last, 0, false, 1, true);
+    }
+    case AcceptanceRule::kTypical: {
+      absl::Status status = CheckRange(name, "epsilon", params.epsilon, 0, false, 1, true);
+      if (!status.ok()) return status;
+      return CheckRange(name, "delta", params.delta, 0, false, 1, true);
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("acceptance: unknown rule value ", static_cast<int>(params.rule)));
+}
+
+bool RuleReadsProposalDistribution(AcceptanceRule rule) {
+  return rule == AcceptanceRule::kRejection || rule == AcceptanceRule::kRatio;
+}
+
+absl::Status ValidateProposalDistribution(const Proposal& proposal, size_t index,
+                                          size_t vocab) {
+  const SparseDistribution& q = proposal.q;
+  const std::string where = absl::StrCat("acceptance: proposal ", index, " (token ",
+                                         proposal.token, "): ");
+  if (q.ids.empty() || q.ids.size() != q.probs.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, "proposal distribution needs as many ids as probs and at least one, got ",
+        q.ids.size(), " ids and ", q.probs.size(), " probs"));
+  }
+  double sum = 0.0;
+  for (size_t j = 0; j < q.ids.size(); ++j) {
+    if (q.ids[j] < 0 || static_cast<size_t>(q.ids[j]) >= vocab) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "q id ", q.ids[j],
+                                                     " outside [0, ", vocab, ")"));
+    }
+    if (!(q.probs[j] >= 0.0f) || !std::isfinite(q.probs[j])) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "q prob of token ", q.ids[j],
+                                                     " must be finite and >= 0, got ",
+                                                     q.probs[j]));
+    }
+    sum += q.probs[j];
+  }
+  if (std::fabs(sum - 1.0) > kProposalSumTolerance) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "q probs sum to ", sum,
+                                                   ", expected 1 within ",
+                                                   kProposalSumTolerance));
+  }
+  std::vector<int32_t> ids = q.ids;
+  std::sort(ids.begin(), ids.end());
+  const auto duplicate = std::adjacent_find(ids.begin(), ids.end());
+  if (duplicate != ids.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "q lists token ", *duplicate,
+                                                   " more than once"));
+  }
+  if (!(ProbabilityOf(q, proposal.token) > 0.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, "the proposed token must have positive probability under its q"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateInputs(absl::Span<const Proposal> proposals,
+                            absl::Span<const absl::Span<const float>> target_probs,
+                            AcceptanceRule rule) {
+  const size_t k = proposals.size();
+  if (target_probs.size() != k + 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "acceptance: ", k, " proposals need ", k + 1, " target distributions, got ",
+        target_probs.size()));
+  }
+  const size_t vocab = target_probs[0].size();
+  if (vocab == 0) {
+    return absl::InvalidArgumentError("acceptance: target distributions are empty");
+  }
+  for (size_t i = 1; i < target_probs.size(); ++i) {
+    if (target_probs[i].size() != vocab) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "acceptance: target distribution ", i, " has ", target_probs[i].size(),
+          " entries, distribution 0 has ", vocab));
+    }
+  }
+  for (size_t i = 0; i < k; ++i) {
+    const int32_t token = proposals[i].token;
+    if (token < 0 || static_cast<size_t>(token) >= vocab) {
+      return absl::InvalidArgumentError(absl::StrCat("acceptance: proposal ", i, " token ",
+                                                     token, " outside [0, ", vocab, ")"));
+    }
+    if (RuleReadsProposalDistribution(rule)) {
+      absl::Status status = ValidateProposalDistribution(proposals[i], i, vocab);
+      if (!status.ok()) return status;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NoMassError(size_t index) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "acceptance: target distribution ", index, " has no positive probability"));
+}
+
+// A token drawn from p with the kResample draw at `position`, or from argmax p.
+absl::StatusOr<int32_t> EmitFrom(absl::Span<const float> p, size_t index, bool use_argmax,
+                                 uint64_t seed, uint64_t position) {
+  const int token =
+      use_argmax ? Argmax(p)
+                 : SampleFromProbs(p, UniformDouble(seed, RandomStream::kResample, position));
+  if (token < 0 || (use_argmax && !(p[token] > 0.0f))) return NoMassError(index);
+  return token;
+}
+
+// Correction of the rejection rule: a sample from normalize(max(0, p - q)), or from p
+// when that residual has no mass.
+absl::StatusOr<int32_t> SampleResidual(absl::Span<const float> p, const SparseDistribution& q,
+                                       size_t index, uint64_t seed, uint64_t position) {
+  std::vector<double> residual(p.begin(), p.end());
+  for (size_t j = 0; j < q.ids.size(); ++j) {
+    const int32_t id = q.ids[j];
+    residual[id] = std::max(0.0, residual[id] - static_cast<double>(q.probs[j]));
+  }
+  const double u = UniformDouble(seed, RandomStream::kResample, position);
+  int token = SampleFromProbs(absl::MakeConstSpan(residual), u);
+  if (token < 0) token = SampleFromProbs(p, u);
+  if (token < 0) return NoMassError(index);
+  return token;
+}
+
+}  // namespace
+
+absl::string_view AcceptanceRuleName(AcceptanceRule rule) {
+  switch (rule) {
+    case AcceptanceRule::kGreedy: return "greedy";
+    case AcceptanceRule::kRejection: return "rejection";
+    case AcceptanceRule::kThreshold: return "threshold";
+    case AcceptanceRule::kRatio: return "ratio";
+    case AcceptanceRule::kPosition: return "position";
+    case AcceptanceRule::kTypical: return "typical";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<AcceptanceRule> ParseAcceptanceRule(absl::string_view name) {
+  for (AcceptanceRule rule : kAllRules) {
+    if (AcceptanceRuleName(rule) == name) return rule;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown acceptance rule '", name,
+      "'; expected greedy, rejection, threshold, ratio, position or typical"));
+}
+
+AcceptanceRule DefaultAcceptanceRule(float temperature) {
+  return temperature > 0.0f ? AcceptanceRule::kRejection : AcceptanceRule::kGreedy;
+}
+
+float AlphaOrDefault(const AcceptanceParams& params) {
+  if (params.alpha.has_value()) return *params.alpha;
+  switch (params.rule) {
+    case AcceptanceRule::kThreshold: return kDefaultThresholdAlpha;
+    case AcceptanceRule::kRatio: return kDefaultRatioAlpha;
+    default: return 0.0f;
+  }
+}
+
+absl::Status ValidateAcceptanceParams(const AcceptanceParams& params, float temperature) {
+  absl::Status status = ValidateRuleParameters(params);
+  if (!status.ok()) return status;
+  if (params.rule == AcceptanceRule::kGreedy && temperature != 0.0f) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "acceptance rule 'greedy' requires temperature 0, got ", temperature));
+  }
+  return absl::OkStatus();
+}
+
+double PositionThreshold(int i, int k, float theta_first, float theta_last) {
+  const double first = theta_first, last = theta_last;
+  return first - (static_cast<double>(i) / k) * (first - last);
+}
+
+double TypicalThreshold(absl::Span<const float> p, float epsilon, float delta) {
+  return std::min(static_cast<double>(epsilon),
+                  static_cast<double>(delta) * std::exp(-Entropy(p)));
+}
+
+absl::StatusOr<AcceptanceResult> AcceptProposals(
+    absl::Span<const Proposal> proposals,
+    absl::Span<const absl::Span<const float>> target_probs,
+    const AcceptanceParams& params, const RandomKey& key) {
+  absl::Status status = ValidateRuleParameters(params);
+  if (!status.ok()) return status;
+  status = ValidateInputs(proposals, target_probs, params.rule);
+  if (!status.ok()) return status;
+
+  const size_t k = proposals.size();
+  const double alpha = AlphaOrDefault(params);
+  AcceptanceResult result;
+  result.committed.reserve(k + 1);
+  for (size_t i = 0; i < k; ++i) {
+    const absl::Span<const float> p = target_probs[i];
+    const int32_t token = proposals[i].token;
+    const double p_token = p[token];
+    const uint64_t position = key.sample_index + i;
+    bool accept = false;
+    switch (params.rule) {
+      case AcceptanceRule::kGreedy:
+        accept = token == Argmax(p);
+        break;
+      case AcceptanceRule::kRejection: {
+        const double q_token = ProbabilityOf(proposals[i].q, token);
+        const double u = UniformDouble(key.seed, RandomStream::kAccept, position);
+        accept = u < std::min(1.0, p_token / q_token);
+        break;
+      }
+      case AcceptanceRule::kThreshold:
+        accept = p_token > alpha;
+        break;
+      case AcceptanceRule::kRatio:
+        accept = static_cast<double>(ProbabilityOf(proposals[i].q, token)) >= alpha * p_token;
+        break;
+      case AcceptanceRule::kPosition:
+        accept = p_token >= PositionThreshold(static_cast<int>(i) + 1, static_cast<int>(k),
+                                              params.theta_first, params.theta_last);
+        break;
+      case AcceptanceRule::kTypical:
+        accept = p_token > TypicalThreshold(p, params.epsilon, params.delta);
+        break;
+    }
+    if (accept) {
+      result.committed.push_back(token);
+      ++result.num_accepted;
+      continue;
+    }
+    absl::StatusOr<int32_t> correction =
+        params.rule == AcceptanceRule::kRejection
+            ? SampleResidual(p, proposals[i].q, i, key.seed, position)
+            : EmitFrom(p, i,
+                       params.rule == AcceptanceRule::kGreedy ||
+                           params.rule == AcceptanceRule::kTypical,
+                       key.seed, position);
+    if (!correction.ok()) return correction.status();
+    result.committed.push_back(*correction);
+    return result;
+  }
+  absl::StatusOr<int32_t> bonus = EmitFrom(target_probs[k], k,
+                                           params.rule == AcceptanceRule::kGreedy,
+                                           key.seed, key.sample_index + k);
+  if (!bonus.ok()) return bonus.status();
+  result.committed.push_back(*bonus);
+  return result;
+}
+
+}  // namespace spec
+}  // namespace tandem

@@ -1,0 +1,127 @@
+// Acceptance rules of speculative decoding: given K proposed tokens with the
+// distributions they were drawn from and the target's K+1 processed distributions,
+// decide which proposals to keep and which token to add. Pure functions, no I/O.
+//
+// Rules (p = target, q = proposal, both after temperature / top-k / top-p):
+//   greedy     accept d_i iff d_i == argmax p_i; on reject emit argmax p_i.
+//              Token-identical to target-only greedy decoding.
+//   rejection  accept iff u < min(1, p_i(d_i) / q_i(d_i)); on reject sample from
+//              normalize(max(0, p_i - q_i)) (from p_i if that is all zero).
+//              Lossless: committed tokens are distributed as target-only sampling.
+//   threshold  accept iff p_i(d_i) > alpha; on reject sample from p_i.       (lossy)
+//   ratio      accept iff q_i(d_i) >= alpha * p_i(d_i); on reject sample p_i. (lossy)
+//   position   accept iff p_i(d_i) >= theta_i with
+//              theta_i = theta_first - (i / K) (theta_first - theta_last), i = 1..K;
+//              on reject sample from p_i.                                    (lossy)
+//   typical    accept iff p_i(d_i) > min(epsilon, delta * exp(-H(p_i))) (H in nats);
+//              on reject emit argmax p_i.                                    (lossy)
+// When all K proposals pass, a bonus token follows: argmax p_{K+1} for greedy, a
+// sample from p_{K+1} for every other rule. So 1..K+1 tokens are committed per step.
+//
+// Random draws (spec/rng.h), keyed by the request seed and the generated-token index
+// n_i = sample_index + (i - 1) of proposal i, so results never depend on batching:
+//   the acceptance test u of proposal i      UniformDouble(seed, kAccept, n_i)
+//   the correction sample at proposal i      UniformDouble(seed, kResample, n_i)
+//   the bonus sample                         UniformDouble(seed, kResample, sample_index + K)
+// With K = 0 a step is plain decoding: one sample from p_1 with the kResample draw at
+// sample_index, exactly what target-only sampling at that index does.
+#ifndef TANDEM_SPEC_ACCEPTANCE_H_
+#define TANDEM_SPEC_ACCEPTANCE_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "spec/sampling.h"
+
+namespace tandem {
+namespace spec {
+
+enum class AcceptanceRule { kGreedy, kRejection, kThreshold, kRatio, kPosition, kTypical };
+
+// Lower-case rule name ("greedy", "rejection", "threshold", "ratio", "position",
+// "typical"), and its inverse (INVALID_ARGUMENT listing the valid names).
+absl::string_view AcceptanceRuleName(AcceptanceRule rule);
+absl::StatusOr<AcceptanceRule> ParseAcceptanceRule(absl::string_view name);
+
+// The default rule: greedy for temperature 0 (or below), rejection otherwise.
+AcceptanceRule DefaultAcceptanceRule(float temperature);
+
+// Rule parameters with their defaults.
+constexpr float kDefaultThresholdAlpha = 0.3f;
+constexpr float kDefaultRatioAlpha = 0.5f;
+constexpr float kDefaultThetaFirst = 0.95f;
+constexpr float kDefaultThetaLast = 0.70f;
+constexpr float kDefaultEpsilon = 0.09f;
+constexpr float kDefaultDelta = 0.3f;
+
+struct AcceptanceParams {
+  AcceptanceRule rule = AcceptanceRule::kRejection;
+  // threshold: (0, 1), default 0.3; ratio: (0, 1], default 0.5. Unset = the rule's
+  // default (see AlphaOrDefault).
+  std::optional<float> alpha;
+  float theta_first = kDefaultThetaFirst;  // position: (0, 1].
+  float theta_last = kDefaultThetaLast;    // position: (0, 1]; no order required.
+  float epsilon = kDefaultEpsilon;         // typical: (0, 1].
+  float delta = kDefaultDelta;             // typical: (0, 1].
+};
+
+// `params.alpha` if set, else the default of `params.rule` (0.3 threshold, 0.5 ratio,
+// 0 for rules without alpha).
+float AlphaOrDefault(const AcceptanceParams& params);
+
+// Checks the parameters `params.rule` reads (others are ignored) against the ranges
+// above, and that greedy is used only with temperature 0. INVALID_ARGUMENT naming the
+// parameter, its value and the allowed range otherwise.
+absl::Status ValidateAcceptanceParams(const AcceptanceParams& params, float temperature);
+
+// theta_i of the position rule for proposal i in [1, k], k >= 1, in double.
+double PositionThreshold(int i, int k, float theta_first, float theta_last);
+
+// min(epsilon, delta * exp(-Entropy(p))) of the typical rule, in double.
+double TypicalThreshold(absl::Span<const float> p, float epsilon, float delta);
+
+// One proposed token and the distribution q it was sampled from. q is read by the
+// rejection and ratio rules only (it may be empty for the others); there it must hold
+// `token` with positive probability, distinct ids in [0, vocab), finite non-negative
+// probabilities summing to 1 within 1e-3. Deterministic proposers use PointMass.
+struct Proposal {
+  int32_t token = 0;
+  SparseDistribution q;
+};
+
+// Random key of one step: the request's seed and the index, among the request's
+// generated tokens, of the first proposal (the position of the token this step's
+// first commit will occupy).
+struct RandomKey {
+  uint64_t seed = 0;
+  uint64_t sample_index = 0;
+};
+
+struct AcceptanceResult {
+  // The accepted proposals followed by one correction or bonus token: 1..K+1 tokens.
+  std::vector<int32_t> committed;
+  int num_accepted = 0;  // Proposals accepted, [0, K]; committed.size() - 1.
+};
+
+// Runs `params.rule` over K = proposals.size() proposals. target_probs holds the K+1
+// processed target distributions p_1..p_{K+1} (p_i verifies proposal i, p_{K+1} gives
+// the bonus), each a dense vocabulary-sized span; the spans are only read during the
+// call. Probabilities are used as given (negative or non-finite entries count as 0
+// when sampling). INVALID_ARGUMENT, saying which input is wrong, when: the parameters
+// are out of range; target_probs.size() != K + 1; the spans are empty or of different
+// sizes; a proposed token is outside [0, vocab); a required q is malformed; or a
+// distribution to sample from has no positive entry (all-NaN logits upstream).
+absl::StatusOr<AcceptanceResult> AcceptProposals(
+    absl::Span<const Proposal> proposals,
+    absl::Span<const absl::Span<const float>> target_probs,
+    const AcceptanceParams& params, const RandomKey& key);
+
+}  // namespace spec
+}  // namespace tandem
+
+#endif  // TANDEM_SPEC_ACCEPTANCE_H_
