@@ -1,0 +1,273 @@
+#include "coordinator/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
+
+namespace tandem::coordinator {
+namespace {
+
+constexpr int kMaxStatusCode = 16;  // absl::StatusCode::kUnauthenticated.
+
+const prometheus::Histogram::BucketBoundaries& AcceptedLengthBuckets() {
+  static const auto* buckets = [] {
+    auto* b = new prometheus::Histogram::BucketBoundaries();
+    for (int i = 0; i <= 16; ++i) b->push_back(i);
+    return b;
+  }();
+  return *buckets;
+}
+
+const prometheus::Histogram::BucketBoundaries kStepLatencyBucketsMs = {
+    0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000};
+const prometheus::Histogram::BucketBoundaries kRequestLatencyBucketsMs = {
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000, 120000};
+const prometheus::Histogram::BucketBoundaries kPerTokenBucketsMs = {
+    0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000};
+
+// "host:port" with a numeric port in [0, 65535].
+absl::StatusOr<int> ParsePort(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics listen address \"", address,
+        "\" is not \"host:port\" with a port in [0, 65535] (0 = pick a free port)"));
+  }
+  return port;
+}
+
+void ObserveMs(prometheus::Histogram* histogram, std::optional<double> ms) {
+  if (ms.has_value() && !std::isnan(*ms)) histogram->Observe(std::max(0.0, *ms));
+}
+
+}  // namespace
+
+std::string StatusLabel(absl::StatusCode code) {
+  return absl::AsciiStrToLower(absl::StatusCodeToString(code));
+}
+
+std::string MethodLabel(tandem::v1::SpeculationMethod method) {
+  std::string name = tandem::v1::SpeculationMethod_Name(method);
+  constexpr absl::string_view kPrefix = "SPECULATION_METHOD_";
+  if (absl::string_view(name).substr(0, kPrefix.size()) == kPrefix) {
+    name.erase(0, kPrefix.size());
+  }
+  return name.empty() ? absl::StrCat("unknown_", static_cast<int>(method))
+                      : absl::AsciiStrToLower(name);
+}
+
+absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
+    const MetricsOptions& options) {
+  if (options.max_speculative_tokens < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("metrics: max_speculative_tokens = ",
+                                                   options.max_speculative_tokens,
+                                                   " must be >= 1"));
+  }
+  std::unique_ptr<CoordinatorMetrics> m(new CoordinatorMetrics());
+  m->max_k_ = options.max_speculative_tokens;
+  m->registry_ = std::make_shared<prometheus::Registry>();
+  prometheus::Registry& r = *m->registry_;
+
+  auto& requests = prometheus::BuildCounter()
+                       .Name("tandem_requests_total")
+                       .Help("Finished requests by final gRPC status.")
+                       .Register(r);
+  for (int code = 0; code <= kMaxStatusCode; ++code) {
+    m->requests_by_code_.push_back(
+        &requests.Add({{"status", StatusLabel(static_cast<absl::StatusCode>(code))}}));
+  }
+  m->generated_tokens_ = &prometheus::BuildCounter()
+                              .Name("tandem_generated_tokens_total")
+                              .Help("Tokens generated for clients.")
+                              .Register(r)
+                              .Add({});
+  m->proposed_ = &prometheus::BuildCounter()
+                      .Name("tandem_draft_tokens_proposed_total")
+                      .Help("Proposed tokens sent to the target for verification.")
+                      .Register(r)
+                      .Add({});
+  m->accepted_ = &prometheus::BuildCounter()
+                      .Name("tandem_draft_tokens_accepted_total")
+                      .Help("Proposed tokens accepted by the target.")
+                      .Register(r)
+                      .Add({});
+  auto& steps = prometheus::BuildCounter()
+                    .Name("tandem_speculation_steps_total")
+                    .Help("Target steps per sequence by the speculation method used.")
+                    .Register(r);
+  for (int method = 0; method <= tandem::v1::SpeculationMethod_MAX; ++method) {
+    m->steps_by_method_.push_back(
+        &steps.Add({{"method", MethodLabel(static_cast<tandem::v1::SpeculationMethod>(method))}}));
+  }
+  m->fallback_family_ = &prometheus::BuildCounter()
+                             .Name("tandem_fallback_steps_total")
+                             .Help("Target steps run without the requested proposer, by reason.")
+                             .Register(r);
+  auto& position_proposed = prometheus::BuildCounter()
+                                .Name("tandem_position_proposed_total")
+                                .Help("Proposed tokens verified at each draft position (1 = first).")
+                                .Register(r);
+  auto& position_accepted = prometheus::BuildCounter()
+                                .Name("tandem_position_accepted_total")
+                                .Help("Proposed tokens accepted at each draft position (1 = first).")
+                                .Register(r);
+  for (int position = 1; position <= m->max_k_; ++position) {
+    const std::string label = absl::StrCat(position);
+    m->position_proposed_.push_back(&position_proposed.Add({{"position", label}}));
+    m->position_accepted_.push_back(&position_accepted.Add({{"position", label}}));
+  }
+  m->accepted_length_ = &prometheus::BuildHistogram()
+                             .Name("tandem_accepted_length")
+                             .Help("Proposals accepted per speculative step (tokens committed "
+                                   "in the step = this + 1).")
+                             .Register(r)
+                             .Add({}, AcceptedLengthBuckets());
+  auto& latency = prometheus::BuildHistogram()
+                      .Name("tandem_step_latency_ms")
+                      .Help("Batch step time by phase, milliseconds.")
+                      .Register(r);
+  m->draft_latency_ = &latency.Add({{"phase", "draft"}}, kStepLatencyBucketsMs);
+  m->verify_latency_ = &latency.Add({{"phase", "verify"}}, kStepLatencyBucketsMs);
+  m->collective_latency_ = &latency.Add({{"phase", "collective"}}, kStepLatencyBucketsMs);
+  m->rpc_latency_ = &latency.Add({{"phase", "rpc"}}, kStepLatencyBucketsMs);
+  m->overhead_latency_ = &latency.Add({{"phase", "overhead"}}, kStepLatencyBucketsMs);
+  m->ttft_ = &prometheus::BuildHistogram()
+                  .Name("tandem_time_to_first_token_ms")
+                  .Help("Request arrival to first committed token, milliseconds.")
+                  .Register(r)
+                  .Add({}, kRequestLatencyBucketsMs);
+  m->tpot_ = &prometheus::BuildHistogram()
+                  .Name("tandem_time_per_output_token_ms")
+                  .Help("Mean time between output tokens of a request, milliseconds.")
+                  .Register(r)
+                  .Add({}, kPerTokenBucketsMs);
+  m->queue_time_ = &prometheus::BuildHistogram()
+                        .Name("tandem_queue_time_ms")
+                        .Help("Request arrival to admission into the running batch, ms.")
+                        .Register(r)
+                        .Add({}, kRequestLatencyBucketsMs);
+  auto gauge = [&r](const char* name, const char* help) {
+    return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+  };
+  m->queue_depth_ = gauge("tandem_queue_depth", "Requests waiting for admission.");
+  m->running_sequences_ = gauge("tandem_running_sequences", "Sequences in the running batch.");
+  m->draft_available_ = gauge("tandem_draft_available", "1 when the draft worker is healthy.");
+  m->draft_busy_ = gauge("tandem_draft_busy_fraction",
+                         "Fraction of recent wall time the draft worker spent computing.");
+  m->target_busy_ = gauge("tandem_target_busy_fraction",
+                          "Fraction of recent wall time the target group spent computing.");
+  m->kv_used_family_ = &prometheus::BuildGauge()
+                            .Name("tandem_kv_blocks_used")
+                            .Help("KV cache blocks in use, per worker.")
+                            .Register(r);
+  m->kv_total_family_ = &prometheus::BuildGauge()
+                             .Name("tandem_kv_blocks_total")
+                             .Help("KV cache blocks in the budget, per worker.")
+                             .Register(r);
+
+  if (!options.listen_address.empty()) {
+    absl::StatusOr<int> requested_port = ParsePort(options.listen_address);
+    if (!requested_port.ok()) return requested_port.status();
+    try {
+      m->exposer_ = std::make_unique<prometheus::Exposer>(options.listen_address, 2);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(absl::StrCat("metrics: cannot listen on ",
+                                                 options.listen_address, ": ", e.what()));
+    }
+    m->exposer_->RegisterCollectable(m->registry_, "/metrics");
+    const std::vector<int> ports = m->exposer_->GetListeningPorts();
+    m->port_ = ports.empty() ? *requested_port : ports.front();
+    if (m->port_ == 0) {
+      return absl::UnavailableError(absl::StrCat("metrics: listening on ",
+                                                 options.listen_address,
+                                                 " but the bound port is unknown"));
+    }
+  }
+  return m;
+}
+
+CoordinatorMetrics::~CoordinatorMetrics() = default;
+
+std::string CoordinatorMetrics::Serialize() const {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  return out.str();
+}
+
+void CoordinatorMetrics::RecordRequest(absl::StatusCode status) {
+  int code = static_cast<int>(status);
+  if (code < 0 || code > kMaxStatusCode) code = static_cast<int>(absl::StatusCode::kUnknown);
+  requests_by_code_[code]->Increment();
+}
+
+void CoordinatorMetrics::RecordStep(const StepRecord& step) {
+  const int proposed = std::max(0, step.proposed);
+  const int accepted = std::clamp(step.accepted, 0, proposed);
+  const int method = static_cast<int>(step.method);
+  if (method >= 0 && method < static_cast<int>(steps_by_method_.size())) {
+    steps_by_method_[method]->Increment();
+  }
+  generated_tokens_->Increment(std::max(0, step.generated_tokens));
+  if (proposed == 0) return;
+  proposed_->Increment(proposed);
+  accepted_->Increment(accepted);
+  accepted_length_->Observe(accepted);
+  for (int i = 0; i < std::min(proposed, max_k_); ++i) position_proposed_[i]->Increment();
+  for (int i = 0; i < std::min(accepted, max_k_); ++i) position_accepted_[i]->Increment();
+}
+
+void CoordinatorMetrics::RecordFallbackSteps(absl::string_view reason, int steps) {
+  if (steps <= 0) return;
+  fallback_family_->Add({{"reason", std::string(reason)}}).Increment(steps);
+}
+
+void CoordinatorMetrics::RecordStepLatency(const StepLatency& latency) {
+  ObserveMs(draft_latency_, latency.draft_ms);
+  ObserveMs(verify_latency_, latency.verify_ms);
+  ObserveMs(collective_latency_, latency.collective_ms);
+  ObserveMs(rpc_latency_, latency.rpc_ms);
+  ObserveMs(overhead_latency_, latency.overhead_ms);
+}
+
+void CoordinatorMetrics::RecordTimeToFirstToken(double ms) { ObserveMs(ttft_, ms); }
+void CoordinatorMetrics::RecordTimePerOutputToken(double ms) { ObserveMs(tpot_, ms); }
+void CoordinatorMetrics::RecordQueueTime(double ms) { ObserveMs(queue_time_, ms); }
+
+void CoordinatorMetrics::SetQueueDepth(int depth) { queue_depth_->Set(std::max(0, depth)); }
+void CoordinatorMetrics::SetRunningSequences(int count) {
+  running_sequences_->Set(std::max(0, count));
+}
+
+void CoordinatorMetrics::SetKvBlocks(absl::string_view worker, int used, int total) {
+  const prometheus::Labels labels = {{"worker", std::string(worker)}};
+  kv_used_family_->Add(labels).Set(std::max(0, used));
+  kv_total_family_->Add(labels).Set(std::max(0, total));
+}
+
+void CoordinatorMetrics::SetDraftAvailable(bool available) {
+  draft_available_->Set(available ? 1 : 0);
+}
+
+void CoordinatorMetrics::SetBusyFractions(double draft, double target) {
+  auto fraction = [](double v) { return std::isnan(v) ? 0.0 : std::clamp(v, 0.0, 1.0); };
+  draft_busy_->Set(fraction(draft));
+  target_busy_->Set(fraction(target));
+}
+
+}  // namespace tandem::coordinator

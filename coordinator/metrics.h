@@ -1,0 +1,162 @@
+// Prometheus metrics of the coordinator, optionally served over HTTP at /metrics.
+//
+// All series are prefixed `tandem_`. Times are milliseconds. Every Record*/Set*
+// method is thread-safe and cheap (atomic updates; label lookups only for the
+// free-form `reason` and `worker` labels). Out-of-range inputs are clamped (negative
+// counts to 0, accepted to proposed, fractions to [0, 1]); NaN observations are
+// dropped, so bad values never corrupt the exposition.
+//
+// Series:
+//   tandem_requests_total{status}               finished requests by gRPC status name
+//                                               ("ok", "invalid_argument", ...)
+//   tandem_generated_tokens_total               tokens generated for clients
+//   tandem_draft_tokens_proposed_total          proposals sent for verification
+//   tandem_draft_tokens_accepted_total          proposals the target accepted
+//   tandem_speculation_steps_total{method}      per-sequence target steps by method
+//                                               ("none", "draft", "prompt_lookup", ...)
+//   tandem_fallback_steps_total{reason}         steps without the requested proposer
+//   tandem_position_proposed_total{position}    proposals at draft position 1..max_k
+//   tandem_position_accepted_total{position}    accepted proposals at that position
+//   tandem_accepted_length                      histogram: proposals accepted per
+//                                               speculative step, buckets 0..16
+//   tandem_step_latency_ms{phase}               histogram per batch step; phase =
+//                                               draft | verify | collective | rpc |
+//                                               overhead (coordinator time)
+//   tandem_time_to_first_token_ms               histogram per request
+//   tandem_time_per_output_token_ms             histogram per request
+//   tandem_queue_time_ms                        histogram per request
+//   tandem_queue_depth, tandem_running_sequences, tandem_draft_available (0/1),
+//   tandem_draft_busy_fraction, tandem_target_busy_fraction          gauges
+//   tandem_kv_blocks_used{worker}, tandem_kv_blocks_total{worker}    gauges
+#ifndef TANDEM_COORDINATOR_METRICS_H_
+#define TANDEM_COORDINATOR_METRICS_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "tandem/v1/tandem.pb.h"
+
+namespace prometheus {
+class Counter;
+class Exposer;
+class Gauge;
+class Histogram;
+class Registry;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace tandem::coordinator {
+
+struct MetricsOptions {
+  // "host:port" of the HTTP listener serving /metrics, e.g. "0.0.0.0:9090". Port 0
+  // binds a free port (see CoordinatorMetrics::port()). Empty = no listener: metrics
+  // are still recorded and readable through Serialize().
+  std::string listen_address;
+  // Per-position counters cover draft positions 1..max_speculative_tokens, >= 1.
+  int max_speculative_tokens = 8;
+};
+
+class CoordinatorMetrics {
+ public:
+  // Builds the registry and, when asked, starts the HTTP listener. INVALID_ARGUMENT for
+  // a malformed address or max_speculative_tokens < 1; UNAVAILABLE when the address
+  // cannot be bound.
+  static absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> Create(
+      const MetricsOptions& options);
+  ~CoordinatorMetrics();
+
+  CoordinatorMetrics(const CoordinatorMetrics&) = delete;
+  CoordinatorMetrics& operator=(const CoordinatorMetrics&) = delete;
+
+  // Bound HTTP port, 0 when there is no listener.
+  int port() const { return port_; }
+  // The current exposition in Prometheus text format (what GET /metrics returns).
+  std::string Serialize() const;
+  // The underlying registry, for units that add their own series.
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  // One finished request and its final status.
+  void RecordRequest(absl::StatusCode status);
+
+  // One target step of one sequence.
+  struct StepRecord {
+    tandem::v1::SpeculationMethod method = tandem::v1::SPECULATION_METHOD_NONE;  // Used.
+    int proposed = 0;          // Proposals verified this step (0 = plain decode).
+    int accepted = 0;          // Of those accepted, [0, proposed].
+    int generated_tokens = 0;  // Tokens this step added to the client's output.
+  };
+  void RecordStep(const StepRecord& step);
+
+  // `steps` target steps ran without the requested proposer, e.g. reason "draft_down",
+  // "batch_limit".
+  void RecordFallbackSteps(absl::string_view reason, int steps = 1);
+
+  // Wall time of one batch step, split by phase; unset phases are not observed.
+  struct StepLatency {
+    std::optional<double> draft_ms;       // Draft worker compute.
+    std::optional<double> verify_ms;      // Target forward pass (leader).
+    std::optional<double> collective_ms;  // Target collectives.
+    std::optional<double> rpc_ms;         // Wire and serialisation time of the step's RPCs.
+    std::optional<double> overhead_ms;    // Coordinator scheduling and bookkeeping.
+  };
+  void RecordStepLatency(const StepLatency& latency);
+
+  // Per finished request.
+  void RecordTimeToFirstToken(double ms);
+  void RecordTimePerOutputToken(double ms);
+  void RecordQueueTime(double ms);
+
+  void SetQueueDepth(int depth);
+  void SetRunningSequences(int count);
+  void SetKvBlocks(absl::string_view worker, int used, int total);
+  void SetDraftAvailable(bool available);
+  void SetBusyFractions(double draft, double target);
+
+ private:
+  CoordinatorMetrics() = default;
+
+  int max_k_ = 0;
+  int port_ = 0;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+
+  std::vector<prometheus::Counter*> requests_by_code_;   // Index: absl::StatusCode.
+  prometheus::Counter* generated_tokens_ = nullptr;
+  prometheus::Counter* proposed_ = nullptr;
+  prometheus::Counter* accepted_ = nullptr;
+  std::vector<prometheus::Counter*> steps_by_method_;    // Index: SpeculationMethod.
+  prometheus::Family<prometheus::Counter>* fallback_family_ = nullptr;
+  std::vector<prometheus::Counter*> position_proposed_;  // Index: position - 1.
+  std::vector<prometheus::Counter*> position_accepted_;
+  prometheus::Histogram* accepted_length_ = nullptr;
+  prometheus::Histogram* draft_latency_ = nullptr;
+  prometheus::Histogram* verify_latency_ = nullptr;
+  prometheus::Histogram* collective_latency_ = nullptr;
+  prometheus::Histogram* rpc_latency_ = nullptr;
+  prometheus::Histogram* overhead_latency_ = nullptr;
+  prometheus::Histogram* ttft_ = nullptr;
+  prometheus::Histogram* tpot_ = nullptr;
+  prometheus::Histogram* queue_time_ = nullptr;
+  prometheus::Gauge* queue_depth_ = nullptr;
+  prometheus::Gauge* running_sequences_ = nullptr;
+  prometheus::Gauge* draft_available_ = nullptr;
+  prometheus::Gauge* draft_busy_ = nullptr;
+  prometheus::Gauge* target_busy_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* kv_used_family_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* kv_total_family_ = nullptr;
+};
+
+// Lower-case gRPC status name used as the `status` label, e.g. "resource_exhausted".
+std::string StatusLabel(absl::StatusCode code);
+// Lower-case method name used as the `method` label, e.g. "prompt_lookup".
+std::string MethodLabel(tandem::v1::SpeculationMethod method);
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_METRICS_H_
