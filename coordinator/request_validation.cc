@@ -166,6 +166,11 @@ absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLim
                    " is not a known SpeculationMethod; valid values 0..5 (AUTO, NONE, DRAFT, "
                    "PROMPT_LOOKUP, MEDUSA, LOOKAHEAD)");
   }
+  if (!tandem::v1::Pipelining_IsValid(sp.pipelining())) {
+    return Invalid("speculation.pipelining = ", sp.pipelining(),
+                   " is not a known Pipelining value; valid values 0..2 (DEFAULT, ON, OFF)");
+  }
+  out->pipelining = sp.pipelining();
   const SpeculationMethod method = sp.method();
   if (method != tandem::v1::SPECULATION_METHOD_AUTO &&
       method != tandem::v1::SPECULATION_METHOD_NONE &&

@@ -92,6 +92,8 @@ struct ResolvedSpeculation {
   float theta_last = 0.0f;
   float epsilon = 0.0f;
   float delta = 0.0f;
+  // Scheduling hint (never changes outputs): DEFAULT, ON or OFF.
+  tandem::v1::Pipelining pipelining = tandem::v1::PIPELINING_DEFAULT;
 };
 
 struct ValidatedRequest {

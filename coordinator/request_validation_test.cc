@@ -156,6 +156,11 @@ INSTANTIATE_TEST_SUITE_P(
                      r.mutable_speculation()->set_method(static_cast<v1::SpeculationMethod>(17));
                    },
                    kInvalid, "speculation.method = 17 is not a known SpeculationMethod"},
+        RejectCase{"pipelining_unknown",
+                   [](auto& r) {
+                     r.mutable_speculation()->set_pipelining(static_cast<v1::Pipelining>(9));
+                   },
+                   kInvalid, "speculation.pipelining = 9 is not a known Pipelining value"},
         RejectCase{"method_not_enabled",
                    [](auto& r) {
                      r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_MEDUSA);
