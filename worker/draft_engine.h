@@ -1,0 +1,51 @@
+// Draft role: proposes K tokens per sequence with the draft model.
+//
+// Per sequence of a DraftRequest (a ragged batch): start_position truncates the cache
+// (rollback of the previous step's rejected proposals), the uncached committed tokens
+// are fed, and the logits of the last one give the first proposal distribution. Each
+// distribution is processed with the sequence's sampling (temperature, top-k, top-p;
+// spec::ProcessLogits) and turned into the sparse proposal q = TopKSparse(p, k)
+// (greedy: PointMass(argmax)); d_i is drawn from q with
+// UniformDouble(seed, kDraftSample, position of d_i) -- an absolute cache position, so
+// the draws never depend on batching. d_1 .. d_{K-1} are then fed one per forward pass
+// (each pass batching every sequence that still needs tokens), so K forward passes in
+// all; d_K is not fed, and the cache ends at start_position + tokens + K - 1.
+//
+// Requests are expected to be valid (see request_validation.h); the engine still never
+// crashes on bad input (the model rejects it). Not thread-safe.
+#ifndef TANDEM_WORKER_DRAFT_ENGINE_H_
+#define TANDEM_WORKER_DRAFT_ENGINE_H_
+
+#include "absl/status/statusor.h"
+#include "tandem/v1/worker.pb.h"
+#include "worker/model_executor.h"
+
+namespace tandem {
+namespace worker {
+
+struct DraftEngineOptions {
+  int default_proposal_top_k = 32;  // Used when a sequence's proposal_top_k is 0.
+};
+
+class DraftEngine {
+ public:
+  // `executor` is borrowed and must outlive the engine.
+  DraftEngine(ModelExecutor* executor, const DraftEngineOptions& options);
+
+  // Drafts every sequence of `request`. RESOURCE_EXHAUSTED (before any change) when
+  // the KV cache cannot hold all drafted positions; the model's error otherwise. On an
+  // error after the first forward pass, the sequences keep what was fed (the next
+  // step's start_position rolls them back).
+  absl::StatusOr<v1::DraftResponse> Draft(const v1::DraftRequest& request);
+
+ private:
+  absl::Status CheckCapacity(const v1::DraftRequest& request) const;
+
+  ModelExecutor* executor_;
+  DraftEngineOptions options_;
+};
+
+}  // namespace worker
+}  // namespace tandem
+
+#endif  // TANDEM_WORKER_DRAFT_ENGINE_H_

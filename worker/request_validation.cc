@@ -1,0 +1,276 @@
+#include "worker/request_validation.h"
+
+#include <cmath>
+#include <string>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "spec/sampling.h"
+#include "worker/sequence_sampling.h"
+
+namespace tandem {
+namespace worker {
+namespace {
+
+#define TANDEM_RETURN_IF_ERROR(expr)   \
+  do {                                 \
+    absl::Status _status = (expr);     \
+    if (!_status.ok()) return _status; \
+  } while (0)
+
+std::string Where(int index, uint64_t id) {
+  return absl::StrCat("sequences[", index, "] (id ", id, ")");
+}
+
+absl::Status CheckDistinct(absl::flat_hash_set<uint64_t>& seen, int index, uint64_t id) {
+  if (!seen.insert(id).second) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(index, id), ": sequence id appears twice in the request"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTokens(const google::protobuf::RepeatedField<int32_t>& tokens,
+                         const RequestLimits& limits, const std::string& where) {
+  if (tokens.empty()) return absl::InvalidArgumentError(where + ": tokens is empty");
+  for (int i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= limits.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": tokens[", i, "] = ", tokens[i],
+                                                     " is outside the vocabulary [0, ",
+                                                     limits.vocab_size, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// start_position against the cache, and the last position against the context.
+absl::Status CheckPositions(uint64_t id, uint32_t start, int64_t new_positions,
+                            const RequestLimits& limits, const CachedLengthFn& cached_length,
+                            const std::string& where) {
+  absl::StatusOr<int> cached = cached_length(id);
+  if (!cached.ok()) {
+    if (!absl::IsNotFound(cached.status())) return cached.status();
+    if (start != 0) {
+      return absl::NotFoundError(absl::StrCat(where, ": unknown sequence ", id,
+                                              ": was the worker restarted? (start_position ",
+                                              start, " needs a cached sequence)"));
+    }
+  } else if (static_cast<int64_t>(start) > *cached) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": start_position ", start,
+                                                   " is past the cached length ", *cached));
+  }
+  if (int64_t{start} + new_positions > limits.context_length) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": positions up to ", int64_t{start} + new_positions - 1,
+        " exceed the context length ", limits.context_length));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRows(int64_t rows, const RequestLimits& limits, const char* what) {
+  if (rows > limits.max_batch_tokens) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, " needs ", rows,
+                                                     " positions in one forward pass, over "
+                                                     "max_batch_tokens ",
+                                                     limits.max_batch_tokens));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSampling(const v1::SequenceSampling& sampling, const RequestLimits& limits,
+                           const std::string& where) {
+  absl::Status status = spec::ValidateSamplingConfig(ToSamplingConfig(sampling),
+                                                     limits.vocab_size);
+  if (!status.ok()) return absl::InvalidArgumentError(where + ": sampling: " +
+                                                      std::string(status.message()));
+  return absl::OkStatus();
+}
+
+absl::Status CheckNotEmpty(int sequences) {
+  if (sequences == 0) return absl::InvalidArgumentError("the request has no sequences");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateProposal(const v1::ProposedToken& proposal, int vocab_size,
+                              const std::string& where) {
+  if (proposal.token() < 0 || proposal.token() >= vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": token ", proposal.token(),
+                                                   " is outside the vocabulary [0, ",
+                                                   vocab_size, ")"));
+  }
+  if (proposal.q_ids_size() != proposal.q_probs_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", proposal.q_ids_size(),
+                                                   " q_ids but ", proposal.q_probs_size(),
+                                                   " q_probs"));
+  }
+  if (proposal.q_ids_size() == 0) {
+    return absl::InvalidArgumentError(
+        where + ": q is empty (give at least the token with probability 1)");
+  }
+  absl::flat_hash_set<int32_t> seen;
+  double sum = 0;
+  float token_prob = 0;
+  for (int j = 0; j < proposal.q_ids_size(); ++j) {
+    const int32_t id = proposal.q_ids(j);
+    const float p = proposal.q_probs(j);
+    if (id < 0 || id >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": q_ids[", j, "] = ", id,
+                                                     " is outside the vocabulary"));
+    }
+    if (!seen.insert(id).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": q_ids[", j, "] = ", id, " appears twice"));
+    }
+    if (!std::isfinite(p) || p < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": q_probs[", j, "] = ", p, " is not a probability"));
+    }
+    sum += p;
+    if (id == proposal.token()) token_prob = p;
+  }
+  if (std::fabs(sum - 1.0) > kProposalSumTolerance) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": q_probs sum to ", sum, ", not 1"));
+  }
+  if (!(token_prob > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": the proposed token ", proposal.token(), " is not in the support of q"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePrefillRequest(const v1::PrefillRequest& request,
+                                    const RequestLimits& limits,
+                                    const CachedLengthFn& cached_length) {
+  TANDEM_RETURN_IF_ERROR(CheckNotEmpty(request.sequences_size()));
+  absl::flat_hash_set<uint64_t> seen;
+  int64_t rows = 0;
+  for (int s = 0; s < request.sequences_size(); ++s) {
+    const v1::PrefillSequence& seq = request.sequences(s);
+    const std::string where = Where(s, seq.sequence_id());
+    TANDEM_RETURN_IF_ERROR(CheckDistinct(seen, s, seq.sequence_id()));
+    TANDEM_RETURN_IF_ERROR(CheckTokens(seq.tokens(), limits, where));
+    TANDEM_RETURN_IF_ERROR(CheckPositions(seq.sequence_id(), seq.start_position(),
+                                          seq.tokens_size(), limits, cached_length, where));
+    rows += seq.tokens_size();
+  }
+  return CheckRows(rows, limits, "the prefill");
+}
+
+absl::Status ValidateDraftRequest(const v1::DraftRequest& request, const RequestLimits& limits,
+                                  const CachedLengthFn& cached_length) {
+  TANDEM_RETURN_IF_ERROR(CheckNotEmpty(request.sequences_size()));
+  absl::flat_hash_set<uint64_t> seen;
+  int64_t rows = 0;
+  for (int s = 0; s < request.sequences_size(); ++s) {
+    const v1::DraftSequence& seq = request.sequences(s);
+    const std::string where = Where(s, seq.sequence_id());
+    TANDEM_RETURN_IF_ERROR(CheckDistinct(seen, s, seq.sequence_id()));
+    TANDEM_RETURN_IF_ERROR(CheckTokens(seq.tokens(), limits, where));
+    const uint32_t k = seq.num_draft_tokens();
+    if (k < 1 || k > static_cast<uint32_t>(limits.max_speculative_tokens)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": num_draft_tokens ", k, " is outside [1, ", limits.max_speculative_tokens,
+          "] (max_speculative_tokens)"));
+    }
+    if (seq.proposal_top_k() > 256) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": proposal_top_k ", seq.proposal_top_k(), " is outside [0, 256]"));
+    }
+    TANDEM_RETURN_IF_ERROR(CheckSampling(seq.sampling(), limits, where));
+    // Every proposal gets a position: start .. start + tokens + K - 1.
+    TANDEM_RETURN_IF_ERROR(CheckPositions(seq.sequence_id(), seq.start_position(),
+                                          int64_t{seq.tokens_size()} + k, limits,
+                                          cached_length, where));
+    rows += seq.tokens_size();
+  }
+  TANDEM_RETURN_IF_ERROR(CheckRows(rows, limits, "the draft"));
+  return CheckRows(request.sequences_size(), limits, "the draft");
+}
+
+absl::Status ValidateVerifyRequest(const v1::VerifyRequest& request,
+                                   const RequestLimits& limits,
+                                   const CachedLengthFn& cached_length) {
+  TANDEM_RETURN_IF_ERROR(CheckNotEmpty(request.sequences_size()));
+  absl::flat_hash_set<uint64_t> seen;
+  int64_t rows = 0;
+  for (int s = 0; s < request.sequences_size(); ++s) {
+    const v1::VerifySequence& seq = request.sequences(s);
+    const std::string where = Where(s, seq.sequence_id());
+    TANDEM_RETURN_IF_ERROR(CheckDistinct(seen, s, seq.sequence_id()));
+    TANDEM_RETURN_IF_ERROR(CheckTokens(seq.tokens(), limits, where));
+    const int k = seq.proposals_size();
+    if (k > limits.max_speculative_tokens) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", k,
+                                                     " proposals, over max_speculative_tokens ",
+                                                     limits.max_speculative_tokens));
+    }
+    TANDEM_RETURN_IF_ERROR(CheckSampling(seq.sampling(), limits, where));
+    absl::StatusOr<spec::AcceptanceParams> params = ToAcceptanceParams(seq.sampling());
+    if (!params.ok()) {
+      return absl::InvalidArgumentError(where + ": " + std::string(params.status().message()));
+    }
+    for (int i = 0; i < k; ++i) {
+      TANDEM_RETURN_IF_ERROR(ValidateProposal(seq.proposals(i), limits.vocab_size,
+                                              absl::StrCat(where, ": proposals[", i, "]")));
+    }
+    if (seq.proposal_parents_size() != 0) {
+      if (seq.proposal_parents_size() != k) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": ", seq.proposal_parents_size(), " proposal_parents for ", k,
+            " proposals"));
+      }
+      for (int i = 0; i < k; ++i) {
+        const int p = seq.proposal_parents(i);
+        if (p < -1 || p >= i) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, ": proposal_parents[", i, "] = ", p, " must be in [-1, ", i, ")"));
+        }
+      }
+      if (params->rule != spec::AcceptanceRule::kGreedy) {
+        return absl::UnimplementedError(absl::StrCat(
+            where, ": tree verification (proposal_parents) supports the greedy rule only, "
+                   "got '",
+            spec::AcceptanceRuleName(params->rule), "'"));
+      }
+    }
+    TANDEM_RETURN_IF_ERROR(CheckPositions(seq.sequence_id(), seq.start_position(),
+                                          int64_t{seq.tokens_size()} + k, limits,
+                                          cached_length, where));
+    rows += seq.tokens_size() + k;
+  }
+  return CheckRows(rows, limits, "the verify");
+}
+
+absl::Status ValidateTruncateRequest(const v1::TruncateRequest& request,
+                                     const CachedLengthFn& cached_length) {
+  absl::flat_hash_set<uint64_t> seen;
+  for (int i = 0; i < request.items_size(); ++i) {
+    const auto& item = request.items(i);
+    const std::string where = absl::StrCat("items[", i, "] (id ", item.sequence_id(), ")");
+    if (!seen.insert(item.sequence_id()).second) {
+      return absl::InvalidArgumentError(where + ": sequence id appears twice in the request");
+    }
+    absl::StatusOr<int> cached = cached_length(item.sequence_id());
+    if (!cached.ok()) {
+      if (absl::IsNotFound(cached.status())) {
+        return absl::NotFoundError(absl::StrCat(where, ": unknown sequence ",
+                                                item.sequence_id(),
+                                                ": was the worker restarted?"));
+      }
+      return cached.status();
+    }
+    if (static_cast<int64_t>(item.length()) > *cached) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": length ", item.length(),
+                                                     " is past the cached length ", *cached));
+    }
+  }
+  return absl::OkStatus();
+}
+
+#undef TANDEM_RETURN_IF_ERROR
+
+}  // namespace worker
+}  // namespace tandem

@@ -1,0 +1,83 @@
+#include "worker/sequence_sampling.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace tandem {
+namespace worker {
+
+spec::SamplingConfig ToSamplingConfig(const v1::SequenceSampling& sampling) {
+  spec::SamplingConfig config;
+  config.temperature = sampling.temperature();
+  config.top_k = sampling.top_k();
+  config.top_p = sampling.top_p();
+  return config;
+}
+
+absl::StatusOr<spec::AcceptanceParams> ToAcceptanceParams(
+    const v1::SequenceSampling& sampling) {
+  spec::AcceptanceParams params;
+  switch (sampling.rule()) {
+    case v1::ACCEPTANCE_RULE_GREEDY:
+      params.rule = spec::AcceptanceRule::kGreedy;
+      break;
+    case v1::ACCEPTANCE_RULE_REJECTION:
+      params.rule = spec::AcceptanceRule::kRejection;
+      break;
+    case v1::ACCEPTANCE_RULE_THRESHOLD:
+      params.rule = spec::AcceptanceRule::kThreshold;
+      break;
+    case v1::ACCEPTANCE_RULE_RATIO:
+      params.rule = spec::AcceptanceRule::kRatio;
+      break;
+    case v1::ACCEPTANCE_RULE_POSITION:
+      params.rule = spec::AcceptanceRule::kPosition;
+      break;
+    case v1::ACCEPTANCE_RULE_TYPICAL:
+      params.rule = spec::AcceptanceRule::kTypical;
+      break;
+    case v1::ACCEPTANCE_RULE_DEFAULT:
+      return absl::InvalidArgumentError(
+          "sampling.rule is ACCEPTANCE_RULE_DEFAULT; workers need the resolved rule");
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("sampling.rule has unknown value ", static_cast<int>(sampling.rule())));
+  }
+  if (sampling.alpha() != 0.0f) params.alpha = sampling.alpha();
+  if (sampling.theta_first() != 0.0f) params.theta_first = sampling.theta_first();
+  if (sampling.theta_last() != 0.0f) params.theta_last = sampling.theta_last();
+  if (sampling.epsilon() != 0.0f) params.epsilon = sampling.epsilon();
+  if (sampling.delta() != 0.0f) params.delta = sampling.delta();
+  absl::Status status = spec::ValidateAcceptanceParams(params, sampling.temperature());
+  if (!status.ok()) return status;
+  return params;
+}
+
+double CommittedLogProb(absl::Span<const float> logits, absl::Span<const float> probs,
+                        int32_t token, bool greedy) {
+  if (token < 0 || static_cast<size_t>(token) >= logits.size()) {
+    return -std::numeric_limits<double>::infinity();
+  }
+  if (!greedy) {
+    const float p = probs[token];
+    return p > 0.0f ? std::log(static_cast<double>(p))
+                    : -std::numeric_limits<double>::infinity();
+  }
+  double max = -std::numeric_limits<double>::infinity();
+  for (float x : logits) {
+    if (std::isfinite(x) && x > max) max = x;
+  }
+  if (!std::isfinite(max)) return -std::numeric_limits<double>::infinity();
+  double sum = 0;
+  for (float x : logits) {
+    if (std::isfinite(x)) sum += std::exp(static_cast<double>(x) - max);
+  }
+  const double value = logits[token];
+  if (!std::isfinite(value)) return -std::numeric_limits<double>::infinity();
+  return value - max - std::log(sum);
+}
+
+}  // namespace worker
+}  // namespace tandem

@@ -1,0 +1,50 @@
+// Target role: prefill and verification of proposals with the target model.
+//
+// Verify, per sequence of a VerifyRequest: start_position truncates the cache; the
+// uncached committed tokens (>= 1) and the K proposals are fed in one forward pass, as
+// a chain, or as a tree when proposal_parents is given (a tree attention mask; greedy
+// rule only). Logits are taken for the last committed token and for every proposal
+// (K + 1 rows), processed with the sequence's sampling, and spec::AcceptProposals runs
+// the resolved rule with RandomKey{seed, sample_index}. The cache keeps the committed
+// tokens and the accepted proposals: start_position + tokens + num_accepted positions
+// (the correction or bonus token is not cached yet). Log-probabilities of committed
+// tokens, when asked, follow CommittedLogProb (sequence_sampling.h): processed
+// distribution under sampling, log_softmax at temperature 1 under greedy.
+//
+// Prefill (both roles, see RunPrefill) feeds chunks without logits.
+//
+// Requests are expected to be valid (request_validation.h); the engine still never
+// crashes on bad input. Not thread-safe.
+#ifndef TANDEM_WORKER_TARGET_ENGINE_H_
+#define TANDEM_WORKER_TARGET_ENGINE_H_
+
+#include "absl/status/statusor.h"
+#include "tandem/v1/worker.pb.h"
+#include "worker/model_executor.h"
+
+namespace tandem {
+namespace worker {
+
+class TargetEngine {
+ public:
+  // `executor` is borrowed and must outlive the engine.
+  explicit TargetEngine(ModelExecutor* executor);
+
+  // Verifies every sequence of `request` in one forward pass. On an acceptance error
+  // (e.g. no finite logits) the batch's sequences are truncated back to their
+  // start_position and the error is returned.
+  absl::StatusOr<v1::VerifyResponse> Verify(const v1::VerifyRequest& request);
+
+ private:
+  ModelExecutor* executor_;
+};
+
+// Feeds every sequence's tokens (one forward pass, no logits); unknown ids starting at
+// 0 are created. Returns the cached lengths in request order.
+absl::StatusOr<v1::PrefillResponse> RunPrefill(ModelExecutor* executor,
+                                               const v1::PrefillRequest& request);
+
+}  // namespace worker
+}  // namespace tandem
+
+#endif  // TANDEM_WORKER_TARGET_ENGINE_H_

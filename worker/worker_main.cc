@@ -1,0 +1,262 @@
+// tandem-worker: one process of a Tandem deployment. --role=draft serves the draft
+// model; --role=target serves the target model, alone (--tp_size=1) or as rank
+// --rank of a tensor-parallel group whose rank 0 (the leader) serves tandem.v1.Worker
+// while the followers serve only gRPC health (for Kubernetes probes).
+//
+// Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT, or the leader's shutdown for
+// a follower); 2 when a flag or the model directory is bad (one line on stderr); 1 on
+// other start-up failures.
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <glog/logging.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "common/server.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "model/llama.h"
+#include "model/weights.h"
+#include "worker/command_line.h"
+#include "worker/group_membership.h"
+#include "worker/model_executor.h"
+#include "worker/model_shard.h"
+#include "worker/target_group.h"
+#include "worker/timed_communicator.h"
+#include "worker/worker_options.h"
+#include "worker/worker_service.h"
+
+ABSL_FLAG(std::string, role, "target", "Worker role: draft or target.");
+ABSL_FLAG(int, rank, 0, "Tensor-parallel rank of this process; 0 is the group leader.");
+ABSL_FLAG(int, tp_size, 1, "Processes in the target group (1 for the draft).");
+ABSL_FLAG(std::string, model_dir, "",
+          "Hugging Face model directory (config.json, model.safetensors or an index).");
+ABSL_FLAG(std::string, backend, "cpu", "Compute backend: cpu or cuda.");
+ABSL_FLAG(int, threads, 0, "Compute threads; 0 = one per hardware thread.");
+ABSL_FLAG(int, kv_cache_mb, 256, "KV cache budget of this rank, MiB.");
+ABSL_FLAG(int, block_size, 16, "Tokens per KV cache block.");
+ABSL_FLAG(int, max_batch_tokens, 1024, "Most positions (rows) in one forward pass.");
+ABSL_FLAG(int, max_speculative_tokens, 16, "Most proposals per sequence in Draft/Verify (K).");
+ABSL_FLAG(std::string, listen, "0.0.0.0:50061",
+          "host:port to serve on (followers serve only gRPC health there).");
+ABSL_FLAG(std::string, comm, "gloo",
+          "Collective backend of a target group: gloo (CPU), nccl (GPU) or local (one rank).");
+ABSL_FLAG(std::string, rendezvous, "",
+          "host:port of the coordinator's tandem.v1.Rendezvous service (group rendezvous).");
+ABSL_FLAG(std::string, rendezvous_dir, "",
+          "Directory shared by the ranks on one machine, used instead of --rendezvous.");
+ABSL_FLAG(std::string, run_id, "", "Identifies this group's run in the rendezvous store.");
+ABSL_FLAG(std::string, hostname, "127.0.0.1",
+          "Address gloo listens on and publishes to the other ranks (pod IP on a cluster).");
+ABSL_FLAG(double, lease_timeout_s, 120,
+          "Sequences untouched this long are released (a restarted coordinator leaks nothing).");
+ABSL_FLAG(int, proposal_top_k, 32, "Draft: default size of the sparse proposal q.");
+ABSL_FLAG(double, step_timeout_s, 30,
+          "Bound on each collective of a step; a rank silent that long counts as lost.");
+ABSL_FLAG(double, leader_timeout_s, 10,
+          "Follower: no message from the leader for this long means the leader is gone.");
+ABSL_FLAG(double, heartbeat_s, 1, "Leader: heartbeat to the followers after this long idle.");
+ABSL_FLAG(double, regroup_timeout_s, 15,
+          "Bound on one attempt to (re-)form the target group.");
+
+namespace tandem {
+namespace worker {
+namespace {
+
+[[noreturn]] void Die(const absl::Status& status, int code) {
+  std::string message = absl::StrReplaceAll(status.message(), {{"\n", " "}});
+  std::fprintf(stderr, "tandem-worker: %s\n", message.c_str());
+  std::fflush(stderr);
+  std::exit(code);
+}
+
+absl::Duration Seconds(double s) { return absl::Seconds(s); }
+
+WorkerOptions OptionsFromFlags() {
+  WorkerOptions o;
+  o.role = absl::GetFlag(FLAGS_role);
+  o.rank = absl::GetFlag(FLAGS_rank);
+  o.tp_size = absl::GetFlag(FLAGS_tp_size);
+  o.model_dir = absl::GetFlag(FLAGS_model_dir);
+  o.backend = absl::GetFlag(FLAGS_backend);
+  o.threads = absl::GetFlag(FLAGS_threads);
+  o.kv_cache_mb = absl::GetFlag(FLAGS_kv_cache_mb);
+  o.block_size = absl::GetFlag(FLAGS_block_size);
+  o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  o.max_speculative_tokens = absl::GetFlag(FLAGS_max_speculative_tokens);
+  o.listen = absl::GetFlag(FLAGS_listen);
+  o.comm = absl::GetFlag(FLAGS_comm);
+  o.rendezvous = absl::GetFlag(FLAGS_rendezvous);
+  o.rendezvous_dir = absl::GetFlag(FLAGS_rendezvous_dir);
+  o.run_id = absl::GetFlag(FLAGS_run_id);
+  o.hostname = absl::GetFlag(FLAGS_hostname);
+  o.lease_timeout = Seconds(absl::GetFlag(FLAGS_lease_timeout_s));
+  o.proposal_top_k = absl::GetFlag(FLAGS_proposal_top_k);
+  o.step_timeout = Seconds(absl::GetFlag(FLAGS_step_timeout_s));
+  o.leader_timeout = Seconds(absl::GetFlag(FLAGS_leader_timeout_s));
+  o.heartbeat_interval = Seconds(absl::GetFlag(FLAGS_heartbeat_s));
+  o.regroup_timeout = Seconds(absl::GetFlag(FLAGS_regroup_timeout_s));
+  return o;
+}
+
+std::string BaseName(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+int Run(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Tandem worker: serves a draft model or one rank of a tensor-parallel target "
+      "model.\n\n"
+      "  tandem-worker --role=draft --model_dir=models/draft --listen=0.0.0.0:50061\n"
+      "  tandem-worker --role=target --model_dir=models/target --tp_size=4 --rank=R \\\n"
+      "      --comm=gloo --rendezvous_dir=/tmp/tandem-rdv --run_id=demo "
+      "--listen=127.0.0.1:5007R\n");
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "worker/");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  usage.normalize_filename = [](absl::string_view file) { return std::string(file); };
+  absl::SetFlagsUsageConfig(usage);
+
+  if (absl::Status s = CheckCommandLine(argc, argv); !s.ok()) Die(s, 2);
+  absl::ParseCommandLine(argc, argv);
+  const WorkerOptions options = OptionsFromFlags();
+  if (absl::Status s = ValidateWorkerOptions(options); !s.ok()) Die(s, 2);
+  if (options.backend == "cuda") {
+    Die(absl::FailedPreconditionError(
+            "--backend=cuda: CUDA backend not available in this build (use --backend=cpu)"),
+        2);
+  }
+  absl::StatusOr<LlamaWeights> weights =
+      LoadLlamaWeights(options.model_dir, options.rank, options.tp_size);
+  if (!weights.ok()) {
+    Die(absl::Status(weights.status().code(),
+                     absl::StrCat("--model_dir=", options.model_dir, ": ",
+                                  weights.status().message())),
+        2);
+  }
+
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  InstallShutdownSignalHandlers();
+  std::unique_ptr<Backend> backend = MakeCpuBackend(options.threads);
+  LlamaModelOptions model_options;
+  model_options.kv_cache_bytes = size_t(options.kv_cache_mb) << 20;
+  model_options.block_size = options.block_size;
+  model_options.max_batch_tokens = options.max_batch_tokens;
+  model_options.collective_timeout = options.step_timeout;
+
+  std::unique_ptr<TimedCommunicator> comm;
+  if (options.is_group()) {
+    comm = std::make_unique<TimedCommunicator>(options.rank, options.tp_size, options.comm);
+  }
+  absl::StatusOr<std::unique_ptr<LlamaModel>> model =
+      LlamaModel::Create(*weights, backend.get(), comm.get(), model_options);
+  if (!model.ok()) Die(model.status(), 2);
+  LOG(INFO) << "tandem-worker: " << options.role << " rank " << options.rank << " of "
+            << options.tp_size << ", model " << options.model_dir << " ("
+            << weights->config.NumParameters() << " parameters), KV "
+            << (*model)->kv_stats().total_blocks << " blocks of " << options.block_size;
+
+  std::unique_ptr<GroupMembership> membership;
+  if (options.is_group()) {
+    absl::StatusOr<std::unique_ptr<GroupMembership>> opened =
+        GroupMembership::Open(GroupCommOptions(options));
+    if (!opened.ok()) Die(opened.status(), 2);
+    membership = *std::move(opened);
+  }
+  GroupTimeouts timeouts;
+  timeouts.step = options.step_timeout;
+  timeouts.heartbeat_interval = options.heartbeat_interval;
+  timeouts.leader_timeout = options.leader_timeout;
+
+  ServerOptions server_options;
+  server_options.listen_address = options.listen;
+
+  if (!options.is_leader()) {
+    // Follower: health only; the group loop runs until the leader says shutdown.
+    auto server = GrpcServer::Start(server_options, {});
+    if (!server.ok()) Die(server.status(), 1);
+    ModelShard shard(*std::move(model));
+    std::atomic<bool> done{false};
+    std::thread loop([&] {
+      absl::Status status = RunFollower(
+          *comm, shard, *membership, timeouts, [] { return ShutdownRequested(); },
+          [&](bool serving) { (*server)->SetServing(serving); });
+      LOG(INFO) << "tandem-worker: follower loop ended: " << status;
+      done = true;
+      RequestShutdown();
+    });
+    WaitForShutdownSignal();
+    (*server)->Shutdown(absl::Seconds(1));
+    if (done) {
+      loop.join();
+      return 0;
+    }
+    // A signal: the loop may be blocked in a collective for up to --leader_timeout_s;
+    // this rank's state is of no use to anyone, so leave now.
+    LOG(INFO) << "tandem-worker: follower exiting on signal";
+    google::FlushLogFiles(google::GLOG_INFO);
+    std::fflush(nullptr);
+    _exit(0);
+  }
+
+  std::unique_ptr<ModelExecutor> executor;
+  TargetGroupLeader* leader = nullptr;
+  if (options.is_group()) {
+    auto group = std::make_unique<TargetGroupLeader>(
+        std::move(comm), std::make_unique<ModelShard>(*std::move(model)), std::move(membership),
+        timeouts);
+    leader = group.get();
+    executor = std::move(group);
+  } else {
+    executor = std::make_unique<LocalExecutor>(*std::move(model));
+  }
+  WorkerServiceOptions service_options;
+  service_options.role = options.role == "draft" ? v1::WORKER_ROLE_DRAFT : v1::WORKER_ROLE_TARGET;
+  service_options.max_speculative_tokens = options.max_speculative_tokens;
+  service_options.proposal_top_k = options.proposal_top_k;
+  service_options.lease_timeout = options.lease_timeout;
+  service_options.model_name = BaseName(options.model_dir);
+  service_options.backend = options.backend;
+  WorkerService service(executor.get(), service_options);
+  auto server = GrpcServer::Start(server_options, {&service});
+  if (!server.ok()) Die(server.status(), 1);
+  LOG(INFO) << "tandem-worker: serving tandem.v1.Worker on " << (*server)->address()
+            << " (instance " << service.instance_id() << ")";
+  service.StartLeaseReaper();
+  if (leader != nullptr) {
+    leader->Start([&](bool serving) { (*server)->SetServing(serving); });
+  } else {
+    (*server)->SetServing(true);
+  }
+
+  const int signal = WaitForShutdownSignal();
+  LOG(INFO) << "tandem-worker: shutting down (signal " << signal << ")";
+  (*server)->SetServing(false);
+  (*server)->Shutdown(absl::Seconds(30));  // Finishes the step in flight.
+  service.Stop();
+  if (leader != nullptr) leader->Shutdown();  // Tells the followers to exit.
+  return 0;
+}
+
+}  // namespace
+}  // namespace worker
+}  // namespace tandem
+
+int main(int argc, char** argv) { return tandem::worker::Run(argc, argv); }
