@@ -7,18 +7,6 @@
 
 namespace tandem {
 
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
-}
-
-absl::Status FromGrpcStatus(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
-}
-
 RendezvousService::RendezvousService(size_t max_total_bytes, size_t max_reply_bytes)
     : store_(max_total_bytes), max_reply_bytes_(max_reply_bytes) {}
 

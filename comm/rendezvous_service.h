@@ -17,6 +17,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "comm/store.h"
+#include "common/grpc_status.h"
 #include "tandem/v1/rendezvous.grpc.pb.h"
 
 namespace tandem {
@@ -46,10 +47,6 @@ class RendezvousService final : public tandem::v1::Rendezvous::Service {
   InMemoryStore store_;
   const size_t max_reply_bytes_;
 };
-
-// absl::Status <-> grpc::Status with the same code and message.
-grpc::Status ToGrpcStatus(const absl::Status& status);
-absl::Status FromGrpcStatus(const grpc::Status& status);
 
 }  // namespace tandem
 
