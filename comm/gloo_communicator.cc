@@ -212,8 +212,13 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
       return absl::Status(store_error.code(),
                           absl::StrCat(where, ": rendezvous failed: ", store_error.message()));
     }
-    return StatusFromException(absl::StrCat(where, ": connecting the full mesh via ", endpoint),
-                               std::current_exception());
+    absl::Status status = StatusFromException(
+        absl::StrCat(where, ": connecting the full mesh via ", endpoint),
+        std::current_exception());
+    return absl::Status(status.code(),
+                        absl::StrCat(status.message(),
+                                     " (a peer is down, unreachable, or the run id was reused "
+                                     "and a stale address was read)"));
   }
   return std::unique_ptr<Communicator>(
       new GlooCommunicator(std::move(device), std::move(context)));
