@@ -1,0 +1,193 @@
+// Draft engine against an independent plain-decoding reference on its own model.
+#include "worker/draft_engine.h"
+
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "worker/test_util.h"
+
+namespace tandem {
+namespace worker {
+namespace {
+
+using testing::Greedy;
+using testing::Sampled;
+
+constexpr int kVocab = 1000;  // kWideVocabCheckpoint.
+
+class DraftEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto loaded = testing::LoadTestExecutor(testing::kWideVocabCheckpoint);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    model_ = *std::move(loaded);
+    engine_ = std::make_unique<DraftEngine>(model_.executor.get(), DraftEngineOptions{});
+    auto reference = testing::LoadTestModel(testing::kWideVocabCheckpoint);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    reference_ = *std::move(reference);
+  }
+
+  // Feeds prompt[0..n-2] so that a draft can start at n-1 with the last prompt token.
+  void Prefill(uint64_t id, const std::vector<int32_t>& prompt) {
+    SequenceInput in;
+    in.seq_id = id;
+    in.tokens.assign(prompt.begin(), prompt.end() - 1);
+    std::vector<float> logits;
+    ASSERT_TRUE(model_.executor->Forward({in}, &logits).ok());
+  }
+
+  static v1::DraftSequence Seq(uint64_t id, const std::vector<int32_t>& prompt, int k,
+                               const v1::SequenceSampling& sampling, int top_k = 0) {
+    v1::DraftSequence s;
+    s.set_sequence_id(id);
+    s.set_start_position(static_cast<uint32_t>(prompt.size() - 1));
+    s.add_tokens(prompt.back());
+    s.set_num_draft_tokens(k);
+    *s.mutable_sampling() = sampling;
+    s.set_proposal_top_k(top_k);
+    return s;
+  }
+
+  absl::StatusOr<v1::DraftResponse> Draft(std::vector<v1::DraftSequence> seqs) {
+    v1::DraftRequest request;
+    for (auto& s : seqs) *request.add_sequences() = s;
+    return engine_->Draft(request);
+  }
+
+  testing::TestExecutor model_;
+  std::unique_ptr<DraftEngine> engine_;
+  testing::TestModel reference_;
+};
+
+void ExpectSameProposal(const v1::ProposedToken& a, const v1::ProposedToken& b, int i) {
+  EXPECT_EQ(a.token(), b.token()) << "proposal " << i;
+  ASSERT_EQ(a.q_ids_size(), b.q_ids_size()) << "proposal " << i;
+  for (int j = 0; j < a.q_ids_size(); ++j) {
+    EXPECT_EQ(a.q_ids(j), b.q_ids(j)) << "proposal " << i << " entry " << j;
+    EXPECT_EQ(a.q_probs(j), b.q_probs(j)) << "proposal " << i << " entry " << j;
+  }
+}
+
+TEST_F(DraftEngineTest, DraftingKThenRollingBackEqualsDraftingFewer) {
+  const std::vector<int32_t> prompt = testing::Tokens(12, kVocab, 1);
+  Prefill(7, prompt);
+  for (const v1::SequenceSampling& sampling :
+       {Sampled(0.9f, 42), Sampled(1.3f, 5, v1::ACCEPTANCE_RULE_REJECTION, 50, 0.9f),
+        Greedy()}) {
+    auto six = Draft({Seq(7, prompt, 6, sampling)});
+    ASSERT_TRUE(six.ok()) << six.status();
+    ASSERT_EQ(six->sequences(0).proposals_size(), 6);
+    EXPECT_EQ(six->sequences(0).cached_length(), prompt.size() + 5);
+    // The same start position rolls the cache back; fewer tokens, same prefix.
+    auto three = Draft({Seq(7, prompt, 3, sampling)});
+    ASSERT_TRUE(three.ok()) << three.status();
+    ASSERT_EQ(three->sequences(0).proposals_size(), 3);
+    EXPECT_EQ(three->sequences(0).cached_length(), prompt.size() + 2);
+    for (int i = 0; i < 3; ++i) {
+      ExpectSameProposal(three->sequences(0).proposals(i), six->sequences(0).proposals(i), i);
+    }
+  }
+}
+
+TEST_F(DraftEngineTest, SparseProposalsAreTheRenormalisedTopKOfTheModel) {
+  const std::vector<int32_t> prompt = testing::Tokens(9, kVocab, 2);
+  Prefill(3, prompt);
+  const float temperature = 0.7f;
+  const int top_k = 16;
+  auto drafted = Draft({Seq(3, prompt, 4, Sampled(temperature, 9), top_k)});
+  ASSERT_TRUE(drafted.ok()) << drafted.status();
+  const v1::DraftedSequence& out = drafted->sequences(0);
+  ASSERT_EQ(out.proposals_size(), 4);
+
+  // Reference: decode prompt + d1..d3 one token at a time and build the distribution in
+  // double precision straight from the definition.
+  std::vector<int32_t> chain = prompt;
+  for (int i = 0; i < 3; ++i) chain.push_back(out.proposals(i).token());
+  const auto logits = testing::DecodeLogits(*reference_.model, chain);
+  ASSERT_EQ(logits.size(), chain.size());
+  for (int i = 0; i < 4; ++i) {
+    const v1::ProposedToken& p = out.proposals(i);
+    const std::vector<float>& row = logits[prompt.size() - 1 + i];
+    double max = -1e300, total = 0;
+    for (float x : row) max = std::max(max, double(x));
+    std::vector<double> prob(row.size());
+    for (size_t t = 0; t < row.size(); ++t) total += prob[t] = std::exp((row[t] - max) / temperature);
+    std::vector<int> order(row.size());
+    for (size_t t = 0; t < row.size(); ++t) order[t] = static_cast<int>(t);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return prob[a] > prob[b]; });
+    double kept = 0;
+    for (int j = 0; j < top_k; ++j) kept += prob[order[j]];
+
+    ASSERT_EQ(p.q_ids_size(), top_k) << "proposal " << i;
+    ASSERT_EQ(p.q_probs_size(), top_k);
+    double sum = 0;
+    bool has_token = false;
+    for (int j = 0; j < top_k; ++j) {
+      EXPECT_EQ(p.q_ids(j), order[j]) << "proposal " << i << " rank " << j;
+      EXPECT_NEAR(p.q_probs(j), prob[order[j]] / kept, 2e-5) << "proposal " << i;
+      sum += p.q_probs(j);
+      has_token |= p.q_ids(j) == p.token() && p.q_probs(j) > 0;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5) << "proposal " << i;
+    EXPECT_TRUE(has_token) << "proposal " << i << " token " << p.token() << " not in q";
+  }
+}
+
+TEST_F(DraftEngineTest, GreedyProposalsAreTheArgmaxChain) {
+  const std::vector<int32_t> prompt = testing::Tokens(10, kVocab, 3);
+  Prefill(11, prompt);
+  auto drafted = Draft({Seq(11, prompt, 7, Greedy())});
+  ASSERT_TRUE(drafted.ok()) << drafted.status();
+  const std::vector<int32_t> expected = testing::GreedyContinuation(*reference_.model, prompt, 7);
+  ASSERT_EQ(expected.size(), 7u);
+  const v1::DraftedSequence& out = drafted->sequences(0);
+  ASSERT_EQ(out.proposals_size(), 7);
+  for (int i = 0; i < 7; ++i) {
+    EXPECT_EQ(out.proposals(i).token(), expected[i]) << "proposal " << i;
+    ASSERT_EQ(out.proposals(i).q_ids_size(), 1);
+    EXPECT_EQ(out.proposals(i).q_ids(0), expected[i]);
+    EXPECT_EQ(out.proposals(i).q_probs(0), 1.0f);
+  }
+}
+
+TEST_F(DraftEngineTest, BatchingDoesNotChangeProposals) {
+  const std::vector<int32_t> a = testing::Tokens(8, kVocab, 4), b = testing::Tokens(13, kVocab, 5);
+  Prefill(1, a);
+  Prefill(2, b);
+  Prefill(3, a);
+  Prefill(4, b);
+  auto alone_a = Draft({Seq(1, a, 5, Sampled(0.8f, 1))});
+  auto alone_b = Draft({Seq(2, b, 2, Greedy())});
+  auto together = Draft({Seq(4, b, 2, Greedy()), Seq(3, a, 5, Sampled(0.8f, 1))});
+  ASSERT_TRUE(alone_a.ok() && alone_b.ok() && together.ok());
+  ASSERT_EQ(together->sequences(0).sequence_id(), 4u);
+  ASSERT_EQ(together->sequences(1).proposals_size(), 5);
+  ASSERT_EQ(together->sequences(0).proposals_size(), 2);
+  for (int i = 0; i < 5; ++i) {
+    ExpectSameProposal(together->sequences(1).proposals(i), alone_a->sequences(0).proposals(i), i);
+  }
+  for (int i = 0; i < 2; ++i) {
+    ExpectSameProposal(together->sequences(0).proposals(i), alone_b->sequences(0).proposals(i), i);
+  }
+}
+
+TEST_F(DraftEngineTest, KvExhaustionIsReportedBeforeAnyChange) {
+  // 4 MiB of KV at block size 8 holds a few hundred blocks; ask for far more.
+  const KvCacheStats kv = model_.executor->kv_stats();
+  const std::vector<int32_t> prompt = testing::Tokens(4, kVocab, 6);
+  Prefill(5, prompt);
+  std::vector<v1::DraftSequence> seqs;
+  for (int i = 0; i < kv.total_blocks; ++i) {
+    v1::DraftSequence s = Seq(100 + i, {prompt[0]}, 16, Greedy());
+    seqs.push_back(s);
+  }
+  auto drafted = Draft(seqs);
+  EXPECT_EQ(drafted.status().code(), absl::StatusCode::kResourceExhausted) << drafted.status();
+  EXPECT_EQ(model_.executor->kv_stats().used_blocks, kv.used_blocks + 1);  // Only seq 5.
+}
+
+}  // namespace
+}  // namespace worker
+}  // namespace tandem

@@ -1,0 +1,221 @@
+// Target engine against an independent plain-decoding reference on its own model.
+#include "worker/target_engine.h"
+
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "spec/rng.h"
+#include "spec/sampling.h"
+#include "worker/test_util.h"
+
+namespace tandem {
+namespace worker {
+namespace {
+
+using testing::Greedy;
+using testing::PointProposal;
+
+constexpr int kVocab = 128;  // kTpCheckpoint.
+
+class TargetEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto loaded = testing::LoadTestExecutor(testing::kTpCheckpoint);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    model_ = *std::move(loaded);
+    engine_ = std::make_unique<TargetEngine>(model_.executor.get());
+    auto reference = testing::LoadTestModel(testing::kTpCheckpoint);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    reference_ = *std::move(reference);
+    prompt_ = testing::Tokens(11, kVocab, 21);
+    greedy_ = testing::GreedyContinuation(*reference_.model, prompt_, 8);
+    ASSERT_EQ(greedy_.size(), 8u);
+  }
+
+  absl::StatusOr<v1::PrefillResponse> Prefill(uint64_t id, std::vector<int32_t> tokens,
+                                              int start = 0) {
+    v1::PrefillRequest request;
+    v1::PrefillSequence* s = request.add_sequences();
+    s->set_sequence_id(id);
+    s->set_start_position(start);
+    s->mutable_tokens()->Assign(tokens.begin(), tokens.end());
+    return RunPrefill(model_.executor.get(), request);
+  }
+
+  static v1::VerifySequence Seq(uint64_t id, int start, std::vector<int32_t> tokens,
+                                std::vector<int32_t> proposals,
+                                const v1::SequenceSampling& sampling) {
+    v1::VerifySequence s;
+    s.set_sequence_id(id);
+    s.set_start_position(start);
+    s.mutable_tokens()->Assign(tokens.begin(), tokens.end());
+    for (int32_t p : proposals) *s.add_proposals() = PointProposal(p);
+    *s.mutable_sampling() = sampling;
+    return s;
+  }
+
+  absl::StatusOr<v1::VerifyResponse> Verify(std::vector<v1::VerifySequence> seqs) {
+    v1::VerifyRequest request;
+    for (auto& s : seqs) *request.add_sequences() = s;
+    return engine_->Verify(request);
+  }
+
+  std::vector<int32_t> Head() const { return {prompt_.begin(), prompt_.end() - 1}; }
+  int Last() const { return static_cast<int>(prompt_.size()) - 1; }
+
+  testing::TestExecutor model_;
+  std::unique_ptr<TargetEngine> engine_;
+  testing::TestModel reference_;
+  std::vector<int32_t> prompt_, greedy_;
+};
+
+std::vector<int32_t> Committed(const v1::VerifiedSequence& s) {
+  return {s.committed().begin(), s.committed().end()};
+}
+
+TEST_F(TargetEngineTest, GreedyCommitsEveryRightProposalAndABonus) {
+  ASSERT_TRUE(Prefill(1, Head()).ok());
+  auto out = Verify({Seq(1, Last(), {prompt_.back()},
+                         {greedy_[0], greedy_[1], greedy_[2], greedy_[3]}, Greedy(true))});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const v1::VerifiedSequence& s = out->sequences(0);
+  EXPECT_EQ(Committed(s), std::vector<int32_t>(greedy_.begin(), greedy_.begin() + 5));
+  EXPECT_EQ(s.num_accepted(), 4u);
+  EXPECT_EQ(s.cached_length(), prompt_.size() + 4);
+  EXPECT_EQ(*model_.executor->CachedLength(1), static_cast<int>(prompt_.size()) + 4);
+
+  // Log-probabilities: log_softmax of the reference logits at each committed position.
+  std::vector<int32_t> chain = prompt_;
+  chain.insert(chain.end(), greedy_.begin(), greedy_.begin() + 4);
+  const auto logits = testing::DecodeLogits(*reference_.model, chain);
+  ASSERT_EQ(s.logprobs_size(), 5);
+  for (int j = 0; j < 5; ++j) {
+    EXPECT_NEAR(s.logprobs(j), testing::LogSoftmaxAt(logits[prompt_.size() - 1 + j], greedy_[j]),
+                1e-5)
+        << "committed token " << j;
+  }
+}
+
+TEST_F(TargetEngineTest, GreedyStopsAtTheFirstWrongProposalWithTheCorrection) {
+  ASSERT_TRUE(Prefill(2, Head()).ok());
+  const int32_t wrong = (greedy_[2] + 1) % kVocab;
+  auto out = Verify({Seq(2, Last(), {prompt_.back()}, {greedy_[0], greedy_[1], wrong, greedy_[3]},
+                         Greedy())});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const v1::VerifiedSequence& s = out->sequences(0);
+  EXPECT_EQ(Committed(s), std::vector<int32_t>({greedy_[0], greedy_[1], greedy_[2]}));
+  EXPECT_EQ(s.num_accepted(), 2u);
+  EXPECT_EQ(s.cached_length(), prompt_.size() + 2);
+  EXPECT_EQ(s.logprobs_size(), 0);
+
+  // The rolled-back cache continues exactly like plain decoding.
+  auto next = Verify({Seq(2, s.cached_length(), {greedy_[2]}, {greedy_[3], greedy_[4]},
+                          Greedy())});
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(Committed(next->sequences(0)),
+            std::vector<int32_t>({greedy_[3], greedy_[4], greedy_[5]}));
+}
+
+TEST_F(TargetEngineTest, ZeroProposalsIsAPlainDecodeStep) {
+  ASSERT_TRUE(Prefill(3, Head()).ok());
+  std::vector<int32_t> fed = {prompt_.back()};
+  int start = Last();
+  const auto logits = testing::DecodeLogits(*reference_.model,
+                                            [&] {
+                                              std::vector<int32_t> c = prompt_;
+                                              c.insert(c.end(), greedy_.begin(), greedy_.end());
+                                              return c;
+                                            }());
+  for (int step = 0; step < 4; ++step) {
+    auto out = Verify({Seq(3, start, fed, {}, Greedy(true))});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const v1::VerifiedSequence& s = out->sequences(0);
+    ASSERT_EQ(s.committed_size(), 1);
+    EXPECT_EQ(s.committed(0), greedy_[step]) << "step " << step;
+    EXPECT_EQ(s.num_accepted(), 0u);
+    EXPECT_EQ(s.cached_length(), static_cast<uint32_t>(start + 1));
+    EXPECT_NEAR(s.logprobs(0), testing::LogSoftmaxAt(logits[start], greedy_[step]), 1e-5);
+    start = s.cached_length();
+    fed = {s.committed(0)};
+  }
+}
+
+TEST_F(TargetEngineTest, SampledZeroProposalStepMatchesTargetOnlySampling) {
+  ASSERT_TRUE(Prefill(4, Head()).ok());
+  const auto logits = testing::DecodeLogits(*reference_.model, prompt_);
+  const v1::SequenceSampling sampling = testing::Sampled(0.8f, 77, v1::ACCEPTANCE_RULE_REJECTION,
+                                                         20, 0.95f, true);
+  auto out = Verify({[&] {
+    v1::VerifySequence s = Seq(4, Last(), {prompt_.back()}, {}, sampling);
+    s.set_sample_index(5);
+    return s;
+  }()});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Target-only sampling at generated index 5: one draw from the processed p.
+  std::vector<float> p;
+  spec::ProcessLogits(logits.back(), spec::SamplingConfig{0.8f, 20, 0.95f}, &p);
+  const int expected = spec::SampleFromProbs(
+      p, spec::UniformDouble(77, spec::RandomStream::kResample, 5));
+  ASSERT_EQ(out->sequences(0).committed_size(), 1);
+  EXPECT_EQ(out->sequences(0).committed(0), expected);
+  EXPECT_NEAR(out->sequences(0).logprobs(0), std::log(p[expected]), 1e-6);
+}
+
+TEST_F(TargetEngineTest, GreedyTreeFollowsTheArgmaxBranch) {
+  ASSERT_TRUE(Prefill(5, Head()).ok());
+  // Root children: a wrong token (0) and g0 (1); g0's children: wrong (2), g1 (3);
+  // g1's child: wrong (4).
+  const auto other = [&](int i) { return (greedy_[i] + 7) % kVocab; };
+  v1::VerifySequence s = Seq(5, Last(), {prompt_.back()},
+                             {other(0), greedy_[0], other(1), greedy_[1], other(2)}, Greedy(true));
+  for (int p : {-1, -1, 1, 1, 3}) s.add_proposal_parents(p);
+  auto out = Verify({s});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const v1::VerifiedSequence& v = out->sequences(0);
+  EXPECT_EQ(Committed(v), std::vector<int32_t>({greedy_[0], greedy_[1], greedy_[2]}));
+  EXPECT_EQ(v.num_accepted(), 2u);
+  EXPECT_EQ(v.cached_length(), prompt_.size() + 2);
+  // The kept path is compacted: decoding continues like the chain.
+  auto next = Verify({Seq(5, v.cached_length(), {greedy_[2]}, {greedy_[3]}, Greedy())});
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(Committed(next->sequences(0)), std::vector<int32_t>({greedy_[3], greedy_[4]}));
+}
+
+TEST_F(TargetEngineTest, BatchedVerifyEqualsEachSequenceAlone) {
+  const std::vector<int32_t> other = testing::Tokens(6, kVocab, 8);
+  for (uint64_t id : {10, 11}) ASSERT_TRUE(Prefill(id, Head()).ok());
+  for (uint64_t id : {12, 13}) ASSERT_TRUE(Prefill(id, {other.begin(), other.end() - 1}).ok());
+  const v1::SequenceSampling sampled = testing::Sampled(1.0f, 3, v1::ACCEPTANCE_RULE_REJECTION,
+                                                        0, 1.0f, true);
+  auto a = Verify({Seq(10, Last(), {prompt_.back()}, {greedy_[0], 5, 6}, Greedy(true))});
+  auto b = Verify({Seq(12, 5, {other.back()}, {1, 2}, sampled)});
+  auto both = Verify({Seq(13, 5, {other.back()}, {1, 2}, sampled),
+                      Seq(11, Last(), {prompt_.back()}, {greedy_[0], 5, 6}, Greedy(true))});
+  ASSERT_TRUE(a.ok() && b.ok() && both.ok());
+  EXPECT_EQ(Committed(both->sequences(1)), Committed(a->sequences(0)));
+  EXPECT_EQ(Committed(both->sequences(0)), Committed(b->sequences(0)));
+  for (int j = 0; j < a->sequences(0).logprobs_size(); ++j) {
+    EXPECT_EQ(both->sequences(1).logprobs(j), a->sequences(0).logprobs(j));
+  }
+  for (int j = 0; j < b->sequences(0).logprobs_size(); ++j) {
+    EXPECT_EQ(both->sequences(0).logprobs(j), b->sequences(0).logprobs(j));
+  }
+}
+
+TEST_F(TargetEngineTest, PrefillCreatesAndExtends) {
+  auto first = Prefill(20, {1, 2, 3});
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->cached_lengths(0), 3u);
+  auto second = Prefill(20, {4, 5}, 3);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->cached_lengths(0), 5u);
+  auto rewound = Prefill(20, {9}, 1);
+  ASSERT_TRUE(rewound.ok());
+  EXPECT_EQ(*model_.executor->CachedLength(20), 2);
+}
+
+}  // namespace
+}  // namespace worker
+}  // namespace tandem
