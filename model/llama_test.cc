@@ -207,13 +207,7 @@ TEST_F(LlamaTest, BatchInvariance) {
 TEST_F(LlamaTest, TreeNodesMatchTheirChainsAndKeepPathCompacts) {
   const std::vector<int32_t> context = RandomTokens(10, config_.vocab_size, 30);
   const std::vector<int32_t> tree_tokens = RandomTokens(7, config_.vocab_size, 31);
-  //        0
-  //      /   \
-  //     1     2
-  //    / \    |
-  //   3   4   5
-  //           |
-  //           6
+  // Tree: 0 is the root; 1 and 2 are children of 0; 3 and 4 of 1; 5 of 2; 6 of 5.
   const std::vector<int32_t> parents = {-1, 0, 0, 1, 1, 2, 5};
   Run(model_.get(), {Seq(1, 0, context, {})});
   const std::vector<float> tree =

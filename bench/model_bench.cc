@@ -1,0 +1,214 @@
+// Model forward-pass benchmark on the CPU backend.
+//
+//   bazel run //bench:model_bench -- --threads=2
+//
+// For each model directory: prefill throughput, decode throughput at batch 1, the
+// verify cost ratio nu(K) = T(forward of K+1 positions) / T(forward of 1) for K = 1..8,
+// decode throughput for batches of 1..32 sequences, and matrix-multiply GFLOP/s
+// against this machine's float32 FMA peak measured in the same run. Every figure is
+// the median of repeated timed calls after a warm-up call. Steady state: each timed
+// call starts at the same position (the model rolls the cache back through
+// start_position), so repeated calls see identical context lengths.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_split.h"
+#include "bench/peak_flops.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "model/llama.h"
+#include "model/weights.h"
+
+ABSL_FLAG(int, threads, 0, "CPU backend threads (0 = one per hardware thread)");
+ABSL_FLAG(std::string, models, "models/target,models/draft",
+          "Comma-separated Hugging Face model directories");
+ABSL_FLAG(int, prompt_tokens, 256, "Prompt length for the prefill figure");
+ABSL_FLAG(int, context, 128, "Cached context length for decode, verify and batch figures");
+ABSL_FLAG(int, max_k, 8, "Largest draft length K for nu(K)");
+ABSL_FLAG(int, max_batch, 32, "Largest decode batch (powers of two up to it)");
+ABSL_FLAG(double, min_seconds, 0.3, "Least timed seconds per figure");
+ABSL_FLAG(double, peak_seconds, 0.2, "Seconds per peak-FLOPS measurement");
+
+namespace tandem {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Median seconds per call of `fn` over at least 5 calls and `min_seconds`, after one
+// warm-up call. Aborts the program on an error (a benchmark has no partial result).
+double MedianSeconds(const std::function<absl::Status()>& fn) {
+  auto check = [](const absl::Status& status) {
+    if (!status.ok()) {
+      std::fprintf(stderr, "model_bench: %s\n", status.ToString().c_str());
+      std::exit(1);
+    }
+  };
+  check(fn());
+  std::vector<double> times;
+  const double min_seconds = absl::GetFlag(FLAGS_min_seconds);
+  double total = 0;
+  while (times.size() < 5 || total < min_seconds) {
+    const auto start = Clock::now();
+    check(fn());
+    const double t = std::chrono::duration<double>(Clock::now() - start).count();
+    times.push_back(t);
+    total += t;
+  }
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  return times[times.size() / 2];
+}
+
+std::vector<int32_t> RandomTokens(int n, int vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> tokens(n);
+  for (int32_t& t : tokens) t = 3 + static_cast<int32_t>(rng() % (vocab - 3));
+  return tokens;
+}
+
+SequenceInput Seq(uint64_t id, int start, std::vector<int32_t> tokens,
+                  std::vector<int32_t> logit_indices) {
+  SequenceInput in;
+  in.seq_id = id;
+  in.start_position = start;
+  in.tokens = std::move(tokens);
+  in.logit_indices = std::move(logit_indices);
+  return in;
+}
+
+std::vector<int32_t> Iota(int n) {
+  std::vector<int32_t> v(n);
+  for (int i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+// Matrix-multiply GFLOP/s of the backend on a [rows, cols] x [out, cols]^T product.
+double MatMulGflops(Backend* backend, int rows, int out, int cols) {
+  auto data = std::make_shared<std::vector<float>>(size_t(out) * cols, 0.01f);
+  auto w = backend->UploadWeight(data->data(), DType::kF32, out, cols, data);
+  auto x = backend->Allocate(size_t(rows) * cols * sizeof(float));
+  auto y = backend->Allocate(size_t(rows) * out * sizeof(float));
+  if (!w.ok() || !x.ok() || !y.ok()) return 0;
+  const double t = MedianSeconds([&] {
+    backend->MatMul(x->f32(), rows, *w, y->f32());
+    return backend->Synchronize();
+  });
+  return 2.0 * rows * out * cols / t * 1e-9;
+}
+
+void BenchModel(const std::string& dir, int threads, double peak_gflops) {
+  auto weights = LoadLlamaWeights(dir, 0, 1);
+  if (!weights.ok()) {
+    std::fprintf(stderr, "model_bench: %s\n", weights.status().ToString().c_str());
+    std::exit(1);
+  }
+  const LlamaConfig& c = weights->config;
+  std::unique_ptr<Backend> backend = MakeCpuBackend(threads);
+  const int prompt = absl::GetFlag(FLAGS_prompt_tokens);
+  const int context = absl::GetFlag(FLAGS_context);
+  const int max_k = absl::GetFlag(FLAGS_max_k);
+  const int max_batch = absl::GetFlag(FLAGS_max_batch);
+  LlamaModelOptions options;
+  options.max_batch_tokens = std::max({prompt, context * max_batch, max_k + 1});
+  options.kv_cache_bytes =
+      KvBytesPerBlock(c.num_layers, options.block_size, c.num_kv_heads, c.head_dim) *
+      size_t((std::max(prompt, context + max_k + 1) / options.block_size + 2) * (max_batch + 2));
+  auto model_or = LlamaModel::Create(*weights, backend.get(), nullptr, options);
+  if (!model_or.ok()) {
+    std::fprintf(stderr, "model_bench: %s\n", model_or.status().ToString().c_str());
+    std::exit(1);
+  }
+  LlamaModel& model = **model_or;
+  std::vector<float> logits;
+  const std::vector<int32_t> tokens = RandomTokens(std::max(prompt, context + max_k + 1),
+                                                   c.vocab_size, 1);
+  const auto slice = [&](int begin, int end) {
+    return std::vector<int32_t>(tokens.begin() + begin, tokens.begin() + end);
+  };
+
+  std::printf("\n== %s: %d layers, hidden %d, heads %d/%d, vocab %d, %.2fM parameters, "
+              "%d threads\n",
+              dir.c_str(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads,
+              c.vocab_size, c.NumParameters() / 1e6, threads);
+
+  // Prefill: the whole prompt in one forward, logits of the last position.
+  const double t_prefill = MedianSeconds(
+      [&] { return model.Forward({Seq(1, 0, slice(0, prompt), {prompt - 1})}, &logits); });
+  // Matmul parameters (everything but the embedding table and norms).
+  const double matmul_params =
+      double(c.num_layers) *
+          (double(c.hidden_size) * (c.num_heads + 2 * c.num_kv_heads) * c.head_dim +
+           double(c.num_heads) * c.head_dim * c.hidden_size +
+           3.0 * c.hidden_size * c.intermediate_size);
+  const double prefill_flops = 2.0 * matmul_params * prompt +
+                               2.0 * c.hidden_size * c.vocab_size +
+                               2.0 * c.num_layers * c.num_heads * c.head_dim *
+                                   double(prompt) * (prompt + 1);  // QK^T and PV, causal.
+  std::printf("prefill %d tokens: %8.2f ms  %9.0f tokens/s  %6.2f GFLOP/s (%.0f%% of peak)\n",
+              prompt, t_prefill * 1e3, prompt / t_prefill, prefill_flops / t_prefill * 1e-9,
+              100.0 * prefill_flops / t_prefill * 1e-9 / peak_gflops);
+
+  // Decode and verify at a fixed context.
+  if (!model.Forward({Seq(2, 0, slice(0, context), {})}, &logits).ok()) std::exit(1);
+  std::vector<double> t_verify(max_k + 1);
+  for (int k = 0; k <= max_k; ++k) {
+    t_verify[k] = MedianSeconds([&] {
+      return model.Forward({Seq(2, context, slice(context, context + k + 1), Iota(k + 1))},
+                           &logits);
+    });
+  }
+  std::printf("decode batch 1 at context %d: %.3f ms/token, %.0f tokens/s\n", context,
+              t_verify[0] * 1e3, 1.0 / t_verify[0]);
+  std::printf("verify cost nu(K) = T(K+1 positions) / T(1):\n   K:");
+  for (int k = 1; k <= max_k; ++k) std::printf(" %6d", k);
+  std::printf("\n  nu:");
+  for (int k = 1; k <= max_k; ++k) std::printf(" %6.2f", t_verify[k] / t_verify[0]);
+  std::printf("\n");
+
+  // Decode batches: B sequences at the same context, one new token each.
+  std::printf("decode batch   ms/step   tokens/s\n");
+  for (int b = 1; b <= max_batch; b *= 2) {
+    std::vector<SequenceInput> prefill, step;
+    for (int s = 0; s < b; ++s) {
+      prefill.push_back(Seq(100 + s, 0, slice(0, context), {}));
+      step.push_back(Seq(100 + s, context, {tokens[context + s % max_k]}, {0}));
+    }
+    if (!model.Forward(prefill, &logits).ok()) std::exit(1);
+    const double t = MedianSeconds([&] { return model.Forward(step, &logits); });
+    std::printf("%12d %9.3f %10.0f\n", b, t * 1e3, b / t);
+    for (int s = 0; s < b; ++s) (void)model.Release(100 + s);
+  }
+
+  // The backend's matmul at this model's MLP shape.
+  std::printf("matmul [rows x %d] x [%d x %d]^T GFLOP/s (peak %.1f):", c.hidden_size,
+              c.intermediate_size, c.hidden_size, peak_gflops);
+  for (int rows : {1, 8, 64, 256}) {
+    std::printf("  rows %d: %.2f", rows,
+                MatMulGflops(backend.get(), rows, c.intermediate_size, c.hidden_size));
+  }
+  std::printf("\n");
+}
+
+}  // namespace
+}  // namespace tandem
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  int threads = absl::GetFlag(FLAGS_threads);
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const tandem::bench::PeakFlops peak =
+      tandem::bench::MeasurePeakFlops(threads, absl::GetFlag(FLAGS_peak_seconds));
+  std::printf("float32 FMA peak (%s): %.1f GFLOP/s per core, %.1f GFLOP/s on %d threads\n",
+              peak.isa, peak.gflops_per_core, peak.gflops_all, peak.threads);
+  for (const std::string& dir :
+       absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipEmpty())) {
+    tandem::BenchModel(dir, threads, peak.gflops_all);
+  }
+  return 0;
+}
