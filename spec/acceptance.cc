@@ -264,7 +264,10 @@ absl::StatusOr<AcceptanceResult> AcceptProposals(
                                               params.theta_first, params.theta_last);
         break;
       case AcceptanceRule::kTypical:
-        accept = p_token > TypicalThreshold(p, params.epsilon, params.delta);
+        // p > min(epsilon, bound) iff p > epsilon or p > bound: the O(vocab) entropy
+        // is needed only when the epsilon test fails.
+        accept = p_token > static_cast<double>(params.epsilon) ||
+                 p_token > TypicalThreshold(p, params.epsilon, params.delta);
         break;
     }
     if (accept) {

@@ -10,17 +10,35 @@ namespace tandem {
 namespace spec {
 namespace {
 
-// Descending weight, ties to the lower index: a strict total order, so sorted
-// prefixes are unique and results do not depend on the sort algorithm.
-struct MoreLikely {
-  const std::vector<double>& weights;
-  bool operator()(int a, int b) const {
+bool IsPositiveFinite(double x) { return x > 0.0 && std::isfinite(x); }
+
+// Indices of the (at most) `m` largest positive finite entries of `weights`, most
+// likely first; ties go to the lower index, a strict total order, so the result does
+// not depend on the algorithm. One pass with a bounded heap: O(n log m).
+template <typename T>
+std::vector<int> TopIndices(absl::Span<const T> weights, size_t m) {
+  const auto more_likely = [&weights](int a, int b) {
     if (weights[a] != weights[b]) return weights[a] > weights[b];
     return a < b;
+  };
+  std::vector<int> heap;  // Front: the least likely index kept so far.
+  if (m == 0) return heap;
+  heap.reserve(std::min(m, weights.size()));
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (!IsPositiveFinite(static_cast<double>(weights[i]))) continue;
+    const int index = static_cast<int>(i);
+    if (heap.size() < m) {
+      heap.push_back(index);
+      std::push_heap(heap.begin(), heap.end(), more_likely);
+    } else if (more_likely(index, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), more_likely);
+      heap.back() = index;
+      std::push_heap(heap.begin(), heap.end(), more_likely);
+    }
   }
-};
-
-bool IsPositiveFinite(double x) { return x > 0.0 && std::isfinite(x); }
+  std::sort_heap(heap.begin(), heap.end(), more_likely);
+  return heap;
+}
 
 template <typename T>
 int SampleFromWeights(absl::Span<const T> weights, double u) {
@@ -53,42 +71,41 @@ void OneHotAtArgmax(absl::Span<const float> logits, std::vector<float>* probs) {
   if (best >= 0) (*probs)[best] = 1.0f;
 }
 
-// Zeroes all but the `keep` most likely entries of `weights` listed in `candidates`
-// (which is reordered) and shrinks `candidates` to the survivors.
-void KeepTopK(size_t keep, std::vector<double>* weights, std::vector<int>* candidates) {
-  if (keep >= candidates->size()) return;
-  std::nth_element(candidates->begin(), candidates->begin() + keep, candidates->end(),
-                   MoreLikely{*weights});
-  for (size_t j = keep; j < candidates->size(); ++j) (*weights)[(*candidates)[j]] = 0.0;
-  candidates->resize(keep);
+// Zeroes every weight except those at `kept`.
+void KeepOnly(const std::vector<int>& kept, std::vector<double>* weights) {
+  std::vector<double> filtered(weights->size(), 0.0);
+  for (int i : kept) filtered[i] = (*weights)[i];
+  weights->swap(filtered);
 }
 
-// Keeps the smallest most-likely prefix of `candidates` whose weight reaches
-// top_p of their total (the crossing token included). Sorts progressively larger
-// prefixes, so a peaked distribution over a large vocabulary costs little.
-void KeepTopP(double top_p, std::vector<double>* weights, std::vector<int>* candidates) {
+// Keeps the `top_k` most likely entries.
+void KeepTopK(size_t top_k, std::vector<double>* weights) {
+  KeepOnly(TopIndices(absl::MakeConstSpan(*weights), top_k), weights);
+}
+
+// Keeps the smallest most-likely set whose weight reaches top_p of the total (the
+// crossing token included). Selects progressively larger candidate sets, so a peaked
+// distribution over a large vocabulary costs about one pass.
+void KeepTopP(double top_p, std::vector<double>* weights) {
   double total = 0.0;
-  for (int i : *candidates) total += (*weights)[i];
+  size_t positive = 0;
+  for (double w : *weights) {
+    total += w;
+    positive += w > 0.0;
+  }
   const double target = top_p * total;
-  const MoreLikely more_likely{*weights};
-  size_t sorted = 0, kept = 0;
-  double cumulative = 0.0;
-  bool reached = false;
-  while (!reached && kept < candidates->size()) {
-    const size_t next = std::min(candidates->size(), std::max<size_t>(64, sorted * 4));
-    std::partial_sort(candidates->begin(), candidates->begin() + next, candidates->end(),
-                      more_likely);
-    sorted = next;
-    while (kept < sorted) {
-      cumulative += (*weights)[(*candidates)[kept++]];
+  for (size_t m = 64;; m *= 4) {
+    const std::vector<int> best = TopIndices(absl::MakeConstSpan(*weights), m);
+    double cumulative = 0.0;
+    for (size_t j = 0; j < best.size(); ++j) {
+      cumulative += (*weights)[best[j]];
       if (cumulative >= target) {
-        reached = true;
-        break;
+        KeepOnly(std::vector<int>(best.begin(), best.begin() + j + 1), weights);
+        return;
       }
     }
+    if (best.size() >= positive) return;  // Rounding: the whole support is needed.
   }
-  for (size_t j = kept; j < candidates->size(); ++j) (*weights)[(*candidates)[j]] = 0.0;
-  candidates->resize(kept);
 }
 
 }  // namespace
@@ -148,7 +165,7 @@ void ProcessLogits(absl::Span<const float> logits, const SamplingConfig& config,
   }
 
   std::vector<double> weights(n, 0.0);
-  std::vector<int> candidates;
+  bool any_weight = false;
   const double temperature = config.temperature;
   for (size_t i = 0; i < n; ++i) {
     const float x = logits[i];
@@ -158,18 +175,18 @@ void ProcessLogits(absl::Span<const float> logits, const SamplingConfig& config,
     } else if (std::isfinite(x)) {
       w = std::exp((static_cast<double>(x) - max_finite) / temperature);
     }
-    if (w > 0.0) {
-      weights[i] = w;
-      candidates.push_back(static_cast<int>(i));
-    }
+    weights[i] = w;
+    any_weight = any_weight || w > 0.0;
   }
-  if (candidates.empty()) {  // Only with a non-finite temperature; be safe anyway.
+  if (!any_weight) {  // Only with a non-finite temperature; be safe anyway.
     OneHotAtArgmax(logits, probs);
     return;
   }
 
-  if (config.top_k > 0) KeepTopK(static_cast<size_t>(config.top_k), &weights, &candidates);
-  if (config.top_p < 1.0f) KeepTopP(config.top_p, &weights, &candidates);
+  if (config.top_k > 0 && static_cast<size_t>(config.top_k) < n) {
+    KeepTopK(static_cast<size_t>(config.top_k), &weights);
+  }
+  if (config.top_p < 1.0f) KeepTopP(config.top_p, &weights);
 
   double total = 0.0;
   for (size_t i = 0; i < n; ++i) total += weights[i];
@@ -187,25 +204,12 @@ int SampleFromProbs(absl::Span<const double> weights, double u) {
 SparseDistribution TopKSparse(absl::Span<const float> probs, int k) {
   SparseDistribution result;
   if (k <= 0) return result;
-  std::vector<double> weights(probs.size(), 0.0);
-  std::vector<int> candidates;
-  for (size_t i = 0; i < probs.size(); ++i) {
-    if (IsPositiveFinite(probs[i])) {
-      weights[i] = probs[i];
-      candidates.push_back(static_cast<int>(i));
-    }
-  }
-  const size_t keep = std::min(candidates.size(), static_cast<size_t>(k));
-  std::partial_sort(candidates.begin(), candidates.begin() + keep, candidates.end(),
-                    MoreLikely{weights});
+  const std::vector<int> best = TopIndices(probs, static_cast<size_t>(k));
   double total = 0.0;
-  for (size_t j = 0; j < keep; ++j) total += weights[candidates[j]];
-  result.ids.reserve(keep);
-  result.probs.reserve(keep);
-  for (size_t j = 0; j < keep; ++j) {
-    result.ids.push_back(candidates[j]);
-    result.probs.push_back(static_cast<float>(weights[candidates[j]] / total));
-  }
+  for (int i : best) total += probs[i];
+  result.ids.assign(best.begin(), best.end());
+  result.probs.reserve(best.size());
+  for (int i : best) result.probs.push_back(static_cast<float>(probs[i] / total));
   return result;
 }
 
