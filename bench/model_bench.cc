@@ -206,8 +206,9 @@ int main(int argc, char** argv) {
       tandem::bench::MeasurePeakFlops(threads, absl::GetFlag(FLAGS_peak_seconds));
   std::printf("float32 FMA peak (%s): %.1f GFLOP/s per core, %.1f GFLOP/s on %d threads\n",
               peak.isa, peak.gflops_per_core, peak.gflops_all, peak.threads);
-  for (const std::string& dir :
-       absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipEmpty())) {
+  const std::vector<std::string> dirs =
+      absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipEmpty());
+  for (const std::string& dir : dirs) {
     tandem::BenchModel(dir, threads, peak.gflops_all);
   }
   return 0;
