@@ -78,24 +78,39 @@ TANDEM_AVX2 inline void ScoreGroup(const HeadTask& t, int j) {
   StorePartial(t.scores + j, count, _mm256_mul_ps(scores, _mm256_set1_ps(t.scale)));
 }
 
-// out[d0 .. d0 + 8*NV) = sum_j p_j v_j, keys in order.
+// out[d0 .. d0 + 8*NV) = sum_j p_j v_j: even and odd keys accumulate separately (each
+// in key order; two chains hide the FMA latency), then even + odd. The order depends
+// only on the row's key count.
 template <int NV>
 TANDEM_AVX2 inline void AccumulateValues(const HeadTask& t, int d0, __m256 inv_sum) {
-  __m256 acc[NV];
+  __m256 even[NV], odd[NV];
 #pragma GCC unroll 4
-  for (int c = 0; c < NV; ++c) acc[c] = _mm256_setzero_ps();
+  for (int c = 0; c < NV; ++c) even[c] = odd[c] = _mm256_setzero_ps();
   const int64_t left = t.head_dim - d0;
-  for (int j = 0; j < t.n; ++j) {
-    const float* v = t.v_base + t.offsets[j] + d0;
-    const __m256 p = _mm256_broadcast_ss(t.scores + j);
+  int j = 0;
+  for (; j + 2 <= t.n; j += 2) {
+    const float* v0 = t.v_base + t.offsets[j] + d0;
+    const float* v1 = t.v_base + t.offsets[j + 1] + d0;
+    const __m256 p0 = _mm256_broadcast_ss(t.scores + j);
+    const __m256 p1 = _mm256_broadcast_ss(t.scores + j + 1);
 #pragma GCC unroll 4
     for (int c = 0; c < NV; ++c) {
-      acc[c] = _mm256_fmadd_ps(p, LoadPartial(v + 8 * c, left - 8 * c), acc[c]);
+      even[c] = _mm256_fmadd_ps(p0, LoadPartial(v0 + 8 * c, left - 8 * c), even[c]);
+      odd[c] = _mm256_fmadd_ps(p1, LoadPartial(v1 + 8 * c, left - 8 * c), odd[c]);
+    }
+  }
+  if (j < t.n) {
+    const float* v0 = t.v_base + t.offsets[j] + d0;
+    const __m256 p0 = _mm256_broadcast_ss(t.scores + j);
+#pragma GCC unroll 4
+    for (int c = 0; c < NV; ++c) {
+      even[c] = _mm256_fmadd_ps(p0, LoadPartial(v0 + 8 * c, left - 8 * c), even[c]);
     }
   }
 #pragma GCC unroll 4
   for (int c = 0; c < NV; ++c) {
-    StorePartial(t.out + d0 + 8 * c, left - 8 * c, _mm256_mul_ps(acc[c], inv_sum));
+    StorePartial(t.out + d0 + 8 * c, left - 8 * c,
+                 _mm256_mul_ps(_mm256_add_ps(even[c], odd[c]), inv_sum));
   }
 }
 

@@ -33,8 +33,9 @@ AttentionRows BuildAttentionRows(const StepPlan& plan);
 // of row r (logical order), read from KV head h / (num_heads / layout.num_kv_heads).
 // q, out: [rows, num_heads * head_dim]; caches per `layout`. Scores are dot products
 // with 8 interleaved partial sums and the fixed tree of vec_math.h, softmax is two-pass
-// (max, then exp and an 8-lane sum), and the value sum runs over keys in logical order,
-// so each output depends only on its own row's query and keys (batch invariant).
+// (max, then exp and an 8-lane sum), and the value sum runs over keys in logical order
+// (the AVX2 path as two interleaved chains, even and odd keys, added at the end), so
+// each output depends only on its own row's query and keys (batch invariant).
 // Requires num_heads % num_kv_heads == 0 and block ids < layout.num_blocks (checked).
 void PagedAttention(SimdLevel level, ThreadPool* pool, const StepPlan& plan,
                     const AttentionRows& rows, const float* q, const KvLayout& layout,

@@ -41,8 +41,10 @@ bool SpinUntil(const Pred& ready) {
 }  // namespace
 
 struct ThreadPool::Worker {
-  // Job hand-off: the caller fills the fields, then bumps `ticket`.
+  // Job hand-off: the caller fills the fields, then sets `ticket` to the job's
+  // generation. Whoever moves `claimed` to that generation first runs the range.
   std::atomic<uint64_t> ticket{0};
+  std::atomic<uint64_t> claimed{0};
   RangeFn call = nullptr;
   const void* closure = nullptr;
   int64_t begin = 0;
@@ -51,6 +53,15 @@ struct ThreadPool::Worker {
   std::atomic<bool> sleeping{false};
   std::mutex mu;
   std::condition_variable cv;
+
+  // Claims this worker's range of job `generation`; false if someone else did.
+  bool Claim(uint64_t generation) {
+    uint64_t seen = claimed.load(std::memory_order_seq_cst);
+    while (seen < generation) {
+      if (claimed.compare_exchange_weak(seen, generation, std::memory_order_seq_cst)) return true;
+    }
+    return false;
+  }
 };
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
@@ -85,14 +96,15 @@ void ThreadPool::Run(int64_t n, int64_t min_chunk, RangeFn call, const void* clo
     return;
   }
   std::lock_guard<std::mutex> submit(submit_mu_);
-  pending_.store(ranges - 1, std::memory_order_relaxed);
+  const uint64_t generation = ++generation_;
+  pending_.store(ranges - 1, std::memory_order_seq_cst);
   for (int t = 1; t < ranges; ++t) {
     Worker* w = workers_[t - 1].get();
     w->call = call;
     w->closure = closure;
     w->begin = n * t / ranges;
     w->end = n * (t + 1) / ranges;
-    w->ticket.fetch_add(1, std::memory_order_seq_cst);
+    w->ticket.store(generation, std::memory_order_seq_cst);
     if (w->sleeping.load(std::memory_order_seq_cst)) {
       std::lock_guard<std::mutex> lock(w->mu);
       w->cv.notify_one();
@@ -100,6 +112,14 @@ void ThreadPool::Run(int64_t n, int64_t min_chunk, RangeFn call, const void* clo
   }
   t_inside_job = true;
   call(closure, 0, n / ranges);
+  // Run the ranges no worker has started yet.
+  for (int t = ranges - 1; t >= 1; --t) {
+    Worker* w = workers_[t - 1].get();
+    if (w->Claim(generation)) {
+      call(closure, n * t / ranges, n * (t + 1) / ranges);
+      pending_.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  }
   t_inside_job = false;
 
   auto done = [this] { return pending_.load(std::memory_order_seq_cst) == 0; };
@@ -122,7 +142,8 @@ void ThreadPool::WorkerLoop(Worker* w) {
       w->sleeping.store(false, std::memory_order_relaxed);
       if (w->stop && !has_job()) return;
     }
-    seen = w->ticket.load(std::memory_order_acquire);
+    seen = w->ticket.load(std::memory_order_seq_cst);
+    if (!w->Claim(seen)) continue;  // The caller ran it.
     t_inside_job = true;
     w->call(w->closure, w->begin, w->end);
     t_inside_job = false;

@@ -2,7 +2,9 @@
 //
 // ParallelFor(n, fn) splits [0, n) into T contiguous ranges, T = min(num_threads,
 // ceil(n / min_chunk)); range t is [n*t/T, n*(t+1)/T). The calling thread runs range 0
-// and the pool's workers the others; the call returns when all are done. Workers spin
+// and worker t-1 range t; a range whose worker has not picked it up by the time the
+// caller is free is run by the caller instead (so a descheduled worker on a busy
+// machine costs at most the serial time). The call returns when all are done. Workers spin
 // briefly after a job (low wake-up latency for back-to-back ops), then block on a
 // condition variable, so an idle pool uses no CPU. A pool of one thread, a single
 // range, or a call made from inside a running range (nesting) runs inline. Calls from
@@ -53,7 +55,8 @@ class ThreadPool {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
 
-  // Completion of the current job.
+  uint64_t generation_ = 0;  // Jobs handed out so far (guarded by submit_mu_).
+  // Completion of the current job: ranges 1.. not yet finished.
   std::atomic<int> pending_{0};
   std::atomic<bool> caller_sleeping_{false};
   std::mutex done_mu_;

@@ -1,0 +1,180 @@
+// CPU kernel benchmark: matmul GFLOP/s on the shapes of a hidden-256 Llama model and
+// paged-attention time per query, each against the machine's FMA peak measured in the
+// same run (the ratio is the figure to compare across noisy, shared machines).
+//
+//   bazel run //bench:kernel_bench -- --threads=2 --seconds=0.2
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "bench/peak_flops.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/simd.h"
+#include "kernels/cpu/thread_pool.h"
+
+ABSL_FLAG(int, threads, 0, "Threads for the multi-threaded columns (0 = hardware threads).");
+ABSL_FLAG(double, seconds, 0.1, "Approximate measuring time per figure.");
+ABSL_FLAG(std::string, simd, "", "Force a SIMD level: avx2 or portable (default: detected).");
+
+namespace tandem {
+namespace bench {
+namespace {
+
+// Seconds per call of `fn`: the best of many ~2 ms samples over about `seconds` (the
+// machine is shared; the best sample is the least disturbed one).
+double TimePerCall(const std::function<void()>& fn, double seconds) {
+  using Clock = std::chrono::steady_clock;
+  fn();  // Warm up caches and threads.
+  int calls = 1;
+  while (true) {
+    const auto start = Clock::now();
+    for (int i = 0; i < calls; ++i) fn();
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (elapsed > 0.5e-3) {
+      calls = std::max(1, static_cast<int>(calls * 2e-3 / elapsed));
+      break;
+    }
+    calls *= 2;
+  }
+  double best = 1e30;
+  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  for (int sample = 0; sample < 3 || Clock::now() < end; ++sample) {
+    const auto start = Clock::now();
+    for (int i = 0; i < calls; ++i) fn();
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    best = std::min(best, elapsed / calls);
+  }
+  return best;
+}
+
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+void BenchMatMul(cpu::SimdLevel level, const PeakFlops& peak, double seconds) {
+  struct Shape {
+    int in_dim, out_dim;
+  };
+  const Shape shapes[] = {{256, 256}, {256, 688}, {688, 256}, {256, 2048}, {256, 4096}};
+  const int row_counts[] = {1, 2, 4, 5, 8, 16, 32, 64};
+  cpu::ThreadPool one(1), all(peak.threads);
+  std::printf("\nmatmul out[rows, out] = x[rows, in] . W[out, in]^T  (%s)\n",
+              cpu::SimdLevelName(level));
+  std::printf("%-12s %5s | %9s %7s | %9s %7s | %9s\n", "in->out", "rows", "1T GF/s",
+              "%peak1", "NT GF/s", "%peakN", "NT us");
+  for (const Shape& s : shapes) {
+    const auto w = Random(size_t(s.out_dim) * s.in_dim, 1);
+    const auto x = Random(size_t(64) * s.in_dim, 2);
+    std::vector<float> out(size_t(64) * s.out_dim);
+    for (int rows : row_counts) {
+      const double flops = 2.0 * rows * s.in_dim * s.out_dim;
+      auto run = [&](cpu::ThreadPool* pool) {
+        return TimePerCall([&] {
+          cpu::MatMul(level, pool, x.data(), rows, w.data(), s.out_dim, s.in_dim, out.data());
+        }, seconds);
+      };
+      const double t1 = run(&one), tn = run(&all);
+      const double g1 = flops / t1 * 1e-9, gn = flops / tn * 1e-9;
+      std::printf("%4d->%-6d %5d | %9.1f %6.1f%% | %9.1f %6.1f%% | %9.2f\n", s.in_dim,
+                  s.out_dim, rows, g1, 100 * g1 / peak.gflops_per_core, gn,
+                  100 * gn / peak.gflops_all, tn * 1e6);
+    }
+  }
+}
+
+// One sequence of `rows` new rows (a chain) after `context` cached keys.
+StepPlan AttentionPlan(int context, int rows, int block_size) {
+  StepPlan plan;
+  plan.block_size = block_size;
+  StepPlan::Sequence seq;
+  seq.row_count = rows;
+  seq.context_length = context;
+  const int blocks = (context + rows + block_size - 1) / block_size;
+  for (int b = 0; b < blocks; ++b) seq.block_table.push_back(blocks - 1 - b);  // Scattered.
+  for (int i = 0; i < rows; ++i) {
+    const int logical = context + i;
+    plan.tokens.push_back(0);
+    plan.positions.push_back(logical);
+    plan.kv_slots.push_back(int64_t(seq.block_table[logical / block_size]) * block_size +
+                            logical % block_size);
+  }
+  plan.sequences.push_back(seq);
+  return plan;
+}
+
+void BenchAttention(cpu::SimdLevel level, const PeakFlops& peak, double seconds) {
+  const int num_heads = 8, num_kv_heads = 2, head_dim = 32, block_size = 16;
+  cpu::ThreadPool one(1), all(peak.threads);
+  std::printf("\npaged attention, %d heads / %d KV heads x %d, block %d (%s)\n", num_heads,
+              num_kv_heads, head_dim, block_size, cpu::SimdLevelName(level));
+  std::printf("%8s %5s | %11s %7s | %11s %7s\n", "context", "rows", "1T us/query", "%peak1",
+              "NT us/query", "%peakN");
+  for (int context : {64, 128, 256, 512, 1024}) {
+    for (int rows : {1, 16}) {
+      const StepPlan plan = AttentionPlan(context, rows, block_size);
+      const cpu::AttentionRows attention_rows = cpu::BuildAttentionRows(plan);
+      KvLayout layout;
+      layout.block_size = block_size;
+      layout.num_kv_heads = num_kv_heads;
+      layout.head_dim = head_dim;
+      layout.num_blocks = static_cast<int>(plan.sequences[0].block_table.size());
+      const size_t cache = layout.BytesPerTensor() / sizeof(float);
+      const auto k = Random(cache, 3), v = Random(cache, 4);
+      const auto q = Random(size_t(rows) * num_heads * head_dim, 5);
+      std::vector<float> out(q.size());
+      auto run = [&](cpu::ThreadPool* pool) {
+        return TimePerCall([&] {
+          cpu::PagedAttention(level, pool, plan, attention_rows, q.data(), layout, k.data(),
+                              v.data(), num_heads, 0.17f, out.data());
+        }, seconds) / rows;
+      };
+      const double t1 = run(&one), tn = run(&all);
+      // q.k and p.v: 2 multiply-adds per key, head and element.
+      const double flops = 4.0 * double(attention_rows.total_keys) / rows * num_heads * head_dim;
+      std::printf("%8d %5d | %11.2f %6.1f%% | %11.2f %6.1f%%\n", context, rows, t1 * 1e6,
+                  100 * flops / t1 * 1e-9 / peak.gflops_per_core, tn * 1e6,
+                  100 * flops / tn * 1e-9 / peak.gflops_all);
+    }
+  }
+}
+
+int Main() {
+  int threads = absl::GetFlag(FLAGS_threads);
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  cpu::SimdLevel level = cpu::DetectSimdLevel();
+  if (absl::GetFlag(FLAGS_simd) == "portable") level = cpu::SimdLevel::kPortable;
+  if (absl::GetFlag(FLAGS_simd) == "avx2" && cpu::CpuHasAvx2Fma()) level = cpu::SimdLevel::kAvx2;
+  const double seconds = absl::GetFlag(FLAGS_seconds);
+
+  const PeakFlops peak = MeasurePeakFlops(threads, std::max(0.2, seconds));
+  std::printf("peak (%s): %.2f vector-FMA/ns per core (GHz-equivalent) x %d lanes x 2 = "
+              "%.1f GFLOP/s per core; %d threads together: %.1f GFLOP/s\n",
+              peak.isa, peak.fma_ghz_per_core, peak.simd_width, peak.gflops_per_core,
+              peak.threads, peak.gflops_all);
+  BenchMatMul(level, peak, seconds);
+  BenchAttention(level, peak, seconds);
+  return 0;
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace tandem
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return tandem::bench::Main();
+}
