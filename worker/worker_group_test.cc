@@ -1,0 +1,200 @@
+// A 4-process tensor-parallel target group (four tandem-worker processes joined by
+// gloo) against a 1-process target, over gRPC:
+//  * the same greedy verify batches commit the same tokens (both equal to plain greedy
+//    decoding by an in-process reference), and their log-probabilities agree within
+//    1e-4 (tensor parallelism only reorders float32 additions: a few ulps of O(1)
+//    logits; a sharding error would differ by O(0.1));
+//  * on the group, a sequence's log-probabilities are bitwise identical whether it is
+//    verified alone or in a batch, and from one run to the next;
+//  * idle followers do not spin;
+//  * SIGTERM to the leader shuts the whole group down with exit code 0.
+#include <signal.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "worker/process_test_util.h"
+#include "worker/test_util.h"
+#include "worker/verify_scenario.h"
+
+namespace tandem {
+namespace worker {
+namespace {
+
+using testing::Health;
+
+constexpr int kVocab = 128;
+constexpr int kTp = 4;
+constexpr double kTpLogprobTolerance = 1e-4;
+
+const std::vector<std::string>& CommonFlags() {
+  static const std::vector<std::string> flags = {
+      "--kv_cache_mb=4",        "--block_size=8",        "--max_batch_tokens=256",
+      "--step_timeout_s=10",    "--heartbeat_s=0.5",     "--leader_timeout_s=5",
+      "--regroup_timeout_s=5",  "--lease_timeout_s=600",
+  };
+  return flags;
+}
+
+class WorkerGroupTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto group = testing::WorkerGroup::Start(testing::kTpCheckpoint, kTp, "group", CommonFlags());
+    ASSERT_TRUE(group.ok()) << group.status();
+    group_ = group->release();
+    auto single = testing::WorkerGroup::Start(testing::kTpCheckpoint, 1, "single", CommonFlags());
+    ASSERT_TRUE(single.ok()) << single.status();
+    single_ = single->release();
+    ASSERT_TRUE(testing::WaitForHealth(single_->leader_address(), Health::kServing,
+                                       absl::Seconds(20)))
+        << single_->Logs();
+    for (int r = 0; r < kTp; ++r) {
+      ASSERT_TRUE(testing::WaitForHealth(group_->address(r), Health::kServing, absl::Seconds(25)))
+          << "rank " << r << "\n"
+          << group_->Logs();
+    }
+    // Prompts and their greedy continuations by plain decoding in this process.
+    auto reference = testing::LoadTestModel(testing::kTpCheckpoint);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    prompts_ = new std::vector<std::vector<int32_t>>{testing::Tokens(7, kVocab, 1),
+                                                      testing::Tokens(12, kVocab, 2),
+                                                      testing::Tokens(20, kVocab, 3)};
+    oracle_ = new std::vector<std::vector<int32_t>>();
+    for (const auto& prompt : *prompts_) {
+      oracle_->push_back(testing::GreedyContinuation(*reference->model, prompt, 40));
+    }
+  }
+
+  static void TearDownTestSuite() {
+    delete group_;
+    delete single_;
+    delete prompts_;
+    delete oracle_;
+  }
+
+  static std::vector<testing::SequenceTrace> Run(const std::string& address, uint64_t base_id,
+                                                 bool batched) {
+    auto stub = testing::WorkerStub(address);
+    testing::ScenarioOptions options;
+    options.base_id = base_id;
+    options.batched = batched;
+    options.vocab_size = kVocab;
+    auto traces = testing::RunGreedyScenario(*stub, *prompts_, *oracle_, options);
+    EXPECT_TRUE(traces.ok()) << traces.status();
+    return traces.ok() ? *traces : std::vector<testing::SequenceTrace>();
+  }
+
+  static void ExpectFollowsOracle(const std::vector<testing::SequenceTrace>& traces) {
+    ASSERT_EQ(traces.size(), prompts_->size());
+    for (size_t i = 0; i < traces.size(); ++i) {
+      std::vector<int32_t> all;
+      for (const auto& step : traces[i].committed) all.insert(all.end(), step.begin(), step.end());
+      ASSERT_LE(all.size(), (*oracle_)[i].size());
+      EXPECT_EQ(all, std::vector<int32_t>((*oracle_)[i].begin(), (*oracle_)[i].begin() + all.size()))
+          << "sequence " << i;
+    }
+  }
+
+  static void ExpectBitwiseEqual(const std::vector<testing::SequenceTrace>& a,
+                                 const std::vector<testing::SequenceTrace>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i].committed, b[i].committed) << "sequence " << i;
+      ASSERT_EQ(a[i].logprobs.size(), b[i].logprobs.size());
+      for (size_t s = 0; s < a[i].logprobs.size(); ++s) {
+        ASSERT_EQ(a[i].logprobs[s].size(), b[i].logprobs[s].size());
+        EXPECT_EQ(0, std::memcmp(a[i].logprobs[s].data(), b[i].logprobs[s].data(),
+                                 a[i].logprobs[s].size() * sizeof(float)))
+            << "sequence " << i << " step " << s;
+      }
+    }
+  }
+
+  static testing::WorkerGroup* group_;
+  static testing::WorkerGroup* single_;
+  static std::vector<std::vector<int32_t>>* prompts_;
+  static std::vector<std::vector<int32_t>>* oracle_;
+};
+
+testing::WorkerGroup* WorkerGroupTest::group_ = nullptr;
+testing::WorkerGroup* WorkerGroupTest::single_ = nullptr;
+std::vector<std::vector<int32_t>>* WorkerGroupTest::prompts_ = nullptr;
+std::vector<std::vector<int32_t>>* WorkerGroupTest::oracle_ = nullptr;
+
+TEST_F(WorkerGroupTest, GroupMatchesTheSingleProcessTarget) {
+  const auto group = Run(group_->leader_address(), 100, true);
+  const auto single = Run(single_->leader_address(), 100, true);
+  ExpectFollowsOracle(group);
+  ExpectFollowsOracle(single);
+  ASSERT_EQ(group.size(), single.size());
+  int accepted_steps = 0;
+  for (size_t i = 0; i < group.size(); ++i) {
+    ASSERT_EQ(group[i].committed, single[i].committed) << "sequence " << i;
+    for (size_t s = 0; s < group[i].logprobs.size(); ++s) {
+      ASSERT_EQ(group[i].logprobs[s].size(), single[i].logprobs[s].size());
+      for (size_t j = 0; j < group[i].logprobs[s].size(); ++j) {
+        EXPECT_NEAR(group[i].logprobs[s][j], single[i].logprobs[s][j], kTpLogprobTolerance)
+            << "sequence " << i << " step " << s << " token " << j;
+      }
+      if (group[i].committed[s].size() > 1) ++accepted_steps;
+    }
+  }
+  EXPECT_GT(accepted_steps, 0) << "the scenario should accept some proposals";
+}
+
+TEST_F(WorkerGroupTest, GroupIsBatchInvariantAndReproducible) {
+  const auto alone = Run(group_->leader_address(), 200, false);
+  const auto batched = Run(group_->leader_address(), 300, true);
+  const auto again = Run(group_->leader_address(), 400, true);
+  ExpectFollowsOracle(alone);
+  ExpectBitwiseEqual(alone, batched);
+  ExpectBitwiseEqual(batched, again);
+}
+
+TEST_F(WorkerGroupTest, DescribeAndStatsReportTheGroup) {
+  auto stub = testing::WorkerStub(group_->leader_address());
+  grpc::ClientContext context;
+  v1::DescribeResponse d;
+  ASSERT_TRUE(stub->Describe(&context, v1::DescribeRequest(), &d).ok());
+  EXPECT_EQ(d.tp_size(), static_cast<uint32_t>(kTp));
+  EXPECT_EQ(d.collective_backend(), "gloo");
+  EXPECT_EQ(d.model().tensor_parallel_size(), static_cast<uint32_t>(kTp));
+  grpc::ClientContext stats_context;
+  v1::WorkerStats stats;
+  ASSERT_TRUE(stub->GetStats(&stats_context, v1::GetStatsRequest(), &stats).ok());
+  EXPECT_EQ(stats.instance_id(), d.instance_id());
+  // Followers serve health only.
+  auto follower = testing::WorkerStub(group_->address(1));
+  grpc::ClientContext follower_context;
+  follower_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  EXPECT_EQ(follower->Describe(&follower_context, v1::DescribeRequest(), &d).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+}
+
+TEST_F(WorkerGroupTest, IdleFollowersDoNotSpin) {
+  std::vector<double> before;
+  for (int r = 1; r < kTp; ++r) before.push_back(group_->process(r).CpuSeconds());
+  absl::SleepFor(absl::Seconds(2));
+  for (int r = 1; r < kTp; ++r) {
+    const double used = group_->process(r).CpuSeconds() - before[r - 1];
+    EXPECT_LT(used, 0.3) << "rank " << r << " used " << used << " s of CPU in 2 s idle";
+  }
+}
+
+// Last: shuts the group down.
+TEST_F(WorkerGroupTest, SigtermOnTheLeaderStopsTheWholeGroup) {
+  group_->process(0).Signal(SIGTERM);
+  for (int r = 0; r < kTp; ++r) {
+    EXPECT_EQ(group_->process(r).Wait(absl::Seconds(15)), 0) << "rank " << r << "\n"
+                                                              << group_->Logs();
+  }
+  single_->process(0).Signal(SIGTERM);
+  EXPECT_EQ(single_->process(0).Wait(absl::Seconds(10)), 0) << single_->Logs();
+}
+
+}  // namespace
+}  // namespace worker
+}  // namespace tandem
