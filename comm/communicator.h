@@ -5,6 +5,12 @@
 // Every call has a timeout and returns a status (DEADLINE_EXCEEDED or UNAVAILABLE when
 // a peer is gone); none blocks forever. All ranks must issue the same sequence of
 // calls with the same sizes.
+//
+// A Communicator is used by one thread at a time. Bad arguments (null buffer, root
+// outside the group, negative timeout) fail with INVALID_ARGUMENT before any peer is
+// involved and leave the communicator usable. Any other failure leaves the group out of
+// step: the communicator is then broken and every later call fails at once with that
+// first error; rebuild the group (new run id, see comm/factory.h) to recover.
 #ifndef TANDEM_COMM_COMMUNICATOR_H_
 #define TANDEM_COMM_COMMUNICATOR_H_
 

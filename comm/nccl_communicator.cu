@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "comm/op_checks.h"
@@ -62,8 +63,16 @@ class NcclCommunicator final : public Communicator {
   ~NcclCommunicator() override {
     cudaSetDevice(device_);
     if (comm_ != nullptr) {
+      // Finalize flushes outstanding work (bounded, since the communicator is
+      // non-blocking); abort if that fails or the communicator is broken.
+      bool finalized = false;
       if (broken_.ok()) {
         cudaStreamSynchronize(stream_);
+        ncclResult_t r = ncclCommFinalize(comm_);
+        finalized = (r == ncclSuccess || r == ncclInProgress) &&
+                    WaitForComm(comm_, absl::Now() + absl::Seconds(10), "finalize").ok();
+      }
+      if (finalized) {
         ncclCommDestroy(comm_);
       } else {
         ncclCommAbort(comm_);
@@ -85,14 +94,19 @@ class NcclCommunicator final : public Communicator {
     const size_t total_bytes = count * sizeof(float) * static_cast<size_t>(size_);
     if (absl::Status s = EnsureScratch(total_bytes, op); !s.ok()) return Break(s);
     float* gathered = static_cast<float*>(scratch_);
-    return Run(op, timeout, [&]() -> absl::Status {
-      ncclResult_t r = ncclAllGather(data, gathered, count, ncclFloat, comm_, stream_);
-      if (r != ncclSuccess && r != ncclInProgress) return NcclError(op, r);
-      // The sum kernel is enqueued after the gather on the same stream.
-      cudaError_t err = cuda::LaunchSumInRankOrder(gathered, size_, count, data, stream_);
-      if (err != cudaSuccess) return CudaError(op, err);
-      return absl::OkStatus();
-    });
+    return Run(
+        op, timeout,
+        [&]() -> absl::Status {
+          ncclResult_t r = ncclAllGather(data, gathered, count, ncclFloat, comm_, stream_);
+          if (r != ncclSuccess && r != ncclInProgress) return NcclError(op, r);
+          return absl::OkStatus();
+        },
+        [&]() -> absl::Status {
+          // Launched once NCCL has enqueued the gather, so it runs after it on the stream.
+          cudaError_t err = cuda::LaunchSumInRankOrder(gathered, size_, count, data, stream_);
+          if (err != cudaSuccess) return CudaError(op, err);
+          return absl::OkStatus();
+        });
   }
 
   absl::Status AllGather(const void* in, void* out, size_t bytes,
@@ -170,16 +184,21 @@ class NcclCommunicator final : public Communicator {
     return absl::OkStatus();
   }
 
-  // Enqueues with `enqueue`, then waits for the stream, polling NCCL's error state; on
-  // timeout or error aborts the NCCL communicator and breaks this one.
-  template <typename Enqueue>
-  absl::Status Run(absl::string_view op, absl::Duration timeout, Enqueue&& enqueue) {
-    const absl::Time deadline = absl::Now() + timeout;
+  // Enqueues NCCL work with `enqueue`, waits until NCCL has finished enqueuing it
+  // (non-blocking communicator), runs `after` (more work on the same stream), then waits
+  // for the stream while polling NCCL's error state. On timeout or error aborts the
+  // NCCL communicator and breaks this one.
+  template <typename Enqueue, typename After>
+  absl::Status Run(absl::string_view op, absl::Duration timeout, Enqueue&& enqueue,
+                   After&& after) {
+    const absl::Time start = absl::Now();
+    const absl::Time deadline = start + timeout;
     if (cudaError_t err = cudaSetDevice(device_); err != cudaSuccess) {
       return Break(CudaError(op, err));
     }
     absl::Status status = enqueue();
     if (status.ok()) status = WaitForComm(comm_, deadline, op);
+    if (status.ok()) status = after();
     while (status.ok()) {
       cudaError_t done = cudaStreamQuery(stream_);
       if (done == cudaSuccess) return absl::OkStatus();
@@ -193,18 +212,29 @@ class NcclCommunicator final : public Communicator {
         status = NcclError(absl::StrCat(op, ": a peer failed"), state);
         break;
       }
-      if (absl::Now() >= deadline) {
+      const absl::Time now = absl::Now();
+      if (now >= deadline) {
         status = absl::DeadlineExceededError(absl::StrCat(
             op, ": not complete after ", absl::FormatDuration(timeout),
             " (a peer is missing or stalled)"));
         break;
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      // Spin briefly (most collectives finish within microseconds), then back off.
+      if (now - start < absl::Microseconds(200)) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
     }
     // Abort releases the kernels stuck waiting for peers.
     ncclCommAbort(comm_);
     comm_ = nullptr;
     return Break(status);
+  }
+
+  template <typename Enqueue>
+  absl::Status Run(absl::string_view op, absl::Duration timeout, Enqueue&& enqueue) {
+    return Run(op, timeout, std::forward<Enqueue>(enqueue), [] { return absl::OkStatus(); });
   }
 
   const int rank_;
