@@ -1,0 +1,426 @@
+#include "model/tokenizer.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "model/sentencepiece_test_trainer.h"
+
+namespace tandem {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kBundledTokenizer[] = "models/target/tokenizer.model";
+constexpr char kTokenizerCases[] = "tests/data/tokenizer_cases.json";
+constexpr char kHeldoutCode[] = "tests/data/heldout_code.txt";
+
+// Text that a code-trained vocabulary can only spell with byte fallback.
+const char kMultilingual[] =
+    "Hello 世界! 🎉👍🏽 naïve café — ☃ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢, Ελληνικά, русский, עברית, "
+    "日本語のテキスト 😀\n";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+std::string TempDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+// Deterministic training text: prose and code with ASCII and a few accented words.
+std::string TrainingCorpus() {
+  static const char* const kWords[] = {
+      "the", "model", "token", "draft", "target", "verify", "accept", "reject", "cache",
+      "batch", "stream", "server", "request", "def", "return", "import", "class",
+      "self", "value", "index", "for", "in", "range", "if", "else", "print", "café",
+      "naïve", "über", "x", "y", "0", "1", "42", "(", ")", ":", "=", "+", ",", "."};
+  std::mt19937 random(7);
+  std::string corpus;
+  for (int line = 0; line < 800; ++line) {
+    if (line % 3 == 0) corpus += "    ";
+    const int words = 3 + static_cast<int>(random() % 10);
+    for (int w = 0; w < words; ++w) {
+      if (w > 0) corpus += (random() % 11 == 0) ? "  " : " ";
+      corpus += kWords[random() % (sizeof(kWords) / sizeof(kWords[0]))];
+    }
+    corpus += "\n";
+  }
+  return corpus;
+}
+
+void AbortWithStatus(const absl::Status& status) {
+  std::fprintf(stderr, "cannot train a test tokenizer: %s\n", status.ToString().c_str());
+  std::abort();
+}
+
+// Trains (once) and loads a small byte-fallback model.
+const Tokenizer& TrainedTokenizer(bool add_dummy_prefix) {
+  static std::map<bool, Tokenizer>* tokenizers = new std::map<bool, Tokenizer>();
+  auto it = tokenizers->find(add_dummy_prefix);
+  if (it != tokenizers->end()) return it->second;
+  const std::string corpus_path = TempDir() + "/tokenizer_corpus.txt";
+  {
+    std::ofstream corpus(corpus_path, std::ios::binary);
+    corpus << TrainingCorpus();
+  }
+  const std::string prefix =
+      TempDir() + (add_dummy_prefix ? "/sp_dummy_prefix" : "/sp_no_dummy_prefix");
+  const std::string args =
+      "--input=" + corpus_path + " --model_prefix=" + prefix +
+      " --vocab_size=400 --model_type=" + (add_dummy_prefix ? "unigram" : "bpe") +
+      " --byte_fallback=true --character_coverage=1.0 --hard_vocab_limit=false"
+      " --normalization_rule_name=identity --remove_extra_whitespaces=false"
+      " --add_dummy_prefix=" + (add_dummy_prefix ? "true" : "false") +
+      " --minloglevel=2 --num_threads=1";
+  const std::string error = TrainSentencePieceForTest(args);
+  EXPECT_EQ(error, "");
+  auto tokenizer = Tokenizer::Load(prefix + ".model");
+  // Without a model there is nothing to test: stop here with the reason.
+  if (!tokenizer.ok()) AbortWithStatus(tokenizer.status());
+  return tokenizers->emplace(add_dummy_prefix, *std::move(tokenizer)).first->second;
+}
+
+// Streams `ids` through a detokenizer in chunks of 1..max_chunk ids; checks each delta
+// is valid UTF-8 and returns the concatenation (with Flush).
+std::string Stream(const Tokenizer& tokenizer, const std::vector<int>& ids, int max_chunk,
+                   std::mt19937* random, int* empty_deltas = nullptr) {
+  IncrementalDetokenizer detokenizer(&tokenizer);
+  std::string text;
+  size_t i = 0;
+  while (i < ids.size()) {
+    const size_t chunk = std::min<size_t>(ids.size() - i, 1 + (*random)() % max_chunk);
+    auto delta = detokenizer.Add(absl::MakeConstSpan(ids.data() + i, chunk));
+    EXPECT_TRUE(delta.ok()) << delta.status();
+    if (!delta.ok()) return text;
+    EXPECT_TRUE(IsValidUtf8(*delta)) << "invalid UTF-8 delta at id " << i;
+    if (delta->empty() && empty_deltas != nullptr) ++*empty_deltas;
+    text += *delta;
+    i += chunk;
+  }
+  const std::string rest = detokenizer.Flush();
+  EXPECT_TRUE(IsValidUtf8(rest));
+  return text + rest;
+}
+
+std::string Decoded(const Tokenizer& tokenizer, const std::vector<int>& ids) {
+  auto text = tokenizer.Decode(ids);
+  EXPECT_TRUE(text.ok()) << text.status();
+  return text.ok() ? *text : std::string();
+}
+
+// Ids of the byte-fallback pieces spelling `bytes`.
+std::vector<int> ByteIds(const Tokenizer& tokenizer, const std::string& bytes) {
+  std::vector<int> ids;
+  for (unsigned char byte : bytes) {
+    for (int id = 0; id < tokenizer.vocab_size(); ++id) {
+      if (tokenizer.ByteValue(id) == byte) {
+        ids.push_back(id);
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(ids.size(), bytes.size()) << "byte pieces missing";
+  return ids;
+}
+
+TEST(Utf8Test, AcceptsWellFormedText) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("plain ascii\n\t"));
+  EXPECT_TRUE(IsValidUtf8(std::string("nul\0inside", 10)));
+  EXPECT_TRUE(IsValidUtf8("\xC2\x80 \xDF\xBF"));             // U+0080, U+07FF
+  EXPECT_TRUE(IsValidUtf8("\xE0\xA0\x80 \xEF\xBF\xBD"));     // U+0800, U+FFFD
+  EXPECT_TRUE(IsValidUtf8("\xED\x9F\xBF \xEE\x80\x80"));     // U+D7FF, U+E000
+  EXPECT_TRUE(IsValidUtf8("\xF0\x90\x80\x80 \xF4\x8F\xBF\xBF"));  // U+10000, U+10FFFF
+  EXPECT_TRUE(IsValidUtf8(kMultilingual));
+}
+
+TEST(Utf8Test, RejectsMalformedText) {
+  EXPECT_FALSE(IsValidUtf8("\x80"));                 // Lone continuation byte.
+  EXPECT_FALSE(IsValidUtf8("\xC0\x80"));             // Overlong NUL.
+  EXPECT_FALSE(IsValidUtf8("\xC1\xBF"));             // Overlong.
+  EXPECT_FALSE(IsValidUtf8("\xE0\x9F\xBF"));         // Overlong 3-byte.
+  EXPECT_FALSE(IsValidUtf8("\xF0\x8F\xBF\xBF"));     // Overlong 4-byte.
+  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));         // Surrogate U+D800.
+  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));     // U+110000.
+  EXPECT_FALSE(IsValidUtf8("\xF5\x80\x80\x80"));
+  EXPECT_FALSE(IsValidUtf8("\xF8\x88\x80\x80\x80"));
+  EXPECT_FALSE(IsValidUtf8("\xFF"));
+  EXPECT_FALSE(IsValidUtf8("abc\xE4\xB8"));          // Truncated at the end.
+  EXPECT_FALSE(IsValidUtf8("\xE4\xB8x"));            // Interrupted sequence.
+  EXPECT_FALSE(IsValidUtf8("\xC3"));
+}
+
+// libsentencepiece and Abseil's flags library both export FLAGS_help; the process
+// must resolve it to libsentencepiece's own object (see model/BUILD), or exit hangs.
+TEST(TokenizerLinkTest, SentencePieceFlagsResolveInsideSentencePiece) {
+  void* symbol = dlsym(RTLD_DEFAULT, "FLAGS_help");
+  ASSERT_NE(symbol, nullptr);
+  Dl_info info;
+  ASSERT_NE(dladdr(symbol, &info), 0);
+  EXPECT_THAT(info.dli_fname, HasSubstr("libsentencepiece"));
+}
+
+TEST(TokenizerTest, LoadErrors) {
+  auto missing = Tokenizer::Load(TempDir() + "/no_such_dir");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("no_such_dir"));
+  // A directory without tokenizer.model.
+  missing = Tokenizer::Load(TempDir());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("/tokenizer.model"));
+  const std::string garbage = TempDir() + "/garbage.model";
+  std::ofstream(garbage) << "this is not a protobuf";
+  auto invalid = Tokenizer::Load(garbage);
+  EXPECT_EQ(invalid.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(invalid.status().message(), HasSubstr(garbage));
+}
+
+class TrainedTokenizerTest : public ::testing::TestWithParam<bool> {
+ protected:
+  const Tokenizer& tokenizer() { return TrainedTokenizer(GetParam()); }
+};
+
+TEST_P(TrainedTokenizerTest, SpecialIdsAndErrors) {
+  const Tokenizer& t = tokenizer();
+  EXPECT_GE(t.vocab_size(), 259);  // 256 byte pieces + <unk>, <s>, </s>.
+  EXPECT_EQ(t.IdToPiece(t.bos_id()), "<s>");
+  EXPECT_EQ(t.IdToPiece(t.eos_id()), "</s>");
+  EXPECT_TRUE(t.IsControl(t.bos_id()));
+  EXPECT_TRUE(t.IsValidId(t.vocab_size() - 1));
+  EXPECT_FALSE(t.IsValidId(t.vocab_size()));
+  EXPECT_FALSE(t.IsValidId(-1));
+  EXPECT_EQ(t.ByteValue(ByteIds(t, "\n")[0]), 0x0A);
+  EXPECT_EQ(t.ByteValue(t.bos_id()), -1);
+
+  auto bad_text = t.Encode("abc\xFF", false);
+  EXPECT_EQ(bad_text.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad_text.status().message(), HasSubstr("not valid UTF-8"));
+  auto bad_ids = t.Decode(std::vector<int>{5, t.vocab_size()});
+  EXPECT_EQ(bad_ids.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad_ids.status().message(), HasSubstr("at index 1"));
+  EXPECT_FALSE(t.Decode(std::vector<int>{-1}).ok());
+
+  auto with_bos = t.Encode("the model", true);
+  auto without_bos = t.Encode("the model", false);
+  ASSERT_TRUE(with_bos.ok() && without_bos.ok());
+  ASSERT_EQ(with_bos->size(), without_bos->size() + 1);
+  EXPECT_EQ((*with_bos)[0], t.bos_id());
+  EXPECT_EQ(Decoded(t, *with_bos), "the model");
+
+  IncrementalDetokenizer detokenizer(&t);
+  auto delta = detokenizer.Add(std::vector<int>{3, t.vocab_size()});
+  EXPECT_EQ(delta.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(detokenizer.Flush(), "");  // The rejected call left nothing behind.
+}
+
+TEST_P(TrainedTokenizerTest, RoundTripAndStreaming) {
+  const Tokenizer& t = tokenizer();
+  std::mt19937 random(3);
+  const std::string texts[] = {"the model", " leading space", "  two leading",
+                               "def f(x):\n    return x + 1\n", "tab\there",
+                               "trailing  ", kMultilingual, "", "\n\n",
+                               "€", "🎉"};
+  for (const std::string& text : texts) {
+    auto ids = t.Encode(text, /*add_bos=*/false);
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    EXPECT_EQ(Decoded(t, *ids), text);
+    auto with_bos = t.Encode(text, /*add_bos=*/true);
+    ASSERT_TRUE(with_bos.ok());
+    EXPECT_EQ(Decoded(t, *with_bos), text);
+    for (int max_chunk : {1, 2, 5}) {
+      EXPECT_EQ(Stream(t, *ids, max_chunk, &random), text) << "chunks " << max_chunk;
+      EXPECT_EQ(Stream(t, *with_bos, max_chunk, &random), text) << "chunks " << max_chunk;
+    }
+  }
+}
+
+TEST_P(TrainedTokenizerTest, ByteFallbackIsHeldBackUntilTheCharacterIsComplete) {
+  const Tokenizer& t = tokenizer();
+  auto ids = t.Encode(kMultilingual, false);
+  ASSERT_TRUE(ids.ok());
+  int byte_tokens = 0;
+  for (int id : *ids) byte_tokens += t.ByteValue(id) >= 0;
+  EXPECT_GT(byte_tokens, 20);  // The CJK, Greek, emoji text needs byte fallback.
+  std::mt19937 random(5);
+  int empty_deltas = 0;
+  EXPECT_EQ(Stream(t, *ids, 1, &random, &empty_deltas), kMultilingual);
+  EXPECT_GT(empty_deltas, 0);
+
+  // "€" = E2 82 AC spelled with byte pieces, after visible text and at the start.
+  for (bool after_text : {true, false}) {
+    IncrementalDetokenizer detokenizer(&t);
+    std::string prefix;
+    if (after_text) {
+      auto word = t.Encode("the", false);
+      ASSERT_TRUE(word.ok());
+      auto delta = detokenizer.Add(*word);
+      ASSERT_TRUE(delta.ok());
+      prefix = *delta;
+      EXPECT_EQ(prefix, "the");
+    }
+    const std::vector<int> euro = ByteIds(t, "\xE2\x82\xAC");
+    auto first = detokenizer.Add(euro[0]);
+    auto second = detokenizer.Add(euro[1]);
+    auto third = detokenizer.Add(euro[2]);
+    ASSERT_TRUE(first.ok() && second.ok() && third.ok());
+    EXPECT_EQ(*first, "");
+    EXPECT_EQ(*second, "");
+    EXPECT_EQ(*third, "\xE2\x82\xAC");
+    EXPECT_EQ(detokenizer.Flush(), "");
+  }
+}
+
+TEST_P(TrainedTokenizerTest, InvalidByteSequencesMatchDecode) {
+  const Tokenizer& t = tokenizer();
+  std::mt19937 random(11);
+  const auto word = t.Encode("model", false);
+  ASSERT_TRUE(word.ok());
+  const std::string byte_strings[] = {
+      "\x80",               // Lone continuation.
+      "\xE4\xB8",           // Truncated, then the stream ends.
+      "\xF0\x9F\x8E",       // Truncated emoji.
+      "\xC0\x80",           // Overlong.
+      "\xED\xA0\x80",       // Surrogate.
+      "\xE4\xB8\xE4\xB8\x96",  // Broken sequence followed by a good one.
+      "\xFF\xFE",
+  };
+  for (const std::string& bytes : byte_strings) {
+    std::vector<int> ids = ByteIds(t, bytes);
+    for (int ending : {0, 1}) {
+      std::vector<int> stream = ids;
+      if (ending == 1) stream.insert(stream.end(), word->begin(), word->end());
+      const std::string expected = Decoded(t, stream);
+      EXPECT_TRUE(IsValidUtf8(expected));
+      for (int max_chunk : {1, 3}) {
+        EXPECT_EQ(Stream(t, stream, max_chunk, &random), expected);
+      }
+    }
+  }
+}
+
+TEST_P(TrainedTokenizerTest, RandomIdSequencesStreamLikeDecode) {
+  const Tokenizer& t = tokenizer();
+  std::mt19937 random(GetParam() ? 101 : 202);
+  // Ids biased towards the awkward ones: control, byte pieces and "▁"-led pieces.
+  std::vector<int> byte_ids, space_ids;
+  for (int id = 0; id < t.vocab_size(); ++id) {
+    if (t.ByteValue(id) >= 0) byte_ids.push_back(id);
+    if (t.IdToPiece(id).rfind("\xE2\x96\x81", 0) == 0) space_ids.push_back(id);
+  }
+  ASSERT_FALSE(space_ids.empty());
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<int> ids;
+    const int length = static_cast<int>(random() % 24);
+    for (int i = 0; i < length; ++i) {
+      switch (random() % 5) {
+        case 0: ids.push_back(byte_ids[random() % byte_ids.size()]); break;
+        case 1: ids.push_back(space_ids[random() % space_ids.size()]); break;
+        case 2: ids.push_back(static_cast<int>(random() % 3)); break;  // unk, bos, eos
+        case 3: {  // A well-formed multi-byte character as byte pieces.
+          const std::vector<int> euro = ByteIds(t, "\xE2\x82\xAC");
+          ids.insert(ids.end(), euro.begin(), euro.end());
+          break;
+        }
+        default: ids.push_back(static_cast<int>(random() % t.vocab_size()));
+      }
+    }
+    const std::string expected = Decoded(t, ids);
+    ASSERT_EQ(Stream(t, ids, 1 + trial % 4, &random), expected) << "trial " << trial;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DummyPrefix, TrainedTokenizerTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "WithDummyPrefix" : "WithoutDummyPrefix";
+                         });
+
+// --- The bundled target tokenizer and its expected ids ------------------------
+
+TEST(BundledTokenizerTest, MatchesExpectedIds) {
+  auto tokenizer = Tokenizer::Load(kBundledTokenizer);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const nlohmann::json cases = nlohmann::json::parse(ReadFile(kTokenizerCases));
+  EXPECT_EQ(tokenizer->vocab_size(), cases["vocab_size"].get<int>());
+  EXPECT_EQ(tokenizer->bos_id(), cases["bos_id"].get<int>());
+  EXPECT_EQ(tokenizer->eos_id(), cases["eos_id"].get<int>());
+  // Loading through the model directory finds the same file.
+  auto from_dir = Tokenizer::Load("models/target");
+  ASSERT_TRUE(from_dir.ok()) << from_dir.status();
+  EXPECT_EQ(from_dir->vocab_size(), tokenizer->vocab_size());
+  ASSERT_FALSE(cases["cases"].empty());
+  std::mt19937 random(17);
+  for (const auto& c : cases["cases"]) {
+    const std::string text = c["text"].get<std::string>();
+    const std::vector<int> expected = c["ids"].get<std::vector<int>>();
+    auto ids = tokenizer->Encode(text, false);
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    EXPECT_EQ(*ids, expected) << text;
+    if (c.contains("pieces")) {
+      const auto pieces = c["pieces"].get<std::vector<std::string>>();
+      ASSERT_EQ(pieces.size(), expected.size());
+      for (size_t i = 0; i < pieces.size(); ++i) {
+        EXPECT_EQ(tokenizer->IdToPiece(expected[i]), pieces[i]);
+      }
+    }
+    EXPECT_EQ(Decoded(*tokenizer, expected), text);
+    EXPECT_EQ(Stream(*tokenizer, expected, 1, &random), text);
+  }
+}
+
+TEST(BundledTokenizerTest, HeldoutCodeRoundTripsAndStreams) {
+  auto tokenizer = Tokenizer::Load(kBundledTokenizer);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const std::string heldout = ReadFile(kHeldoutCode);
+  ASSERT_GT(heldout.size(), 1000u);
+  auto ids = tokenizer->Encode(heldout, true);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(Decoded(*tokenizer, *ids), heldout);
+  std::mt19937 random(23);
+  EXPECT_EQ(Stream(*tokenizer, *ids, 1, &random), heldout);
+  EXPECT_EQ(Stream(*tokenizer, *ids, 7, &random), heldout);
+  // Line by line as separate prompts (each starts a fresh decode).
+  std::istringstream lines(heldout);
+  std::string line;
+  int checked = 0;
+  while (std::getline(lines, line) && checked < 400) {
+    auto line_ids = tokenizer->Encode(line, false);
+    ASSERT_TRUE(line_ids.ok());
+    ASSERT_EQ(Decoded(*tokenizer, *line_ids), line);
+    ++checked;
+  }
+  EXPECT_GT(checked, 10);
+}
+
+TEST(BundledTokenizerTest, MultilingualTextUsesByteFallbackAndStreamsCleanly) {
+  auto tokenizer = Tokenizer::Load(kBundledTokenizer);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  auto ids = tokenizer->Encode(kMultilingual, true);
+  ASSERT_TRUE(ids.ok());
+  int byte_tokens = 0;
+  for (int id : *ids) byte_tokens += tokenizer->ByteValue(id) >= 0;
+  EXPECT_GT(byte_tokens, 20);
+  EXPECT_EQ(Decoded(*tokenizer, *ids), kMultilingual);
+  std::mt19937 random(29);
+  int empty_deltas = 0;
+  EXPECT_EQ(Stream(*tokenizer, *ids, 1, &random, &empty_deltas), kMultilingual);
+  EXPECT_GT(empty_deltas, 0);
+}
+
+}  // namespace
+}  // namespace tandem
