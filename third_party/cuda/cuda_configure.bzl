@@ -15,7 +15,7 @@ package(default_visibility = ["//visibility:public"])
 
 cc_library(
     name = "cuda_headers",
-    hdrs = glob(["include/**/*.h", "include/**/*.hpp", "include/**/*.inl"]),
+    hdrs = glob(["include/**"], exclude_directories = 1),
     includes = ["include"],
 )
 
