@@ -81,8 +81,7 @@ absl::Status CheckSampling(const v1::SequenceSampling& sampling, const RequestLi
                            const std::string& where) {
   absl::Status status = spec::ValidateSamplingConfig(ToSamplingConfig(sampling),
                                                      limits.vocab_size);
-  if (!status.ok()) return absl::InvalidArgumentError(where + ": sampling: " +
-                                                      std::string(status.message()));
+  if (!status.ok()) return absl::InvalidArgumentError(where + ": " + std::string(status.message()));
   return absl::OkStatus();
 }
 

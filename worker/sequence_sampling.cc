@@ -12,7 +12,8 @@ spec::SamplingConfig ToSamplingConfig(const v1::SequenceSampling& sampling) {
   spec::SamplingConfig config;
   config.temperature = sampling.temperature();
   config.top_k = sampling.top_k();
-  config.top_p = sampling.top_p();
+  // proto3 cannot tell an unset top_p from 0, and 0 is no valid mass: 0 means off.
+  config.top_p = sampling.top_p() == 0.0f ? 1.0f : sampling.top_p();
   return config;
 }
 

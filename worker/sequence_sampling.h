@@ -15,7 +15,8 @@
 namespace tandem {
 namespace worker {
 
-// temperature / top_k / top_p as given (validate with spec::ValidateSamplingConfig).
+// temperature / top_k / top_p as given, except top_p 0 (proto3's "unset") which
+// means 1 (off). Validate with spec::ValidateSamplingConfig.
 spec::SamplingConfig ToSamplingConfig(const v1::SequenceSampling& sampling);
 
 // The acceptance rule and its parameters. A parameter left at 0 (proto3's "unset")

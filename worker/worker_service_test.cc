@@ -266,7 +266,7 @@ TEST_F(WorkerServiceTest, BadDraftPrefillAndTruncateRequests) {
       {"draft start past cached", draft([](v1::DraftSequence* s) { s->set_start_position(9); }),
        absl::StatusCode::kInvalidArgument},
       {"draft bad top_p", draft([](v1::DraftSequence* s) {
-         s->mutable_sampling()->set_top_p(0);
+         s->mutable_sampling()->set_top_p(-0.5f);
        }),
        absl::StatusCode::kInvalidArgument},
       {"draft on the target worker",
