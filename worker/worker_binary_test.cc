@@ -1,0 +1,133 @@
+// The tandem-worker binary: bad flags and model directories fail at start-up with one
+// line on stderr and exit code 2; a draft worker serves Draft over gRPC, expires
+// leases and exits 0 on SIGTERM.
+#include <signal.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "worker/process_test_util.h"
+#include "worker/test_util.h"
+#include "worker/verify_scenario.h"
+
+namespace tandem {
+namespace worker {
+namespace {
+
+using testing::Health;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+struct BadStart {
+  std::vector<std::string> args;
+  std::string expected;  // Substring of the error line.
+};
+
+TEST(WorkerBinaryTest, BadStartsExitTwoWithOneLine) {
+  const std::string model = std::string("--model_dir=") + testing::kTpCheckpoint;
+  const std::vector<BadStart> cases = {
+      {{"--no_such_flag=1", model}, "unknown flag --no_such_flag"},
+      {{"--rank=abc", model}, "--rank"},
+      {{"--role=critic", model}, "--role"},
+      {{"--threads=-1", model}, "--threads"},
+      {{}, "--model_dir: is required"},
+      {{"--model_dir=/nonexistent/model"}, "/nonexistent/model"},
+      {{"--model_dir=" + testing::TestTempDir()}, "config.json"},
+      {{"--backend=cuda", model}, "CUDA backend not available in this build"},
+      {{"--role=draft", "--tp_size=2", model}, "--tp_size"},
+      {{"--tp_size=4", "--rank=4", model}, "--rank"},
+      {{"--tp_size=4", model}, "--rendezvous"},
+      {{"--tp_size=3", "--rendezvous_dir=/tmp/x", "--run_id=r", model}, "divisible"},
+      {{"--tp_size=2", "--comm=local", "--rendezvous_dir=/tmp/x", "--run_id=r", model},
+       "--comm"},
+      {{"--tp_size=2", "--rendezvous_dir=/tmp/x", "--run_id=bad/id", model}, "--run_id"},
+      {{"--max_speculative_tokens=0", model}, "--max_speculative_tokens"},
+      {{"--lease_timeout_s=0", model}, "--lease_timeout_s"},
+      {{"--listen=nowhere", model}, "--listen"},
+      {{"stray", model}, "unexpected argument 'stray'"},
+  };
+  int n = 0;
+  for (const BadStart& c : cases) {
+    const std::string log = absl::StrCat(testing::TestTempDir(), "/bad-start-", n++, ".log");
+    auto process = testing::ChildProcess::Start(testing::WorkerBinary(), c.args, log);
+    ASSERT_TRUE(process.ok()) << process.status();
+    EXPECT_EQ((*process)->Wait(absl::Seconds(10)), 2) << c.expected;
+    const std::string output = ReadFile(log);
+    EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
+    EXPECT_TRUE(absl::StartsWith(output, "tandem-worker: ")) << output;
+    EXPECT_TRUE(absl::StrContains(output, c.expected)) << "want '" << c.expected << "' in "
+                                                       << output;
+  }
+}
+
+TEST(WorkerBinaryTest, DraftWorkerServesDraftsExpiresLeasesAndStops) {
+  const int port = testing::FreePort();
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  auto process = testing::ChildProcess::Start(
+      testing::WorkerBinary(),
+      {"--role=draft", std::string("--model_dir=") + testing::kWideVocabCheckpoint,
+       "--listen=" + address, "--threads=1", "--kv_cache_mb=4", "--lease_timeout_s=0.5",
+       "--proposal_top_k=8"},
+      testing::TestTempDir() + "/draft.log");
+  ASSERT_TRUE(process.ok()) << process.status();
+  ASSERT_TRUE(testing::WaitForHealth(address, Health::kServing, absl::Seconds(20)))
+      << (*process)->LogTail();
+  auto stub = testing::WorkerStub(address);
+  {
+    grpc::ClientContext context;
+    v1::DescribeResponse d;
+    ASSERT_TRUE(stub->Describe(&context, v1::DescribeRequest(), &d).ok());
+    EXPECT_EQ(d.role(), v1::WORKER_ROLE_DRAFT);
+    EXPECT_EQ(d.lease_timeout_ms(), 500u);
+    EXPECT_EQ(d.model().name(), "tiny_f16_hd20_kv1");
+  }
+  v1::DraftRequest request;
+  v1::DraftSequence* s = request.add_sequences();
+  s->set_sequence_id(4);
+  for (int t : {5, 6, 7, 8}) s->add_tokens(t);
+  s->set_num_draft_tokens(3);
+  s->mutable_sampling()->set_temperature(0.9f);
+  s->mutable_sampling()->set_seed(1);
+  {
+    grpc::ClientContext context;
+    v1::DraftResponse response;
+    ASSERT_TRUE(stub->Draft(&context, request, &response).ok());
+    ASSERT_EQ(response.sequences(0).proposals_size(), 3);
+    EXPECT_EQ(response.sequences(0).proposals(0).q_ids_size(), 8);  // --proposal_top_k.
+    EXPECT_EQ(response.sequences(0).cached_length(), 6u);
+  }
+  {
+    grpc::ClientContext context;
+    v1::VerifyResponse response;
+    EXPECT_EQ(stub->Verify(&context, v1::VerifyRequest(), &response).error_code(),
+              grpc::StatusCode::FAILED_PRECONDITION);
+  }
+  // The lease (0.5 s) runs out.
+  v1::WorkerStats stats;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  do {
+    absl::SleepFor(absl::Milliseconds(100));
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->GetStats(&context, v1::GetStatsRequest(), &stats).ok());
+  } while (stats.leases_expired() == 0 && absl::Now() < deadline);
+  EXPECT_EQ(stats.leases_expired(), 1u);
+  EXPECT_EQ(stats.active_sequences(), 0u);
+  EXPECT_EQ(stats.steps(), 1u);
+  (*process)->Signal(SIGTERM);
+  EXPECT_EQ((*process)->Wait(absl::Seconds(10)), 0) << (*process)->LogTail();
+}
+
+}  // namespace
+}  // namespace worker
+}  // namespace tandem
