@@ -25,6 +25,12 @@
 //   the bonus sample                         UniformDouble(seed, kResample, sample_index + K)
 // With K = 0 a step is plain decoding: one sample from p_1 with the kResample draw at
 // sample_index, exactly what target-only sampling at that index does.
+//
+// Typical use. Draft side, for generated index n:
+//   ProcessLogits(draft_logits, config, &probs); q = TopKSparse(probs, 32);
+//   d = SampleFromSparse(q, UniformDouble(seed, RandomStream::kDraftSample, n));
+// Target side: ProcessLogits on each of the K+1 verify positions, then
+//   AcceptProposals(proposals, p_spans, params, {seed, n_first}).
 #ifndef TANDEM_SPEC_ACCEPTANCE_H_
 #define TANDEM_SPEC_ACCEPTANCE_H_
 

@@ -86,7 +86,7 @@ absl::Status ValidateAdaptiveKConfig(const AdaptiveKConfig& config);
 // alpha = avg(accepted) / avg(trials), which is unbiased for the per-token rate of the
 // model; accepted / proposed would understate alpha for K > 1. Deterministic.
 // The config is assumed valid (see ValidateAdaptiveKConfig); values out of range are
-// clamped rather than trusted.
+// clamped rather than trusted. Not thread-safe: one instance per sequence.
 class AdaptiveK {
  public:
   explicit AdaptiveK(AdaptiveKConfig config = AdaptiveKConfig());

@@ -28,7 +28,8 @@ absl::Status ValidateSamplingConfig(const SamplingConfig& config, int vocab_size
 // (-inf counts as a value). -1 when `values` is empty or all NaN.
 int Argmax(absl::Span<const float> values);
 
-// The processed distribution p over the vocabulary (probs->size() = logits.size()):
+// Writes the processed distribution p over the vocabulary into *probs (resized to
+// logits.size(); `probs` must not be null):
 //  * temperature 0: one-hot at Argmax(logits);
 //  * otherwise softmax(logits / temperature) in double with max subtraction, then
 //    top-k (the k largest, ties to the lower index), then top-p (the smallest set of
