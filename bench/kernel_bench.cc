@@ -74,8 +74,8 @@ void BenchMatMul(cpu::SimdLevel level, const PeakFlops& peak, double seconds) {
   cpu::ThreadPool one(1), all(peak.threads);
   std::printf("\nmatmul out[rows, out] = x[rows, in] . W[out, in]^T  (%s)\n",
               cpu::SimdLevelName(level));
-  std::printf("%-12s %5s | %9s %7s | %9s %7s | %9s\n", "in->out", "rows", "1T GF/s",
-              "%peak1", "NT GF/s", "%peakN", "NT us");
+  std::printf("%-12s %5s | %9s %7s | %9s %7s | %9s\n", "in->out", "rows", "1T GF/s", "%peak1",
+              "NT GF/s", "%peakN", "NT us");
   for (const Shape& s : shapes) {
     const auto w = Random(size_t(s.out_dim) * s.in_dim, 1);
     const auto x = Random(size_t(64) * s.in_dim, 2);
@@ -83,15 +83,17 @@ void BenchMatMul(cpu::SimdLevel level, const PeakFlops& peak, double seconds) {
     for (int rows : row_counts) {
       const double flops = 2.0 * rows * s.in_dim * s.out_dim;
       auto run = [&](cpu::ThreadPool* pool) {
-        return TimePerCall([&] {
-          cpu::MatMul(level, pool, x.data(), rows, w.data(), s.out_dim, s.in_dim, out.data());
-        }, seconds);
+        return TimePerCall(
+            [&] {
+              cpu::MatMul(level, pool, x.data(), rows, w.data(), s.out_dim, s.in_dim, out.data());
+            },
+            seconds);
       };
       const double t1 = run(&one), tn = run(&all);
       const double g1 = flops / t1 * 1e-9, gn = flops / tn * 1e-9;
-      std::printf("%4d->%-6d %5d | %9.1f %6.1f%% | %9.1f %6.1f%% | %9.2f\n", s.in_dim,
-                  s.out_dim, rows, g1, 100 * g1 / peak.gflops_per_core, gn,
-                  100 * gn / peak.gflops_all, tn * 1e6);
+      std::printf("%4d->%-6d %5d | %9.1f %6.1f%% | %9.1f %6.1f%% | %9.2f\n", s.in_dim, s.out_dim,
+                  rows, g1, 100 * g1 / peak.gflops_per_core, gn, 100 * gn / peak.gflops_all,
+                  tn * 1e6);
     }
   }
 }
@@ -137,10 +139,13 @@ void BenchAttention(cpu::SimdLevel level, const PeakFlops& peak, double seconds)
       const auto q = Random(size_t(rows) * num_heads * head_dim, 5);
       std::vector<float> out(q.size());
       auto run = [&](cpu::ThreadPool* pool) {
-        return TimePerCall([&] {
-          cpu::PagedAttention(level, pool, plan, attention_rows, q.data(), layout, k.data(),
-                              v.data(), num_heads, 0.17f, out.data());
-        }, seconds) / rows;
+        return TimePerCall(
+                   [&] {
+                     cpu::PagedAttention(level, pool, plan, attention_rows, q.data(), layout,
+                                         k.data(), v.data(), num_heads, 0.17f, out.data());
+                   },
+                   seconds) /
+               rows;
       };
       const double t1 = run(&one), tn = run(&all);
       // q.k and p.v: 2 multiply-adds per key, head and element.
@@ -161,10 +166,11 @@ int Main() {
   const double seconds = absl::GetFlag(FLAGS_seconds);
 
   const PeakFlops peak = MeasurePeakFlops(threads, std::max(0.2, seconds));
-  std::printf("peak (%s): %.2f vector-FMA/ns per core (GHz-equivalent) x %d lanes x 2 = "
-              "%.1f GFLOP/s per core; %d threads together: %.1f GFLOP/s\n",
-              peak.isa, peak.fma_ghz_per_core, peak.simd_width, peak.gflops_per_core,
-              peak.threads, peak.gflops_all);
+  std::printf(
+      "peak (%s): %.2f vector-FMA/ns per core (GHz-equivalent) x %d lanes x 2 = "
+      "%.1f GFLOP/s per core; %d threads together: %.1f GFLOP/s\n",
+      peak.isa, peak.fma_ghz_per_core, peak.simd_width, peak.gflops_per_core, peak.threads,
+      peak.gflops_all);
   BenchMatMul(level, peak, seconds);
   BenchAttention(level, peak, seconds);
   return 0;

@@ -103,9 +103,9 @@ PeakFlops MeasurePeakFlops(int threads, double seconds) {
   peak.threads = std::max(1, threads);
   peak.fma_ghz_per_core = MeasureRate(avx2, 1, seconds);
   peak.gflops_per_core = peak.simd_width * 2 * peak.fma_ghz_per_core;
-  peak.gflops_all =
-      peak.threads == 1 ? peak.gflops_per_core
-                        : peak.threads * peak.simd_width * 2 * MeasureRate(avx2, peak.threads, seconds);
+  peak.gflops_all = peak.threads == 1 ? peak.gflops_per_core
+                                      : peak.threads * peak.simd_width * 2 *
+                                            MeasureRate(avx2, peak.threads, seconds);
   return peak;
 }
 

@@ -47,8 +47,8 @@ absl::Status ValidateStepPlan(const StepPlan& plan) {
     }
     const int64_t keys = int64_t(seq.context_length) + seq.row_count;
     if (int64_t(seq.block_table.size()) * plan.block_size < keys) {
-      return error(where, "block_table of ", seq.block_table.size(), " blocks of ",
-                   plan.block_size, " cannot hold ", keys, " keys");
+      return error(where, "block_table of ", seq.block_table.size(), " blocks of ", plan.block_size,
+                   " cannot hold ", keys, " keys");
     }
     for (size_t b = 0; b < seq.block_table.size(); ++b) {
       if (seq.block_table[b] < 0) {
@@ -57,24 +57,22 @@ absl::Status ValidateStepPlan(const StepPlan& plan) {
     }
     if (!seq.parents.empty()) {
       if (int(seq.parents.size()) != seq.row_count) {
-        return error(where, "parents has ", seq.parents.size(), " entries for ",
-                     seq.row_count, " rows");
+        return error(where, "parents has ", seq.parents.size(), " entries for ", seq.row_count,
+                     " rows");
       }
       for (int i = 0; i < seq.row_count; ++i) {
         if (seq.parents[i] < -1 || seq.parents[i] >= i) {
-          return error(where, "parents[", i, "] = ", seq.parents[i], " must be in [-1, ", i,
-                       ")");
+          return error(where, "parents[", i, "] = ", seq.parents[i], " must be in [-1, ", i, ")");
         }
       }
     }
     for (int i = 0; i < seq.row_count; ++i) {
       const int64_t logical = int64_t(seq.context_length) + i;
-      const int64_t slot =
-          int64_t(seq.block_table[logical / plan.block_size]) * plan.block_size +
-          logical % plan.block_size;
+      const int64_t slot = int64_t(seq.block_table[logical / plan.block_size]) * plan.block_size +
+                           logical % plan.block_size;
       if (plan.kv_slots[seq.row_begin + i] != slot) {
-        return error(where, "kv_slots[", seq.row_begin + i, "] = ",
-                     plan.kv_slots[seq.row_begin + i], " but logical key ", logical,
+        return error(where, "kv_slots[", seq.row_begin + i,
+                     "] = ", plan.kv_slots[seq.row_begin + i], " but logical key ", logical,
                      " lives in slot ", slot);
       }
     }

@@ -140,10 +140,18 @@ TANDEM_AVX2 void AttendAvx2(const HeadTask& t) {
   const __m256 inv_sum = _mm256_set1_ps(1.0f / Reduce1(sum));
   for (int d0 = 0; d0 < t.head_dim; d0 += 32) {
     switch (std::min<int>(4, Chunks8(t.head_dim - d0))) {
-      case 1: AccumulateValues<1>(t, d0, inv_sum); break;
-      case 2: AccumulateValues<2>(t, d0, inv_sum); break;
-      case 3: AccumulateValues<3>(t, d0, inv_sum); break;
-      default: AccumulateValues<4>(t, d0, inv_sum); break;
+      case 1:
+        AccumulateValues<1>(t, d0, inv_sum);
+        break;
+      case 2:
+        AccumulateValues<2>(t, d0, inv_sum);
+        break;
+      case 3:
+        AccumulateValues<3>(t, d0, inv_sum);
+        break;
+      default:
+        AccumulateValues<4>(t, d0, inv_sum);
+        break;
     }
   }
 }
@@ -192,8 +200,7 @@ void PagedAttention(SimdLevel level, ThreadPool* pool, const StepPlan& plan,
   if (num_rows == 0 || num_heads == 0) return;
   CHECK_GT(layout.num_kv_heads, 0);
   CHECK_EQ(num_heads % layout.num_kv_heads, 0)
-      << "num_heads " << num_heads << " is not a multiple of num_kv_heads "
-      << layout.num_kv_heads;
+      << "num_heads " << num_heads << " is not a multiple of num_kv_heads " << layout.num_kv_heads;
   CHECK_EQ(layout.block_size, plan.block_size) << "KvLayout and StepPlan block sizes differ";
   const int head_dim = layout.head_dim;
   const int group = num_heads / layout.num_kv_heads;

@@ -22,8 +22,8 @@ struct AttentionRows {
   std::vector<int32_t> prefix_keys;  // [rows]
   std::vector<int32_t> extra_begin;  // [rows + 1]
   std::vector<int32_t> extra_keys;
-  int max_keys = 0;                  // Most keys any row sees.
-  int64_t total_keys = 0;            // Sum over rows.
+  int max_keys = 0;        // Most keys any row sees.
+  int64_t total_keys = 0;  // Sum over rows.
 };
 
 // `plan` must satisfy ValidateStepPlan.

@@ -74,7 +74,7 @@ Scenario MakeScenario(const std::vector<SeqSpec>& specs, int num_kv_heads, int h
 }
 
 std::vector<float> RunAttention(SimdLevel level, ThreadPool* pool, const Scenario& s,
-                       const std::vector<float>& q, int num_heads, float scale) {
+                                const std::vector<float>& q, int num_heads, float scale) {
   std::vector<float> out(q.size(), -9.0f);
   PagedAttention(level, pool, s.plan, BuildAttentionRows(s.plan), q.data(), s.layout, s.k.data(),
                  s.v.data(), num_heads, scale, out.data());
@@ -99,19 +99,19 @@ TEST(AttentionRowsTest, ChainAndTreeVisibility) {
     for (int e = rows.extra_begin[r]; e < rows.extra_begin[r + 1]; ++e) {
       keys.push_back(rows.extra_keys[e]);
     }
-    EXPECT_EQ(keys, reference::VisibleKeys(s.plan.sequences[seq],
-                                           r - s.plan.sequences[seq].row_begin));
+    EXPECT_EQ(keys,
+              reference::VisibleKeys(s.plan.sequences[seq], r - s.plan.sequences[seq].row_begin));
   }
 }
 
 TEST_P(AttentionTest, MatchesReference) {
   ThreadPool pool(2);
   const std::vector<SeqSpec> specs = {
-      {0, 5, {}},                          // Prefill from scratch.
-      {37, 1, {}},                         // Decode, partially filled last block.
-      {16, 7, {-1, 0, 0, 1, -1, 4, 2}},    // Tree after exactly one full block.
-      {100, 3, {}},                        // Chain over several blocks.
-      {5, 4, {-1, -1, 1, 2}},              // Tree with two roots.
+      {0, 5, {}},                        // Prefill from scratch.
+      {37, 1, {}},                       // Decode, partially filled last block.
+      {16, 7, {-1, 0, 0, 1, -1, 4, 2}},  // Tree after exactly one full block.
+      {100, 3, {}},                      // Chain over several blocks.
+      {5, 4, {-1, -1, 1, 2}},            // Tree with two roots.
   };
   uint32_t seed = 10;
   for (int head_dim : {7, 20, 32, 64, 136}) {
@@ -119,14 +119,14 @@ TEST_P(AttentionTest, MatchesReference) {
       const int num_kv_heads = ratio == 8 ? 1 : 2;
       const int num_heads = ratio * num_kv_heads;
       const Scenario s = MakeScenario(specs, num_kv_heads, head_dim, 16, seed++);
-      const auto q = RandomVector(size_t(s.plan.num_rows()) * num_heads * head_dim, seed++,
-                                  -2.0f, 2.0f);
+      const auto q =
+          RandomVector(size_t(s.plan.num_rows()) * num_heads * head_dim, seed++, -2.0f, 2.0f);
       for (float scale : {1.0f / std::sqrt(float(head_dim)), 0.9f}) {
         std::vector<float> expected(q.size());
-        reference::Attention(s.plan, q.data(), s.layout, s.k.data(), s.v.data(), num_heads,
-                             scale, expected.data());
-        EXPECT_TRUE(AllClose(RunAttention(GetParam(), &pool, s, q, num_heads, scale), expected, 1e-5f,
-                             2e-6f))
+        reference::Attention(s.plan, q.data(), s.layout, s.k.data(), s.v.data(), num_heads, scale,
+                             expected.data());
+        EXPECT_TRUE(AllClose(RunAttention(GetParam(), &pool, s, q, num_heads, scale), expected,
+                             1e-5f, 2e-6f))
             << "head_dim=" << head_dim << " ratio=" << ratio << " scale=" << scale;
       }
     }
@@ -139,8 +139,8 @@ TEST_P(AttentionTest, MatchesReference) {
 TEST_P(AttentionTest, ChainRowsMatchDecodingAlone) {
   const int num_kv_heads = 2, num_heads = 8, head_dim = 20, block_size = 16;
   const int context = 21, max_rows = 37;
-  const Scenario base = MakeScenario({{context, max_rows, {}}}, num_kv_heads, head_dim,
-                                     block_size, 3);
+  const Scenario base =
+      MakeScenario({{context, max_rows, {}}}, num_kv_heads, head_dim, block_size, 3);
   const StepPlan::Sequence& seq = base.plan.sequences[0];
   const int width = num_heads * head_dim;
   const auto q = RandomVector(size_t(max_rows) * width, 4);

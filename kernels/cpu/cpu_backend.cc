@@ -1,7 +1,10 @@
 #include "kernels/cpu/cpu_backend.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -42,8 +45,8 @@ class CpuPreparedStep : public PreparedStep {
   const cpu::RopeTable& Rope(const float* inv_freq, int half) const {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& table : rope_tables_) {
-      if (table->half == half && std::memcmp(table->inv_freq.data(), inv_freq,
-                                             sizeof(float) * size_t(half)) == 0) {
+      if (table->half == half &&
+          std::memcmp(table->inv_freq.data(), inv_freq, sizeof(float) * size_t(half)) == 0) {
         return *table;
       }
     }
@@ -78,6 +81,12 @@ absl::Status CheckCopy(const void* src, const void* dst, size_t bytes, const cha
   return absl::OkStatus();
 }
 
+// Physical memory of this machine in bytes (0 if unknown).
+size_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? size_t(pages) * size_t(page_size) : 0;
+}
+
 }  // namespace
 
 CpuBackend::CpuBackend(int threads) : CpuBackend(threads, cpu::DetectSimdLevel()) {}
@@ -86,11 +95,16 @@ CpuBackend::CpuBackend(int threads, cpu::SimdLevel level)
     : level_(Supported(level)), pool_(ResolveThreads(threads)) {}
 
 absl::StatusOr<Buffer> CpuBackend::Allocate(size_t bytes) {
+  static const size_t physical = PhysicalMemoryBytes();
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded < bytes) return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes"));
+  if (rounded < bytes || (physical > 0 && bytes > physical)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate ", bytes, " bytes: the machine has ", physical, " bytes of memory"));
+  }
   void* data = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
   if (data == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes of host memory"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", bytes, " bytes of host memory"));
   }
   std::memset(data, 0, rounded);
   return Buffer(data, bytes, std::shared_ptr<void>(data, [](void* p) { std::free(p); }));
@@ -119,6 +133,10 @@ absl::StatusOr<Weight> CpuBackend::UploadWeight(const void* data, DType dtype, i
   if (rows < 0 || cols < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("UploadWeight: negative shape [", rows, ", ", cols, "]"));
+  }
+  if (cols > 0 && rows > std::numeric_limits<int32_t>::max() / cols) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("UploadWeight: [", rows, ", ", cols, "] has too many elements"));
   }
   const int64_t count = rows * cols;
   if (count > 0 && data == nullptr) {
@@ -189,16 +207,16 @@ void CpuBackend::WriteKv(const PreparedStep& step, const float* k, const float* 
   const int64_t slots = int64_t(layout.num_blocks) * layout.block_size;
   for (int r = 0; r < plan.num_rows(); ++r) {
     const int64_t slot = plan.kv_slots[r];
-    CHECK(slot >= 0 && slot < slots) << "WriteKv: slot " << slot << " outside the cache of "
-                                     << slots << " slots";
+    CHECK(slot >= 0 && slot < slots)
+        << "WriteKv: slot " << slot << " outside the cache of " << slots << " slots";
     std::memcpy(k_cache + slot * width, k + r * width, width * sizeof(float));
     std::memcpy(v_cache + slot * width, v + r * width, width * sizeof(float));
   }
 }
 
 void CpuBackend::Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
-                           const float* k_cache, const float* v_cache, int num_heads,
-                           float scale, float* out) {
+                           const float* k_cache, const float* v_cache, int num_heads, float scale,
+                           float* out) {
   const CpuPreparedStep& cpu_step = AsCpuStep(step);
   cpu::PagedAttention(level_, &pool_, cpu_step.plan(), cpu_step.attention(), q, layout, k_cache,
                       v_cache, num_heads, scale, out);
@@ -210,8 +228,7 @@ void CpuBackend::SiluMul(const float* gate, const float* up, size_t n, float* ou
 
 void CpuBackend::Add(float* x, const float* y, size_t n) { cpu::Add(&pool_, x, y, n); }
 
-void CpuBackend::GatherRows(const float* x, int dim, const std::vector<int32_t>& rows,
-                            float* out) {
+void CpuBackend::GatherRows(const float* x, int dim, const std::vector<int32_t>& rows, float* out) {
   for (size_t j = 0; j < rows.size(); ++j) {
     CHECK_GE(rows[j], 0) << "GatherRows: negative row index";
     std::memmove(out + j * size_t(dim), x + size_t(rows[j]) * dim, sizeof(float) * size_t(dim));

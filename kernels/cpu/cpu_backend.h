@@ -59,8 +59,7 @@ class CpuBackend : public Backend {
                  float* out) override;
   void SiluMul(const float* gate, const float* up, size_t n, float* out) override;
   void Add(float* x, const float* y, size_t n) override;
-  void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows,
-                  float* out) override;
+  void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows, float* out) override;
 
  private:
   cpu::SimdLevel level_;

@@ -151,7 +151,8 @@ TEST_P(CpuBackendTest, DenseOpsMatchReference) {
     w_bf16[i] = cpu::FloatToBf16(w[i]);
     w_rounded[i] = cpu::Bf16ToFloat(w_bf16[i]);
   }
-  absl::StatusOr<Weight> mat = backend_.UploadWeight(w_bf16.data(), DType::kBF16, out_dim, dim, nullptr);
+  absl::StatusOr<Weight> mat =
+      backend_.UploadWeight(w_bf16.data(), DType::kBF16, out_dim, dim, nullptr);
   ASSERT_TRUE(norm_w.ok() && mat.ok());
 
   std::vector<float> normed(x.size()), expected(x.size());
@@ -256,8 +257,10 @@ TEST_P(CpuBackendTest, TwoSequenceStepMatchesDenseAttention) {
       const int s = seq.block_table == table_a ? 0 : 1;
       for (int i = 0; i < seq.row_count; ++i) {
         const int r = seq.row_begin + i;
-        dense_k[s].insert(dense_k[s].end(), k.begin() + r * kv_width, k.begin() + (r + 1) * kv_width);
-        dense_v[s].insert(dense_v[s].end(), v.begin() + r * kv_width, v.begin() + (r + 1) * kv_width);
+        dense_k[s].insert(dense_k[s].end(), k.begin() + r * kv_width,
+                          k.begin() + (r + 1) * kv_width);
+        dense_v[s].insert(dense_v[s].end(), v.begin() + r * kv_width,
+                          v.begin() + (r + 1) * kv_width);
       }
     }
     out.assign(q.size(), 0.0f);
@@ -268,14 +271,20 @@ TEST_P(CpuBackendTest, TwoSequenceStepMatchesDenseAttention) {
   // Dense attention for step 2, masks written out by hand.
   const std::vector<std::vector<int>> visible = {
       // A rows see keys 0..21+i.
-      {}, {}, {},
+      {},
+      {},
+      {},
       // B tree: node 0 {0}; node 1 {0,1}; node 2 {0,2}; node 3 {0,2,3}.
-      {0}, {0, 1}, {0, 2}, {0, 2, 3}};
+      {0},
+      {0, 1},
+      {0, 2},
+      {0, 2, 3}};
   std::vector<float> expected(out.size());
   for (int r = 0; r < 7; ++r) {
     const int s = r < 3 ? 0 : 1;
     std::vector<int> keys = visible[r];
-    if (s == 0) for (int j = 0; j <= 21 + r; ++j) keys.push_back(j);
+    if (s == 0)
+      for (int j = 0; j <= 21 + r; ++j) keys.push_back(j);
     for (int h = 0; h < num_heads; ++h) {
       const int kvh = h / group;
       std::vector<double> p;
@@ -308,8 +317,8 @@ TEST_P(CpuBackendTest, TwoSequenceStepMatchesDenseAttention) {
     auto prepared = other.Prepare(step);
     ASSERT_TRUE(prepared.ok());
     std::vector<float> again(out.size());
-    other.Attention(**prepared, q.data(), layout, k_cache->f32(), v_cache->f32(), num_heads,
-                    0.35f, again.data());
+    other.Attention(**prepared, q.data(), layout, k_cache->f32(), v_cache->f32(), num_heads, 0.35f,
+                    again.data());
     EXPECT_TRUE(BitwiseEqual(again.data(), out.data(), out.size())) << "threads=" << threads;
   }
 }

@@ -54,8 +54,7 @@ TEST_P(ElementwiseTest, SiluMulElementsIndependentOfLengthAndThreads) {
     for (int threads : {2, 4}) {
       ThreadPool pool(threads);
       std::vector<float> part(n - offset);
-      SiluMul(GetParam(), &pool, gate.data() + offset, up.data() + offset, n - offset,
-              part.data());
+      SiluMul(GetParam(), &pool, gate.data() + offset, up.data() + offset, n - offset, part.data());
       ASSERT_TRUE(BitwiseEqual(part.data(), all.data() + offset, part.size()))
           << "offset=" << offset << " threads=" << threads;
     }

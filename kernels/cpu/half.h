@@ -50,10 +50,10 @@ inline uint16_t FloatToF16(float f) {
   const uint32_t bits = FloatToBits(f);
   const uint16_t sign = uint16_t((bits >> 16) & 0x8000u);
   const uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00u);         // NaN.
-  if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);        // Overflow -> inf.
-  if (abs < 0x38800000u) {                                         // Subnormal or zero.
-    if (abs < 0x33000000u) return sign;                            // Below half the min.
+  if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00u);   // NaN.
+  if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // Overflow -> inf.
+  if (abs < 0x38800000u) {                                  // Subnormal or zero.
+    if (abs < 0x33000000u) return sign;                     // Below half the min.
     const uint32_t exponent = abs >> 23;
     const uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
     const int shift = int(126 - exponent);  // 14..24 for this range.

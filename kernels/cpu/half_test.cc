@@ -33,7 +33,7 @@ TEST(HalfTest, F16RoundsToNearestEven) {
   EXPECT_EQ(FloatToF16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // Halfway, even stays.
   EXPECT_EQ(FloatToF16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
   EXPECT_EQ(FloatToF16(70000.0f), 0x7c00);
-  EXPECT_EQ(FloatToF16(std::ldexp(1.0f, -25)), 0x0000);           // Halfway to min: even.
+  EXPECT_EQ(FloatToF16(std::ldexp(1.0f, -25)), 0x0000);  // Halfway to min: even.
   EXPECT_EQ(FloatToF16(std::ldexp(1.5f, -25)), 0x0001);
 }
 

@@ -41,8 +41,7 @@ void MatMulRangePortable(const float* x, int rows, const float* w, int out_dim, 
 // RB rows x CB output columns: RB*CB 8-lane accumulators over k, then Reduce4 per
 // group of four columns. Every instantiation performs the same operations per element.
 template <int RB, int CB>
-TANDEM_AVX2 inline void Tile(const float* x, const float* w, int in_dim, float* out,
-                             int out_dim) {
+TANDEM_AVX2 inline void Tile(const float* x, const float* w, int in_dim, float* out, int out_dim) {
   __m256 acc[RB][CB];
 #pragma GCC unroll 8
   for (int r = 0; r < RB; ++r) {
@@ -79,9 +78,9 @@ TANDEM_AVX2 inline void Tile(const float* x, const float* w, int in_dim, float* 
     float* o = out + size_t(r) * out_dim;
 #pragma GCC unroll 8
     for (int c = 0; c < CB; c += 4) {
-      const __m128 sums = Reduce4(acc[r][c], c + 1 < CB ? acc[r][c + 1] : zero,
-                                  c + 2 < CB ? acc[r][c + 2] : zero,
-                                  c + 3 < CB ? acc[r][c + 3] : zero);
+      const __m128 sums =
+          Reduce4(acc[r][c], c + 1 < CB ? acc[r][c + 1] : zero, c + 2 < CB ? acc[r][c + 2] : zero,
+                  c + 3 < CB ? acc[r][c + 3] : zero);
       if (c + 4 <= CB) {
         _mm_storeu_ps(o + c, sums);
       } else {
@@ -98,14 +97,22 @@ template <int RB>
 TANDEM_AVX2 void TileAnyWidth(int cb, const float* x, const float* w, int in_dim, float* out,
                               int out_dim) {
   switch (cb) {
-    case 1: return Tile<RB, 1>(x, w, in_dim, out, out_dim);
-    case 2: return Tile<RB, 2>(x, w, in_dim, out, out_dim);
-    case 3: return Tile<RB, 3>(x, w, in_dim, out, out_dim);
-    case 4: return Tile<RB, 4>(x, w, in_dim, out, out_dim);
-    case 5: return Tile<RB, 5>(x, w, in_dim, out, out_dim);
-    case 6: return Tile<RB, 6>(x, w, in_dim, out, out_dim);
-    case 7: return Tile<RB, 7>(x, w, in_dim, out, out_dim);
-    default: return Tile<RB, 8>(x, w, in_dim, out, out_dim);
+    case 1:
+      return Tile<RB, 1>(x, w, in_dim, out, out_dim);
+    case 2:
+      return Tile<RB, 2>(x, w, in_dim, out, out_dim);
+    case 3:
+      return Tile<RB, 3>(x, w, in_dim, out, out_dim);
+    case 4:
+      return Tile<RB, 4>(x, w, in_dim, out, out_dim);
+    case 5:
+      return Tile<RB, 5>(x, w, in_dim, out, out_dim);
+    case 6:
+      return Tile<RB, 6>(x, w, in_dim, out, out_dim);
+    case 7:
+      return Tile<RB, 7>(x, w, in_dim, out, out_dim);
+    default:
+      return Tile<RB, 8>(x, w, in_dim, out, out_dim);
   }
 }
 
@@ -117,11 +124,12 @@ TANDEM_AVX2 void Sweep(const float* x, const float* w, int out_dim, int in_dim, 
   for (; c + CB <= col_end; c += CB) {
     Tile<RB, CB>(x, w + size_t(c) * in_dim, in_dim, out + c, out_dim);
   }
-  if (c < col_end) TileAnyWidth<RB>(col_end - c, x, w + size_t(c) * in_dim, in_dim, out + c, out_dim);
+  if (c < col_end)
+    TileAnyWidth<RB>(col_end - c, x, w + size_t(c) * in_dim, in_dim, out + c, out_dim);
 }
 
-TANDEM_AVX2 void MatMulRangeAvx2(const float* x, int rows, const float* w, int out_dim,
-                                 int in_dim, int col_begin, int col_end, float* out) {
+TANDEM_AVX2 void MatMulRangeAvx2(const float* x, int rows, const float* w, int out_dim, int in_dim,
+                                 int col_begin, int col_end, float* out) {
   // Column panels sized so a panel of w stays in L1 while every row block passes over it.
   const int panel = std::max(24, (8192 / std::max(in_dim, 1)) / 24 * 24);
   for (int p = col_begin; p < col_end; p += panel) {
@@ -133,10 +141,17 @@ TANDEM_AVX2 void MatMulRangeAvx2(const float* x, int rows, const float* w, int o
     const float* xr = x + size_t(r) * in_dim;
     float* outr = out + size_t(r) * out_dim;
     switch (rows - r) {
-      case 3: Sweep<3, 4>(xr, w, out_dim, in_dim, p, pe, outr); break;
-      case 2: Sweep<2, 4>(xr, w, out_dim, in_dim, p, pe, outr); break;
-      case 1: Sweep<1, 8>(xr, w, out_dim, in_dim, p, pe, outr); break;
-      default: break;
+      case 3:
+        Sweep<3, 4>(xr, w, out_dim, in_dim, p, pe, outr);
+        break;
+      case 2:
+        Sweep<2, 4>(xr, w, out_dim, in_dim, p, pe, outr);
+        break;
+      case 1:
+        Sweep<1, 8>(xr, w, out_dim, in_dim, p, pe, outr);
+        break;
+      default:
+        break;
     }
   }
 }
@@ -161,7 +176,8 @@ void MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const f
   };
   const int64_t units = (out_dim + kColumnsPerUnit - 1) / kColumnsPerUnit;
   const int64_t fma_per_unit = int64_t(rows) * in_dim * kColumnsPerUnit;
-  const int64_t min_units = std::max<int64_t>(1, kMinFmaPerThread / std::max<int64_t>(1, fma_per_unit));
+  const int64_t min_units =
+      std::max<int64_t>(1, kMinFmaPerThread / std::max<int64_t>(1, fma_per_unit));
   if (pool == nullptr) {
     range(0, units);
   } else {

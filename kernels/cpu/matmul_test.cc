@@ -18,8 +18,8 @@ using testing::RandomVector;
 
 class MatMulTest : public ::testing::TestWithParam<SimdLevel> {};
 
-std::vector<float> RunMatMul(SimdLevel level, ThreadPool* pool, const std::vector<float>& x, int rows,
-                       const std::vector<float>& w, int out_dim, int in_dim) {
+std::vector<float> RunMatMul(SimdLevel level, ThreadPool* pool, const std::vector<float>& x,
+                             int rows, const std::vector<float>& w, int out_dim, int in_dim) {
   std::vector<float> out(size_t(rows) * out_dim, -7.0f);
   MatMul(level, pool, x.data(), rows, w.data(), out_dim, in_dim, out.data());
   return out;
@@ -74,8 +74,8 @@ TEST_P(MatMulTest, BatchInvariant) {
         MatMul(GetParam(), &pool, x.data() + size_t(begin) * in_dim, rows, w.data(), out_dim,
                in_dim, out.data());
         ASSERT_TRUE(BitwiseEqual(out.data(), alone.data() + size_t(begin) * out_dim, out.size()))
-            << "threads=" << threads << " rows=" << rows << " begin=" << begin
-            << " in=" << in_dim << " out=" << out_dim;
+            << "threads=" << threads << " rows=" << rows << " begin=" << begin << " in=" << in_dim
+            << " out=" << out_dim;
       }
     }
   }

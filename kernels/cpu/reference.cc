@@ -10,7 +10,8 @@ void MatMul(const float* x, int rows, const float* w, int out_dim, int in_dim, f
   for (int r = 0; r < rows; ++r) {
     for (int o = 0; o < out_dim; ++o) {
       double sum = 0;
-      for (int k = 0; k < in_dim; ++k) sum += double(x[size_t(r) * in_dim + k]) * w[size_t(o) * in_dim + k];
+      for (int k = 0; k < in_dim; ++k)
+        sum += double(x[size_t(r) * in_dim + k]) * w[size_t(o) * in_dim + k];
       out[size_t(r) * out_dim + o] = float(sum);
     }
   }
@@ -51,16 +52,16 @@ std::vector<int> VisibleKeys(const StepPlan::Sequence& seq, int row_in_sequence)
     for (int j = 0; j <= row_in_sequence; ++j) keys.push_back(seq.context_length + j);
   } else {
     std::vector<int> chain;
-    for (int a = row_in_sequence; a >= 0; a = seq.parents[a]) chain.push_back(seq.context_length + a);
+    for (int a = row_in_sequence; a >= 0; a = seq.parents[a])
+      chain.push_back(seq.context_length + a);
     std::sort(chain.begin(), chain.end());
     keys.insert(keys.end(), chain.begin(), chain.end());
   }
   return keys;
 }
 
-void Attention(const StepPlan& plan, const float* q, const KvLayout& layout,
-               const float* k_cache, const float* v_cache, int num_heads, float scale,
-               float* out) {
+void Attention(const StepPlan& plan, const float* q, const KvLayout& layout, const float* k_cache,
+               const float* v_cache, int num_heads, float scale, float* out) {
   const int hd = layout.head_dim;
   const int group = num_heads / layout.num_kv_heads;
   for (const StepPlan::Sequence& seq : plan.sequences) {

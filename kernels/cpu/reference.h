@@ -27,9 +27,8 @@ void Rope(const std::vector<int32_t>& positions, float* x, int num_heads, int he
 std::vector<int> VisibleKeys(const StepPlan::Sequence& seq, int row_in_sequence);
 
 // Attention over the paged caches of `plan` (keys looked up through block tables).
-void Attention(const StepPlan& plan, const float* q, const KvLayout& layout,
-               const float* k_cache, const float* v_cache, int num_heads, float scale,
-               float* out);
+void Attention(const StepPlan& plan, const float* q, const KvLayout& layout, const float* k_cache,
+               const float* v_cache, int num_heads, float scale, float* out);
 
 // Row-wise softmax; x, out: [rows, cols].
 void Softmax(const float* x, int rows, int cols, float* out);

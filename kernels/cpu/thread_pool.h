@@ -39,8 +39,9 @@ class ThreadPool {
   // Calls fn(begin, end) over contiguous ranges covering [0, n) (see above).
   template <typename Fn>
   void ParallelFor(int64_t n, const Fn& fn, int64_t min_chunk = 1) {
-    Run(n, min_chunk, [](const void* f, int64_t b, int64_t e) { (*static_cast<const Fn*>(f))(b, e); },
-        &fn);
+    Run(
+        n, min_chunk,
+        [](const void* f, int64_t b, int64_t e) { (*static_cast<const Fn*>(f))(b, e); }, &fn);
   }
 
  private:
