@@ -35,15 +35,22 @@ ABSL_FLAG(int, max_k, 8, "Largest draft length K for nu(K)");
 ABSL_FLAG(int, max_batch, 32, "Largest decode batch (powers of two up to it)");
 ABSL_FLAG(double, min_seconds, 0.3, "Least timed seconds per figure");
 ABSL_FLAG(double, peak_seconds, 0.2, "Seconds per peak-FLOPS measurement");
+ABSL_FLAG(bool, profile, false,
+          "Also print the time per backend op for forwards of 1 and K+1 positions");
 
 namespace tandem {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Median seconds per call of `fn` over at least 5 calls and `min_seconds`, after one
-// warm-up call. Aborts the program on an error (a benchmark has no partial result).
-double MedianSeconds(const std::function<absl::Status()>& fn) {
+struct Timing {
+  double median = 0;  // Seconds per call.
+  double best = 0;    // Fastest call: the least disturbed by other load on the machine.
+};
+
+// Times calls of `fn` (at least 5 and `min_seconds` in all) after one warm-up call.
+// Aborts the program on an error (a benchmark has no partial result).
+Timing Measure(const std::function<absl::Status()>& fn) {
   auto check = [](const absl::Status& status) {
     if (!status.ok()) {
       std::fprintf(stderr, "model_bench: %s\n", status.ToString().c_str());
@@ -61,9 +68,11 @@ double MedianSeconds(const std::function<absl::Status()>& fn) {
     times.push_back(t);
     total += t;
   }
-  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-  return times[times.size() / 2];
+  std::sort(times.begin(), times.end());
+  return {times[times.size() / 2], times[0]};
 }
+
+double MedianSeconds(const std::function<absl::Status()>& fn) { return Measure(fn).median; }
 
 std::vector<int32_t> RandomTokens(int n, int vocab, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -86,6 +95,132 @@ std::vector<int32_t> Iota(int n) {
   std::vector<int32_t> v(n);
   for (int i = 0; i < n; ++i) v[i] = i;
   return v;
+}
+
+// A Backend that forwards to another and adds up the wall time of each op kind.
+class TimingBackend : public Backend {
+ public:
+  enum Op { kPrepare, kEmbedding, kRmsNorm, kMatMul, kRope, kWriteKv, kAttention, kSiluMul,
+            kAdd, kGatherRows, kCopy, kNumOps };
+  static constexpr const char* kNames[kNumOps] = {
+      "Prepare", "Embedding", "RmsNorm", "MatMul", "Rope", "WriteKv", "Attention",
+      "SiluMul", "Add", "GatherRows", "Copy"};
+
+  explicit TimingBackend(Backend* inner) : inner_(inner) {}
+  // Runs fn() and adds its wall time to `op`.
+  template <typename Fn>
+  auto Time(Op op, const Fn& fn) {
+    const auto start = Clock::now();
+    auto result = fn();
+    seconds_[op] += std::chrono::duration<double>(Clock::now() - start).count();
+    return result;
+  }
+
+  void Reset() { std::fill(std::begin(seconds_), std::end(seconds_), 0.0); }
+  double seconds(int op) const { return seconds_[op]; }
+
+  std::string name() const override { return inner_->name(); }
+  absl::StatusOr<Buffer> Allocate(size_t bytes) override { return inner_->Allocate(bytes); }
+  absl::Status CopyToDevice(const void* h, void* d, size_t n) override {
+    return Time(kCopy, [&] { return inner_->CopyToDevice(h, d, n); });
+  }
+  absl::Status CopyToHost(const void* d, void* h, size_t n) override {
+    return Time(kCopy, [&] { return inner_->CopyToHost(d, h, n); });
+  }
+  absl::Status CopyOnDevice(const void* s, void* d, size_t n) override {
+    return Time(kCopy, [&] { return inner_->CopyOnDevice(s, d, n); });
+  }
+  absl::Status Synchronize() override { return inner_->Synchronize(); }
+  absl::StatusOr<Weight> UploadWeight(const void* data, DType dtype, int64_t rows,
+                                      int64_t cols, std::shared_ptr<const void> owner) override {
+    return inner_->UploadWeight(data, dtype, rows, cols, std::move(owner));
+  }
+  absl::StatusOr<std::unique_ptr<PreparedStep>> Prepare(const StepPlan& plan) override {
+    return Time(kPrepare, [&] { return inner_->Prepare(plan); });
+  }
+  void Embedding(const PreparedStep& step, const Weight& table, float* out) override {
+    Time(kEmbedding, [&] { inner_->Embedding(step, table, out); return 0; });
+  }
+  void RmsNorm(const float* x, const Weight& w, int rows, int dim, float eps,
+               float* out) override {
+    Time(kRmsNorm, [&] { inner_->RmsNorm(x, w, rows, dim, eps, out); return 0; });
+  }
+  void MatMul(const float* x, int rows, const Weight& w, float* out) override {
+    Time(kMatMul, [&] { inner_->MatMul(x, rows, w, out); return 0; });
+  }
+  void Rope(const PreparedStep& step, float* x, int heads, int head_dim,
+            const float* inv_freq) override {
+    Time(kRope, [&] { inner_->Rope(step, x, heads, head_dim, inv_freq); return 0; });
+  }
+  void WriteKv(const PreparedStep& step, const float* k, const float* v, const KvLayout& layout,
+               float* kc, float* vc) override {
+    Time(kWriteKv, [&] { inner_->WriteKv(step, k, v, layout, kc, vc); return 0; });
+  }
+  void Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
+                 const float* kc, const float* vc, int heads, float scale,
+                 float* out) override {
+    Time(kAttention, [&] { inner_->Attention(step, q, layout, kc, vc, heads, scale, out); return 0; });
+  }
+  void SiluMul(const float* g, const float* u, size_t n, float* out) override {
+    Time(kSiluMul, [&] { inner_->SiluMul(g, u, n, out); return 0; });
+  }
+  void Add(float* x, const float* y, size_t n) override {
+    Time(kAdd, [&] { inner_->Add(x, y, n); return 0; });
+  }
+  void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows,
+                  float* out) override {
+    Time(kGatherRows, [&] { inner_->GatherRows(x, dim, rows, out); return 0; });
+  }
+
+ private:
+  Backend* inner_;
+  double seconds_[kNumOps] = {};
+};
+
+// Prints the mean time per backend op of forwards of 1 and k+1 positions at `context`.
+void Profile(const LlamaWeights& weights, Backend* inner, int context, int k,
+             const std::vector<int32_t>& tokens) {
+  TimingBackend timing(inner);
+  LlamaModelOptions options;
+  auto model = LlamaModel::Create(weights, &timing, nullptr, options);
+  if (!model.ok()) std::exit(1);
+  std::vector<float> logits;
+  const auto slice = [&](int begin, int end) {
+    return std::vector<int32_t>(tokens.begin() + begin, tokens.begin() + end);
+  };
+  if (!(*model)->Forward({Seq(1, 0, slice(0, context), {})}, &logits).ok()) std::exit(1);
+  std::printf("profile (us per forward)  %-10s", "rows:");
+  double per_op[2][TimingBackend::kNumOps] = {};
+  double wall[2] = {};
+  for (int pass = 0; pass < 2; ++pass) {
+    const int rows = pass == 0 ? 1 : k + 1;
+    std::printf(" %8d", rows);
+    timing.Reset();
+    constexpr int kCalls = 200;
+    const auto start = Clock::now();
+    for (int i = 0; i < kCalls; ++i) {
+      if (!(*model)->Forward({Seq(1, context, slice(context, context + rows), Iota(rows))},
+                             &logits).ok()) {
+        std::exit(1);
+      }
+    }
+    wall[pass] = std::chrono::duration<double>(Clock::now() - start).count() / kCalls;
+    for (int op = 0; op < TimingBackend::kNumOps; ++op) {
+      per_op[pass][op] = timing.seconds(op) / kCalls;
+    }
+  }
+  std::printf("\n");
+  for (int op = 0; op < TimingBackend::kNumOps; ++op) {
+    std::printf("  %-34s %8.1f %8.1f\n", TimingBackend::kNames[op], per_op[0][op] * 1e6,
+                per_op[1][op] * 1e6);
+  }
+  double ops[2] = {};
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int op = 0; op < TimingBackend::kNumOps; ++op) ops[pass] += per_op[pass][op];
+  }
+  std::printf("  %-34s %8.1f %8.1f\n", "model code (wall - ops)", (wall[0] - ops[0]) * 1e6,
+              (wall[1] - ops[1]) * 1e6);
+  std::printf("  %-34s %8.1f %8.1f\n", "wall", wall[0] * 1e6, wall[1] * 1e6);
 }
 
 // Matrix-multiply GFLOP/s of the backend on a [rows, cols] x [out, cols]^T product.
@@ -156,19 +291,21 @@ void BenchModel(const std::string& dir, int threads, double peak_gflops) {
 
   // Decode and verify at a fixed context.
   if (!model.Forward({Seq(2, 0, slice(0, context), {})}, &logits).ok()) std::exit(1);
-  std::vector<double> t_verify(max_k + 1);
+  std::vector<Timing> verify(max_k + 1);
   for (int k = 0; k <= max_k; ++k) {
-    t_verify[k] = MedianSeconds([&] {
+    verify[k] = Measure([&] {
       return model.Forward({Seq(2, context, slice(context, context + k + 1), Iota(k + 1))},
                            &logits);
     });
   }
   std::printf("decode batch 1 at context %d: %.3f ms/token, %.0f tokens/s\n", context,
-              t_verify[0] * 1e3, 1.0 / t_verify[0]);
-  std::printf("verify cost nu(K) = T(K+1 positions) / T(1):\n   K:");
+              verify[0].median * 1e3, 1.0 / verify[0].median);
+  std::printf("verify cost nu(K) = T(K+1 positions) / T(1):\n  K:          ");
   for (int k = 1; k <= max_k; ++k) std::printf(" %6d", k);
-  std::printf("\n  nu:");
-  for (int k = 1; k <= max_k; ++k) std::printf(" %6.2f", t_verify[k] / t_verify[0]);
+  std::printf("\n  nu (median):");
+  for (int k = 1; k <= max_k; ++k) std::printf(" %6.2f", verify[k].median / verify[0].median);
+  std::printf("\n  nu (best):  ");
+  for (int k = 1; k <= max_k; ++k) std::printf(" %6.2f", verify[k].best / verify[0].best);
   std::printf("\n");
 
   // Decode batches: B sequences at the same context, one new token each.
@@ -184,6 +321,8 @@ void BenchModel(const std::string& dir, int threads, double peak_gflops) {
     std::printf("%12d %9.3f %10.0f\n", b, t * 1e3, b / t);
     for (int s = 0; s < b; ++s) (void)model.Release(100 + s);
   }
+
+  if (absl::GetFlag(FLAGS_profile)) Profile(*weights, backend.get(), context, 4, tokens);
 
   // The backend's matmul at this model's MLP shape.
   std::printf("matmul [rows x %d] x [%d x %d]^T GFLOP/s (peak %.1f):", c.hidden_size,
