@@ -1,0 +1,202 @@
+// tandem-coordinator: serves tandem.v1.Tandem (and the rendezvous service the target
+// group uses to form), and drives the draft worker and the target group.
+#include <cstdio>
+#include <memory>
+
+#include <glog/logging.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "comm/rendezvous_service.h"
+#include "common/server.h"
+#include "coordinator/engine.h"
+#include "coordinator/metrics.h"
+#include "coordinator/request_validation.h"
+#include "coordinator/tandem_service.h"
+#include "model/tokenizer.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "Public API address (host:port).");
+ABSL_FLAG(std::string, target, "", "Target group leader (rank 0) address, host:port.");
+ABSL_FLAG(std::string, draft, "", "Draft worker address, host:port; empty = no draft worker.");
+ABSL_FLAG(std::string, tokenizer, "",
+          "Target model directory (or tokenizer.model path) for tokenisation.");
+ABSL_FLAG(std::string, rendezvous_listen, "",
+          "Address of the rendezvous service for the target group (host:port); "
+          "empty = not served.");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "Prometheus /metrics address (host:port); empty = no HTTP endpoint.");
+ABSL_FLAG(int, max_queue, 256, "Requests waiting for admission before RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, max_running, 64, "Sequences decoding at once (continuous batch size).");
+ABSL_FLAG(bool, pipelining, true,
+          "Overlap drafting of one micro-batch with verification of another, and draft "
+          "optimistically ahead at low concurrency.");
+ABSL_FLAG(bool, optimistic, true, "Optimistic continuation when pipelining at low concurrency.");
+ABSL_FLAG(int, optimistic_max_batch, 2, "Running sequences up to which to draft ahead.");
+ABSL_FLAG(int, max_k, 8, "Largest draft length K.");
+ABSL_FLAG(int, speculation_max_batch, 32,
+          "Above this many running sequences, adaptive-K requests decode without speculation.");
+ABSL_FLAG(int, prefill_chunk, 256, "Prompt tokens prefilled per sequence and step.");
+ABSL_FLAG(int, proposal_top_k, 32, "Support size of the draft's sparse proposal distribution.");
+ABSL_FLAG(int, max_new_tokens_limit, 4096, "Largest max_new_tokens a request may ask for.");
+ABSL_FLAG(double, step_timeout_s, 30, "Deadline of one worker step RPC.");
+ABSL_FLAG(double, target_recovery_timeout_s, 60,
+          "How long requests wait for an unavailable target group before failing.");
+ABSL_FLAG(double, worker_wait_s, 120, "How long to wait for the workers at start-up.");
+ABSL_FLAG(double, draft_cost, 0.1,
+          "Cost model c = T(draft token) / T(target step), for adaptive K.");
+ABSL_FLAG(double, verify_cost_slope, 0.15,
+          "Cost model nu(K) = 1 + slope * K, for adaptive K.");
+ABSL_FLAG(double, overhead_cost, 0.1, "Cost model o = overhead / T(target step).");
+
+namespace tandem::coordinator {
+namespace {
+
+v1::ModelDescription Describe(const v1::DescribeResponse& d) { return d.model(); }
+
+int Run() {
+  InstallShutdownSignalHandlers();
+  if (absl::GetFlag(FLAGS_target).empty() || absl::GetFlag(FLAGS_tokenizer).empty()) {
+    std::fprintf(stderr, "tandem-coordinator: --target and --tokenizer are required\n");
+    return 2;
+  }
+  absl::StatusOr<Tokenizer> tokenizer = Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer));
+  if (!tokenizer.ok()) {
+    std::fprintf(stderr, "tandem-coordinator: %s\n", tokenizer.status().ToString().c_str());
+    return 2;
+  }
+
+  // The rendezvous service comes up first: the target group needs it to form.
+  RendezvousService rendezvous;
+  std::unique_ptr<GrpcServer> rendezvous_server;
+  if (!absl::GetFlag(FLAGS_rendezvous_listen).empty()) {
+    ServerOptions opts;
+    opts.listen_address = absl::GetFlag(FLAGS_rendezvous_listen);
+    auto server = GrpcServer::Start(opts, {&rendezvous});
+    if (!server.ok()) {
+      std::fprintf(stderr, "tandem-coordinator: rendezvous: %s\n",
+                   server.status().ToString().c_str());
+      return 2;
+    }
+    rendezvous_server = *std::move(server);
+    rendezvous_server->SetServing(true);
+    LOG(INFO) << "rendezvous service on " << rendezvous_server->address();
+  }
+
+  std::unique_ptr<CoordinatorMetrics> metrics;
+  {
+    MetricsOptions mo;
+    mo.listen_address = absl::GetFlag(FLAGS_metrics_listen);
+    mo.max_speculative_tokens = absl::GetFlag(FLAGS_max_k);
+    auto m = CoordinatorMetrics::Create(mo);
+    if (!m.ok()) {
+      std::fprintf(stderr, "tandem-coordinator: metrics: %s\n", m.status().ToString().c_str());
+      return 2;
+    }
+    metrics = *std::move(m);
+    if (metrics->port() > 0) LOG(INFO) << "metrics on port " << metrics->port();
+  }
+
+  WorkerClientOptions wo;
+  wo.step_timeout = absl::Seconds(absl::GetFlag(FLAGS_step_timeout_s));
+  wo.address = absl::GetFlag(FLAGS_target);
+  auto target = std::make_unique<WorkerClient>(wo);
+  std::unique_ptr<WorkerClient> draft;
+  if (!absl::GetFlag(FLAGS_draft).empty()) {
+    wo.address = absl::GetFlag(FLAGS_draft);
+    draft = std::make_unique<WorkerClient>(wo);
+  }
+
+  EngineOptions eo;
+  eo.max_running = absl::GetFlag(FLAGS_max_running);
+  eo.max_queue = absl::GetFlag(FLAGS_max_queue);
+  eo.target_recovery_timeout = absl::Seconds(absl::GetFlag(FLAGS_target_recovery_timeout_s));
+  eo.eos_token_id = tokenizer->eos_id();
+  eo.planner.pipelining = absl::GetFlag(FLAGS_pipelining);
+  eo.planner.optimistic = absl::GetFlag(FLAGS_optimistic);
+  eo.planner.optimistic_max_batch = absl::GetFlag(FLAGS_optimistic_max_batch);
+  eo.planner.max_k = absl::GetFlag(FLAGS_max_k);
+  eo.planner.speculation_max_batch = absl::GetFlag(FLAGS_speculation_max_batch);
+  eo.planner.prefill_chunk = absl::GetFlag(FLAGS_prefill_chunk);
+  eo.planner.prefill_budget = 2 * absl::GetFlag(FLAGS_prefill_chunk);
+  eo.planner.proposal_top_k = absl::GetFlag(FLAGS_proposal_top_k);
+  eo.adaptive_k.max_k = absl::GetFlag(FLAGS_max_k);
+  eo.adaptive_k.cost.draft_cost = absl::GetFlag(FLAGS_draft_cost);
+  eo.adaptive_k.cost.verify_cost = spec::LinearVerifyCost(absl::GetFlag(FLAGS_verify_cost_slope));
+  eo.adaptive_k.cost.overhead = absl::GetFlag(FLAGS_overhead_cost);
+  eo.adaptive_k.pipelined = eo.planner.pipelining;
+  if (absl::Status s = spec::ValidateAdaptiveKConfig(eo.adaptive_k); !s.ok()) {
+    std::fprintf(stderr, "tandem-coordinator: %s\n", s.ToString().c_str());
+    return 2;
+  }
+
+  Engine engine(eo, &*tokenizer, std::move(target), std::move(draft), metrics.get());
+  if (absl::Status s = engine.Start(absl::Seconds(absl::GetFlag(FLAGS_worker_wait_s))); !s.ok()) {
+    std::fprintf(stderr, "tandem-coordinator: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  const ClusterInfo& cluster = engine.cluster();
+
+  ServerLimits limits;
+  limits.context_length = static_cast<int>(cluster.target.context_length());
+  limits.max_new_tokens_limit = absl::GetFlag(FLAGS_max_new_tokens_limit);
+  limits.max_speculative_tokens = std::min<int>(absl::GetFlag(FLAGS_max_k),
+                                                cluster.target.max_speculative_tokens());
+  limits.vocab_size = static_cast<int>(cluster.target.model().vocab_size());
+  limits.available_methods = {v1::SPECULATION_METHOD_PROMPT_LOOKUP};
+  if (cluster.has_draft) limits.available_methods.insert(v1::SPECULATION_METHOD_DRAFT);
+  if (absl::Status s = ValidateServerLimits(limits); !s.ok()) {
+    std::fprintf(stderr, "tandem-coordinator: %s\n", s.ToString().c_str());
+    return 2;
+  }
+
+  v1::ModelInfo info;
+  *info.mutable_target() = Describe(cluster.target);
+  if (cluster.has_draft) *info.mutable_draft() = Describe(cluster.draft);
+  info.set_context_length(limits.context_length);
+  info.set_max_new_tokens_limit(limits.max_new_tokens_limit);
+  info.set_max_speculative_tokens(limits.max_speculative_tokens);
+  info.set_bos_token_id(tokenizer->bos_id());
+  info.set_eos_token_id(tokenizer->eos_id());
+  info.add_methods(v1::SPECULATION_METHOD_AUTO);
+  info.add_methods(v1::SPECULATION_METHOD_NONE);
+  if (cluster.has_draft) info.add_methods(v1::SPECULATION_METHOD_DRAFT);
+  info.add_methods(v1::SPECULATION_METHOD_PROMPT_LOOKUP);
+  info.set_max_queue(eo.max_queue);
+
+  TandemService service(&engine, &*tokenizer, limits, info, metrics.get());
+  ServerOptions so;
+  so.listen_address = absl::GetFlag(FLAGS_listen);
+  auto server = GrpcServer::Start(so, {&service});
+  if (!server.ok()) {
+    std::fprintf(stderr, "tandem-coordinator: %s\n", server.status().ToString().c_str());
+    return 2;
+  }
+  (*server)->SetServing(true);
+  LOG(INFO) << "tandem-coordinator serving on " << (*server)->address();
+  std::printf("tandem-coordinator listening on %s\n", (*server)->address().c_str());
+  std::fflush(stdout);
+
+  int sig = WaitForShutdownSignal();
+  LOG(INFO) << "signal " << sig << ": draining";
+  (*server)->Shutdown(absl::Seconds(10));
+  engine.Stop();
+  (*server)->Wait();
+  if (rendezvous_server) rendezvous_server->Shutdown(absl::Seconds(1));
+  return 0;
+}
+
+}  // namespace
+}  // namespace tandem::coordinator
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "tandem-coordinator --target=HOST:PORT --tokenizer=MODEL_DIR [--draft=HOST:PORT] ...\n"
+      "Serves tandem.v1.Tandem with speculative decoding over a draft worker and a "
+      "target group.");
+  absl::ParseCommandLine(argc, argv);
+  google::InitGoogleLogging(argv[0]);
+  FLAGS_logtostderr = true;
+  return tandem::coordinator::Run();
+}

@@ -1,0 +1,190 @@
+#include "coordinator/sequence.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace tandem::coordinator {
+namespace {
+
+float Ms(absl::Duration d) { return static_cast<float>(absl::ToDoubleMilliseconds(d)); }
+
+}  // namespace
+
+Sequence::Sequence(uint64_t id, ValidatedRequest request, std::vector<int32_t> prompt,
+                   int max_new_tokens, const Tokenizer* tokenizer, int eos_token_id,
+                   const spec::AdaptiveKConfig& adaptive_k, absl::Time arrival,
+                   std::shared_ptr<OutputChannel> output)
+    : id_(id),
+      request_(std::move(request)),
+      tokenizer_(tokenizer),
+      eos_token_id_(eos_token_id),
+      prompt_length_(static_cast<int>(prompt.size())),
+      max_new_tokens_(max_new_tokens),
+      tokens_(std::move(prompt)),
+      adaptive_k_(adaptive_k),
+      detokenizer_(tokenizer, /*after_text=*/true),
+      stop_matcher_(request_.stop),
+      output_(std::move(output)) {
+  stats_.arrival = arrival;
+  lookup_.Append(tokens_);
+}
+
+int Sequence::DraftValidLength() const {
+  size_t n = std::min(draft_cache.size(), tokens_.size());
+  size_t i = 0;
+  while (i < n && draft_cache[i] == tokens_[i]) ++i;
+  return static_cast<int>(i);
+}
+
+void Sequence::OnDrafted(int start_position, const std::vector<int32_t>& fed,
+                         const std::vector<v1::ProposedToken>& drafted) {
+  draft_cache.resize(std::min<size_t>(draft_cache.size(), start_position));
+  draft_cache.insert(draft_cache.end(), fed.begin(), fed.end());
+  for (size_t i = 0; i + 1 < drafted.size(); ++i) draft_cache.push_back(drafted[i].token());
+}
+
+void Sequence::OnVerified(const v1::VerifiedSequence& result, int proposed, absl::Time now) {
+  if (finished_) return;
+  const int accepted = static_cast<int>(result.num_accepted());
+  stats_.target_steps += 1;
+  stats_.draft_tokens_proposed += proposed;
+  stats_.draft_tokens_accepted += accepted;
+  if (proposed > 0) stats_.speculative_steps += 1;
+  if (proposal_method == v1::SPECULATION_METHOD_DRAFT ||
+      proposal_method == v1::SPECULATION_METHOD_PROMPT_LOOKUP) {
+    adaptive_k_.Observe(proposed, accepted);
+  }
+
+  // The optimistic continuation is usable only if the target took every proposal and
+  // its bonus token is the continuation's first token.
+  std::vector<v1::ProposedToken> next;
+  if (!continuation.empty() && proposed > 0 && accepted == proposed &&
+      result.committed_size() == proposed + 1 &&
+      result.committed(proposed) == continuation[0].token()) {
+    next.assign(continuation.begin() + 1, continuation.end());
+  }
+  continuation.clear();
+  proposals.clear();
+  has_proposals = false;
+
+  OutputChunk chunk;
+  v1::FinishReason reason = v1::FINISH_REASON_UNSPECIFIED;
+  std::vector<int> new_ids;
+  for (int i = 0; i < result.committed_size(); ++i) {
+    if (remaining() <= 0) {
+      reason = v1::FINISH_REASON_LENGTH;
+      break;
+    }
+    const int32_t token = result.committed(i);
+    tokens_.push_back(token);
+    if (request_.return_token_ids) chunk.token_ids.push_back(token);
+    if (request_.return_logprobs && i < result.logprobs_size()) {
+      chunk.logprobs.push_back(result.logprobs(i));
+    }
+    if (token == eos_token_id_ && !request_.ignore_eos) {
+      reason = v1::FINISH_REASON_EOS;
+      break;
+    }
+    new_ids.push_back(token);
+  }
+  if (stats_.first_token == absl::Time() && generated() > 0) stats_.first_token = now;
+  stats_.last_token = now;
+  // Keep the prompt-lookup index in step with the committed tokens.
+  lookup_.Append(std::vector<int32_t>(new_ids.begin(), new_ids.end()));
+
+  if (!new_ids.empty()) {
+    absl::StatusOr<std::string> text = detokenizer_.Add(new_ids);
+    if (!text.ok()) {
+      Fail(absl::InternalError(absl::StrCat("detokenisation failed: ", text.status().message())),
+           now);
+      return;
+    }
+    StopMatcher::Result stop = stop_matcher_.Feed(*text);
+    chunk.text = std::move(stop.emit);
+    if (stop.stopped) reason = v1::FINISH_REASON_STOP;
+  }
+  if (reason == v1::FINISH_REASON_UNSPECIFIED && remaining() <= 0) {
+    reason = v1::FINISH_REASON_LENGTH;
+  }
+
+  // Cache bookkeeping: the target holds everything but the final committed token.
+  target_cached = std::min<int>(result.cached_length(), static_cast<int>(tokens_.size()) - 1);
+  if (!next.empty() && reason == v1::FINISH_REASON_UNSPECIFIED) {
+    proposals = std::move(next);
+    has_proposals = true;
+    proposal_method = v1::SPECULATION_METHOD_DRAFT;
+  }
+
+  if (reason != v1::FINISH_REASON_UNSPECIFIED) {
+    Finish(reason, now, std::move(chunk));
+    return;
+  }
+  if (!chunk.text.empty() || !chunk.token_ids.empty()) output_->Push(std::move(chunk));
+}
+
+void Sequence::Finish(v1::FinishReason reason, absl::Time now, OutputChunk chunk) {
+  if (reason != v1::FINISH_REASON_STOP) {
+    std::string rest = detokenizer_.Flush();
+    StopMatcher::Result stop = stop_matcher_.Feed(rest);
+    chunk.text += stop.emit;
+    if (stop.stopped) {
+      reason = v1::FINISH_REASON_STOP;
+    } else {
+      chunk.text += stop_matcher_.Flush();
+    }
+  }
+  finished_ = true;
+  chunk.final = true;
+  chunk.finish_reason = reason;
+  chunk.status = absl::OkStatus();
+  chunk.stats = PublicStats(now);
+  output_->Push(std::move(chunk));
+}
+
+void Sequence::Fail(const absl::Status& status, absl::Time now) {
+  if (finished_) return;
+  finished_ = true;
+  OutputChunk chunk;
+  chunk.final = true;
+  chunk.status = status.ok() ? absl::CancelledError("request cancelled") : status;
+  chunk.stats = PublicStats(now);
+  output_->Push(std::move(chunk));
+}
+
+v1::RequestStats Sequence::PublicStats(absl::Time now) const {
+  v1::RequestStats s;
+  s.set_prompt_tokens(prompt_length_);
+  s.set_generated_tokens(generated());
+  s.set_draft_tokens_proposed(stats_.draft_tokens_proposed);
+  s.set_draft_tokens_accepted(stats_.draft_tokens_accepted);
+  s.set_acceptance_rate(stats_.draft_tokens_proposed > 0
+                            ? float(stats_.draft_tokens_accepted) / stats_.draft_tokens_proposed
+                            : 0.0f);
+  s.set_mean_accepted_length(stats_.target_steps > 0 ? float(generated()) / stats_.target_steps
+                                                     : 0.0f);
+  s.set_target_steps(stats_.target_steps);
+  s.set_speculative_steps(stats_.speculative_steps);
+  s.set_fallback_steps(stats_.fallback_steps);
+  if (stats_.first_token != absl::Time()) {
+    s.set_time_to_first_token_ms(Ms(stats_.first_token - stats_.arrival));
+    if (generated() > 1) {
+      s.set_time_per_output_token_ms(Ms(stats_.last_token - stats_.first_token) /
+                                     (generated() - 1));
+    }
+  }
+  if (stats_.admitted != absl::Time()) s.set_queue_time_ms(Ms(stats_.admitted - stats_.arrival));
+  s.set_total_time_ms(Ms(now - stats_.arrival));
+  v1::SpeculationMethod method = request_.speculation.method;
+  if (method == v1::SPECULATION_METHOD_AUTO) {
+    method = stats_.draft_steps >= stats_.prompt_lookup_steps
+                 ? (stats_.draft_steps > 0 ? v1::SPECULATION_METHOD_DRAFT
+                                           : v1::SPECULATION_METHOD_NONE)
+                 : v1::SPECULATION_METHOD_PROMPT_LOOKUP;
+  }
+  s.set_method(method);
+  s.set_seed(request_.sampling.seed);
+  return s;
+}
+
+}  // namespace tandem::coordinator

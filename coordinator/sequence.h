@@ -1,0 +1,134 @@
+// One request inside the engine: its tokens (the coordinator owns the committed
+// tokens of every sequence), what each worker has cached, the proposals waiting for
+// verification, and the conversion of committed tokens into streamed output (EOS,
+// max_new_tokens, stop strings, incremental detokenisation).
+//
+// Owned and used by the engine thread only, except `cancelled`, which the RPC
+// handler sets.
+#ifndef TANDEM_COORDINATOR_SEQUENCE_H_
+#define TANDEM_COORDINATOR_SEQUENCE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "coordinator/output_channel.h"
+#include "coordinator/prompt_lookup.h"
+#include "coordinator/request_validation.h"
+#include "coordinator/stop_matcher.h"
+#include "model/tokenizer.h"
+#include "spec/cost_model.h"
+#include "tandem/v1/worker.pb.h"
+
+namespace tandem::coordinator {
+
+struct SequenceStats {
+  int draft_tokens_proposed = 0;
+  int draft_tokens_accepted = 0;
+  int target_steps = 0;        // Verify steps (each commits 1..K+1 tokens).
+  int speculative_steps = 0;   // Steps that verified at least one proposal.
+  int fallback_steps = 0;      // Steps without the requested proposer.
+  int draft_steps = 0;
+  int prompt_lookup_steps = 0;
+  absl::Time arrival;
+  absl::Time admitted;
+  absl::Time first_token;
+  absl::Time last_token;
+};
+
+class Sequence {
+ public:
+  // `prompt` is the tokenised prompt (BOS included when wanted); `max_new_tokens`
+  // is already clamped to the context. `tokenizer` must outlive the sequence.
+  Sequence(uint64_t id, ValidatedRequest request, std::vector<int32_t> prompt,
+           int max_new_tokens, const Tokenizer* tokenizer, int eos_token_id,
+           const spec::AdaptiveKConfig& adaptive_k, absl::Time arrival,
+           std::shared_ptr<OutputChannel> output);
+
+  uint64_t id() const { return id_; }
+  const ValidatedRequest& request() const { return request_; }
+  // Prompt followed by every committed generated token.
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  int prompt_length() const { return prompt_length_; }
+  int generated() const { return static_cast<int>(tokens_.size()) - prompt_length_; }
+  // Tokens that may still be generated.
+  int remaining() const { return max_new_tokens_ - generated(); }
+  bool finished() const { return finished_; }
+  const SequenceStats& stats() const { return stats_; }
+  SequenceStats& mutable_stats() { return stats_; }
+  spec::AdaptiveK& adaptive_k() { return adaptive_k_; }
+  const PromptLookup& prompt_lookup() const { return lookup_; }
+
+  // ---- worker caches ----
+  // Tokens [0, target_cached) are in the target's cache. Always < tokens().size().
+  int target_cached = 0;
+  // What the draft worker has cached, position by position (may run past the
+  // committed tokens after drafting). Cleared when the draft's state is unknown.
+  std::vector<int32_t> draft_cache;
+  // Length of the common prefix of draft_cache and tokens(): the draft's valid cache.
+  int DraftValidLength() const;
+
+  // ---- proposals ----
+  // Drafted for the current tokens() and not yet verified.
+  std::vector<v1::ProposedToken> proposals;
+  bool has_proposals = false;
+  v1::SpeculationMethod proposal_method = v1::SPECULATION_METHOD_NONE;
+  // Optimistic continuation drafted during the last verify: valid only when that
+  // verify accepts everything and its bonus token equals continuation[0].
+  std::vector<v1::ProposedToken> continuation;
+
+  // Records the tokens a Draft call fed and proposed (the last proposal is not fed):
+  // draft_cache = draft_cache[0, start) + fed + proposals[0, K-1).
+  void OnDrafted(int start_position, const std::vector<int32_t>& fed,
+                 const std::vector<v1::ProposedToken>& drafted);
+
+  // Applies a verify result for `proposed` proposals: commits its tokens (stopping
+  // at EOS, max_new_tokens or a stop string), updates statistics and the caches'
+  // bookkeeping, and pushes output. Uses the continuation when it matches.
+  void OnVerified(const v1::VerifiedSequence& result, int proposed, absl::Time now);
+
+  // Ends the request with an error (status not OK) or as cancelled; pushes the final
+  // chunk. No-op when already finished.
+  void Fail(const absl::Status& status, absl::Time now);
+
+  // Set by the RPC handler when the client goes away; the engine then ends the
+  // sequence at its next step boundary.
+  std::atomic<bool> cancelled{false};
+  // Request deadline (InfiniteFuture when none).
+  absl::Time deadline = absl::InfiniteFuture();
+  // Time the target became unavailable while this sequence waited (for the
+  // recovery timeout); InfinitePast when not waiting.
+  absl::Time paused_since = absl::InfinitePast();
+
+  // The generated-token index of the next token (keys the random streams).
+  uint32_t sample_index() const { return static_cast<uint32_t>(generated()); }
+
+  // Statistics in the public API's form.
+  v1::RequestStats PublicStats(absl::Time now) const;
+
+ private:
+  void Finish(v1::FinishReason reason, absl::Time now, OutputChunk chunk);
+
+  const uint64_t id_;
+  const ValidatedRequest request_;
+  const Tokenizer* tokenizer_;
+  const int eos_token_id_;
+  const int prompt_length_;
+  const int max_new_tokens_;
+  std::vector<int32_t> tokens_;
+  bool finished_ = false;
+  SequenceStats stats_;
+  spec::AdaptiveK adaptive_k_;
+  PromptLookup lookup_;
+  IncrementalDetokenizer detokenizer_;
+  StopMatcher stop_matcher_;
+  std::shared_ptr<OutputChannel> output_;
+};
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_SEQUENCE_H_

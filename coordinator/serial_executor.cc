@@ -1,0 +1,48 @@
+#include "coordinator/serial_executor.h"
+
+namespace tandem::coordinator {
+
+SerialExecutor::SerialExecutor(std::string name) : name_(std::move(name)) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+SerialExecutor::~SerialExecutor() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  thread_.join();
+}
+
+void SerialExecutor::Enqueue(std::function<void()> fn) {
+  absl::MutexLock lock(&mu_);
+  queue_.push_back(std::move(fn));
+}
+
+absl::Duration SerialExecutor::busy_time() const {
+  absl::MutexLock lock(&mu_);
+  return busy_;
+}
+
+void SerialExecutor::Run() {
+  for (;;) {
+    std::function<void()> fn;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !queue_.empty() || stopping_;
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (queue_.empty()) return;  // stopping and drained
+      fn = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    absl::Time start = absl::Now();
+    fn();
+    absl::Duration took = absl::Now() - start;
+    absl::MutexLock lock(&mu_);
+    busy_ += took;
+  }
+}
+
+}  // namespace tandem::coordinator

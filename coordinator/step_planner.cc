@@ -1,0 +1,231 @@
+#include "coordinator/step_planner.h"
+
+#include <algorithm>
+
+namespace tandem::coordinator {
+namespace {
+
+enum class Proposer { kNone, kDraft, kPromptLookup };
+
+struct Choice {
+  Proposer proposer = Proposer::kNone;
+  int k = 0;
+  bool fallback = false;  // The preferred proposer (the draft) is unavailable.
+};
+
+Choice ChooseProposer(Sequence& s, int running, const PlannerOptions& o,
+                      const WorkerAvailability& workers) {
+  const ResolvedSpeculation& spec = s.request().speculation;
+  const int length = static_cast<int>(s.tokens().size());
+  // Proposals past the last token we may generate, or past the context, are useless.
+  const int cap = std::min({o.max_k, s.remaining() - 1, o.context_length - length});
+  if (spec.method == v1::SPECULATION_METHOD_NONE || cap <= 0) return {};
+  int k = spec.fixed_k.has_value()
+              ? *spec.fixed_k
+              : (running > o.speculation_max_batch ? 0 : s.adaptive_k().NextK());
+  k = std::clamp(k, 0, cap);
+  if (k == 0) return {};
+  switch (spec.method) {
+    case v1::SPECULATION_METHOD_DRAFT:
+      if (workers.draft) return {Proposer::kDraft, std::min(k, o.draft_max_k), false};
+      return {Proposer::kNone, 0, true};
+    case v1::SPECULATION_METHOD_PROMPT_LOOKUP:
+      return {Proposer::kPromptLookup, k, false};
+    case v1::SPECULATION_METHOD_AUTO:
+      if (workers.draft) return {Proposer::kDraft, std::min(k, o.draft_max_k), false};
+      return {Proposer::kPromptLookup, k, true};
+    default:
+      return {};
+  }
+}
+
+bool PipeliningWanted(const std::vector<Sequence*>& running, bool server_default) {
+  bool any_on = false;
+  for (const Sequence* s : running) {
+    v1::Pipelining p = s->request().speculation.pipelining;
+    if (p == v1::PIPELINING_OFF) return false;
+    any_on |= p == v1::PIPELINING_ON;
+  }
+  return server_default || any_on;
+}
+
+v1::ProposedToken PointMassProposal(int32_t token) {
+  v1::ProposedToken p;
+  p.set_token(token);
+  p.add_q_ids(token);
+  p.add_q_probs(1.0f);
+  return p;
+}
+
+int Uncached(const Sequence& s) { return static_cast<int>(s.tokens().size()) - s.target_cached; }
+
+void AddVerify(Sequence* s, const Choice& choice, PhasePlan* plan) {
+  if (!s->has_proposals && choice.proposer == Proposer::kPromptLookup) {
+    std::vector<int32_t> guess = s->prompt_lookup().Propose(choice.k);
+    s->proposals.clear();
+    for (int32_t t : guess) s->proposals.push_back(PointMassProposal(t));
+    s->has_proposals = !guess.empty();
+    s->proposal_method = v1::SPECULATION_METHOD_PROMPT_LOOKUP;
+    s->mutable_stats().prompt_lookup_steps += 1;
+  }
+  if (!s->has_proposals) {
+    s->proposals.clear();
+    s->proposal_method = v1::SPECULATION_METHOD_NONE;
+  } else if (s->proposal_method == v1::SPECULATION_METHOD_DRAFT) {
+    s->mutable_stats().draft_steps += 1;
+  }
+  v1::VerifySequence* v = plan->verify.add_sequences();
+  v->set_sequence_id(s->id());
+  v->set_start_position(s->target_cached);
+  v->mutable_tokens()->Add(s->tokens().begin() + s->target_cached, s->tokens().end());
+  for (const v1::ProposedToken& p : s->proposals) *v->add_proposals() = p;
+  *v->mutable_sampling() = ToSequenceSampling(s->request());
+  v->set_sample_index(s->sample_index());
+  plan->verify_sequences.push_back(s);
+  plan->verify_proposed.push_back(static_cast<int>(s->proposals.size()));
+}
+
+void AddDraft(Sequence* s, int k, const PlannerOptions& o, int* draft_rows, PhasePlan* plan) {
+  const int length = static_cast<int>(s->tokens().size());
+  const int start = std::min(s->DraftValidLength(), length - 1);
+  const int fed = length - start;
+  if (fed > o.draft_max_batch_tokens / 2) {
+    // A long uncached stretch (a new prompt): prefill the draft in chunks first.
+    const int chunk = std::min({o.prefill_chunk, fed - 1, o.draft_max_batch_tokens / 2});
+    v1::PrefillSequence* p = plan->draft_prefill.add_sequences();
+    p->set_sequence_id(s->id());
+    p->set_start_position(start);
+    p->mutable_tokens()->Add(s->tokens().begin() + start, s->tokens().begin() + start + chunk);
+    return;
+  }
+  if (*draft_rows + fed > o.draft_max_batch_tokens) return;  // Next phase.
+  *draft_rows += fed;
+  v1::DraftSequence* d = plan->draft.add_sequences();
+  d->set_sequence_id(s->id());
+  d->set_start_position(start);
+  d->mutable_tokens()->Add(s->tokens().begin() + start, s->tokens().end());
+  d->set_num_draft_tokens(k);
+  *d->mutable_sampling() = ToSequenceSampling(s->request());
+  d->set_proposal_top_k(o.proposal_top_k);
+  plan->draft_sequences.push_back(s);
+  plan->draft_is_continuation.push_back(false);
+}
+
+// Optimistic continuation of a sequence whose draft proposals are about to be
+// verified: the draft cache must hold tokens + proposals[0, K-1).
+void AddContinuation(Sequence* s, const PlannerOptions& o, PhasePlan* plan) {
+  const int k = static_cast<int>(s->proposals.size());
+  const size_t expected = s->tokens().size() + k - 1;
+  if (k == 0 || s->draft_cache.size() != expected ||
+      s->DraftValidLength() != static_cast<int>(s->tokens().size())) {
+    return;
+  }
+  const int more = std::min(k + 1, o.draft_max_k);
+  if (more < 2) return;  // The first continuation token only guesses the bonus.
+  v1::DraftSequence* d = plan->draft.add_sequences();
+  d->set_sequence_id(s->id());
+  d->set_start_position(static_cast<uint32_t>(expected));
+  d->add_tokens(s->proposals.back().token());
+  d->set_num_draft_tokens(more);
+  *d->mutable_sampling() = ToSequenceSampling(s->request());
+  d->set_proposal_top_k(o.proposal_top_k);
+  plan->draft_sequences.push_back(s);
+  plan->draft_is_continuation.push_back(true);
+}
+
+}  // namespace
+
+PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions& o,
+                    const WorkerAvailability& workers) {
+  PhasePlan plan;
+  if (!workers.target || running.empty()) return plan;
+  const int n = static_cast<int>(running.size());
+  const bool pipelined = PipeliningWanted(running, o.pipelining);
+  plan.pipelined = pipelined;
+
+  std::vector<Sequence*> prefill, ready, need_draft;
+  std::vector<Choice> choice_of(n);
+  std::vector<Choice> ready_choice, need_choice;
+  for (int i = 0; i < n; ++i) {
+    Sequence* s = running[i];
+    Choice c = ChooseProposer(*s, n, o, workers);
+    if (c.fallback) s->mutable_stats().fallback_steps += 1;
+    const bool needs_prefill = Uncached(*s) - 1 > o.prefill_chunk;
+    if (needs_prefill) prefill.push_back(s);
+    if (c.proposer == Proposer::kDraft && !s->has_proposals) {
+      need_draft.push_back(s);
+      need_choice.push_back(c);
+    } else if (!needs_prefill) {
+      ready.push_back(s);
+      ready_choice.push_back(c);
+    }
+  }
+
+  // Which sequences this phase verifies (V), drafts (D) and continues (C).
+  std::vector<bool> verify_now(ready.size(), true);
+  std::vector<bool> draft_now(need_draft.size(), true);
+  bool continuations = false;
+  if (!pipelined) {
+    if (!need_draft.empty()) std::fill(verify_now.begin(), verify_now.end(), false);
+  } else if (o.optimistic && n <= o.optimistic_max_batch && workers.draft) {
+    continuations = true;
+  } else if (ready.empty() && need_draft.size() >= 2) {
+    // Start the ping-pong: draft half now, the other half while the first verifies.
+    for (size_t i = (need_draft.size() + 1) / 2; i < need_draft.size(); ++i) draft_now[i] = false;
+  } else if (need_draft.empty()) {
+    // Everything is ready: verify half of the draft users so that the draft has work
+    // (the other half) in the next phase.
+    std::vector<size_t> users;
+    for (size_t i = 0; i < ready.size(); ++i) {
+      if (ready[i]->has_proposals && ready[i]->proposal_method == v1::SPECULATION_METHOD_DRAFT) {
+        users.push_back(i);
+      }
+    }
+    if (users.size() >= 2) {
+      for (size_t j = (users.size() + 1) / 2; j < users.size(); ++j) verify_now[users[j]] = false;
+    }
+  }
+
+  // Target: prefill chunks, then verifies within the row budget.
+  int prefill_left = o.prefill_budget;
+  int target_rows = 0;
+  for (Sequence* s : prefill) {
+    const int chunk = std::min({o.prefill_chunk, Uncached(*s) - 1, prefill_left});
+    if (chunk <= 0) break;
+    prefill_left -= chunk;
+    target_rows += chunk;
+    v1::PrefillSequence* p = plan.target_prefill.add_sequences();
+    p->set_sequence_id(s->id());
+    p->set_start_position(s->target_cached);
+    p->mutable_tokens()->Add(s->tokens().begin() + s->target_cached,
+                             s->tokens().begin() + s->target_cached + chunk);
+  }
+  for (size_t i = 0; i < ready.size(); ++i) {
+    if (!verify_now[i]) continue;
+    Sequence* s = ready[i];
+    const int k = s->has_proposals ? static_cast<int>(s->proposals.size()) : ready_choice[i].k;
+    const int rows = Uncached(*s) + k;
+    if (target_rows + rows > o.target_max_batch_tokens && !plan.verify_sequences.empty()) {
+      continue;  // Next phase.
+    }
+    target_rows += rows;
+    AddVerify(s, ready_choice[i], &plan);
+  }
+
+  // Draft: continuations of what is being verified, then fresh drafts.
+  int draft_rows = 0;
+  if (continuations) {
+    for (Sequence* s : plan.verify_sequences) {
+      if (s->has_proposals && s->proposal_method == v1::SPECULATION_METHOD_DRAFT) {
+        AddContinuation(s, o, &plan);
+        draft_rows += 1;
+      }
+    }
+  }
+  for (size_t i = 0; i < need_draft.size(); ++i) {
+    if (draft_now[i]) AddDraft(need_draft[i], need_choice[i].k, o, &draft_rows, &plan);
+  }
+  return plan;
+}
+
+}  // namespace tandem::coordinator

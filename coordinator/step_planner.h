@@ -1,0 +1,76 @@
+// Scheduling policy of one engine phase, free of I/O so it is unit-tested with plain
+// Sequence objects.
+//
+// A phase is what the engine runs concurrently in one round trip: on the target, a
+// Verify over the sequences whose proposals are ready (plus prefill chunks of long
+// prompts); on the draft, a Draft over the sequences that need proposals (plus
+// optimistic continuations of sequences being verified). The modes (DESIGN.md §3):
+//  * sequential (pipelining off): draft phase, then verify phase, for all sequences;
+//  * ping-pong: sequences fall into two groups by construction — those verified in a
+//    phase need drafts in the next one while the others, drafted meanwhile, are
+//    verified; the planner splits groups in two when one side would be idle;
+//  * optimistic continuation (pipelining on, at most optimistic_max_batch running):
+//    while the target verifies d1..dK, the draft proposes K+1 more tokens assuming all
+//    are accepted; they are used when the guess holds.
+// Every sequence's proposer is chosen per phase: its method (AUTO = draft when the
+// draft worker is up, else prompt lookup), its K (fixed or adaptive, bounded by the
+// tokens left and the context), speculation off above speculation_max_batch running
+// sequences for adaptive-K requests.
+#ifndef TANDEM_COORDINATOR_STEP_PLANNER_H_
+#define TANDEM_COORDINATOR_STEP_PLANNER_H_
+
+#include <vector>
+
+#include "coordinator/sequence.h"
+#include "tandem/v1/worker.pb.h"
+
+namespace tandem::coordinator {
+
+struct PlannerOptions {
+  bool pipelining = true;          // Server default; requests may turn it off.
+  bool optimistic = true;          // Optimistic continuation at low concurrency.
+  int optimistic_max_batch = 2;    // Running sequences up to which it is used.
+  int max_k = 8;                   // Upper bound of K.
+  int speculation_max_batch = 32;  // Above this many running: adaptive K -> 0.
+  int prefill_chunk = 256;         // Target prefill tokens per sequence and phase.
+  int prefill_budget = 512;        // Target prefill tokens per phase in total.
+  int target_max_batch_tokens = 1024;  // Rows per Verify (from Describe).
+  int draft_max_batch_tokens = 1024;   // Rows per Draft forward (from Describe).
+  int draft_max_k = 16;                // Draft worker's max proposals per call.
+  int context_length = 2048;
+  int proposal_top_k = 32;
+};
+
+struct WorkerAvailability {
+  bool draft = false;
+  bool target = false;
+};
+
+struct PhasePlan {
+  // Target side.
+  v1::PrefillRequest target_prefill;
+  v1::VerifyRequest verify;
+  std::vector<Sequence*> verify_sequences;  // Parallel to verify.sequences().
+  std::vector<int> verify_proposed;         // Proposals per verified sequence.
+  // Draft side (normal drafts and continuations in one call).
+  v1::PrefillRequest draft_prefill;
+  v1::DraftRequest draft;
+  std::vector<Sequence*> draft_sequences;   // Parallel to draft.sequences().
+  std::vector<bool> draft_is_continuation;
+  bool pipelined = false;                   // Mode used (for statistics).
+
+  bool empty() const {
+    return target_prefill.sequences_size() == 0 && verify.sequences_size() == 0 &&
+           draft_prefill.sequences_size() == 0 && draft.sequences_size() == 0;
+  }
+};
+
+// Plans the next phase for `running` (unfinished sequences, admission order). Sets
+// prompt-lookup proposals on the sequences it verifies with that method and counts
+// fallback steps; otherwise only reads them.
+PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions& options,
+                    const WorkerAvailability& workers);
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_STEP_PLANNER_H_

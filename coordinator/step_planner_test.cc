@@ -1,0 +1,225 @@
+// Policy tests of PlanPhase on plain Sequence objects (no workers, no I/O).
+#include "coordinator/step_planner.h"
+
+#include <memory>
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+namespace tandem::coordinator {
+namespace {
+
+using v1::SpeculationMethod;
+
+struct Fixture {
+  std::vector<std::unique_ptr<Sequence>> owned;
+  std::vector<Sequence*> running;
+
+  Sequence* Add(SpeculationMethod method, int prompt_len = 8, int max_new = 64,
+                std::optional<int> fixed_k = 4) {
+    ValidatedRequest r;
+    r.speculation.method = method;
+    r.speculation.fixed_k = fixed_k;
+    r.max_new_tokens = max_new;
+    std::vector<int32_t> prompt(prompt_len);
+    std::iota(prompt.begin(), prompt.end(), 10);
+    owned.push_back(std::make_unique<Sequence>(
+        owned.size() + 1, r, prompt, max_new, /*tokenizer=*/nullptr, /*eos=*/2,
+        spec::AdaptiveKConfig(), absl::Now(), std::make_shared<OutputChannel>()));
+    Sequence* s = owned.back().get();
+    s->target_cached = 0;
+    running.push_back(s);
+    return s;
+  }
+};
+
+// Gives `s` k drafted proposals, with the draft cache as a Draft call leaves it.
+void GiveDraftProposals(Sequence* s, int k) {
+  s->proposals.clear();
+  for (int i = 0; i < k; ++i) {
+    v1::ProposedToken p;
+    p.set_token(100 + i);
+    p.add_q_ids(100 + i);
+    p.add_q_probs(1.0f);
+    s->proposals.push_back(p);
+  }
+  s->has_proposals = true;
+  s->proposal_method = v1::SPECULATION_METHOD_DRAFT;
+  s->draft_cache.clear();
+  s->OnDrafted(0, s->tokens(), s->proposals);
+}
+
+PlannerOptions Options(bool pipelining, bool optimistic = false) {
+  PlannerOptions o;
+  o.pipelining = pipelining;
+  o.optimistic = optimistic;
+  return o;
+}
+
+const WorkerAvailability kBoth{true, true};
+
+TEST(StepPlannerTest, SequentialDraftsEverythingThenVerifies) {
+  Fixture f;
+  Sequence* a = f.Add(v1::SPECULATION_METHOD_DRAFT);
+  Sequence* b = f.Add(v1::SPECULATION_METHOD_DRAFT);
+  PhasePlan p = PlanPhase(f.running, Options(false), kBoth);
+  EXPECT_FALSE(p.pipelined);
+  EXPECT_EQ(p.verify.sequences_size(), 0);
+  ASSERT_EQ(p.draft.sequences_size(), 2);
+  EXPECT_EQ(p.draft.sequences(0).num_draft_tokens(), 4u);
+  EXPECT_EQ(p.draft.sequences(0).start_position(), 0u);
+  EXPECT_EQ(p.draft.sequences(0).tokens_size(), 8);  // Whole prompt: nothing cached yet.
+
+  GiveDraftProposals(a, 4);
+  GiveDraftProposals(b, 4);
+  p = PlanPhase(f.running, Options(false), kBoth);
+  EXPECT_EQ(p.draft.sequences_size(), 0);
+  ASSERT_EQ(p.verify.sequences_size(), 2);
+  EXPECT_EQ(p.verify.sequences(0).proposals_size(), 4);
+  EXPECT_EQ(p.verify.sequences(0).tokens_size(), 8);
+  EXPECT_EQ(p.verify_proposed, (std::vector<int>{4, 4}));
+}
+
+TEST(StepPlannerTest, PingPongAlternatesHalves) {
+  Fixture f;
+  for (int i = 0; i < 4; ++i) f.Add(v1::SPECULATION_METHOD_DRAFT);
+  // Nothing ready: draft only half, so the other half has a phase to be drafted in.
+  PhasePlan p = PlanPhase(f.running, Options(true), kBoth);
+  EXPECT_TRUE(p.pipelined);
+  EXPECT_EQ(p.verify.sequences_size(), 0);
+  ASSERT_EQ(p.draft.sequences_size(), 2);
+  GiveDraftProposals(p.draft_sequences[0], 4);
+  GiveDraftProposals(p.draft_sequences[1], 4);
+  // Now the drafted half is verified while the other half is drafted.
+  p = PlanPhase(f.running, Options(true), kBoth);
+  ASSERT_EQ(p.verify.sequences_size(), 2);
+  ASSERT_EQ(p.draft.sequences_size(), 2);
+  for (Sequence* v : p.verify_sequences) {
+    for (Sequence* d : p.draft_sequences) EXPECT_NE(v, d);
+  }
+}
+
+TEST(StepPlannerTest, PingPongSplitsWhenEverythingIsReady) {
+  Fixture f;
+  for (int i = 0; i < 4; ++i) GiveDraftProposals(f.Add(v1::SPECULATION_METHOD_DRAFT), 3);
+  PhasePlan p = PlanPhase(f.running, Options(true), kBoth);
+  EXPECT_EQ(p.verify.sequences_size(), 2);
+  EXPECT_EQ(p.draft.sequences_size(), 0);
+}
+
+TEST(StepPlannerTest, OptimisticContinuationDraftsPastTheProposals) {
+  Fixture f;
+  Sequence* s = f.Add(v1::SPECULATION_METHOD_DRAFT);
+  GiveDraftProposals(s, 4);
+  PhasePlan p = PlanPhase(f.running, Options(true, true), kBoth);
+  ASSERT_EQ(p.verify.sequences_size(), 1);
+  ASSERT_EQ(p.draft.sequences_size(), 1);
+  EXPECT_TRUE(p.draft_is_continuation[0]);
+  const v1::DraftSequence& d = p.draft.sequences(0);
+  // The draft cache holds the 8 prompt tokens and d1..d3; d4 is fed now.
+  EXPECT_EQ(d.start_position(), 11u);
+  ASSERT_EQ(d.tokens_size(), 1);
+  EXPECT_EQ(d.tokens(0), 103);
+  EXPECT_EQ(d.num_draft_tokens(), 5u);  // A guess of the bonus token + K more.
+}
+
+TEST(StepPlannerTest, DraftDownFallsBack) {
+  Fixture f;
+  Sequence* draft_only = f.Add(v1::SPECULATION_METHOD_DRAFT);
+  Sequence* automatic = f.Add(v1::SPECULATION_METHOD_AUTO, 8, 64, 3);
+  PhasePlan p = PlanPhase(f.running, Options(true), WorkerAvailability{false, true});
+  EXPECT_EQ(p.draft.sequences_size(), 0);
+  ASSERT_EQ(p.verify.sequences_size(), 2);
+  EXPECT_EQ(p.verify.sequences(0).proposals_size(), 0);  // Target-only decoding.
+  EXPECT_EQ(draft_only->stats().fallback_steps, 1);
+  EXPECT_EQ(automatic->stats().fallback_steps, 1);
+  EXPECT_EQ(automatic->stats().prompt_lookup_steps, 1);
+}
+
+TEST(StepPlannerTest, PromptLookupProposesFromTheContext) {
+  Fixture f;
+  ValidatedRequest r;
+  r.speculation.method = v1::SPECULATION_METHOD_PROMPT_LOOKUP;
+  r.speculation.fixed_k = 3;
+  std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 5, 6};  // "5 6" was followed by 7 8 9.
+  Sequence s(1, r, prompt, 32, nullptr, 2, spec::AdaptiveKConfig(), absl::Now(),
+             std::make_shared<OutputChannel>());
+  PhasePlan p = PlanPhase({&s}, Options(false), kBoth);
+  ASSERT_EQ(p.verify.sequences_size(), 1);
+  const v1::VerifySequence& v = p.verify.sequences(0);
+  ASSERT_EQ(v.proposals_size(), 3);
+  EXPECT_EQ(v.proposals(0).token(), 7);
+  EXPECT_EQ(v.proposals(1).token(), 8);
+  EXPECT_EQ(v.proposals(2).token(), 9);
+  EXPECT_FLOAT_EQ(v.proposals(0).q_probs(0), 1.0f);  // Deterministic proposal.
+}
+
+TEST(StepPlannerTest, KIsBoundedByTokensLeftAndMethodNone) {
+  ValidatedRequest r;
+  r.speculation.method = v1::SPECULATION_METHOD_PROMPT_LOOKUP;
+  r.speculation.fixed_k = 8;
+  const std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 5, 6};  // A match with 3 followers.
+  Sequence nearly_done(1, r, prompt, /*max_new_tokens=*/2, nullptr, 2,
+                       spec::AdaptiveKConfig(), absl::Now(), std::make_shared<OutputChannel>());
+  Sequence roomy(2, r, prompt, 64, nullptr, 2, spec::AdaptiveKConfig(), absl::Now(),
+                 std::make_shared<OutputChannel>());
+  r.speculation.method = v1::SPECULATION_METHOD_NONE;
+  r.speculation.fixed_k.reset();
+  Sequence none(3, r, prompt, 64, nullptr, 2, spec::AdaptiveKConfig(), absl::Now(),
+                std::make_shared<OutputChannel>());
+  PhasePlan p = PlanPhase({&nearly_done, &roomy, &none}, Options(false), kBoth);
+  ASSERT_EQ(p.verify.sequences_size(), 3);
+  EXPECT_EQ(p.verify.sequences(0).proposals_size(), 1);  // 2 tokens left -> K = 1.
+  EXPECT_EQ(p.verify.sequences(1).proposals_size(), 5);  // 7 8 9 5 6 follow "5 6".
+  EXPECT_EQ(p.verify.sequences(2).proposals_size(), 0);
+}
+
+TEST(StepPlannerTest, LongPromptsArePrefilledInChunks) {
+  Fixture f;
+  Sequence* s = f.Add(v1::SPECULATION_METHOD_NONE, /*prompt_len=*/700, 64, std::nullopt);
+  PlannerOptions o = Options(false);
+  o.prefill_chunk = 256;
+  PhasePlan p = PlanPhase(f.running, o, kBoth);
+  EXPECT_EQ(p.verify.sequences_size(), 0);
+  ASSERT_EQ(p.target_prefill.sequences_size(), 1);
+  EXPECT_EQ(p.target_prefill.sequences(0).tokens_size(), 256);
+  s->target_cached = 512;  // Two chunks done: 188 left, which a verify carries.
+  p = PlanPhase(f.running, o, kBoth);
+  EXPECT_EQ(p.target_prefill.sequences_size(), 0);
+  ASSERT_EQ(p.verify.sequences_size(), 1);
+  EXPECT_EQ(p.verify.sequences(0).start_position(), 512u);
+  EXPECT_EQ(p.verify.sequences(0).tokens_size(), 188);
+}
+
+TEST(StepPlannerTest, VerifyRowsStayWithinTheTargetBudget) {
+  Fixture f;
+  for (int i = 0; i < 5; ++i) f.Add(v1::SPECULATION_METHOD_NONE, 8, 64, std::nullopt);
+  PlannerOptions o = Options(false);
+  o.target_max_batch_tokens = 20;  // 8 rows each: two fit.
+  PhasePlan p = PlanPhase(f.running, o, kBoth);
+  EXPECT_EQ(p.verify.sequences_size(), 2);
+}
+
+TEST(StepPlannerTest, RequestCanTurnPipeliningOff) {
+  Fixture f;
+  for (int i = 0; i < 4; ++i) f.Add(v1::SPECULATION_METHOD_DRAFT);
+  ValidatedRequest off;
+  off.speculation.method = v1::SPECULATION_METHOD_DRAFT;
+  off.speculation.fixed_k = 4;
+  off.speculation.pipelining = v1::PIPELINING_OFF;
+  Sequence s(99, off, {1, 2, 3}, 16, nullptr, 2, spec::AdaptiveKConfig(), absl::Now(),
+             std::make_shared<OutputChannel>());
+  f.running.push_back(&s);
+  PhasePlan p = PlanPhase(f.running, Options(true), kBoth);
+  EXPECT_FALSE(p.pipelined);
+  EXPECT_EQ(p.draft.sequences_size(), 5);  // Sequential: everyone is drafted first.
+}
+
+TEST(StepPlannerTest, NothingWhenTargetIsDown) {
+  Fixture f;
+  f.Add(v1::SPECULATION_METHOD_NONE);
+  EXPECT_TRUE(PlanPhase(f.running, Options(true), WorkerAvailability{true, false}).empty());
+}
+
+}  // namespace
+}  // namespace tandem::coordinator

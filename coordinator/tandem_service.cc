@@ -1,0 +1,134 @@
+#include "coordinator/tandem_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+
+namespace tandem::coordinator {
+namespace {
+
+constexpr absl::Duration kPollInterval = absl::Milliseconds(20);
+
+absl::Time DeadlineOf(grpc::ServerContext* context) {
+  auto deadline = context->deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(deadline);
+}
+
+}  // namespace
+
+TandemService::TandemService(Engine* engine, const Tokenizer* tokenizer, ServerLimits limits,
+                             v1::ModelInfo model_info, CoordinatorMetrics* metrics)
+    : engine_(engine),
+      tokenizer_(tokenizer),
+      limits_(std::move(limits)),
+      model_info_(std::move(model_info)),
+      metrics_(metrics) {}
+
+grpc::Status TandemService::Finish(const absl::Status& status) {
+  if (metrics_) metrics_->RecordRequest(status.code());
+  return ToGrpcStatus(status);
+}
+
+absl::Status TandemService::Start(grpc::ServerContext* context,
+                                  const v1::GenerateRequest& request,
+                                  std::shared_ptr<Sequence>* sequence,
+                                  std::shared_ptr<OutputChannel>* channel,
+                                  std::string* request_id) {
+  absl::StatusOr<ValidatedRequest> valid = ValidateRequest(request, limits_);
+  if (!valid.ok()) return valid.status();
+  *request_id = valid->request_id;
+  std::vector<int32_t> prompt;
+  if (valid->prompt_is_text) {
+    absl::StatusOr<std::vector<int>> ids = tokenizer_->Encode(valid->prompt_text, true);
+    if (!ids.ok()) return ids.status();
+    prompt.assign(ids->begin(), ids->end());
+  } else {
+    prompt = valid->prompt_token_ids;
+  }
+  absl::StatusOr<int> max_new =
+      CheckPromptLength(static_cast<int>(prompt.size()), valid->max_new_tokens, limits_);
+  if (!max_new.ok()) return max_new.status();
+  *channel = std::make_shared<OutputChannel>();
+  absl::StatusOr<std::shared_ptr<Sequence>> seq = engine_->Submit(
+      *std::move(valid), std::move(prompt), *max_new, DeadlineOf(context), *channel);
+  if (!seq.ok()) return seq.status();
+  *sequence = *std::move(seq);
+  return absl::OkStatus();
+}
+
+grpc::Status TandemService::Generate(grpc::ServerContext* context,
+                                     const v1::GenerateRequest* request,
+                                     v1::GenerateResponse* response) {
+  std::shared_ptr<Sequence> seq;
+  std::shared_ptr<OutputChannel> channel;
+  std::string request_id;
+  absl::Status started = Start(context, *request, &seq, &channel, &request_id);
+  if (!started.ok()) return Finish(started);
+  response->set_request_id(request_id);
+  bool cancel_sent = false;
+  for (;;) {
+    for (OutputChunk& chunk : channel->Pop(kPollInterval)) {
+      response->mutable_text()->append(chunk.text);
+      for (int32_t t : chunk.token_ids) response->add_token_ids(t);
+      for (float lp : chunk.logprobs) response->add_logprobs(lp);
+      if (chunk.final) {
+        if (!chunk.status.ok()) return Finish(chunk.status);
+        response->set_finish_reason(chunk.finish_reason);
+        *response->mutable_stats() = chunk.stats;
+        return Finish(absl::OkStatus());
+      }
+    }
+    if (!cancel_sent && context->IsCancelled()) {
+      engine_->Cancel(seq);
+      cancel_sent = true;
+    }
+  }
+}
+
+grpc::Status TandemService::GenerateStream(grpc::ServerContext* context,
+                                           const v1::GenerateRequest* request,
+                                           grpc::ServerWriter<v1::GenerateStreamResponse>* writer) {
+  std::shared_ptr<Sequence> seq;
+  std::shared_ptr<OutputChannel> channel;
+  std::string request_id;
+  absl::Status started = Start(context, *request, &seq, &channel, &request_id);
+  if (!started.ok()) return Finish(started);
+  bool cancel_sent = false;
+  for (;;) {
+    for (OutputChunk& chunk : channel->Pop(kPollInterval)) {
+      if (chunk.final && !chunk.status.ok()) return Finish(chunk.status);
+      if (!cancel_sent) {
+        v1::GenerateStreamResponse out;
+        out.set_request_id(request_id);
+        out.set_text_delta(std::move(chunk.text));
+        for (int32_t t : chunk.token_ids) out.add_token_ids(t);
+        for (float lp : chunk.logprobs) out.add_logprobs(lp);
+        if (chunk.final) {
+          out.set_finish_reason(chunk.finish_reason);
+          *out.mutable_stats() = chunk.stats;
+        }
+        if (!writer->Write(out)) {  // The client is gone: cancel, then drain.
+          engine_->Cancel(seq);
+          cancel_sent = true;
+        }
+      }
+      if (chunk.final) {
+        return Finish(cancel_sent ? absl::CancelledError("request cancelled by the client")
+                                  : absl::OkStatus());
+      }
+    }
+    if (!cancel_sent && context->IsCancelled()) {
+      engine_->Cancel(seq);
+      cancel_sent = true;
+    }
+  }
+}
+
+grpc::Status TandemService::GetModelInfo(grpc::ServerContext*, const v1::GetModelInfoRequest*,
+                                         v1::ModelInfo* response) {
+  *response = model_info_;
+  response->set_draft_available(engine_->draft_available());
+  return grpc::Status::OK;
+}
+
+}  // namespace tandem::coordinator

@@ -1,0 +1,45 @@
+// tandem.v1.Tandem: the public API. Validates and tokenises requests, hands them to
+// the Engine, and returns or streams their output. Thread-safe; one handler thread
+// per call (gRPC's synchronous server).
+#ifndef TANDEM_COORDINATOR_TANDEM_SERVICE_H_
+#define TANDEM_COORDINATOR_TANDEM_SERVICE_H_
+
+#include "coordinator/engine.h"
+#include "coordinator/metrics.h"
+#include "coordinator/request_validation.h"
+#include "model/tokenizer.h"
+#include "tandem/v1/tandem.grpc.pb.h"
+
+namespace tandem::coordinator {
+
+class TandemService final : public v1::Tandem::Service {
+ public:
+  // `engine` must be started; all pointers must outlive the service. `metrics` may be
+  // null. `model_info` is what GetModelInfo reports (draft_available is live).
+  TandemService(Engine* engine, const Tokenizer* tokenizer, ServerLimits limits,
+                v1::ModelInfo model_info, CoordinatorMetrics* metrics);
+
+  grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
+                        v1::GenerateResponse* response) override;
+  grpc::Status GenerateStream(grpc::ServerContext* context, const v1::GenerateRequest* request,
+                              grpc::ServerWriter<v1::GenerateStreamResponse>* writer) override;
+  grpc::Status GetModelInfo(grpc::ServerContext* context, const v1::GetModelInfoRequest* request,
+                            v1::ModelInfo* response) override;
+
+ private:
+  // Validates, tokenises and submits; on success fills `sequence` and `channel`.
+  absl::Status Start(grpc::ServerContext* context, const v1::GenerateRequest& request,
+                     std::shared_ptr<Sequence>* sequence,
+                     std::shared_ptr<OutputChannel>* channel, std::string* request_id);
+  grpc::Status Finish(const absl::Status& status);
+
+  Engine* engine_;
+  const Tokenizer* tokenizer_;
+  const ServerLimits limits_;
+  const v1::ModelInfo model_info_;
+  CoordinatorMetrics* metrics_;
+};
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_TANDEM_SERVICE_H_

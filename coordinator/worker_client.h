@@ -1,0 +1,51 @@
+// Typed client of one Tandem worker (tandem.v1.Worker) with per-call deadlines and
+// absl::Status results. Thread-safe (gRPC stubs are).
+#ifndef TANDEM_COORDINATOR_WORKER_CLIENT_H_
+#define TANDEM_COORDINATOR_WORKER_CLIENT_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "tandem/v1/worker.grpc.pb.h"
+
+namespace tandem::coordinator {
+
+struct WorkerClientOptions {
+  std::string address;                        // "host:port"
+  std::shared_ptr<grpc::ChannelCredentials> credentials;  // null = plaintext
+  absl::Duration step_timeout = absl::Seconds(30);  // Prefill/Draft/Verify deadline.
+  absl::Duration control_timeout = absl::Seconds(5);  // Describe/Release/Stats/health.
+  int max_message_bytes = 64 << 20;
+};
+
+class WorkerClient {
+ public:
+  explicit WorkerClient(const WorkerClientOptions& options);
+
+  const std::string& address() const { return options_.address; }
+
+  absl::StatusOr<v1::DescribeResponse> Describe();
+  // True when the worker's health service answers SERVING.
+  bool IsServing();
+  absl::StatusOr<v1::PrefillResponse> Prefill(const v1::PrefillRequest& request);
+  absl::StatusOr<v1::DraftResponse> Draft(const v1::DraftRequest& request);
+  absl::StatusOr<v1::VerifyResponse> Verify(const v1::VerifyRequest& request);
+  absl::Status Release(const std::vector<uint64_t>& sequence_ids);
+  absl::StatusOr<v1::WorkerStats> GetStats();
+
+ private:
+  WorkerClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Worker::Stub> stub_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+};
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_WORKER_CLIENT_H_

@@ -1,0 +1,248 @@
+// End-to-end tests of the coordinator with real processes: a draft worker, a 4-process
+// target group over Gloo and tandem-coordinator, on the bundled models, through the
+// public gRPC API.
+#include <algorithm>
+#include <map>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "tests/e2e/cluster.h"
+
+namespace tandem::e2e {
+namespace {
+
+class CoordinatorE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ClusterOptions options;
+    options.tp = 4;
+    options.tag = "e2e";
+    options.coordinator_flags = {"--max_running=64", "--max_queue=512"};
+    auto cluster = Cluster::Start(options);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = cluster->release();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  static Cluster* cluster_;
+};
+Cluster* CoordinatorE2eTest::cluster_ = nullptr;
+
+// Runs `fn(i)` for i < n on `threads` client threads.
+template <typename Fn>
+void ParallelFor(int n, int threads, Fn fn) {
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (int i = next++; i < n; i = next++) fn(i);
+    });
+  }
+  for (auto& th : pool) th.join();
+}
+
+std::vector<int> Ids(const v1::GenerateResponse& r) {
+  return std::vector<int>(r.token_ids().begin(), r.token_ids().end());
+}
+
+TEST_F(CoordinatorE2eTest, GreedySpeculationIsTokenIdenticalToTargetOnly) {
+  auto stub = cluster_->Client();
+  const std::vector<std::string> prompts = TestPrompts(20);
+  ASSERT_EQ(prompts.size(), 20u);
+  constexpr int kTokens = 24;
+  std::vector<std::vector<int>> baseline(prompts.size());
+  ParallelFor(prompts.size(), 20, [&](int i) {
+    auto r = Generate(stub.get(), prompts[i], kTokens, v1::SPECULATION_METHOD_NONE, -1);
+    ASSERT_TRUE(r.ok()) << r.status() << cluster_->Logs();
+    baseline[i] = Ids(*r);
+    EXPECT_EQ(r->stats().draft_tokens_proposed(), 0u);
+  });
+  // Every K in 1..8, with and without pipelining, all at once.
+  struct Case {
+    int prompt, k;
+    v1::Pipelining pipelining;
+  };
+  std::vector<Case> cases;
+  for (int p = 0; p < 20; ++p) {
+    for (int k = 1; k <= 8; ++k) {
+      cases.push_back({p, k, v1::PIPELINING_ON});
+      cases.push_back({p, k, v1::PIPELINING_OFF});
+    }
+  }
+  // PIPELINING_OFF in a running batch switches the whole batch to sequential steps, so
+  // run the two halves in separate waves.
+  for (v1::Pipelining mode : {v1::PIPELINING_ON, v1::PIPELINING_OFF}) {
+    std::atomic<int> proposed{0}, accepted{0};
+    ParallelFor(cases.size(), 32, [&](int i) {
+      const Case& c = cases[i];
+      if (c.pipelining != mode) return;
+      auto r = Generate(stub.get(), prompts[c.prompt], kTokens, v1::SPECULATION_METHOD_DRAFT,
+                        c.k, c.pipelining);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(Ids(*r), baseline[c.prompt])
+          << "prompt " << c.prompt << " K=" << c.k << " pipelining=" << c.pipelining;
+      proposed += r->stats().draft_tokens_proposed();
+      accepted += r->stats().draft_tokens_accepted();
+    });
+    EXPECT_GT(proposed.load(), 0);
+    std::printf("pipelining=%d: acceptance %.3f (%d/%d)\n", mode,
+                proposed ? double(accepted) / proposed : 0.0, accepted.load(), proposed.load());
+  }
+}
+
+TEST_F(CoordinatorE2eTest, PromptLookupIsTokenIdenticalToTargetOnly) {
+  auto stub = cluster_->Client();
+  const std::vector<std::string> prompts = TestPrompts(6);
+  ParallelFor(prompts.size(), 6, [&](int i) {
+    auto none = Generate(stub.get(), prompts[i], 32, v1::SPECULATION_METHOD_NONE, -1);
+    auto lookup = Generate(stub.get(), prompts[i], 32, v1::SPECULATION_METHOD_PROMPT_LOOKUP, 4);
+    ASSERT_TRUE(none.ok() && lookup.ok());
+    EXPECT_EQ(Ids(*lookup), Ids(*none)) << "prompt " << i;
+  });
+}
+
+TEST_F(CoordinatorE2eTest, ConcurrentStreamsEqualTheirSingleRequestOutputs) {
+  auto stub = cluster_->Client();
+  const std::vector<std::string> prompts = TestPrompts(32);
+  ASSERT_EQ(prompts.size(), 32u);
+  std::vector<std::vector<int>> single(32);
+  for (int i = 0; i < 32; ++i) {
+    auto r = Generate(stub.get(), prompts[i], 8 + (i % 5) * 6, v1::SPECULATION_METHOD_DRAFT, -1);
+    ASSERT_TRUE(r.ok()) << r.status();
+    single[i] = Ids(*r);
+  }
+  ParallelFor(32, 32, [&](int i) {
+    v1::GenerateRequest req;
+    req.set_text(prompts[i]);
+    req.set_max_new_tokens(8 + (i % 5) * 6);
+    req.set_return_token_ids(true);
+    grpc::ClientContext ctx;
+    auto reader = stub->GenerateStream(&ctx, req);
+    v1::GenerateStreamResponse chunk;
+    std::vector<int> ids;
+    std::string text;
+    bool finished = false;
+    while (reader->Read(&chunk)) {
+      ids.insert(ids.end(), chunk.token_ids().begin(), chunk.token_ids().end());
+      text += chunk.text_delta();
+      if (chunk.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) finished = true;
+    }
+    grpc::Status st = reader->Finish();
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_TRUE(finished);
+    EXPECT_EQ(ids, single[i]) << "stream " << i;
+  });
+}
+
+TEST_F(CoordinatorE2eTest, BadRequestsGetTheirStatusCodes) {
+  auto stub = cluster_->Client();
+  struct Case {
+    std::string name;
+    std::function<void(v1::GenerateRequest&)> edit;
+    grpc::StatusCode code;
+  };
+  const std::vector<Case> cases = {
+      {"empty prompt", [](auto& r) { r.set_text(""); }, grpc::INVALID_ARGUMENT},
+      {"no prompt", [](auto& r) { r.clear_prompt(); }, grpc::INVALID_ARGUMENT},
+      {"invalid utf8", [](auto& r) { r.set_text("abc\xff"); }, grpc::INVALID_ARGUMENT},
+      {"max_new_tokens", [](auto& r) { r.set_max_new_tokens(1 << 30); }, grpc::INVALID_ARGUMENT},
+      {"nan temperature",
+       [](auto& r) { r.mutable_sampling()->set_temperature(std::nanf("")); },
+       grpc::INVALID_ARGUMENT},
+      {"negative temperature",
+       [](auto& r) { r.mutable_sampling()->set_temperature(-1); }, grpc::INVALID_ARGUMENT},
+      {"top_p zero", [](auto& r) { r.mutable_sampling()->set_top_p(0); }, grpc::INVALID_ARGUMENT},
+      {"top_p above one",
+       [](auto& r) { r.mutable_sampling()->set_top_p(1.5f); }, grpc::INVALID_ARGUMENT},
+      {"K too large",
+       [](auto& r) { r.mutable_speculation()->set_num_speculative_tokens(1000); },
+       grpc::INVALID_ARGUMENT},
+      {"unknown method",
+       [](auto& r) { r.mutable_speculation()->set_method(static_cast<v1::SpeculationMethod>(42)); },
+       grpc::INVALID_ARGUMENT},
+      {"unknown rule",
+       [](auto& r) {
+         r.mutable_speculation()->set_acceptance_rule(static_cast<v1::AcceptanceRule>(42));
+       },
+       grpc::INVALID_ARGUMENT},
+      {"medusa not enabled",
+       [](auto& r) { r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_MEDUSA); },
+       grpc::FAILED_PRECONDITION},
+      {"token id out of vocab",
+       [](auto& r) { r.mutable_token_ids()->add_ids(1 << 24); }, grpc::INVALID_ARGUMENT},
+      {"prompt longer than context",
+       [](auto& r) {
+         for (int i = 0; i < 5000; ++i) r.mutable_token_ids()->add_ids(5);
+       },
+       grpc::INVALID_ARGUMENT},
+  };
+  for (const Case& c : cases) {
+    v1::GenerateRequest req;
+    req.set_text("def f():");
+    req.set_max_new_tokens(4);
+    c.edit(req);
+    grpc::ClientContext ctx;
+    v1::GenerateResponse resp;
+    grpc::Status st = stub->Generate(&ctx, req, &resp);
+    EXPECT_EQ(st.error_code(), c.code) << c.name << ": " << st.error_message();
+    EXPECT_FALSE(st.error_message().empty()) << c.name;
+  }
+}
+
+int64_t UsedBlocks(const std::string& address) {
+  auto stats = WorkerStatsOf(address);
+  return stats.ok() ? stats->kv_used_blocks() : -1;
+}
+
+// Waits until both workers report no used KV blocks.
+bool WaitForFreeKv(Cluster* cluster, absl::Duration timeout) {
+  const absl::Time end = absl::Now() + timeout;
+  while (absl::Now() < end) {
+    if (UsedBlocks(cluster->target().leader_address()) == 0 &&
+        UsedBlocks(cluster->draft()->leader_address()) == 0) {
+      return true;
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return false;
+}
+
+TEST_F(CoordinatorE2eTest, CancellationAndDeadlineFreeKvOnAllWorkers) {
+  auto stub = cluster_->Client();
+  ASSERT_TRUE(WaitForFreeKv(cluster_, absl::Seconds(10)));
+  // A stream cancelled by the client after its first chunk.
+  {
+    v1::GenerateRequest req;
+    req.set_text(TestPrompts(1)[0]);
+    req.set_max_new_tokens(2000);
+    req.set_ignore_eos(true);
+    grpc::ClientContext ctx;
+    auto reader = stub->GenerateStream(&ctx, req);
+    v1::GenerateStreamResponse chunk;
+    ASSERT_TRUE(reader->Read(&chunk));
+    EXPECT_GT(UsedBlocks(cluster_->target().leader_address()), 0);
+    ctx.TryCancel();
+    EXPECT_EQ(reader->Finish().error_code(), grpc::CANCELLED);
+  }
+  EXPECT_TRUE(WaitForFreeKv(cluster_, absl::Seconds(5))) << "KV leaked after cancellation";
+  // A request that runs past its deadline.
+  {
+    v1::GenerateRequest req;
+    req.set_text(TestPrompts(2)[1]);
+    req.set_max_new_tokens(2000);
+    req.set_ignore_eos(true);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(700));
+    v1::GenerateResponse resp;
+    EXPECT_EQ(stub->Generate(&ctx, req, &resp).error_code(), grpc::DEADLINE_EXCEEDED);
+  }
+  EXPECT_TRUE(WaitForFreeKv(cluster_, absl::Seconds(5))) << "KV leaked after a deadline";
+}
+
+}  // namespace
+}  // namespace tandem::e2e
