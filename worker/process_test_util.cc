@@ -165,11 +165,14 @@ std::unique_ptr<v1::Worker::Stub> WorkerStub(const std::string& address) {
 
 absl::StatusOr<std::unique_ptr<WorkerGroup>> WorkerGroup::Start(
     const std::string& model_dir, int tp, const std::string& tag,
-    const std::vector<std::string>& extra_flags) {
+    const std::vector<std::string>& extra_flags, const std::string& binary,
+    const std::string& log_dir) {
   std::unique_ptr<WorkerGroup> group(new WorkerGroup());
+  group->binary_ = binary;
+  group->log_dir_ = log_dir;
   group->model_dir_ = model_dir;
   group->tag_ = absl::StrCat(tag, "-", getpid());
-  group->store_dir_ = absl::StrCat(TestTempDir(), "/rdv-", group->tag_);
+  group->store_dir_ = absl::StrCat(log_dir, "/rdv-", group->tag_);
   group->extra_flags_ = extra_flags;
   for (int r = 0; r < tp; ++r) {
     const int port = FreePort();
@@ -211,8 +214,8 @@ std::vector<std::string> WorkerGroup::Args(int rank) const {
 absl::Status WorkerGroup::Restart(int rank) {
   processes_[rank].reset();
   const std::string log =
-      absl::StrCat(TestTempDir(), "/", tag_, "-rank", rank, "-", starts_[rank]++, ".log");
-  auto process = ChildProcess::Start(WorkerBinary(), Args(rank), log);
+      absl::StrCat(log_dir_, "/", tag_, "-rank", rank, "-", starts_[rank]++, ".log");
+  auto process = ChildProcess::Start(binary_, Args(rank), log);
   if (!process.ok()) return process.status();
   processes_[rank] = *std::move(process);
   return absl::OkStatus();

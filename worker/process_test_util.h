@@ -68,7 +68,8 @@ class WorkerGroup {
  public:
   static absl::StatusOr<std::unique_ptr<WorkerGroup>> Start(
       const std::string& model_dir, int tp, const std::string& tag,
-      const std::vector<std::string>& extra_flags);
+      const std::vector<std::string>& extra_flags, const std::string& binary = WorkerBinary(),
+      const std::string& log_dir = TestTempDir());
 
   int size() const { return static_cast<int>(ports_.size()); }
   std::string address(int rank) const;
@@ -83,7 +84,7 @@ class WorkerGroup {
   WorkerGroup() = default;
   std::vector<std::string> Args(int rank) const;
 
-  std::string model_dir_, tag_, store_dir_;
+  std::string model_dir_, tag_, store_dir_, binary_, log_dir_;
   std::vector<std::string> extra_flags_;
   std::vector<int> ports_;
   std::vector<int> starts_;  // Starts per rank (names the log files).
