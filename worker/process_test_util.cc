@@ -202,8 +202,12 @@ std::vector<std::string> WorkerGroup::Args(int rank) const {
       "--threads=1",
   };
   if (size() > 1) {
+    bool own_rendezvous = false;
+    for (const std::string& flag : extra_flags_) {
+      own_rendezvous |= flag.rfind("--rendezvous=", 0) == 0;
+    }
     args.push_back("--comm=gloo");
-    args.push_back("--rendezvous_dir=" + store_dir_);
+    if (!own_rendezvous) args.push_back("--rendezvous_dir=" + store_dir_);
     args.push_back("--run_id=" + tag_);
     args.push_back("--hostname=127.0.0.1");
   }

@@ -12,6 +12,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "comm/rendezvous_service.h"
+#include "common/server.h"
 #include "worker/process_test_util.h"
 #include "worker/test_util.h"
 #include "worker/verify_scenario.h"
@@ -126,6 +128,39 @@ TEST(WorkerBinaryTest, DraftWorkerServesDraftsExpiresLeasesAndStops) {
   EXPECT_EQ(stats.steps(), 1u);
   (*process)->Signal(SIGTERM);
   EXPECT_EQ((*process)->Wait(absl::Seconds(10)), 0) << (*process)->LogTail();
+}
+
+TEST(WorkerBinaryTest, GroupFormsThroughTheRendezvousService) {
+  RendezvousService rendezvous;
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  auto server = GrpcServer::Start(options, {&rendezvous});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto group = testing::WorkerGroup::Start(
+      testing::kTpCheckpoint, 2, "grpc-rdv",
+      {absl::StrCat("--rendezvous=127.0.0.1:", (*server)->port()), "--kv_cache_mb=4",
+       "--step_timeout_s=10", "--regroup_timeout_s=5"});
+  ASSERT_TRUE(group.ok()) << group.status();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(testing::WaitForHealth((*group)->address(r), Health::kServing, absl::Seconds(25)))
+        << (*group)->Logs();
+  }
+  auto stub = testing::WorkerStub((*group)->leader_address());
+  v1::VerifyRequest request;
+  v1::VerifySequence* s = request.add_sequences();
+  s->set_sequence_id(1);
+  for (int t : {1, 2, 3}) s->add_tokens(t);
+  s->mutable_sampling()->set_rule(v1::ACCEPTANCE_RULE_GREEDY);
+  grpc::ClientContext context;
+  v1::VerifyResponse response;
+  ASSERT_TRUE(stub->Verify(&context, request, &response).ok()) << (*group)->Logs();
+  EXPECT_EQ(response.sequences(0).committed_size(), 1);
+  EXPECT_EQ(response.sequences(0).cached_length(), 3u);
+  EXPECT_GT(rendezvous.num_keys(), 0u);
+  (*group)->process(0).Signal(SIGTERM);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ((*group)->process(r).Wait(absl::Seconds(15)), 0);
+  rendezvous.Shutdown();
+  (*server)->Shutdown(absl::Seconds(1));
 }
 
 }  // namespace
