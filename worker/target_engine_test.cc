@@ -1,12 +1,14 @@
 // Target engine against an independent plain-decoding reference on its own model.
 #include "worker/target_engine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "spec/rng.h"
+#include "worker/draft_engine.h"
 #include "spec/sampling.h"
 #include "worker/test_util.h"
 
@@ -202,6 +204,55 @@ TEST_F(TargetEngineTest, BatchedVerifyEqualsEachSequenceAlone) {
   for (int j = 0; j < b->sequences(0).logprobs_size(); ++j) {
     EXPECT_EQ(both->sequences(0).logprobs(j), b->sequences(0).logprobs(j));
   }
+}
+
+// Self-speculation: a draft running the target model itself, with q covering the whole
+// vocabulary, proposes exactly p, so rejection sampling accepts every proposal and
+// the committed tokens are the draft's samples plus a bonus.
+TEST_F(TargetEngineTest, SelfSpeculationUnderRejectionSamplingAcceptsEverything) {
+  auto draft_model = testing::LoadTestExecutor(testing::kTpCheckpoint);
+  ASSERT_TRUE(draft_model.ok()) << draft_model.status();
+  DraftEngine draft(draft_model->executor.get(), DraftEngineOptions{kVocab});
+  const v1::SequenceSampling sampling = testing::Sampled(1.0f, 2024);
+  ASSERT_TRUE(Prefill(30, Head()).ok());
+  v1::PrefillRequest prefill;
+  v1::PrefillSequence* p = prefill.add_sequences();
+  p->set_sequence_id(30);
+  p->mutable_tokens()->Assign(prompt_.begin(), prompt_.end() - 1);
+  ASSERT_TRUE(RunPrefill(draft_model->executor.get(), prefill).ok());
+
+  // The coordinator's view: all tokens so far and each cache's valid length.
+  std::vector<int32_t> all = prompt_;
+  uint32_t target_cached = Last(), draft_cached = Last();
+  int accepted = 0, proposed = 0;
+  for (int step = 0; step < 5; ++step) {
+    const uint32_t draft_start = std::min(draft_cached, target_cached);
+    v1::DraftRequest request;
+    v1::DraftSequence* d = request.add_sequences();
+    d->set_sequence_id(30);
+    d->set_start_position(draft_start);
+    d->mutable_tokens()->Assign(all.begin() + draft_start, all.end());
+    d->set_num_draft_tokens(4);
+    *d->mutable_sampling() = sampling;
+    auto drafted = draft.Draft(request);
+    ASSERT_TRUE(drafted.ok()) << drafted.status();
+    draft_cached = drafted->sequences(0).cached_length();
+    v1::VerifySequence v = Seq(30, target_cached, {all.begin() + target_cached, all.end()}, {},
+                               sampling);
+    *v.mutable_proposals() = drafted->sequences(0).proposals();
+    v.set_sample_index(static_cast<uint32_t>(all.size() - prompt_.size()));
+    auto verified = Verify({v});
+    ASSERT_TRUE(verified.ok()) << verified.status();
+    const v1::VerifiedSequence& out = verified->sequences(0);
+    accepted += out.num_accepted();
+    proposed += 4;
+    for (uint32_t i = 0; i < out.num_accepted(); ++i) {
+      EXPECT_EQ(out.committed(i), drafted->sequences(0).proposals(i).token());
+    }
+    all.insert(all.end(), out.committed().begin(), out.committed().end());
+    target_cached = out.cached_length();
+  }
+  EXPECT_EQ(accepted, proposed);
 }
 
 TEST_F(TargetEngineTest, PrefillCreatesAndExtends) {
