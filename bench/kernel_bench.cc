@@ -25,6 +25,7 @@
 ABSL_FLAG(int, threads, 0, "Threads for the multi-threaded columns (0 = hardware threads).");
 ABSL_FLAG(double, seconds, 0.1, "Approximate measuring time per figure.");
 ABSL_FLAG(std::string, simd, "", "Force a SIMD level: avx2 or portable (default: detected).");
+ABSL_FLAG(std::string, only, "", "Run one section only: matmul or attention (default: both).");
 
 namespace tandem {
 namespace bench {
@@ -171,8 +172,9 @@ int Main() {
       "%.1f GFLOP/s per core; %d threads together: %.1f GFLOP/s\n",
       peak.isa, peak.fma_ghz_per_core, peak.simd_width, peak.gflops_per_core, peak.threads,
       peak.gflops_all);
-  BenchMatMul(level, peak, seconds);
-  BenchAttention(level, peak, seconds);
+  const std::string only = absl::GetFlag(FLAGS_only);
+  if (only.empty() || only == "matmul") BenchMatMul(level, peak, seconds);
+  if (only.empty() || only == "attention") BenchAttention(level, peak, seconds);
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <vector>
 
 #include "glog/logging.h"
 #include "kernels/cpu/vec_math.h"
@@ -15,143 +16,222 @@ namespace {
 // Smallest share of multiply-adds worth handing to another thread.
 constexpr int64_t kMinFmaPerThread = 1 << 15;
 
-// The inputs of one (row, head) task.
-struct HeadTask {
-  const float* q;          // [head_dim]
+// Keys per chunk of the AVX2 path: a chunk's keys and values stay in L1 while every
+// query head of the group passes over them. Even, so the even/odd value chains below
+// do not depend on the chunking.
+constexpr int kKeyChunk = 64;
+
+// The inputs of one (row, KV head) task: the `heads` query heads that share the KV head.
+struct GroupTask {
+  const float* q;          // [heads, head_dim]
   const float* k_base;     // k_cache + kv_head * head_dim
   const float* v_base;     // v_cache + kv_head * head_dim
-  const int64_t* offsets;  // [n] element offset of each key's slot
+  const int64_t* offsets;  // [n] element offset of each key's slot, logical order
   int n;
+  int heads;
   int head_dim;
   float scale;
-  float* scores;  // scratch [n rounded up to 8]
-  float* out;     // [head_dim]
+  float* scores;         // scratch [heads, score_stride]
+  int64_t score_stride;  // >= n rounded up to 8
+  float* acc;            // scratch [heads, 2, acc_stride] (AVX2 value sums)
+  int64_t acc_stride;    // head_dim rounded up to 8
+  float* out;            // [heads, head_dim]
 };
 
-void AttendPortable(const HeadTask& t) {
+void AttendPortable(const GroupTask& t) {
   const int hd = t.head_dim;
-  float max = -std::numeric_limits<float>::infinity();
-  for (int j = 0; j < t.n; ++j) {
-    const float* k = t.k_base + t.offsets[j];
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int d = 0;
-    for (; d + 8 <= hd; d += 8) {
-      for (int l = 0; l < 8; ++l) acc[l] += t.q[d + l] * k[d + l];
+  for (int g = 0; g < t.heads; ++g) {
+    const float* q = t.q + size_t(g) * hd;
+    float* scores = t.scores;
+    float* out = t.out + size_t(g) * hd;
+    float max = -std::numeric_limits<float>::infinity();
+    for (int j = 0; j < t.n; ++j) {
+      const float* k = t.k_base + t.offsets[j];
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      int d = 0;
+      for (; d + 8 <= hd; d += 8) {
+        for (int l = 0; l < 8; ++l) acc[l] += q[d + l] * k[d + l];
+      }
+      for (int l = 0; d + l < hd; ++l) acc[l] += q[d + l] * k[d + l];
+      scores[j] = ReduceTree8(acc) * t.scale;
+      max = std::max(max, scores[j]);
     }
-    for (int l = 0; d + l < hd; ++l) acc[l] += t.q[d + l] * k[d + l];
-    t.scores[j] = ReduceTree8(acc) * t.scale;
-    max = std::max(max, t.scores[j]);
+    float sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int j = 0; j < t.n; ++j) {
+      scores[j] = std::exp(scores[j] - max);
+      sum[j % 8] += scores[j];
+    }
+    const float inv_sum = 1.0f / ReduceTree8(sum);
+    for (int d = 0; d < hd; ++d) out[d] = 0.0f;
+    for (int j = 0; j < t.n; ++j) {
+      const float* v = t.v_base + t.offsets[j];
+      const float p = scores[j];
+      for (int d = 0; d < hd; ++d) out[d] += p * v[d];
+    }
+    for (int d = 0; d < hd; ++d) out[d] *= inv_sum;
   }
-  float sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int j = 0; j < t.n; ++j) {
-    t.scores[j] = std::exp(t.scores[j] - max);
-    sum[j % 8] += t.scores[j];
-  }
-  const float inv_sum = 1.0f / ReduceTree8(sum);
-  for (int d = 0; d < hd; ++d) t.out[d] = 0.0f;
-  for (int j = 0; j < t.n; ++j) {
-    const float* v = t.v_base + t.offsets[j];
-    const float p = t.scores[j];
-    for (int d = 0; d < hd; ++d) t.out[d] += p * v[d];
-  }
-  for (int d = 0; d < hd; ++d) t.out[d] *= inv_sum;
 }
 
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
 
-// scores[j..j+8) for up to 8 keys; missing keys repeat key j and are not stored.
-TANDEM_AVX2 inline void ScoreGroup(const HeadTask& t, int j) {
-  const int count = std::min(8, t.n - j);
+// Loads 8 floats at p, or (kFull = false) only the first `left` of them.
+template <bool kFull>
+TANDEM_AVX2 inline __m256 Load8(const float* p, int64_t left) {
+  return kFull ? _mm256_loadu_ps(p) : LoadPartial(p, left);
+}
+
+// scores[j .. j + count) = scale * q . k_j for count <= 8 keys; missing keys repeat
+// key j and are not stored. kFull: head_dim is a multiple of 8.
+template <bool kFull>
+TANDEM_AVX2 inline void ScoreGroup(const GroupTask& t, const float* q, int j, int count,
+                                   float* scores) {
   const float* k[8];
-  for (int l = 0; l < 8; ++l) k[l] = t.k_base + t.offsets[j + (l < count ? l : 0)];
+  if (count == 8) {
+    for (int l = 0; l < 8; ++l) k[l] = t.k_base + t.offsets[j + l];
+  } else {
+    for (int l = 0; l < 8; ++l) k[l] = t.k_base + t.offsets[j + (l < count ? l : 0)];
+  }
   __m256 acc[8];
 #pragma GCC unroll 8
   for (int l = 0; l < 8; ++l) acc[l] = _mm256_setzero_ps();
   for (int d = 0; d < t.head_dim; d += 8) {
     const int64_t left = t.head_dim - d;
-    const __m256 qv = LoadPartial(t.q + d, left);
+    const __m256 qv = Load8<kFull>(q + d, left);
 #pragma GCC unroll 8
-    for (int l = 0; l < 8; ++l) acc[l] = _mm256_fmadd_ps(qv, LoadPartial(k[l] + d, left), acc[l]);
+    for (int l = 0; l < 8; ++l) acc[l] = _mm256_fmadd_ps(qv, Load8<kFull>(k[l] + d, left), acc[l]);
   }
-  const __m256 scores = _mm256_set_m128(Reduce4(acc[4], acc[5], acc[6], acc[7]),
-                                        Reduce4(acc[0], acc[1], acc[2], acc[3]));
-  StorePartial(t.scores + j, count, _mm256_mul_ps(scores, _mm256_set1_ps(t.scale)));
-}
-
-// out[d0 .. d0 + 8*NV) = sum_j p_j v_j: even and odd keys accumulate separately (each
-// in key order; two chains hide the FMA latency), then even + odd. The order depends
-// only on the row's key count.
-template <int NV>
-TANDEM_AVX2 inline void AccumulateValues(const HeadTask& t, int d0, __m256 inv_sum) {
-  __m256 even[NV], odd[NV];
-#pragma GCC unroll 4
-  for (int c = 0; c < NV; ++c) even[c] = odd[c] = _mm256_setzero_ps();
-  const int64_t left = t.head_dim - d0;
-  int j = 0;
-  for (; j + 2 <= t.n; j += 2) {
-    const float* v0 = t.v_base + t.offsets[j] + d0;
-    const float* v1 = t.v_base + t.offsets[j + 1] + d0;
-    const __m256 p0 = _mm256_broadcast_ss(t.scores + j);
-    const __m256 p1 = _mm256_broadcast_ss(t.scores + j + 1);
-#pragma GCC unroll 4
-    for (int c = 0; c < NV; ++c) {
-      even[c] = _mm256_fmadd_ps(p0, LoadPartial(v0 + 8 * c, left - 8 * c), even[c]);
-      odd[c] = _mm256_fmadd_ps(p1, LoadPartial(v1 + 8 * c, left - 8 * c), odd[c]);
-    }
-  }
-  if (j < t.n) {
-    const float* v0 = t.v_base + t.offsets[j] + d0;
-    const __m256 p0 = _mm256_broadcast_ss(t.scores + j);
-#pragma GCC unroll 4
-    for (int c = 0; c < NV; ++c) {
-      even[c] = _mm256_fmadd_ps(p0, LoadPartial(v0 + 8 * c, left - 8 * c), even[c]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int c = 0; c < NV; ++c) {
-    StorePartial(t.out + d0 + 8 * c, left - 8 * c,
-                 _mm256_mul_ps(_mm256_add_ps(even[c], odd[c]), inv_sum));
+  // Lane l of `sums` = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) of acc[l].
+  const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
+  const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(acc[4], acc[5]), _mm256_hadd_ps(acc[6], acc[7]));
+  const __m256 sums =
+      _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+  const __m256 scaled = _mm256_mul_ps(sums, _mm256_set1_ps(t.scale));
+  if (count == 8) {
+    _mm256_storeu_ps(scores + j, scaled);
+  } else {
+    StorePartial(scores + j, count, scaled);
   }
 }
 
-TANDEM_AVX2 void AttendAvx2(const HeadTask& t) {
-  for (int j = 0; j < t.n; j += 8) ScoreGroup(t, j);
-  // Max (exact in any order).
+// Turns scores[0, n) into exp(score - max) in place; returns 1 / their sum (8-lane
+// partial sums over the chunks of 8, then the fixed tree).
+TANDEM_AVX2 float ExpAndSum(float* scores, int n) {
   float max = -std::numeric_limits<float>::infinity();
   int j = 0;
-  if (t.n >= 8) {
-    __m256 m = _mm256_loadu_ps(t.scores);
-    for (j = 8; j + 8 <= t.n; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(t.scores + j));
+  if (n >= 8) {
+    __m256 m = _mm256_loadu_ps(scores);
+    for (j = 8; j + 8 <= n; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(scores + j));
     alignas(32) float lanes[8];
     _mm256_store_ps(lanes, m);
     for (float lane : lanes) max = std::max(max, lane);
   }
-  for (; j < t.n; ++j) max = std::max(max, t.scores[j]);
-  // Probabilities (unnormalised) and their sum.
+  for (; j < n; ++j) max = std::max(max, scores[j]);
   const __m256 vmax = _mm256_set1_ps(max);
   __m256 sum = _mm256_setzero_ps();
-  for (j = 0; j < t.n; j += 8) {
-    const int left = t.n - j;
-    __m256 p = Exp8(_mm256_sub_ps(LoadPartial(t.scores + j, left), vmax));
+  for (j = 0; j < n; j += 8) {
+    const int left = n - j;
+    __m256 p = Exp8(_mm256_sub_ps(LoadPartial(scores + j, left), vmax));
     if (left < 8) p = _mm256_and_ps(p, _mm256_castsi256_ps(TailMask(left)));
-    StorePartial(t.scores + j, left, p);
+    StorePartial(scores + j, left, p);
     sum = _mm256_add_ps(sum, p);
   }
-  const __m256 inv_sum = _mm256_set1_ps(1.0f / Reduce1(sum));
-  for (int d0 = 0; d0 < t.head_dim; d0 += 32) {
-    switch (std::min<int>(4, Chunks8(t.head_dim - d0))) {
-      case 1:
-        AccumulateValues<1>(t, d0, inv_sum);
-        break;
-      case 2:
-        AccumulateValues<2>(t, d0, inv_sum);
-        break;
-      case 3:
-        AccumulateValues<3>(t, d0, inv_sum);
-        break;
-      default:
-        AccumulateValues<4>(t, d0, inv_sum);
-        break;
+  return 1.0f / Reduce1(sum);
+}
+
+// Adds p_j v_j[d0 .. d0 + 8*NV) for keys [begin, end) to the running sums even/odd
+// (memory, [8*NV] each): even keys into `even`, odd keys into `odd`, each in key
+// order (two chains hide the FMA latency). `begin` is even.
+template <int NV, bool kFull>
+TANDEM_AVX2 inline void AccumulateValues(const GroupTask& t, const float* p, int begin, int end,
+                                         int d0, float* even_sums, float* odd_sums) {
+  __m256 even[NV], odd[NV];
+#pragma GCC unroll 4
+  for (int c = 0; c < NV; ++c) {
+    even[c] = _mm256_loadu_ps(even_sums + 8 * c);
+    odd[c] = _mm256_loadu_ps(odd_sums + 8 * c);
+  }
+  const int64_t left = t.head_dim - d0;
+  int j = begin;
+  for (; j + 2 <= end; j += 2) {
+    const float* v0 = t.v_base + t.offsets[j] + d0;
+    const float* v1 = t.v_base + t.offsets[j + 1] + d0;
+    const __m256 p0 = _mm256_broadcast_ss(p + j);
+    const __m256 p1 = _mm256_broadcast_ss(p + j + 1);
+#pragma GCC unroll 4
+    for (int c = 0; c < NV; ++c) {
+      even[c] = _mm256_fmadd_ps(p0, Load8<kFull>(v0 + 8 * c, left - 8 * c), even[c]);
+      odd[c] = _mm256_fmadd_ps(p1, Load8<kFull>(v1 + 8 * c, left - 8 * c), odd[c]);
+    }
+  }
+  if (j < end) {
+    const float* v0 = t.v_base + t.offsets[j] + d0;
+    const __m256 p0 = _mm256_broadcast_ss(p + j);
+#pragma GCC unroll 4
+    for (int c = 0; c < NV; ++c) {
+      even[c] = _mm256_fmadd_ps(p0, Load8<kFull>(v0 + 8 * c, left - 8 * c), even[c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < NV; ++c) {
+    _mm256_storeu_ps(even_sums + 8 * c, even[c]);
+    _mm256_storeu_ps(odd_sums + 8 * c, odd[c]);
+  }
+}
+
+template <bool kFull>
+TANDEM_AVX2 void AttendAvx2(const GroupTask& t) {
+  const int hd = t.head_dim;
+  // Scores, chunk by chunk so each chunk's keys serve every head from L1.
+  for (int c0 = 0; c0 < t.n; c0 += kKeyChunk) {
+    const int c1 = std::min(t.n, c0 + kKeyChunk);
+    for (int g = 0; g < t.heads; ++g) {
+      for (int j = c0; j < c1; j += 8) {
+        ScoreGroup<kFull>(t, t.q + size_t(g) * hd, j, std::min(8, c1 - j),
+                          t.scores + g * t.score_stride);
+      }
+    }
+  }
+  float inv_sum[64];
+  float* inv = t.heads <= 64 ? inv_sum : nullptr;
+  std::vector<float> inv_heap;
+  if (inv == nullptr) {
+    inv_heap.resize(t.heads);
+    inv = inv_heap.data();
+  }
+  for (int g = 0; g < t.heads; ++g) inv[g] = ExpAndSum(t.scores + g * t.score_stride, t.n);
+  // Value sums, chunk by chunk so each chunk's values serve every head from L1.
+  std::fill(t.acc, t.acc + size_t(t.heads) * 2 * t.acc_stride, 0.0f);
+  for (int c0 = 0; c0 < t.n; c0 += kKeyChunk) {
+    const int c1 = std::min(t.n, c0 + kKeyChunk);
+    for (int g = 0; g < t.heads; ++g) {
+      const float* p = t.scores + g * t.score_stride;
+      float* even = t.acc + size_t(g) * 2 * t.acc_stride;
+      float* odd = even + t.acc_stride;
+      for (int d0 = 0; d0 < hd; d0 += 32) {
+        switch (std::min<int>(4, Chunks8(hd - d0))) {
+          case 1:
+            AccumulateValues<1, kFull>(t, p, c0, c1, d0, even + d0, odd + d0);
+            break;
+          case 2:
+            AccumulateValues<2, kFull>(t, p, c0, c1, d0, even + d0, odd + d0);
+            break;
+          case 3:
+            AccumulateValues<3, kFull>(t, p, c0, c1, d0, even + d0, odd + d0);
+            break;
+          default:
+            AccumulateValues<4, kFull>(t, p, c0, c1, d0, even + d0, odd + d0);
+            break;
+        }
+      }
+    }
+  }
+  for (int g = 0; g < t.heads; ++g) {
+    const float* even = t.acc + size_t(g) * 2 * t.acc_stride;
+    const float* odd = even + t.acc_stride;
+    const __m256 scale = _mm256_set1_ps(inv[g]);
+    for (int d = 0; d < hd; d += 8) {
+      const __m256 sum = _mm256_add_ps(_mm256_loadu_ps(even + d), _mm256_loadu_ps(odd + d));
+      StorePartial(t.out + size_t(g) * hd + d, hd - d, _mm256_mul_ps(sum, scale));
     }
   }
 }
@@ -207,14 +287,18 @@ void PagedAttention(SimdLevel level, ThreadPool* pool, const StepPlan& plan,
   const int64_t kv_stride = int64_t(layout.num_kv_heads) * head_dim;
   const int bs = plan.block_size;
 
+  // One task per (row, KV head): the query heads of a group share their keys.
   auto range = [&](int64_t task_begin, int64_t task_end) {
-    std::vector<float> scores(size_t(rows.max_keys) + 8);
+    const int64_t score_stride = (int64_t(rows.max_keys) + 7) / 8 * 8 + 8;
+    const int64_t acc_stride = (head_dim + 7) / 8 * 8;
+    std::vector<float> scores(size_t(group) * score_stride);
+    std::vector<float> acc(size_t(group) * 2 * acc_stride);
     std::vector<int64_t> offsets(size_t(rows.max_keys) + 8);
     int offsets_row = -1;
     int n = 0;
     for (int64_t task = task_begin; task < task_end; ++task) {
-      const int r = static_cast<int>(task / num_heads);
-      const int h = static_cast<int>(task % num_heads);
+      const int r = static_cast<int>(task / layout.num_kv_heads);
+      const int kv_head = static_cast<int>(task % layout.num_kv_heads);
       if (r != offsets_row) {  // Slot offsets of this row's keys, in logical order.
         const std::vector<int32_t>& table = plan.sequences[rows.sequence[r]].block_table;
         auto slot = [&](int32_t logical) {
@@ -231,27 +315,35 @@ void PagedAttention(SimdLevel level, ThreadPool* pool, const StepPlan& plan,
         }
         offsets_row = r;
       }
-      const int kv_head = h / group;
-      HeadTask t;
-      t.q = q + (size_t(r) * num_heads + h) * head_dim;
+      const size_t first_head = size_t(r) * num_heads + size_t(kv_head) * group;
+      GroupTask t;
+      t.q = q + first_head * head_dim;
       t.k_base = k_cache + size_t(kv_head) * head_dim;
       t.v_base = v_cache + size_t(kv_head) * head_dim;
       t.offsets = offsets.data();
       t.n = n;
+      t.heads = group;
       t.head_dim = head_dim;
       t.scale = scale;
       t.scores = scores.data();
-      t.out = out + (size_t(r) * num_heads + h) * head_dim;
+      t.score_stride = score_stride;
+      t.acc = acc.data();
+      t.acc_stride = acc_stride;
+      t.out = out + first_head * head_dim;
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
       if (level == SimdLevel::kAvx2) {
-        AttendAvx2(t);
+        if (head_dim % 8 == 0) {
+          AttendAvx2<true>(t);
+        } else {
+          AttendAvx2<false>(t);
+        }
         continue;
       }
 #endif
       AttendPortable(t);
     }
   };
-  const int64_t tasks = int64_t(num_rows) * num_heads;
+  const int64_t tasks = int64_t(num_rows) * layout.num_kv_heads;
   const int64_t fma_total = std::max<int64_t>(1, rows.total_keys * num_heads * head_dim * 2);
   const int64_t min_tasks = std::max<int64_t>(1, tasks * kMinFmaPerThread / fma_total);
   if (pool == nullptr) {

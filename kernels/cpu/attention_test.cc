@@ -136,8 +136,8 @@ TEST_P(AttentionTest, MatchesReference) {
 // Row i of a chain of R new rows equals the same query decoded alone after
 // context + i keys, bitwise, for R up to 37, with other sequences in the batch and
 // 1, 2 or 4 threads.
-TEST_P(AttentionTest, ChainRowsMatchDecodingAlone) {
-  const int num_kv_heads = 2, num_heads = 8, head_dim = 20, block_size = 16;
+void CheckChainRowsMatchDecodingAlone(SimdLevel level, int head_dim) {
+  const int num_kv_heads = 2, num_heads = 8, block_size = 16;
   const int context = 21, max_rows = 37;
   const Scenario base =
       MakeScenario({{context, max_rows, {}}}, num_kv_heads, head_dim, block_size, 3);
@@ -157,7 +157,7 @@ TEST_P(AttentionTest, ChainRowsMatchDecodingAlone) {
     single.plan.kv_slots = {base.plan.kv_slots[i]};
     ASSERT_TRUE(ValidateStepPlan(single.plan).ok());
     const std::vector<float> qi(q.begin() + size_t(i) * width, q.begin() + size_t(i + 1) * width);
-    const auto out = RunAttention(GetParam(), nullptr, single, qi, num_heads, scale);
+    const auto out = RunAttention(level, nullptr, single, qi, num_heads, scale);
     std::copy(out.begin(), out.end(), alone.begin() + size_t(i) * width);
   }
   for (int threads : {1, 2, 4}) {
@@ -183,11 +183,15 @@ TEST_P(AttentionTest, ChainRowsMatchDecodingAlone) {
       ASSERT_TRUE(ValidateStepPlan(plan).ok()) << ValidateStepPlan(plan);
       std::vector<float> qb = RandomVector(size_t(3) * width, 99);
       qb.insert(qb.end(), q.begin(), q.begin() + size_t(rows) * width);
-      const auto out = RunAttention(GetParam(), &pool, batch, qb, num_heads, scale);
+      const auto out = RunAttention(level, &pool, batch, qb, num_heads, scale);
       ASSERT_TRUE(BitwiseEqual(out.data() + size_t(3) * width, alone.data(), size_t(rows) * width))
-          << "threads=" << threads << " rows=" << rows;
+          << "threads=" << threads << " rows=" << rows << " head_dim=" << head_dim;
     }
   }
+}
+
+TEST_P(AttentionTest, ChainRowsMatchDecodingAlone) {
+  for (int head_dim : {20, 32}) CheckChainRowsMatchDecodingAlone(GetParam(), head_dim);
 }
 
 // A tree sequence's outputs do not depend on the other sequences or the thread count.
