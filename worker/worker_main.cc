@@ -177,7 +177,11 @@ int Run(int argc, char** argv) {
   if (options.is_group()) {
     absl::StatusOr<std::unique_ptr<GroupMembership>> opened =
         GroupMembership::Open(GroupCommOptions(options));
-    if (!opened.ok()) Die(opened.status(), 2);
+    if (!opened.ok()) {
+      Die(absl::Status(opened.status().code(),
+                       absl::StrCat("rendezvous store: ", opened.status().message())),
+          1);
+    }
     membership = *std::move(opened);
   }
   GroupTimeouts timeouts;
