@@ -228,11 +228,10 @@ absl::Status ValidateVerifyRequest(const v1::VerifyRequest& request,
               where, ": proposal_parents[", i, "] = ", p, " must be in [-1, ", i, ")"));
         }
       }
-      if (params->rule != spec::AcceptanceRule::kGreedy) {
-        return absl::UnimplementedError(absl::StrCat(
-            where, ": tree verification (proposal_parents) supports the greedy rule only, "
-                   "got '",
-            spec::AcceptanceRuleName(params->rule), "'"));
+      if (params->rule == spec::AcceptanceRule::kRejection) {
+        return absl::UnimplementedError(
+            where + ": tree verification (proposal_parents) is not available with "
+                    "rejection sampling; use a chain or a deterministic rule");
       }
     }
     TANDEM_RETURN_IF_ERROR(CheckPositions(seq.sequence_id(), seq.start_position(),

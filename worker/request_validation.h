@@ -2,7 +2,7 @@
 // limits, with the status codes of the protocol (proto/tandem/v1/worker.proto):
 // INVALID_ARGUMENT for a bad field, NOT_FOUND for an unknown sequence that is not being
 // created, RESOURCE_EXHAUSTED for a batch over max_batch_tokens, UNIMPLEMENTED for tree
-// verification under a rule other than greedy. Messages name the sequence and field.
+// verification under rejection sampling. Messages name the sequence and field.
 // A sequence that is not cached may only start at position 0 (it is then created);
 // any other start is NOT_FOUND ("unknown sequence N: was the worker restarted?").
 // (KV capacity is checked by the model when the step runs.)

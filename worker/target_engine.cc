@@ -1,5 +1,6 @@
 #include "worker/target_engine.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -20,52 +21,67 @@ struct Accepted {
   std::vector<int> accepted;
 };
 
-// Greedy walk of a candidate tree: from the root (row 0), follow the child whose token
-// is the argmax of the current row; stop at the first row whose argmax no child has
-// (a correction, or a bonus at a leaf).
-Accepted WalkTreeGreedy(const v1::VerifySequence& seq, const std::vector<float>& logits,
-                        int vocab) {
-  Accepted out;
-  int node = -1;  // -1 = the last committed token (row 0); j = proposal j (row j + 1).
-  while (true) {
-    const int row = node + 1;
-    const int32_t best =
-        spec::Argmax(absl::MakeConstSpan(logits.data() + size_t(row) * vocab, vocab));
-    out.committed.push_back(best);
-    out.rows.push_back(row);
-    int next = -1;
-    for (int j = node + 1; j < seq.proposals_size(); ++j) {
-      if (seq.proposal_parents(j) == node && seq.proposals(j).token() == best) {
-        next = j;
-        break;
-      }
-    }
-    if (next < 0) return out;
-    out.accepted.push_back(next);
-    node = next;
-  }
+spec::Proposal ToProposal(const v1::ProposedToken& p) {
+  spec::Proposal out;
+  out.token = p.token();
+  out.q.ids.assign(p.q_ids().begin(), p.q_ids().end());
+  out.q.probs.assign(p.q_probs().begin(), p.q_probs().end());
+  return out;
 }
 
-absl::StatusOr<Accepted> AcceptChain(const v1::VerifySequence& seq,
-                                     const std::vector<std::vector<float>>& probs) {
-  absl::StatusOr<spec::AcceptanceParams> params = ToAcceptanceParams(seq.sampling());
-  if (!params.ok()) return params.status();
-  std::vector<spec::Proposal> proposals(seq.proposals_size());
-  for (int i = 0; i < seq.proposals_size(); ++i) {
-    const v1::ProposedToken& p = seq.proposals(i);
-    proposals[i].token = p.token();
-    proposals[i].q.ids.assign(p.q_ids().begin(), p.q_ids().end());
-    proposals[i].q.probs.assign(p.q_probs().begin(), p.q_probs().end());
+// Runs the rule over the proposals `path` (indices, a root-to-node chain) whose logit
+// rows are 0 (the last committed token) and path[i] + 1.
+absl::StatusOr<Accepted> AcceptPath(const v1::VerifySequence& seq, const std::vector<int>& path,
+                                    const std::vector<std::vector<float>>& probs,
+                                    const spec::AcceptanceParams& params) {
+  std::vector<spec::Proposal> proposals;
+  std::vector<absl::Span<const float>> spans = {probs[0]};
+  std::vector<int> rows = {0};
+  for (int j : path) {
+    proposals.push_back(ToProposal(seq.proposals(j)));
+    spans.push_back(probs[j + 1]);
+    rows.push_back(j + 1);
   }
-  std::vector<absl::Span<const float>> spans(probs.begin(), probs.end());
   absl::StatusOr<spec::AcceptanceResult> result = spec::AcceptProposals(
-      proposals, spans, *params, spec::RandomKey{seq.sampling().seed(), seq.sample_index()});
+      proposals, spans, params, spec::RandomKey{seq.sampling().seed(), seq.sample_index()});
   if (!result.ok()) return result.status();
   Accepted out;
   out.committed = std::move(result->committed);
-  for (int i = 0; i < static_cast<int>(out.committed.size()); ++i) out.rows.push_back(i);
-  for (int i = 0; i < result->num_accepted; ++i) out.accepted.push_back(i);
+  out.rows.assign(rows.begin(), rows.begin() + out.committed.size());
+  out.accepted.assign(path.begin(), path.begin() + result->num_accepted);
   return out;
+}
+
+// A chain: the proposals in order. A tree: every root-to-leaf path is run as a chain
+// (the position rule's K is that path's length) and the path that accepts the most
+// proposals wins (ties: the lowest leaf index). Rejection sampling is not offered on
+// trees (validation answers UNIMPLEMENTED): the best of several paths would not keep
+// the target distribution.
+absl::StatusOr<Accepted> Accept(const v1::VerifySequence& seq,
+                                const std::vector<std::vector<float>>& probs) {
+  absl::StatusOr<spec::AcceptanceParams> params = ToAcceptanceParams(seq.sampling());
+  if (!params.ok()) return params.status();
+  const int k = seq.proposals_size();
+  if (seq.proposal_parents_size() == 0) {
+    std::vector<int> chain(k);
+    for (int i = 0; i < k; ++i) chain[i] = i;
+    return AcceptPath(seq, chain, probs, *params);
+  }
+  std::vector<bool> has_child(k, false);
+  for (int j = 0; j < k; ++j) {
+    if (seq.proposal_parents(j) >= 0) has_child[seq.proposal_parents(j)] = true;
+  }
+  absl::StatusOr<Accepted> best = absl::InternalError("verify: a tree without leaves");
+  for (int leaf = 0; leaf < k; ++leaf) {
+    if (has_child[leaf]) continue;
+    std::vector<int> path;
+    for (int j = leaf; j >= 0; j = seq.proposal_parents(j)) path.push_back(j);
+    std::reverse(path.begin(), path.end());
+    absl::StatusOr<Accepted> result = AcceptPath(seq, path, probs, *params);
+    if (!result.ok()) return result.status();
+    if (!best.ok() || result->accepted.size() > best->accepted.size()) best = std::move(result);
+  }
+  return best;
 }
 
 }  // namespace
@@ -109,18 +125,11 @@ absl::StatusOr<v1::VerifyResponse> TargetEngine::Verify(const v1::VerifyRequest&
     const bool greedy = IsGreedy(seq.sampling());
     const bool tree = seq.proposal_parents_size() > 0;
     probs.resize(k + 1);
-    if (!tree || seq.sampling().return_logprobs()) {
-      for (int i = 0; i <= k; ++i) {
-        spec::ProcessLogits(absl::MakeConstSpan(seq_logits.data() + size_t(i) * vocab, vocab),
-                            ToSamplingConfig(seq.sampling()), &probs[i]);
-      }
+    for (int i = 0; i <= k; ++i) {
+      spec::ProcessLogits(absl::MakeConstSpan(seq_logits.data() + size_t(i) * vocab, vocab),
+                          ToSamplingConfig(seq.sampling()), &probs[i]);
     }
-    absl::StatusOr<Accepted> accepted;
-    if (tree) {
-      accepted = WalkTreeGreedy(seq, seq_logits, vocab);
-    } else {
-      accepted = AcceptChain(seq, probs);
-    }
+    absl::StatusOr<Accepted> accepted = Accept(seq, probs);
     if (!accepted.ok()) {
       status = absl::Status(accepted.status().code(),
                             absl::StrCat("verify: sequence ", seq.sequence_id(), ": ",

@@ -2,10 +2,14 @@
 //
 // Verify, per sequence of a VerifyRequest: start_position truncates the cache; the
 // uncached committed tokens (>= 1) and the K proposals are fed in one forward pass, as
-// a chain, or as a tree when proposal_parents is given (a tree attention mask; greedy
-// rule only). Logits are taken for the last committed token and for every proposal
-// (K + 1 rows), processed with the sequence's sampling, and spec::AcceptProposals runs
-// the resolved rule with RandomKey{seed, sample_index}. The cache keeps the committed
+// a chain, or as a tree when proposal_parents is given (a tree attention mask). Logits
+// are taken for the last committed token and for every proposal (K + 1 rows), processed
+// with the sequence's sampling, and spec::AcceptProposals runs the resolved rule with
+// RandomKey{seed, sample_index}: over the chain, or over every root-to-leaf path of a
+// tree, keeping the path that accepts the most (ties: lowest leaf index; the position
+// rule's K is the path length). Trees take every rule but rejection sampling (the
+// best of several paths would not keep the target distribution; validation answers
+// UNIMPLEMENTED). The cache keeps the committed
 // tokens and the accepted proposals: start_position + tokens + num_accepted positions
 // (the correction or bonus token is not cached yet). Log-probabilities of committed
 // tokens, when asked, follow CommittedLogProb (sequence_sampling.h): processed

@@ -185,6 +185,61 @@ TEST_F(TargetEngineTest, GreedyTreeFollowsTheArgmaxBranch) {
   EXPECT_EQ(Committed(next->sequences(0)), std::vector<int32_t>({greedy_[3], greedy_[4]}));
 }
 
+// A tree of two equal-depth branches under each deterministic-criterion rule commits
+// what the better branch commits when verified alone as a chain.
+TEST_F(TargetEngineTest, TreeCommitsWhatItsBestPathCommitsAsAChain) {
+  const auto other = [&](int i) { return (greedy_[i] + 3 + i) % kVocab; };
+  // Branch A (nodes 0, 2, 4): a wrong token first. Branch B (1, 3, 5): the greedy chain.
+  const std::vector<int32_t> branch_a = {other(0), other(1), other(2)};
+  const std::vector<int32_t> branch_b = {greedy_[0], greedy_[1], greedy_[2]};
+  const std::vector<int32_t> tokens = {branch_a[0], branch_b[0], branch_a[1],
+                                       branch_b[1], branch_a[2], branch_b[2]};
+  const std::vector<int32_t> parents = {-1, -1, 0, 1, 2, 3};
+  std::vector<v1::SequenceSampling> rules;
+  rules.push_back(Greedy(true));
+  for (v1::AcceptanceRule rule : {v1::ACCEPTANCE_RULE_THRESHOLD, v1::ACCEPTANCE_RULE_RATIO,
+                                  v1::ACCEPTANCE_RULE_POSITION, v1::ACCEPTANCE_RULE_TYPICAL}) {
+    v1::SequenceSampling s = testing::Sampled(0.7f, 99, rule, 0, 1.0f, true);
+    if (rule == v1::ACCEPTANCE_RULE_THRESHOLD) s.set_alpha(0.02f);
+    if (rule == v1::ACCEPTANCE_RULE_POSITION) {
+      s.set_theta_first(0.05f);
+      s.set_theta_last(0.01f);
+    }
+    rules.push_back(s);
+  }
+  uint64_t id = 40;
+  for (const v1::SequenceSampling& sampling : rules) {
+    const uint64_t tree_id = id++, a_id = id++, b_id = id++;
+    for (uint64_t sid : {tree_id, a_id, b_id}) ASSERT_TRUE(Prefill(sid, Head()).ok());
+    v1::VerifySequence tree = Seq(tree_id, Last(), {prompt_.back()}, tokens, sampling);
+    for (int p : parents) tree.add_proposal_parents(p);
+    tree.set_sample_index(3);
+    v1::VerifySequence a = Seq(a_id, Last(), {prompt_.back()}, branch_a, sampling);
+    a.set_sample_index(3);
+    v1::VerifySequence b = Seq(b_id, Last(), {prompt_.back()}, branch_b, sampling);
+    b.set_sample_index(3);
+    auto out = Verify({tree, a, b});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const v1::VerifiedSequence& t = out->sequences(0);
+    const v1::VerifiedSequence& best =
+        out->sequences(2).num_accepted() > out->sequences(1).num_accepted() ? out->sequences(2)
+                                                                            : out->sequences(1);
+    EXPECT_EQ(Committed(t), Committed(best)) << sampling.rule();
+    EXPECT_EQ(t.num_accepted(), best.num_accepted()) << sampling.rule();
+    EXPECT_EQ(t.cached_length(), best.cached_length()) << sampling.rule();
+    ASSERT_EQ(t.logprobs_size(), best.logprobs_size());
+    for (int j = 0; j < t.logprobs_size(); ++j) EXPECT_EQ(t.logprobs(j), best.logprobs(j));
+    // The tree's cache holds the winning path: the next step matches the chain's.
+    auto next_tree = Verify({Seq(tree_id, t.cached_length(), {t.committed(t.committed_size() - 1)},
+                                 {}, Greedy())});
+    const uint64_t best_id = &best == &out->sequences(2) ? b_id : a_id;
+    auto next_best = Verify({Seq(best_id, best.cached_length(),
+                                 {best.committed(best.committed_size() - 1)}, {}, Greedy())});
+    ASSERT_TRUE(next_tree.ok() && next_best.ok());
+    EXPECT_EQ(Committed(next_tree->sequences(0)), Committed(next_best->sequences(0)));
+  }
+}
+
 TEST_F(TargetEngineTest, BatchedVerifyEqualsEachSequenceAlone) {
   const std::vector<int32_t> other = testing::Tokens(6, kVocab, 8);
   for (uint64_t id : {10, 11}) ASSERT_TRUE(Prefill(id, Head()).ok());
