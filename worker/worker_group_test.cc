@@ -6,6 +6,9 @@
 //    logits; a sharding error would differ by O(0.1));
 //  * on the group, a sequence's log-probabilities are bitwise identical whether it is
 //    verified alone or in a batch, and from one run to the next;
+//  * releases and truncations queued on the leader reach the followers (a follower that
+//    kept its blocks would run out of KV where the leader does not, and the group would
+//    break);
 //  * idle followers do not spin;
 //  * SIGTERM to the leader shuts the whole group down with exit code 0.
 #include <signal.h>
@@ -32,7 +35,7 @@ constexpr double kTpLogprobTolerance = 1e-4;
 
 const std::vector<std::string>& CommonFlags() {
   static const std::vector<std::string> flags = {
-      "--kv_cache_mb=4",        "--block_size=8",        "--max_batch_tokens=256",
+      "--kv_cache_mb=1",        "--block_size=8",        "--max_batch_tokens=256",
       "--step_timeout_s=10",    "--heartbeat_s=0.5",     "--leader_timeout_s=5",
       "--regroup_timeout_s=5",  "--lease_timeout_s=600",
   };
@@ -172,6 +175,44 @@ TEST_F(WorkerGroupTest, DescribeAndStatsReportTheGroup) {
   follower_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   EXPECT_EQ(follower->Describe(&follower_context, v1::DescribeRequest(), &d).error_code(),
             grpc::StatusCode::UNIMPLEMENTED);
+}
+
+TEST_F(WorkerGroupTest, ReleasesReachTheFollowers) {
+  auto stub = testing::WorkerStub(group_->leader_address());
+  const auto stats = [&] {
+    grpc::ClientContext context;
+    v1::WorkerStats s;
+    EXPECT_TRUE(stub->GetStats(&context, v1::GetStatsRequest(), &s).ok());
+    return s;
+  };
+  const v1::WorkerStats start = stats();
+  const int free_blocks = static_cast<int>(start.kv_total_blocks() - start.kv_used_blocks());
+  const int tokens = 248;                // 31 blocks of 8.
+  const int per_round = free_blocks * 9 / 10 / 31;
+  ASSERT_GT(per_round, 10);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < per_round; ++i) {
+      v1::PrefillRequest request;
+      v1::PrefillSequence* s = request.add_sequences();
+      s->set_sequence_id(10000 + 1000 * round + i);
+      for (int t = 0; t < tokens; ++t) s->add_tokens((t * 7 + i) % kVocab);
+      grpc::ClientContext context;
+      v1::PrefillResponse response;
+      ASSERT_TRUE(stub->Prefill(&context, request, &response).ok())
+          << "round " << round << " sequence " << i << "\n" << group_->Logs();
+    }
+    EXPECT_EQ(stats().kv_used_blocks(), start.kv_used_blocks() + per_round * 31);
+    v1::ReleaseRequest release;
+    for (int i = 0; i < per_round; ++i) release.add_sequence_ids(10000 + 1000 * round + i);
+    grpc::ClientContext context;
+    v1::ReleaseResponse released;
+    ASSERT_TRUE(stub->Release(&context, release, &released).ok());
+    EXPECT_EQ(released.released(), static_cast<uint32_t>(per_round));
+    EXPECT_EQ(stats().kv_used_blocks(), start.kv_used_blocks());
+    // Round 1 leaves the releases to the idle heartbeat; the others to the next step.
+    if (round == 1) absl::SleepFor(absl::Seconds(1.5));
+  }
+  EXPECT_EQ(testing::CheckHealth(group_->leader_address()), Health::kServing);
 }
 
 TEST_F(WorkerGroupTest, IdleFollowersDoNotSpin) {
