@@ -3,8 +3,8 @@
 // ParallelFor(n, fn) splits [0, n) into T contiguous ranges, T = min(num_threads,
 // ceil(n / min_chunk)); range t is [n*t/T, n*(t+1)/T). The calling thread runs range 0
 // and worker t-1 range t; a range whose worker has not picked it up by the time the
-// caller is free is run by the caller instead (so a descheduled worker on a busy
-// machine costs at most the serial time). The call returns when all are done. Workers spin
+// caller is free is run by the caller instead (a worker that is not scheduled on a
+// busy machine delays nothing). The call returns when all are done. Workers spin
 // briefly after a job (low wake-up latency for back-to-back ops), then block on a
 // condition variable, so an idle pool uses no CPU. A pool of one thread, a single
 // range, or a call made from inside a running range (nesting) runs inline. Calls from
