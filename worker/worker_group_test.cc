@@ -148,6 +148,72 @@ TEST_F(WorkerGroupTest, GroupMatchesTheSingleProcessTarget) {
   EXPECT_GT(accepted_steps, 0) << "the scenario should accept some proposals";
 }
 
+// A greedy tree step (whose kept path is compacted on every rank) and a chain step
+// after it: the group agrees with the single process and with plain decoding.
+TEST_F(WorkerGroupTest, TreesMatchTheSingleProcessTarget) {
+  const std::vector<int32_t>& prompt = (*prompts_)[1];
+  const std::vector<int32_t>& oracle = (*oracle_)[1];
+  const auto run = [&](const std::string& address) {
+    auto stub = testing::WorkerStub(address);
+    std::vector<std::vector<int32_t>> committed;
+    std::vector<std::vector<float>> logprobs;
+    v1::PrefillRequest prefill;
+    v1::PrefillSequence* p = prefill.add_sequences();
+    p->set_sequence_id(500);
+    p->mutable_tokens()->Assign(prompt.begin(), prompt.end() - 1);
+    grpc::ClientContext prefill_context;
+    v1::PrefillResponse prefilled;
+    EXPECT_TRUE(stub->Prefill(&prefill_context, prefill, &prefilled).ok());
+    // Branch A: wrong first token (nodes 0, 2); branch B: the oracle (nodes 1, 3, 4).
+    const std::vector<int32_t> tokens = {(oracle[0] + 1) % kVocab, oracle[0], oracle[1],
+                                         oracle[1], oracle[2]};
+    const std::vector<int32_t> parents = {-1, -1, 0, 1, 3};
+    uint32_t start = prompt.size() - 1;
+    std::vector<int32_t> feed = {prompt.back()};
+    for (int step = 0; step < 2; ++step) {
+      v1::VerifyRequest request;
+      v1::VerifySequence* s = request.add_sequences();
+      s->set_sequence_id(500);
+      s->set_start_position(start);
+      s->mutable_tokens()->Assign(feed.begin(), feed.end());
+      const size_t done = committed.empty() ? 0 : committed[0].size();
+      for (int j = 0; j < 5; ++j) {
+        const int32_t t = step == 0 ? tokens[j] : oracle[done + j];
+        v1::ProposedToken* proposal = s->add_proposals();
+        proposal->set_token(t);
+        proposal->add_q_ids(t);
+        proposal->add_q_probs(1.0f);
+        if (step == 0) s->add_proposal_parents(parents[j]);
+      }
+      s->mutable_sampling()->set_rule(v1::ACCEPTANCE_RULE_GREEDY);
+      s->mutable_sampling()->set_return_logprobs(true);
+      grpc::ClientContext context;
+      v1::VerifyResponse response;
+      EXPECT_TRUE(stub->Verify(&context, request, &response).ok());
+      if (response.sequences_size() != 1) return std::make_pair(committed, logprobs);
+      const v1::VerifiedSequence& out = response.sequences(0);
+      committed.emplace_back(out.committed().begin(), out.committed().end());
+      logprobs.emplace_back(out.logprobs().begin(), out.logprobs().end());
+      start = out.cached_length();
+      feed = {out.committed(out.committed_size() - 1)};
+    }
+    return std::make_pair(committed, logprobs);
+  };
+  const auto group = run(group_->leader_address());
+  const auto single = run(single_->leader_address());
+  ASSERT_EQ(group.first.size(), 2u);
+  // Step 0 accepts the oracle branch (3 proposals) and adds the bonus.
+  EXPECT_EQ(group.first[0], std::vector<int32_t>(oracle.begin(), oracle.begin() + 4));
+  EXPECT_EQ(group.first[1], std::vector<int32_t>(oracle.begin() + 4, oracle.begin() + 10));
+  EXPECT_EQ(group.first, single.first);
+  for (size_t s = 0; s < group.second.size(); ++s) {
+    ASSERT_EQ(group.second[s].size(), single.second[s].size());
+    for (size_t j = 0; j < group.second[s].size(); ++j) {
+      EXPECT_NEAR(group.second[s][j], single.second[s][j], kTpLogprobTolerance);
+    }
+  }
+}
+
 TEST_F(WorkerGroupTest, GroupIsBatchInvariantAndReproducible) {
   const auto alone = Run(group_->leader_address(), 200, false);
   const auto batched = Run(group_->leader_address(), 300, true);
