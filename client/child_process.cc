@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/time/clock.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"

@@ -11,6 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/time/clock.h"
 #include "client/cpu_set.h"
 
 namespace tandem::client {

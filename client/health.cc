@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/time/clock.h"
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include "absl/time/clock.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"

@@ -9,6 +9,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/time/clock.h"
+
 namespace tandem::client {
 namespace {
 

@@ -1,0 +1,206 @@
+#include "client/bench_report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/request_options.h"
+#include "client/table.h"
+
+namespace tandem::client {
+namespace {
+
+nlohmann::json Number(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json ToJson(const Distribution& d) {
+  return {{"count", d.count}, {"mean", Number(d.mean)}, {"p50", Number(d.p50)},
+          {"p90", Number(d.p90)}, {"p99", Number(d.p99)}, {"min", Number(d.min)},
+          {"max", Number(d.max)}};
+}
+
+std::string Describe(const ConfigKey& k) {
+  return absl::StrCat(MethodName(k.method), " pipelining=", PipeliningName(k.pipelining),
+                      " c=", k.concurrency);
+}
+
+// First differing position of two texts, with a little context from each.
+std::string FirstDifference(const std::string& a, const std::string& b) {
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  auto around = [i](const std::string& s) {
+    const size_t from = i >= 10 ? i - 10 : 0;
+    return absl::CHexEscape(s.substr(from, 30));
+  };
+  return absl::StrCat("differs at byte ", i, ": none \"", around(a), "\" vs \"", around(b), "\"");
+}
+
+}  // namespace
+
+std::string StatusCodeName(absl::StatusCode code) {
+  return absl::AsciiStrToLower(absl::StatusCodeToString(code));
+}
+
+ConfigResult Aggregate(const ConfigRun& run) {
+  ConfigResult row;
+  row.key = run.key;
+  row.wall_s = run.wall_s;
+  row.requests = static_cast<int>(run.results.size());
+  std::vector<double> ttft, tpot, latency;
+  long long proposed = 0, accepted = 0, steps = 0, decode_tokens = 0;
+  for (const RequestResult& r : run.results) {
+    if (r.code != absl::StatusCode::kOk) {
+      ++row.errors[StatusCodeName(r.code)];
+      continue;
+    }
+    ++row.ok;
+    ttft.push_back(r.ttft_ms);
+    tpot.push_back(r.tpot_ms);
+    latency.push_back(r.latency_ms);
+    if (!r.has_stats) continue;
+    row.generated_tokens += r.stats.generated_tokens();
+    proposed += r.stats.draft_tokens_proposed();
+    accepted += r.stats.draft_tokens_accepted();
+    if (r.stats.target_steps() > 0) {
+      steps += r.stats.target_steps();
+      decode_tokens += std::llround(r.stats.mean_accepted_length() * r.stats.target_steps());
+    }
+  }
+  row.ttft_ms = Summarize(ttft);
+  row.tpot_ms = Summarize(tpot);
+  row.latency_ms = Summarize(latency);
+  if (run.wall_s > 0) {
+    row.throughput_tok_s = static_cast<double>(row.generated_tokens) / run.wall_s;
+    row.requests_per_s = row.ok / run.wall_s;
+  }
+  if (proposed > 0) row.acceptance_rate = static_cast<double>(accepted) / proposed;
+  if (steps > 0) row.mean_accepted_length = static_cast<double>(decode_tokens) / steps;
+  return row;
+}
+
+void ComputeSpeedups(std::vector<ConfigResult>* rows) {
+  for (ConfigResult& row : *rows) {
+    const ConfigResult* base = nullptr;
+    for (const ConfigResult& other : *rows) {
+      if (other.key.method != v1::SPECULATION_METHOD_NONE ||
+          other.key.concurrency != row.key.concurrency || other.throughput_tok_s <= 0) {
+        continue;
+      }
+      if (base == nullptr || other.key.pipelining == row.key.pipelining) base = &other;
+    }
+    row.speedup_vs_none = base != nullptr ? row.throughput_tok_s / base->throughput_tok_s : NAN;
+  }
+}
+
+OutputCheck CheckOutputsAgainstNone(const std::vector<ConfigRun>& runs) {
+  std::map<int, const std::string*> baseline;
+  for (const ConfigRun& run : runs) {
+    if (run.key.method != v1::SPECULATION_METHOD_NONE) continue;
+    for (size_t i = 0; i < run.results.size(); ++i) {
+      if (run.results[i].code == absl::StatusCode::kOk) {
+        baseline.emplace(run.prompt_index[i], &run.results[i].text);
+      }
+    }
+  }
+  OutputCheck check;
+  for (const ConfigRun& run : runs) {
+    for (size_t i = 0; i < run.results.size(); ++i) {
+      const RequestResult& r = run.results[i];
+      auto it = baseline.find(run.prompt_index[i]);
+      if (r.code != absl::StatusCode::kOk || it == baseline.end() || it->second == &r.text) {
+        continue;
+      }
+      ++check.compared;
+      if (r.text != *it->second) {
+        check.mismatches.push_back(absl::StrCat(Describe(run.key), " prompt ",
+                                                run.prompt_index[i], ": ",
+                                                FirstDifference(*it->second, r.text)));
+      }
+    }
+  }
+  return check;
+}
+
+BusyFractions BusyBetween(const std::vector<PrometheusSample>& before,
+                          const std::vector<PrometheusSample>& after, double wall_s) {
+  BusyFractions busy;
+  const std::string sum = "tandem_step_latency_ms_sum";
+  auto delta = [&](const char* phase) -> double {
+    std::optional<double> a = FindSample(before, sum, {{"phase", phase}});
+    std::optional<double> b = FindSample(after, sum, {{"phase", phase}});
+    if (!b.has_value() || wall_s <= 0) return NAN;
+    return std::clamp((*b - a.value_or(0)) / (wall_s * 1000.0), 0.0, 1.0);
+  };
+  busy.draft = delta("draft");
+  busy.target = delta("verify");
+  if (std::isfinite(busy.draft) || std::isfinite(busy.target)) {
+    busy.source = "step latency sums (draft, verify) over the run";
+    return busy;
+  }
+  std::optional<double> draft = FindSample(after, "tandem_draft_busy_fraction");
+  std::optional<double> target = FindSample(after, "tandem_target_busy_fraction");
+  if (draft.has_value() || target.has_value()) {
+    busy.draft = draft.value_or(NAN);
+    busy.target = target.value_or(NAN);
+    busy.source = "busy fraction gauges at the end of the run";
+  }
+  return busy;
+}
+
+std::string RenderResultsTable(const std::vector<ConfigResult>& rows) {
+  TextTable t;
+  t.AddRow({"method", "pipe", "conc", "ok/req", "tok/s", "req/s", "ttft p50", "p90", "p99",
+            "tpot p50", "p90", "p99", "accept", "acc.len", "speedup", "draft busy",
+            "target busy"});
+  for (const ConfigResult& r : rows) {
+    t.AddRow({MethodName(r.key.method), PipeliningName(r.key.pipelining),
+              absl::StrCat(r.key.concurrency), absl::StrCat(r.ok, "/", r.requests),
+              FormatNumber(r.throughput_tok_s, 1), FormatNumber(r.requests_per_s, 2),
+              FormatNumber(r.ttft_ms.p50, 1), FormatNumber(r.ttft_ms.p90, 1),
+              FormatNumber(r.ttft_ms.p99, 1), FormatNumber(r.tpot_ms.p50, 1),
+              FormatNumber(r.tpot_ms.p90, 1), FormatNumber(r.tpot_ms.p99, 1),
+              FormatPercent(r.acceptance_rate), FormatNumber(r.mean_accepted_length, 2),
+              std::isfinite(r.speedup_vs_none) ? absl::StrFormat("%.2fx", r.speedup_vs_none)
+                                               : "-",
+              FormatPercent(r.busy.draft), FormatPercent(r.busy.target)});
+  }
+  return t.Render() + "(times in ms; ttft = time to first token, tpot = time per output "
+                      "token, both as the client sees them)\n";
+}
+
+nlohmann::json ToJson(const ConfigResult& r) {
+  return {
+      {"method", MethodName(r.key.method)},
+      {"pipelining", PipeliningName(r.key.pipelining)},
+      {"concurrency", r.key.concurrency},
+      {"requests", r.requests},
+      {"ok", r.ok},
+      {"errors", r.errors},
+      {"wall_s", r.wall_s},
+      {"generated_tokens", r.generated_tokens},
+      {"throughput_tok_s", Number(r.throughput_tok_s)},
+      {"requests_per_s", Number(r.requests_per_s)},
+      {"ttft_ms", ToJson(r.ttft_ms)},
+      {"tpot_ms", ToJson(r.tpot_ms)},
+      {"latency_ms", ToJson(r.latency_ms)},
+      {"acceptance_rate", Number(r.acceptance_rate)},
+      {"mean_accepted_length", Number(r.mean_accepted_length)},
+      {"speedup_vs_none", Number(r.speedup_vs_none)},
+      {"draft_busy", Number(r.busy.draft)},
+      {"target_busy", Number(r.busy.target)},
+      {"busy_source", r.busy.source},
+  };
+}
+
+nlohmann::json ToJson(const OutputCheck& check) {
+  return {{"compared", check.compared},
+          {"mismatched", check.mismatches.size()},
+          {"ok", check.ok()},
+          {"mismatches", check.mismatches}};
+}
+
+}  // namespace tandem::client

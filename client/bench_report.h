@@ -1,0 +1,92 @@
+// Aggregation of benchmark runs: one row per (method, pipelining, concurrency)
+// configuration, speedups against the `none` baseline, the greedy output check, the
+// text table and the JSON record.
+#ifndef TANDEM_CLIENT_BENCH_REPORT_H_
+#define TANDEM_CLIENT_BENCH_REPORT_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "client/load_runner.h"
+#include "client/prometheus_text.h"
+#include "client/stats.h"
+#include "tandem/v1/tandem.pb.h"
+
+namespace tandem::client {
+
+struct ConfigKey {
+  v1::SpeculationMethod method = v1::SPECULATION_METHOD_NONE;
+  v1::Pipelining pipelining = v1::PIPELINING_DEFAULT;
+  int concurrency = 1;
+};
+
+// Requests of one configuration: results[i] is request number i, which used prompt
+// prompt_index[i].
+struct ConfigRun {
+  ConfigKey key;
+  std::vector<RequestResult> results;
+  std::vector<int> prompt_index;
+  double wall_s = 0;  // First request sent to last request finished.
+};
+
+// Busy fractions of the two sides over an interval, from the coordinator's metrics.
+struct BusyFractions {
+  double draft = NAN;
+  double target = NAN;
+  std::string source;  // How they were obtained ("" when unknown).
+};
+
+struct ConfigResult {
+  ConfigKey key;
+  int requests = 0;
+  int ok = 0;
+  std::map<std::string, int> errors;  // Status code name ("deadline_exceeded") -> count.
+  double wall_s = 0;
+  long long generated_tokens = 0;     // Over successful requests.
+  double throughput_tok_s = 0;        // generated_tokens / wall_s.
+  double requests_per_s = 0;          // ok / wall_s.
+  Distribution ttft_ms, tpot_ms, latency_ms;
+  double acceptance_rate = NAN;       // Accepted / proposed over the run; NaN if none proposed.
+  double mean_accepted_length = NAN;  // Tokens committed per target step over the run.
+  double speedup_vs_none = NAN;       // throughput / throughput of `none` at this concurrency.
+  BusyFractions busy;
+};
+
+// Lower-case status code name, as the server's metrics label it ("ok", "unavailable").
+std::string StatusCodeName(absl::StatusCode code);
+
+ConfigResult Aggregate(const ConfigRun& run);
+
+// Sets speedup_vs_none of every row: its throughput over that of the `none` row with
+// the same concurrency (and the same pipelining when there is one, else any).
+void ComputeSpeedups(std::vector<ConfigResult>* rows);
+
+// Greedy runs are lossless: every method must produce, for the same prompt, exactly the
+// text `none` produced. Compares every successful request with the first successful
+// `none` output for its prompt.
+struct OutputCheck {
+  int compared = 0;
+  std::vector<std::string> mismatches;  // "draft pipelining=on c=4 prompt 3: ..."
+  bool ok() const { return compared > 0 && mismatches.empty(); }
+};
+OutputCheck CheckOutputsAgainstNone(const std::vector<ConfigRun>& runs);
+
+// Busy fractions between two scrapes of /metrics taken `wall_s` apart: the growth of
+// the tandem_step_latency_ms sums of phase "draft" and "verify" over the interval; if
+// those series are missing, the tandem_*_busy_fraction gauges of the later scrape.
+BusyFractions BusyBetween(const std::vector<PrometheusSample>& before,
+                          const std::vector<PrometheusSample>& after, double wall_s);
+
+// The results table (one row per configuration).
+std::string RenderResultsTable(const std::vector<ConfigResult>& rows);
+
+nlohmann::json ToJson(const ConfigResult& row);
+nlohmann::json ToJson(const OutputCheck& check);
+
+}  // namespace tandem::client
+
+#endif  // TANDEM_CLIENT_BENCH_REPORT_H_

@@ -1,0 +1,177 @@
+#include "client/bench_report.h"
+
+#include <cmath>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace tandem::client {
+namespace {
+
+using ::testing::HasSubstr;
+
+RequestResult Ok(const std::string& text, int tokens, int proposed, int accepted, int steps,
+                 double ttft, double tpot) {
+  RequestResult r;
+  r.text = text;
+  r.has_stats = true;
+  r.stats.set_generated_tokens(tokens);
+  r.stats.set_draft_tokens_proposed(proposed);
+  r.stats.set_draft_tokens_accepted(accepted);
+  r.stats.set_target_steps(steps);
+  r.stats.set_mean_accepted_length(steps > 0 ? static_cast<float>(tokens) / steps : 0);
+  r.ttft_ms = ttft;
+  r.tpot_ms = tpot;
+  r.latency_ms = ttft + tpot * (tokens - 1);
+  return r;
+}
+
+RequestResult Failed(absl::StatusCode code) {
+  RequestResult r;
+  r.code = code;
+  r.error = "x";
+  return r;
+}
+
+ConfigRun MakeRun(v1::SpeculationMethod method, int concurrency, double wall_s,
+              std::vector<RequestResult> results, std::vector<int> prompts) {
+  ConfigRun run;
+  run.key.method = method;
+  run.key.concurrency = concurrency;
+  run.wall_s = wall_s;
+  run.results = std::move(results);
+  run.prompt_index = std::move(prompts);
+  return run;
+}
+
+TEST(AggregateTest, PoolsTokensAcceptanceAndLatencies) {
+  ConfigRun run = MakeRun(v1::SPECULATION_METHOD_DRAFT, 2, 2.0,
+                      {Ok("a", 40, 40, 30, 10, 10, 5), Ok("b", 20, 20, 5, 10, 30, 7),
+                       Failed(absl::StatusCode::kDeadlineExceeded),
+                       Failed(absl::StatusCode::kDeadlineExceeded),
+                       Failed(absl::StatusCode::kUnavailable)},
+                      {0, 1, 2, 3, 4});
+  ConfigResult r = Aggregate(run);
+  EXPECT_EQ(r.requests, 5);
+  EXPECT_EQ(r.ok, 2);
+  EXPECT_EQ(r.errors["deadline_exceeded"], 2);
+  EXPECT_EQ(r.errors["unavailable"], 1);
+  EXPECT_EQ(r.generated_tokens, 60);
+  EXPECT_DOUBLE_EQ(r.throughput_tok_s, 30.0);
+  EXPECT_DOUBLE_EQ(r.requests_per_s, 1.0);
+  // Pooled, not averaged per request: (30 + 5) / (40 + 20).
+  EXPECT_DOUBLE_EQ(r.acceptance_rate, 35.0 / 60.0);
+  // (40 + 20) tokens over (10 + 10) steps.
+  EXPECT_DOUBLE_EQ(r.mean_accepted_length, 3.0);
+  EXPECT_EQ(r.ttft_ms.count, 2);
+  EXPECT_DOUBLE_EQ(r.ttft_ms.p50, 20.0);
+  EXPECT_DOUBLE_EQ(r.tpot_ms.p90, 6.8);
+}
+
+TEST(AggregateTest, NoProposalsMeansNoAcceptanceRate) {
+  ConfigResult r = Aggregate(MakeRun(v1::SPECULATION_METHOD_NONE, 1, 1.0, {Ok("a", 8, 0, 0, 8, 1, 1)}, {0}));
+  EXPECT_TRUE(std::isnan(r.acceptance_rate));
+  EXPECT_DOUBLE_EQ(r.mean_accepted_length, 1.0);
+}
+
+TEST(SpeedupTest, RatioToNoneAtTheSameConcurrency) {
+  std::vector<ConfigResult> rows(5);
+  auto set = [&rows](int i, v1::SpeculationMethod m, v1::Pipelining p, int c, double tput) {
+    rows[i].key = {m, p, c};
+    rows[i].throughput_tok_s = tput;
+  };
+  set(0, v1::SPECULATION_METHOD_NONE, v1::PIPELINING_ON, 1, 10);
+  set(1, v1::SPECULATION_METHOD_NONE, v1::PIPELINING_ON, 4, 40);
+  set(2, v1::SPECULATION_METHOD_DRAFT, v1::PIPELINING_ON, 1, 25);
+  set(3, v1::SPECULATION_METHOD_DRAFT, v1::PIPELINING_OFF, 4, 30);  // No `none` with off.
+  set(4, v1::SPECULATION_METHOD_DRAFT, v1::PIPELINING_ON, 8, 30);   // No `none` at 8.
+  ComputeSpeedups(&rows);
+  EXPECT_DOUBLE_EQ(rows[0].speedup_vs_none, 1.0);
+  EXPECT_DOUBLE_EQ(rows[2].speedup_vs_none, 2.5);
+  EXPECT_DOUBLE_EQ(rows[3].speedup_vs_none, 0.75);
+  EXPECT_TRUE(std::isnan(rows[4].speedup_vs_none));
+}
+
+TEST(OutputCheckTest, EveryMethodMustReproduceNone) {
+  std::vector<ConfigRun> runs;
+  runs.push_back(MakeRun(v1::SPECULATION_METHOD_NONE, 1, 1, {Ok("alpha", 1, 0, 0, 1, 1, 1),
+                                                         Ok("beta", 1, 0, 0, 1, 1, 1)},
+                     {0, 1}));
+  runs.push_back(MakeRun(v1::SPECULATION_METHOD_DRAFT, 2, 1,
+                     {Ok("alpha", 1, 1, 1, 1, 1, 1), Ok("beta", 1, 1, 1, 1, 1, 1),
+                      Ok("alpha", 1, 1, 1, 1, 1, 1), Failed(absl::StatusCode::kInternal)},
+                     {0, 1, 0, 1}));
+  OutputCheck good = CheckOutputsAgainstNone(runs);
+  EXPECT_EQ(good.compared, 3);
+  EXPECT_TRUE(good.ok());
+
+  runs.push_back(MakeRun(v1::SPECULATION_METHOD_PROMPT_LOOKUP, 1, 1, {Ok("betx", 1, 1, 1, 1, 1, 1)},
+                     {1}));
+  OutputCheck bad = CheckOutputsAgainstNone(runs);
+  EXPECT_EQ(bad.compared, 4);
+  ASSERT_EQ(bad.mismatches.size(), 1u);
+  EXPECT_THAT(bad.mismatches[0], HasSubstr("prompt_lookup"));
+  EXPECT_THAT(bad.mismatches[0], HasSubstr("prompt 1"));
+  EXPECT_THAT(bad.mismatches[0], HasSubstr("byte 3"));
+  EXPECT_FALSE(bad.ok());
+  nlohmann::json j = ToJson(bad);
+  EXPECT_EQ(j["mismatched"], 1);
+  EXPECT_EQ(j["ok"], false);
+}
+
+TEST(OutputCheckTest, NothingToCompareIsNotOk) {
+  std::vector<ConfigRun> runs;
+  runs.push_back(MakeRun(v1::SPECULATION_METHOD_DRAFT, 1, 1, {Ok("a", 1, 1, 1, 1, 1, 1)}, {0}));
+  EXPECT_FALSE(CheckOutputsAgainstNone(runs).ok());
+}
+
+TEST(BusyBetweenTest, UsesTheGrowthOfStepLatencySums) {
+  auto before = ParsePrometheusText(
+      "tandem_step_latency_ms_sum{phase=\"draft\"} 1000\n"
+      "tandem_step_latency_ms_sum{phase=\"verify\"} 5000\n"
+      "tandem_draft_busy_fraction 0.9\n");
+  auto after = ParsePrometheusText(
+      "tandem_step_latency_ms_sum{phase=\"draft\"} 1500\n"
+      "tandem_step_latency_ms_sum{phase=\"verify\"} 6500\n"
+      "tandem_draft_busy_fraction 0.8\n");
+  ASSERT_TRUE(before.ok() && after.ok());
+  BusyFractions busy = BusyBetween(*before, *after, 2.0);
+  EXPECT_DOUBLE_EQ(busy.draft, 0.25);   // 500 ms of 2000.
+  EXPECT_DOUBLE_EQ(busy.target, 0.75);  // 1500 ms of 2000.
+  EXPECT_THAT(busy.source, HasSubstr("step latency"));
+}
+
+TEST(BusyBetweenTest, FallsBackToGaugesThenToNothing) {
+  auto gauges = ParsePrometheusText("tandem_draft_busy_fraction 0.4\ntandem_target_busy_fraction 0.6\n");
+  ASSERT_TRUE(gauges.ok());
+  BusyFractions busy = BusyBetween({}, *gauges, 1.0);
+  EXPECT_DOUBLE_EQ(busy.draft, 0.4);
+  EXPECT_DOUBLE_EQ(busy.target, 0.6);
+  EXPECT_THAT(busy.source, HasSubstr("gauges"));
+  BusyFractions none = BusyBetween({}, {}, 1.0);
+  EXPECT_TRUE(std::isnan(none.draft));
+  EXPECT_EQ(none.source, "");
+}
+
+TEST(TableTest, HasARowPerConfigurationWithSpeedup) {
+  std::vector<ConfigResult> rows(2);
+  rows[0].key = {v1::SPECULATION_METHOD_NONE, v1::PIPELINING_DEFAULT, 1};
+  rows[0].throughput_tok_s = 10;
+  rows[1].key = {v1::SPECULATION_METHOD_DRAFT, v1::PIPELINING_ON, 1};
+  rows[1].throughput_tok_s = 21;
+  rows[1].acceptance_rate = 0.5;
+  ComputeSpeedups(&rows);
+  const std::string table = RenderResultsTable(rows);
+  EXPECT_THAT(table, HasSubstr("speedup"));
+  EXPECT_THAT(table, HasSubstr("2.10x"));
+  EXPECT_THAT(table, HasSubstr("50.0%"));
+  nlohmann::json j = ToJson(rows[1]);
+  EXPECT_EQ(j["method"], "draft");
+  EXPECT_EQ(j["pipelining"], "on");
+  EXPECT_DOUBLE_EQ(j["speedup_vs_none"].get<double>(), 2.1);
+  EXPECT_TRUE(j["draft_busy"].is_null());
+  EXPECT_TRUE(j["ttft_ms"]["p50"].is_null());
+}
+
+}  // namespace
+}  // namespace tandem::client

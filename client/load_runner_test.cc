@@ -1,0 +1,117 @@
+#include "client/load_runner.h"
+
+#include <cmath>
+#include <map>
+
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "absl/time/clock.h"
+#include "client/fake_tandem_service.h"
+#include "common/server.h"
+
+namespace tandem::client {
+namespace {
+
+class LoadRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions options;
+    options.listen_address = "127.0.0.1:0";
+    auto server = GrpcServer::Start(options, {&service_});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    stub_ = v1::Tandem::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override { server_->Shutdown(absl::Seconds(1)); }
+
+  static v1::GenerateRequest Request(const std::string& prompt, int tokens) {
+    v1::GenerateRequest r;
+    r.set_text(prompt);
+    r.set_max_new_tokens(tokens);
+    return r;
+  }
+
+  testing::FakeTandemService service_{absl::Milliseconds(20)};
+  std::unique_ptr<GrpcServer> server_;
+  std::unique_ptr<v1::Tandem::Stub> stub_;
+};
+
+TEST_F(LoadRunnerTest, StreamOneMeasuresAsTheClientSeesIt) {
+  RequestResult r = StreamOne(stub_.get(), Request("p", 5), absl::Seconds(10));
+  ASSERT_EQ(r.code, absl::StatusCode::kOk) << r.error;
+  EXPECT_EQ(r.text, "p#0 p#1 p#2 p#3 p#4 ");
+  ASSERT_TRUE(r.has_stats);
+  EXPECT_EQ(r.stats.generated_tokens(), 5u);
+  EXPECT_EQ(r.finish, v1::FINISH_REASON_LENGTH);
+  // Tokens are 20 ms apart: first after >= 20 ms, 4 gaps of >= 20 ms after it.
+  EXPECT_GE(r.ttft_ms, 19);
+  EXPECT_GE(r.tpot_ms, 19);
+  EXPECT_LT(r.tpot_ms, 200);
+  EXPECT_GE(r.latency_ms, r.ttft_ms + 4 * 19);
+}
+
+TEST_F(LoadRunnerTest, StreamOneReportsErrorsAndTimeouts) {
+  RequestResult bad = StreamOne(stub_.get(), Request("fail", 3), absl::Seconds(10));
+  EXPECT_EQ(bad.code, absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.error, "fake: bad prompt");
+  EXPECT_TRUE(std::isnan(bad.ttft_ms));
+  RequestResult late = StreamOne(stub_.get(), Request("slow", 50), absl::Milliseconds(100));
+  EXPECT_EQ(late.code, absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(LoadRunnerTest, RunsTheRequestedNumberAtTheRequestedConcurrency) {
+  std::map<int, std::string> texts;
+  LoadSpec spec;
+  spec.concurrency = 3;
+  spec.requests = 9;
+  RunLoad(
+      stub_.get(), spec,
+      [](int number) { return Request("r" + std::to_string(number), 4); },
+      [&texts](int number, const RequestResult& r) {
+        EXPECT_EQ(r.code, absl::StatusCode::kOk);
+        texts[number] = r.text;
+      });
+  ASSERT_EQ(texts.size(), 9u);
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(texts[i].rfind("r" + std::to_string(i) + "#0 ", 0), 0u) << texts[i];
+  }
+  EXPECT_EQ(service_.calls(), 9);
+  EXPECT_EQ(service_.max_in_flight(), 3);
+}
+
+TEST_F(LoadRunnerTest, DurationModeKeepsGoingUntilTimeIsUp) {
+  int finished = 0;
+  LoadSpec spec;
+  spec.concurrency = 2;
+  spec.duration = absl::Milliseconds(500);
+  const absl::Time start = absl::Now();
+  RunLoad(
+      stub_.get(), spec, [](int) { return Request("s", 2); },
+      [&finished](int, const RequestResult&) { ++finished; });
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_GE(took, absl::Milliseconds(500));
+  EXPECT_LT(took, absl::Seconds(5));
+  // Each request takes ~40 ms: about 2 * 500 / 40 = 25 in the window.
+  EXPECT_GE(finished, 8);
+}
+
+TEST_F(LoadRunnerTest, StopFlagEndsTheRunEarly) {
+  std::atomic<bool> stop{false};
+  int finished = 0;
+  LoadSpec spec;
+  spec.concurrency = 1;
+  spec.requests = 1000;
+  RunLoad(
+      stub_.get(), spec, [](int) { return Request("x", 1); },
+      [&](int, const RequestResult&) {
+        if (++finished == 3) stop = true;
+      },
+      &stop);
+  EXPECT_EQ(finished, 3);
+}
+
+}  // namespace
+}  // namespace tandem::client

@@ -1,0 +1,64 @@
+// What a user asks for on the command line, turned into a tandem.v1.GenerateRequest,
+// and the names the CLI uses for the API's enums.
+#ifndef TANDEM_CLIENT_REQUEST_OPTIONS_H_
+#define TANDEM_CLIENT_REQUEST_OPTIONS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tandem/v1/tandem.pb.h"
+
+namespace tandem::client {
+
+// "auto", "none", "draft", "prompt_lookup", "medusa", "lookahead".
+absl::StatusOr<v1::SpeculationMethod> ParseMethod(const std::string& name);
+std::string MethodName(v1::SpeculationMethod method);
+
+// "default", "greedy", "rejection", "threshold", "ratio", "position", "typical".
+absl::StatusOr<v1::AcceptanceRule> ParseAcceptanceRule(const std::string& name);
+
+// "default", "on", "off".
+absl::StatusOr<v1::Pipelining> ParsePipelining(const std::string& name);
+std::string PipeliningName(v1::Pipelining pipelining);
+
+// Comma-separated lists of the above ("none,draft"); empty items are errors.
+absl::StatusOr<std::vector<v1::SpeculationMethod>> ParseMethodList(const std::string& list);
+absl::StatusOr<std::vector<v1::Pipelining>> ParsePipeliningList(const std::string& list);
+// Comma-separated positive integers ("1,2,4").
+absl::StatusOr<std::vector<int>> ParsePositiveIntList(const std::string& list);
+
+struct RequestOptions {
+  int max_tokens = 128;                 // 1.. (the server checks its own limit)
+  float temperature = 0;                // 0 = greedy
+  std::optional<float> top_p;
+  int top_k = 0;
+  std::optional<uint64_t> seed;
+  v1::SpeculationMethod method = v1::SPECULATION_METHOD_AUTO;
+  std::optional<int> k;                 // unset = adaptive
+  v1::AcceptanceRule accept = v1::ACCEPTANCE_RULE_DEFAULT;
+  std::optional<float> alpha, theta_first, theta_last, epsilon, delta;
+  std::vector<std::string> stop;
+  v1::Pipelining pipelining = v1::PIPELINING_DEFAULT;
+  bool ignore_eos = false;
+  bool return_token_ids = false;
+};
+
+// Builds the request for `prompt`. Rejects what is wrong whatever the server's limits
+// (empty prompt, max_tokens < 1, negative k / top_k / temperature) with a message that
+// names the flag; everything else is left to the server's validation.
+absl::StatusOr<v1::GenerateRequest> BuildRequest(const RequestOptions& options,
+                                                 const std::string& prompt);
+
+// One-line summary of a finished request's statistics, e.g.
+// "method=draft tokens=64 acceptance=71.3% mean_accepted=3.12 tok/s=41.0 ttft=35.2ms
+//  tpot=21.7ms steps=21 finish=length". `client_seconds` is the wall time the client saw
+// (for tok/s); <= 0 uses the server's total time.
+std::string FormatStats(const v1::RequestStats& stats, v1::FinishReason finish,
+                        double client_seconds);
+
+}  // namespace tandem::client
+
+#endif  // TANDEM_CLIENT_REQUEST_OPTIONS_H_
