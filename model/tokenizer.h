@@ -1,5 +1,6 @@
-// SentencePiece tokenizer (a model directory's `tokenizer.model`) and an incremental
-// detokenizer for streaming generated text.
+// SentencePiece BPE tokenizer (a model directory's `tokenizer.model`, read and applied
+// natively with SentencePiece's exact results) and an incremental detokenizer for
+// streaming generated text.
 #ifndef TANDEM_MODEL_TOKENIZER_H_
 #define TANDEM_MODEL_TOKENIZER_H_
 
@@ -26,8 +27,9 @@ bool IsValidUtf8(absl::string_view text);
 class Tokenizer {
  public:
   // `path` is a model directory (reads `path`/tokenizer.model) or the model file
-  // itself. NOT_FOUND when the file is missing, INVALID_ARGUMENT when it is not a
-  // SentencePiece model.
+  // itself. NOT_FOUND when the file is missing; INVALID_ARGUMENT when it is not a
+  // SentencePiece model or uses what this tokenizer does not implement (supported:
+  // BPE models with identity normalisation, such as Llama's).
   static absl::StatusOr<Tokenizer> Load(const std::string& path);
 
   Tokenizer(Tokenizer&&) noexcept;
@@ -56,17 +58,15 @@ class Tokenizer {
   Tokenizer();
 
   // Text of `ids` when some text precedes them (no leading-space stripping).
-  absl::StatusOr<std::string> DecodeContinuation(const std::vector<int>& ids) const;
+  absl::StatusOr<std::string> DecodeContinuation(absl::Span<const int> ids) const;
+  // INVALID_ARGUMENT unless every id is in [0, vocab_size()).
+  absl::Status CheckIds(absl::Span<const int> ids) const;
 
   std::unique_ptr<internal::SentencePieceModel> model_;
   int vocab_size_ = 0;
   int bos_id_ = -1;
   int eos_id_ = -1;
   std::vector<int16_t> byte_values_;  // Per id: byte of a <0xNN> piece, else -1.
-  // A piece whose decoded text is non-empty, prepended to decode a continuation;
-  // -1 if the vocabulary has none (continuations then decode from the start).
-  int continuation_prefix_id_ = -1;
-  std::string continuation_prefix_text_;
 };
 
 // Turns a stream of generated token ids into text deltas. The concatenation of all
