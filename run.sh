@@ -10,7 +10,7 @@ PACKAGES=(
   bazel-bootstrap bazel-platforms bazel-skylib g++ clang libclang-rt-14-dev pkg-config
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev libabsl-dev
   libgoogle-glog-dev libgflags-dev libgtest-dev libgmock-dev libgloo-dev
-  libsentencepiece-dev nlohmann-json3-dev prometheus-cpp-dev openssl
+  nlohmann-json3-dev prometheus-cpp-dev openssl
   python3 python3-torch python3-numpy python3-sentencepiece libopenblas0-openmp
 )
 

@@ -1,6 +1,7 @@
 #include "model/sentencepiece_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -98,6 +99,7 @@ absl::StatusOr<std::unique_ptr<SentencePieceModel>> SentencePieceModel::Parse(
     piece.score = in.score();
     piece.type = static_cast<PieceType>(in.type());
     if (piece.text.empty()) return invalid("piece ", id, " is empty");
+    if (std::isnan(piece.score)) return invalid("piece ", id, " has a NaN score");
     if (!IsWellFormedUtf8(piece.text)) return invalid("piece ", id, " is not valid UTF-8");
     const bool mergeable = piece.type == PieceType::kNormal ||
                            piece.type == PieceType::kUserDefined ||

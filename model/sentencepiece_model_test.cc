@@ -1,5 +1,6 @@
 #include "model/sentencepiece_model.h"
 
+#include <cmath>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -117,6 +118,9 @@ TEST(SentencePieceModelTest, RejectsMalformedModels) {
   TestModelProto empty_piece = MinimalBpeProto(false);
   AddPiece(&empty_piece, "", 0);
   ExpectRejected(empty_piece, "piece 3 is empty");
+  TestModelProto nan_score = MinimalBpeProto(false);
+  AddPiece(&nan_score, "ab", std::nanf(""));
+  ExpectRejected(nan_score, "piece 3 has a NaN score");
   TestModelProto bad_utf8 = MinimalBpeProto(false);
   AddPiece(&bad_utf8, "a\xFF", 0);
   ExpectRejected(bad_utf8, "piece 3 is not valid UTF-8");

@@ -39,15 +39,15 @@ absl::StatusOr<Tokenizer> Tokenizer::Load(const std::string& path) {
   if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
     file = absl::StrCat(path, "/tokenizer.model");
   }
-  if (::stat(file.c_str(), &info) != 0) {
+  if (::stat(file.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
     return absl::NotFoundError(absl::StrCat(file, ": tokenizer model not found"));
   }
   std::ifstream in(file, std::ios::binary);
+  if (!in.is_open()) {
+    return absl::NotFoundError(absl::StrCat(file, ": cannot open the tokenizer model"));
+  }
   std::stringstream contents;
   contents << in.rdbuf();
-  if (!in.good() && !in.eof()) {
-    return absl::NotFoundError(absl::StrCat(file, ": cannot read the tokenizer model"));
-  }
   auto model = internal::SentencePieceModel::Parse(contents.str(), file);
   if (!model.ok()) return model.status();
   Tokenizer tokenizer;
