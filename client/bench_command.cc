@@ -1,0 +1,513 @@
+#include "client/bench_command.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "client/bench_report.h"
+#include "client/child_process.h"
+#include "client/http_get.h"
+#include "client/load_runner.h"
+#include "client/machine_info.h"
+#include "client/progress.h"
+#include "client/prompts.h"
+#include "client/request_options.h"
+#include "client/shared_flags.h"
+#include "client/table.h"
+
+ABSL_FLAG(std::string, prompts, "bench/prompts/code_completion.jsonl", "Prompts file.");
+ABSL_FLAG(std::string, concurrency, "1", "Concurrency levels.");
+ABSL_FLAG(int, requests, 8, "Requests per configuration.");
+ABSL_FLAG(std::string, methods, "none,draft", "Methods to compare.");
+ABSL_FLAG(std::string, out, "", "JSON results file.");
+ABSL_FLAG(std::string, plot, "", "PNG plot file.");
+ABSL_FLAG(std::string, metrics, "", "Coordinator metrics address.");
+ABSL_FLAG(int, warmup, 1, "Unmeasured requests first.");
+ABSL_FLAG(absl::Duration, soak, absl::ZeroDuration(), "Soak duration.");
+ABSL_FLAG(std::string, pids, "", "Server process ids for RSS.");
+ABSL_FLAG(std::string, python, "/usr/bin/python3", "Python with matplotlib.");
+
+namespace tandem::client {
+namespace {
+
+constexpr char kPlotScript[] =
+#include "client/plot_script.inc"
+    ;
+
+void Say(const std::string& line) {
+  std::fprintf(stderr, "tandem bench: %s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+std::atomic<bool> g_interrupted{false};
+void OnInterrupt(int) { g_interrupted = true; }
+
+std::string Iso(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
+
+nlohmann::json MachineJson() {
+  MachineInfo m = GetMachineInfo();
+  return {{"hostname", m.hostname}, {"kernel", m.kernel}, {"cpu_model", m.cpu_model},
+          {"online_cpus", m.online_cpus}, {"allowed_cpus", m.allowed_cpus},
+          {"memory_gib", m.memory_gib}};
+}
+
+nlohmann::json ProtoJson(const google::protobuf::Message& message) {
+  std::string text;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  if (!google::protobuf::util::MessageToJsonString(message, &text, options).ok()) return nullptr;
+  return nlohmann::json::parse(text, nullptr, false);
+}
+
+// Scrapes /metrics; empty on any failure (warned about once).
+std::vector<PrometheusSample> Scrape(const std::string& address) {
+  static bool warned = false;
+  if (address.empty()) return {};
+  absl::StatusOr<std::string> body = HttpGet(address, "/metrics", absl::Seconds(5));
+  absl::StatusOr<std::vector<PrometheusSample>> samples =
+      body.ok() ? ParsePrometheusText(*body) : absl::StatusOr<std::vector<PrometheusSample>>(body.status());
+  if (!samples.ok()) {
+    if (!warned) Say(absl::StrCat("cannot read metrics: ", samples.status().message()));
+    warned = true;
+    return {};
+  }
+  return *samples;
+}
+
+struct BenchSettings {
+  std::vector<std::string> prompts;
+  RequestOptions request;
+  absl::Duration timeout;
+};
+
+v1::GenerateRequest MakeRequest(const BenchSettings& s, const ConfigKey& key, int number,
+                                int* prompt_index) {
+  RequestOptions o = s.request;
+  o.method = key.method;
+  o.pipelining = key.pipelining;
+  *prompt_index = number % static_cast<int>(s.prompts.size());
+  return *BuildRequest(o, s.prompts[*prompt_index]);  // Options were checked up front.
+}
+
+ConfigRun RunConfig(v1::Tandem::Stub* stub, const BenchSettings& s, const ConfigKey& key,
+                    int requests) {
+  ConfigRun run;
+  run.key = key;
+  run.results.resize(requests);
+  run.prompt_index.assign(requests, 0);
+  const std::string label = absl::StrFormat("%-13s pipe=%-7s c=%-3d", MethodName(key.method),
+                                            PipeliningName(key.pipelining), key.concurrency);
+  ProgressBar bar(stderr, label);
+  int done = 0, failed = 0;
+  LoadSpec spec;
+  spec.concurrency = key.concurrency;
+  spec.requests = requests;
+  spec.request_timeout = s.timeout;
+  const absl::Time start = absl::Now();
+  RunLoad(
+      stub, spec,
+      [&](int number) { return MakeRequest(s, key, number, &run.prompt_index[number]); },
+      [&](int number, const RequestResult& r) {
+        run.results[number] = r;
+        ++done;
+        if (r.code != absl::StatusCode::kOk) ++failed;
+        bar.Update(static_cast<double>(done) / requests,
+                   absl::StrCat(done, "/", requests, failed ? absl::StrCat(" (", failed, " failed)") : ""));
+      },
+      &g_interrupted);
+  run.wall_s = absl::ToDoubleSeconds(absl::Now() - start);
+  run.results.resize(done);
+  run.prompt_index.resize(done);
+  bar.Finish(absl::StrFormat("%s done: %d requests in %.1fs%s", label, done, run.wall_s,
+                             failed ? absl::StrCat(", ", failed, " failed") : ""));
+  return run;
+}
+
+absl::Status Plot(const std::string& python, const std::string& json_path,
+                  const std::string& png_path) {
+  char script_path[] = "/tmp/tandem-plot-XXXXXX";
+  const int fd = mkstemp(script_path);
+  if (fd < 0) return absl::InternalError("cannot create a temporary file for the plot script");
+  const std::string script = kPlotScript;
+  const bool written = write(fd, script.data(), script.size()) == static_cast<ssize_t>(script.size());
+  close(fd);
+  std::string log = std::string(script_path) + ".log";
+  absl::Status status;
+  if (!written) {
+    status = absl::InternalError("cannot write the plot script");
+  } else {
+    ChildOptions o;
+    o.binary = python;
+    o.args = {script_path, json_path, png_path};
+    o.log_path = log;
+    o.death_signal = SIGKILL;
+    auto child = ChildProcess::Spawn(o);
+    if (!child.ok()) {
+      status = child.status();
+    } else if (!(*child)->WaitFor(absl::Seconds(120)) || (*child)->exit_code() != 0) {
+      status = absl::InternalError(absl::StrCat("plotting failed (", (*child)->ExitDescription(),
+                                                "): ", TailOfFile(log, 5)));
+    }
+  }
+  unlink(script_path);
+  unlink(log.c_str());
+  return status;
+}
+
+absl::Status WriteJson(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  if (!out.good()) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+// --soak: one configuration at constant concurrency for a duration.
+int RunSoak(v1::Tandem::Stub* stub, const BenchSettings& s, const ConfigKey& key,
+            absl::Duration duration, const std::vector<pid_t>& pids, nlohmann::json report) {
+  struct Rss {
+    long start = -1, end = -1, max = -1;
+  };
+  std::map<pid_t, Rss> rss;
+  auto sample_rss = [&](bool first) {
+    for (pid_t pid : pids) {
+      std::optional<long> kib = ResidentKib(pid);
+      Rss& r = rss[pid];
+      if (!kib.has_value()) continue;
+      if (first) r.start = *kib;
+      r.end = *kib;
+      r.max = std::max(r.max, *kib);
+    }
+  };
+  sample_rss(true);
+  ConfigRun run;
+  run.key = key;
+  const std::string label =
+      absl::StrFormat("soak %s c=%d", MethodName(key.method), key.concurrency);
+  ProgressBar bar(stderr, label);
+  const absl::Time start = absl::Now();
+  absl::Time last_rss = start;
+  int failed = 0;
+  LoadSpec spec;
+  spec.concurrency = key.concurrency;
+  spec.duration = duration;
+  spec.request_timeout = s.timeout;
+  RunLoad(
+      stub, spec,
+      [&](int number) {
+        int prompt = 0;
+        v1::GenerateRequest r = MakeRequest(s, key, number, &prompt);
+        return r;
+      },
+      [&](int, const RequestResult& r) {
+        RequestResult kept = r;
+        kept.text.clear();  // Not needed; keeps memory flat over long soaks.
+        run.results.push_back(std::move(kept));
+        run.prompt_index.push_back(0);
+        if (r.code != absl::StatusCode::kOk) ++failed;
+        const absl::Time now = absl::Now();
+        if (now - last_rss >= absl::Seconds(5)) {
+          sample_rss(false);
+          last_rss = now;
+        }
+        bar.Update(absl::FDivDuration(now - start, duration),
+                   absl::StrCat(run.results.size(), " req, ", failed, " failed"));
+      },
+      &g_interrupted);
+  const absl::Time end = absl::Now();
+  sample_rss(false);
+  run.wall_s = absl::ToDoubleSeconds(end - start);
+  ConfigResult row = Aggregate(run);
+  bar.Finish("");
+
+  std::printf("Soak: %s to %s (%.1f s), %s, concurrency %d\n", Iso(start).c_str(), Iso(end).c_str(),
+              run.wall_s, MethodName(key.method).c_str(), key.concurrency);
+  std::printf("  requests served: %d, failed: %d\n", row.ok, row.requests - row.ok);
+  for (const auto& [code, count] : row.errors) std::printf("    %s: %d\n", code.c_str(), count);
+  std::printf("  throughput: %.1f tok/s, %.2f req/s; latency p50/p90/p99: %s/%s/%s ms\n",
+              row.throughput_tok_s, row.requests_per_s, FormatNumber(row.latency_ms.p50, 0).c_str(),
+              FormatNumber(row.latency_ms.p90, 0).c_str(), FormatNumber(row.latency_ms.p99, 0).c_str());
+  nlohmann::json rss_json = nlohmann::json::object();
+  for (const auto& [pid, r] : rss) {
+    std::printf("  pid %d RSS: start %ld KiB, end %ld KiB, max %ld KiB\n", pid, r.start, r.end,
+                r.max);
+    rss_json[absl::StrCat(pid)] = {{"start_kib", r.start}, {"end_kib", r.end}, {"max_kib", r.max}};
+  }
+  report["soak"] = {{"start", Iso(start)},
+                    {"end", Iso(end)},
+                    {"duration_s", run.wall_s},
+                    {"interrupted", g_interrupted.load()},
+                    {"requests_served", row.ok},
+                    {"requests_failed", row.requests - row.ok},
+                    {"errors", row.errors},
+                    {"rss", rss_json},
+                    {"result", ToJson(row)}};
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (!out.empty()) {
+    if (absl::Status st = WriteJson(out, report); !st.ok()) {
+      Say(std::string(st.message()));
+      return 1;
+    }
+    Say(absl::StrCat("wrote ", out));
+  }
+  return row.ok > 0 ? 0 : 1;
+}
+
+int RunBench(const Invocation& inv) {
+  if (!inv.positional.empty()) {
+    Say(absl::StrCat("unexpected argument '", inv.positional[0], "' (see `tandem bench --help`)"));
+    return 2;
+  }
+  auto usage_error = [](const absl::Status& s) {
+    Say(std::string(s.message()));
+    return 2;
+  };
+  auto concurrency = ParsePositiveIntList(absl::GetFlag(FLAGS_concurrency));
+  if (!concurrency.ok()) return usage_error(concurrency.status());
+  auto methods = ParseMethodList(absl::GetFlag(FLAGS_methods));
+  if (!methods.ok()) return usage_error(methods.status());
+  auto pipelining = ParsePipeliningList(absl::GetFlag(FLAGS_pipelining));
+  if (!pipelining.ok()) return usage_error(pipelining.status());
+  if (absl::GetFlag(FLAGS_requests) < 1) {
+    return usage_error(absl::InvalidArgumentError("--requests must be >= 1"));
+  }
+  std::vector<pid_t> pids;
+  for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_pids), ',', absl::SkipEmpty())) {
+    int pid = 0;
+    if (!absl::SimpleAtoi(p, &pid) || pid <= 0) {
+      return usage_error(absl::InvalidArgumentError(absl::StrCat("--pids: '", p, "' is not a pid")));
+    }
+    pids.push_back(pid);
+  }
+  BenchSettings s;
+  auto prompts = LoadPrompts(absl::GetFlag(FLAGS_prompts));
+  if (!prompts.ok()) return usage_error(prompts.status());
+  s.prompts = *std::move(prompts);
+  s.request.max_tokens = absl::GetFlag(FLAGS_max_tokens);
+  s.request.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
+  s.request.k = absl::GetFlag(FLAGS_k);
+  s.request.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
+  s.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
+  if (auto check = BuildRequest(s.request, "x"); !check.ok()) return usage_error(check.status());
+
+  const std::string server = absl::GetFlag(FLAGS_server);
+  auto stub = v1::Tandem::NewStub(grpc::CreateChannel(server, grpc::InsecureChannelCredentials()));
+  v1::ModelInfo info;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    ctx.set_wait_for_ready(true);
+    grpc::Status st = stub->GetModelInfo(&ctx, v1::GetModelInfoRequest(), &info);
+    if (!st.ok()) {
+      Say(absl::StrCat("cannot reach ", server, ": ", st.error_message()));
+      return 1;
+    }
+  }
+  for (v1::SpeculationMethod m : *methods) {
+    bool offered = false;
+    for (int served : info.methods()) offered = offered || served == m;
+    if (!offered) {
+      Say(absl::StrCat("the server does not offer method '", MethodName(m), "'"));
+      return 2;
+    }
+  }
+  Say(absl::StrCat("server ", server, ": target ", info.target().name(), " (tp ",
+                   info.target().tensor_parallel_size(), ", ", info.target().backend(), ")",
+                   info.has_draft() ? absl::StrCat(", draft ", info.draft().name()) : ", no draft",
+                   "; ", s.prompts.size(), " prompts"));
+
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  const absl::Time started = absl::Now();
+  nlohmann::json report = {
+      {"tool", "tandem bench"},
+      {"command_line", inv.command_line},
+      {"started_at", Iso(started)},
+      {"machine", MachineJson()},
+      {"server", {{"address", server}, {"model_info", ProtoJson(info)}}},
+      {"settings",
+       {{"prompts_file", absl::GetFlag(FLAGS_prompts)},
+        {"prompts", s.prompts.size()},
+        {"requests", absl::GetFlag(FLAGS_requests)},
+        {"max_tokens", s.request.max_tokens},
+        {"temperature", s.request.temperature},
+        {"k", s.request.k.has_value() ? nlohmann::json(*s.request.k) : nlohmann::json("adaptive")},
+        {"ignore_eos", s.request.ignore_eos},
+        {"warmup", absl::GetFlag(FLAGS_warmup)},
+        {"metrics", absl::GetFlag(FLAGS_metrics)}}},
+  };
+
+  if (absl::GetFlag(FLAGS_warmup) > 0) {
+    ConfigKey warm{v1::SPECULATION_METHOD_NONE, v1::PIPELINING_DEFAULT, 1};
+    LoadSpec spec;
+    spec.requests = absl::GetFlag(FLAGS_warmup);
+    spec.request_timeout = s.timeout;
+    RunLoad(stub.get(), spec, [&](int n) { int p; return MakeRequest(s, warm, n, &p); },
+            [](int, const RequestResult&) {}, &g_interrupted);
+  }
+
+  if (absl::GetFlag(FLAGS_soak) > absl::ZeroDuration()) {
+    ConfigKey key{(*methods)[0], (*pipelining)[0], (*concurrency)[0]};
+    return RunSoak(stub.get(), s, key, absl::GetFlag(FLAGS_soak), pids, report);
+  }
+
+  std::vector<ConfigRun> runs;
+  std::vector<ConfigResult> rows;
+  const std::string metrics = absl::GetFlag(FLAGS_metrics);
+  for (v1::SpeculationMethod method : *methods) {
+    for (size_t p = 0; p < pipelining->size(); ++p) {
+      // Pipelining does not apply to plain decoding: run `none` once.
+      if (method == v1::SPECULATION_METHOD_NONE && p > 0) continue;
+      for (int c : *concurrency) {
+        if (g_interrupted) break;
+        ConfigKey key{method,
+                      method == v1::SPECULATION_METHOD_NONE ? v1::PIPELINING_DEFAULT : (*pipelining)[p],
+                      c};
+        const std::vector<PrometheusSample> before = Scrape(metrics);
+        ConfigRun run = RunConfig(stub.get(), s, key, absl::GetFlag(FLAGS_requests));
+        const std::vector<PrometheusSample> after = Scrape(metrics);
+        ConfigResult row = Aggregate(run);
+        row.busy = BusyBetween(before, after, run.wall_s);
+        rows.push_back(row);
+        runs.push_back(std::move(run));
+      }
+    }
+  }
+  ComputeSpeedups(&rows);
+  std::printf("\n%s", RenderResultsTable(rows).c_str());
+
+  int exit_code = 0;
+  nlohmann::json check_json;
+  if (s.request.temperature == 0) {
+    OutputCheck check = CheckOutputsAgainstNone(runs);
+    check_json = ToJson(check);
+    if (check.compared == 0) {
+      std::printf("Output check: nothing to compare (include `none` in --methods)\n");
+    } else if (check.ok()) {
+      std::printf("Output check: all %d outputs identical to `none` for the same prompt "
+                  "(greedy is lossless)\n", check.compared);
+    } else {
+      std::printf("Output check: FAILED, %zu of %d outputs differ from `none`:\n",
+                  check.mismatches.size(), check.compared);
+      for (size_t i = 0; i < check.mismatches.size() && i < 10; ++i) {
+        std::printf("  %s\n", check.mismatches[i].c_str());
+      }
+      exit_code = 1;
+    }
+  } else {
+    check_json = {{"skipped", "sampling (temperature > 0): outputs agree in distribution only"}};
+    std::printf("Output check: skipped (temperature > 0)\n");
+  }
+  for (const ConfigResult& row : rows) {
+    if (row.ok == 0) exit_code = 1;
+  }
+  std::fflush(stdout);
+
+  nlohmann::json results = nlohmann::json::array();
+  for (const ConfigResult& row : rows) results.push_back(ToJson(row));
+  report["results"] = results;
+  report["output_check"] = check_json;
+  report["finished_at"] = Iso(absl::Now());
+  report["interrupted"] = g_interrupted.load();
+  const std::string out = absl::GetFlag(FLAGS_out);
+  std::string json_path = out;
+  if (!out.empty()) {
+    if (absl::Status st = WriteJson(out, report); !st.ok()) {
+      Say(std::string(st.message()));
+      return 1;
+    }
+    Say(absl::StrCat("wrote ", out));
+  }
+  const std::string plot = absl::GetFlag(FLAGS_plot);
+  if (!plot.empty()) {
+    std::string temp_json;
+    if (json_path.empty()) {
+      temp_json = absl::StrCat("/tmp/tandem-bench-", getpid(), ".json");
+      if (absl::Status st = WriteJson(temp_json, report); !st.ok()) {
+        Say(std::string(st.message()));
+        return 1;
+      }
+      json_path = temp_json;
+    }
+    absl::Status st = Plot(absl::GetFlag(FLAGS_python), json_path, plot);
+    if (!temp_json.empty()) unlink(temp_json.c_str());
+    if (!st.ok()) {
+      Say(absl::StrCat("no plot: ", st.message(),
+                       " (needs python3-matplotlib: apt-get install python3-matplotlib)"));
+      if (exit_code == 0) exit_code = 1;
+    } else {
+      Say(absl::StrCat("wrote ", plot));
+    }
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+Command BenchCommand() {
+  Command c;
+  c.name = "bench";
+  c.summary = "Benchmark a server: methods x pipelining x concurrency, or a soak run.";
+  c.usage =
+      "Usage: tandem bench --server HOST:PORT [flags]\n\n"
+      "Runs every configuration (method, pipelining mode, concurrency) back to back with\n"
+      "--requests requests each (prompt i of the file for request i, cycling), greedy by\n"
+      "default so outputs are comparable, and prints one table row per configuration:\n"
+      "throughput (generated tokens/s), requests/s, time to first token and time per\n"
+      "output token p50/p90/p99 (as the client sees them), acceptance rate, mean accepted\n"
+      "length (tokens per target step), speedup (throughput / `none` throughput at the\n"
+      "same concurrency) and draft/target busy fractions (with --metrics).\n"
+      "With greedy decoding it checks that every output equals the `none` output for the\n"
+      "same prompt and exits with status 1 if one differs (or a configuration had no\n"
+      "successful request).\n\n"
+      "--soak DURATION runs the first method/pipelining/concurrency for that long and\n"
+      "reports requests served, errors by status code, latency, and (with --pids) the RSS\n"
+      "of the server processes at start, end and peak. Ctrl-C ends a run early; what\n"
+      "finished is reported.";
+  c.flags = {
+      {"server", "HOST:PORT", "Tandem server (coordinator) address."},
+      {"prompts", "FILE", "Prompts, one per line: JSON objects with \"prompt\", JSON "
+                          "strings, or plain text."},
+      {"concurrency", "N[,N...]", "Requests in flight at once; one run per level."},
+      {"requests", "M", "Requests per configuration."},
+      {"methods", "M[,M...]", "Speculation methods: none, draft, prompt_lookup, auto."},
+      {"pipelining", "MODE[,MODE...]", "Draft/verify overlap per request: default, on, off; "
+                                       "one run per mode (`none` runs once)."},
+      {"max_tokens", "N", "Tokens to generate per request."},
+      {"temperature", "T", "Sampling temperature; 0 = greedy (enables the output check)."},
+      {"k", "N", "Fixed draft length K; unset = the server's adaptive K."},
+      {"ignore_eos", "", "Generate exactly --max-tokens per request."},
+      {"warmup", "N", "Unmeasured `none` requests before the first configuration."},
+      {"metrics", "HOST:PORT", "Coordinator's Prometheus endpoint, for draft/target busy "
+                               "fractions (from the growth of the draft and verify step "
+                               "time over each run)."},
+      {"out", "FILE", "Write all results, the command line and machine info as JSON."},
+      {"plot", "FILE.png", "Draw throughput, speedup and acceptance vs concurrency per "
+                           "method (needs python3-matplotlib)."},
+      {"python", "PATH", "Python interpreter used for --plot."},
+      {"timeout", "SECONDS", "Deadline of each request."},
+      {"soak", "DURATION", "Soak mode for this long, e.g. 30s, 10m, 2h."},
+      {"pids", "PID[,PID...]", "Soak: server processes whose RSS to report."},
+  };
+  c.run = RunBench;
+  return c;
+}
+
+}  // namespace tandem::client

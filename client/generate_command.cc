@@ -1,0 +1,174 @@
+#include "client/generate_command.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "client/request_options.h"
+#include "tandem/v1/tandem.grpc.pb.h"
+#include "client/shared_flags.h"
+
+ABSL_FLAG(std::optional<double>, top_p, std::nullopt, "Nucleus sampling mass.");
+ABSL_FLAG(int, top_k, 0, "Top-k sampling; 0 = no limit.");
+ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt, "Sampling seed.");
+ABSL_FLAG(std::string, method, "auto", "Speculation method.");
+ABSL_FLAG(std::string, accept, "default", "Acceptance rule.");
+ABSL_FLAG(std::optional<double>, alpha, std::nullopt, "threshold/ratio parameter.");
+ABSL_FLAG(std::optional<double>, theta_first, std::nullopt, "position: first threshold.");
+ABSL_FLAG(std::optional<double>, theta_last, std::nullopt, "position: last threshold.");
+ABSL_FLAG(std::optional<double>, epsilon, std::nullopt, "typical: probability cap.");
+ABSL_FLAG(std::optional<double>, delta, std::nullopt, "typical: entropy scale.");
+ABSL_FLAG(std::string, stop, "", "Stop string (repeatable).");
+ABSL_FLAG(bool, quiet, false, "Do not print statistics.");
+
+namespace tandem::client {
+namespace {
+
+std::optional<float> AsFloat(const std::optional<double>& v) {
+  if (!v.has_value()) return std::nullopt;
+  return static_cast<float>(*v);
+}
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "tandem generate: %s\n", message.c_str());
+  return 1;
+}
+
+int RunGenerate(const Invocation& inv) {
+  std::string prompt = absl::StrJoin(inv.positional, " ");
+  if (prompt.empty() || prompt == "-") {
+    if (isatty(STDIN_FILENO) && prompt.empty()) {
+      std::fprintf(stderr, "tandem generate: give a PROMPT (or `-` to read it from stdin); "
+                           "see `tandem generate --help`\n");
+      return 2;
+    }
+    prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  RequestOptions o;
+  o.max_tokens = absl::GetFlag(FLAGS_max_tokens);
+  o.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
+  o.top_p = AsFloat(absl::GetFlag(FLAGS_top_p));
+  o.top_k = absl::GetFlag(FLAGS_top_k);
+  o.seed = absl::GetFlag(FLAGS_seed);
+  o.k = absl::GetFlag(FLAGS_k);
+  o.alpha = AsFloat(absl::GetFlag(FLAGS_alpha));
+  o.theta_first = AsFloat(absl::GetFlag(FLAGS_theta_first));
+  o.theta_last = AsFloat(absl::GetFlag(FLAGS_theta_last));
+  o.epsilon = AsFloat(absl::GetFlag(FLAGS_epsilon));
+  o.delta = AsFloat(absl::GetFlag(FLAGS_delta));
+  o.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
+  if (auto it = inv.repeated.find("stop"); it != inv.repeated.end()) o.stop = it->second;
+  auto method = ParseMethod(absl::GetFlag(FLAGS_method));
+  auto accept = ParseAcceptanceRule(absl::GetFlag(FLAGS_accept));
+  auto pipelining = ParsePipelining(absl::GetFlag(FLAGS_pipelining));
+  for (const absl::Status& s : {method.status(), accept.status(), pipelining.status()}) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "tandem generate: %s\n", std::string(s.message()).c_str());
+      return 2;
+    }
+  }
+  o.method = *method;
+  o.accept = *accept;
+  o.pipelining = *pipelining;
+  absl::StatusOr<v1::GenerateRequest> request = BuildRequest(o, prompt);
+  if (!request.ok()) {
+    std::fprintf(stderr, "tandem generate: %s\n", std::string(request.status().message()).c_str());
+    return 2;
+  }
+
+  const std::string server = absl::GetFlag(FLAGS_server);
+  auto stub = v1::Tandem::NewStub(grpc::CreateChannel(server, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(
+      absl::ToChronoTime(absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_timeout))));
+  const absl::Time start = absl::Now();
+  auto reader = stub->GenerateStream(&ctx, *request);
+  v1::GenerateStreamResponse message;
+  v1::RequestStats stats;
+  v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED;
+  bool have_stats = false;
+  bool ends_with_newline = true;
+  while (reader->Read(&message)) {
+    if (!message.text_delta().empty()) {
+      std::fwrite(message.text_delta().data(), 1, message.text_delta().size(), stdout);
+      std::fflush(stdout);
+      ends_with_newline = message.text_delta().back() == '\n';
+    }
+    if (message.has_stats()) {
+      stats = message.stats();
+      finish = message.finish_reason();
+      have_stats = true;
+    }
+  }
+  const grpc::Status status = reader->Finish();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (!ends_with_newline) std::fputc('\n', stdout);
+  std::fflush(stdout);
+  if (!status.ok()) {
+    std::string hint;
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      hint = absl::StrCat(" (is a server running at ", server, "? `tandem up` starts one)");
+    }
+    return Fail(absl::StrCat(absl::StatusCodeToString(
+                                 static_cast<absl::StatusCode>(status.error_code())),
+                             ": ", status.error_message(), hint));
+  }
+  if (have_stats && !absl::GetFlag(FLAGS_quiet)) {
+    std::fprintf(stderr, "%s\n", FormatStats(stats, finish, seconds).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command GenerateCommand() {
+  Command c;
+  c.name = "generate";
+  c.summary = "Generate text for a prompt, streamed to stdout (stats on stderr).";
+  c.usage =
+      "Usage: tandem generate [flags] PROMPT...\n"
+      "       echo PROMPT | tandem generate [flags] -\n\n"
+      "Streams the completion of PROMPT to stdout as tokens are committed, then prints\n"
+      "the request's statistics to stderr: method used, acceptance rate, mean accepted\n"
+      "length, tokens/s (client wall time), time to first token, time per output token.\n"
+      "With --temperature=0 (the default) every method produces the same text as\n"
+      "--method=none; with sampling, lossless rules keep the target's distribution.";
+  c.flags = {
+      {"server", "HOST:PORT", "Tandem server (coordinator) address."},
+      {"max_tokens", "N", "Tokens to generate (the server caps it)."},
+      {"temperature", "T", "Sampling temperature; 0 = greedy decoding."},
+      {"top_p", "P", "Nucleus sampling mass in (0, 1]; unset = no limit."},
+      {"top_k", "N", "Sample among the N most likely tokens; 0 = no limit."},
+      {"seed", "N", "Sampling seed; unset = the server picks one (shown in stats)."},
+      {"method", "M", "Speculation method: auto, none, draft, prompt_lookup (also medusa, "
+                      "lookahead where the server has them)."},
+      {"k", "N", "Draft length K per step; 0 disables speculation; unset = adaptive K."},
+      {"accept", "RULE", "Acceptance rule: default, greedy, rejection (lossless), threshold, "
+                         "ratio, position, typical (lossy, opt-in)."},
+      {"alpha", "A", "threshold: probability bound (default 0.3); ratio: ratio bound "
+                     "(default 0.5)."},
+      {"theta_first", "T", "position: threshold of the first proposal (default 0.95)."},
+      {"theta_last", "T", "position: threshold of the last proposal (default 0.70)."},
+      {"epsilon", "E", "typical: hard probability cap (default 0.09)."},
+      {"delta", "D", "typical: entropy scale (default 0.3)."},
+      {"stop", "TEXT", "Stop generating when the text contains TEXT (not printed)."},
+      {"pipelining", "MODE", "Draft/verify overlap for this request: default (server's "
+                             "choice), on or off. Changes timing only, never the text."},
+      {"ignore_eos", "", "Keep generating past the end-of-sequence token."},
+      {"timeout", "SECONDS", "Deadline of the request."},
+      {"quiet", "", "Do not print the statistics line."},
+  };
+  c.repeatable = {"stop"};
+  c.run = RunGenerate;
+  return c;
+}
+
+}  // namespace tandem::client

@@ -1,0 +1,13 @@
+// tandem: the command-line client and local launcher of a Tandem cluster.
+//   tandem generate   stream a completion
+//   tandem up         start a local cluster
+//   tandem bench      benchmark a server
+#include "client/bench_command.h"
+#include "client/command.h"
+#include "client/generate_command.h"
+#include "client/up_command.h"
+
+int main(int argc, char** argv) {
+  using namespace tandem::client;
+  return RunCli({GenerateCommand(), UpCommand(), BenchCommand()}, argc, argv);
+}

@@ -1,0 +1,1 @@
+../bench/plot_results.py

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The `tandem` CLI as a user runs it, against a fake server (no models): help texts,
+# dashed and underscore flags, usage errors, streamed generate with stats on stderr,
+# bench with table, JSON, output check, plot, and soak.
+set -uo pipefail
+TANDEM=client/tandem
+FAKE=client/fake_tandem_server
+TMP=${TEST_TMPDIR:-$(mktemp -d)}
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+
+# --- help and usage errors -------------------------------------------------------
+"$TANDEM" --help >"$TMP/help" && grep -q "generate" "$TMP/help" && grep -q "bench" "$TMP/help" \
+  && pass "tandem --help lists commands" || fail "tandem --help"
+for cmd in generate up bench; do
+  "$TANDEM" "$cmd" --help >"$TMP/help.$cmd" 2>&1 && grep -q "^Usage: tandem $cmd" "$TMP/help.$cmd" \
+    && pass "tandem $cmd --help" || fail "tandem $cmd --help: $(head -3 "$TMP/help.$cmd")"
+done
+grep -q -- "--max-tokens=N" "$TMP/help.generate" && pass "help shows dashed flags" \
+  || fail "help lacks --max-tokens"
+grep -q -- "--ready-file=PATH" "$TMP/help.up" && pass "up help shows --ready-file" || fail "up help"
+"$TANDEM" generate --concurrency=3 x 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "unknown flag '--concurrency=3'" "$TMP/err" \
+  && pass "a flag of another command is rejected" || fail "unknown flag: rc=$rc $(cat "$TMP/err")"
+"$TANDEM" frobnicate 2>/dev/null; [ $? -eq 2 ] && pass "unknown command exits 2" || fail "unknown command"
+"$TANDEM" up --dry-run --tp 2 --cpu-affinity --draft-cpus 0 --target-cpus 1 --port 0 \
+  --coordinator-bin /bin/true --worker-bin /bin/true --log-dir "$TMP/logs" >"$TMP/plan" 2>&1
+grep -q "taskset -c 1 /bin/true --role=target --rank=1 --tp_size=2" "$TMP/plan" \
+  && grep -q "taskset -c 0 /bin/true --role=draft" "$TMP/plan" \
+  && pass "up --dry-run plans pinned ranks" || fail "up --dry-run: $(cat "$TMP/plan")"
+
+# --- against the fake server -------------------------------------------------------
+"$FAKE" "$TMP/addr" 2 &
+FAKE_PID=$!
+trap 'kill $FAKE_PID 2>/dev/null; wait $FAKE_PID 2>/dev/null' EXIT
+for _ in $(seq 100); do [ -s "$TMP/addr" ] && break; sleep 0.1; done
+ADDR=$(cat "$TMP/addr")
+
+"$TANDEM" generate --server "$ADDR" --max-tokens 3 --method draft hello >"$TMP/out" 2>"$TMP/stats"
+rc=$?
+[ $rc -eq 0 ] && [ "$(cat "$TMP/out")" = "hello#0 hello#1 hello#2 " ] \
+  && pass "generate streams the text to stdout" || fail "generate rc=$rc out=$(cat "$TMP/out")"
+grep -q "method=draft" "$TMP/stats" && grep -q "acceptance=50.0% (3/6)" "$TMP/stats" \
+  && grep -q "tok/s=" "$TMP/stats" && pass "generate prints stats to stderr" \
+  || fail "stats: $(cat "$TMP/stats")"
+echo "piped" | "$TANDEM" generate --server="$ADDR" --max_tokens=1 --quiet - >"$TMP/out" 2>"$TMP/stats"
+grep -q "^piped" "$TMP/out" && [ ! -s "$TMP/stats" ] && pass "prompt from stdin, --quiet" \
+  || fail "stdin prompt: $(cat "$TMP/out") / $(cat "$TMP/stats")"
+"$TANDEM" generate --server "$ADDR" fail >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "INVALID_ARGUMENT: fake: bad prompt" "$TMP/err" \
+  && pass "server errors are reported" || fail "error: rc=$rc $(cat "$TMP/err")"
+"$TANDEM" generate --server 127.0.0.1:1 x >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "tandem up" "$TMP/err" && pass "unreachable server hint" \
+  || fail "unreachable: $(cat "$TMP/err")"
+
+printf '{"prompt": "alpha"}\n{"prompt": "beta"}\n"gamma"\n' >"$TMP/prompts.jsonl"
+"$TANDEM" bench --server "$ADDR" --prompts "$TMP/prompts.jsonl" --concurrency 1,3 --requests 6 \
+  --methods none,draft,prompt_lookup --pipelining on,off --max-tokens 4 --out "$TMP/r.json" \
+  --plot "$TMP/r.png" >"$TMP/table" 2>"$TMP/bench.err"
+rc=$?
+[ $rc -eq 0 ] && pass "bench exits 0" || fail "bench rc=$rc: $(cat "$TMP/bench.err")"
+grep -q "Output check: all .* identical" "$TMP/table" && pass "bench output check" \
+  || fail "output check: $(cat "$TMP/table")"
+[ "$(grep -c '^draft ' "$TMP/table")" = 4 ] && [ "$(grep -c '^none ' "$TMP/table")" = 2 ] \
+  && pass "bench table rows (none once per concurrency)" || fail "rows: $(cat "$TMP/table")"
+/usr/bin/python3 - "$TMP/r.json" <<'PY' && pass "bench JSON fields" || fail "bench JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["command_line"][1] == "bench", r["command_line"]
+assert r["machine"]["online_cpus"] >= 1
+assert r["server"]["model_info"]["target"]["name"] == "fake-target"
+assert len(r["results"]) == 10, len(r["results"])
+for row in r["results"]:
+    for key in ("method", "pipelining", "concurrency", "throughput_tok_s", "requests_per_s",
+                "ttft_ms", "tpot_ms", "acceptance_rate", "mean_accepted_length",
+                "speedup_vs_none", "draft_busy", "target_busy", "errors"):
+        assert key in row, key
+    assert row["ok"] == 6 and row["generated_tokens"] == 24, row
+    assert row["ttft_ms"]["p50"] > 0 and row["tpot_ms"]["p99"] >= row["tpot_ms"]["p50"]
+draft = [x for x in r["results"] if x["method"] == "draft"]
+assert all(abs(x["acceptance_rate"] - 0.5) < 1e-9 for x in draft)
+assert all(abs(x["mean_accepted_length"] - 2.0) < 1e-9 for x in draft)
+# 10 configurations x 6 requests, less the 3 baseline outputs themselves.
+assert r["output_check"]["ok"] and r["output_check"]["compared"] == 57, r["output_check"]
+PY
+if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
+  [ -s "$TMP/r.png" ] && head -c 4 "$TMP/r.png" | grep -q PNG && pass "bench plot is a PNG" \
+    || fail "plot missing: $(cat "$TMP/bench.err")"
+else
+  echo "skip: python3-matplotlib not installed, plot not checked"
+fi
+
+printf 'fine\nwill diverge\n' >"$TMP/diverge.txt"
+"$TANDEM" bench --server "$ADDR" --prompts "$TMP/diverge.txt" --requests 2 --methods none,draft \
+  --max-tokens 2 --warmup 0 >"$TMP/table" 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "Output check: FAILED, 1 of 2" "$TMP/table" \
+  && grep -q "draft pipelining=default c=1 prompt 1" "$TMP/table" \
+  && pass "bench detects a lossy server" || fail "divergence: rc=$rc $(cat "$TMP/table")"
+
+"$TANDEM" bench --server "$ADDR" --prompts "$TMP/prompts.jsonl" --soak 1s --concurrency 2 \
+  --methods draft --max-tokens 2 --pids "$FAKE_PID" --out "$TMP/soak.json" >"$TMP/soak" 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q "requests served" "$TMP/soak" && pass "soak runs" \
+  || fail "soak rc=$rc: $(cat "$TMP/soak")"
+/usr/bin/python3 - "$TMP/soak.json" "$FAKE_PID" <<'PY' && pass "soak JSON" || fail "soak JSON"
+import json, sys
+s = json.load(open(sys.argv[1]))["soak"]
+assert s["requests_served"] > 5 and s["requests_failed"] == 0, s
+assert s["rss"][sys.argv[2]]["max_kib"] > 0, s["rss"]
+assert s["duration_s"] >= 1.0
+PY
+
+echo "$failures failed"
+[ $failures -eq 0 ]

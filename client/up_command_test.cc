@@ -1,0 +1,97 @@
+#include "client/up_command.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "client/shared_flags.h"
+
+ABSL_DECLARE_FLAG(std::string, config);
+ABSL_DECLARE_FLAG(std::string, draft);
+ABSL_DECLARE_FLAG(int, tp);
+ABSL_DECLARE_FLAG(int, port);
+ABSL_DECLARE_FLAG(bool, cpu_affinity);
+ABSL_DECLARE_FLAG(std::string, target_cpus);
+ABSL_DECLARE_FLAG(std::string, draft_cpus);
+ABSL_DECLARE_FLAG(std::string, backend);
+
+namespace tandem::client {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string WriteConfig(const std::string& text) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/up_config.json";
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ConfigFromFlagsTest, DefaultsWithoutFileOrFlags) {
+  auto c = ConfigFromFlags({});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->tp, 4);
+  EXPECT_TRUE(c->with_draft);
+  EXPECT_EQ(c->coordinator.port, 50051);
+}
+
+TEST(ConfigFromFlagsTest, FlagsGivenOverrideTheFileOthersDoNot) {
+  absl::SetFlag(&FLAGS_config, WriteConfig(R"({"target": {"tp": 2, "model": "/t"},
+                                              "coordinator": {"port": 7000}})"));
+  absl::SetFlag(&FLAGS_tp, 3);    // Given.
+  absl::SetFlag(&FLAGS_port, 9);  // Not given: the file's 7000 stays.
+  auto c = ConfigFromFlags({"config", "tp"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->tp, 3);
+  EXPECT_EQ(c->coordinator.port, 7000);
+  EXPECT_EQ(c->target.model, "/t");
+  absl::SetFlag(&FLAGS_config, "");
+  absl::SetFlag(&FLAGS_tp, 4);
+  absl::SetFlag(&FLAGS_port, 50051);
+}
+
+TEST(ConfigFromFlagsTest, DraftNoneAndCoreListsAndPipelining) {
+  absl::SetFlag(&FLAGS_draft, "none");
+  absl::SetFlag(&FLAGS_draft_cpus, "0");
+  absl::SetFlag(&FLAGS_target_cpus, "1");
+  absl::SetFlag(&FLAGS_pipelining, "off");
+  auto c = ConfigFromFlags({"draft", "draft_cpus", "target_cpus", "pipelining"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->with_draft);
+  EXPECT_TRUE(c->cpu_affinity);  // Implied by the core lists.
+  EXPECT_EQ(c->target_cpus, "1");
+  EXPECT_FALSE(c->coordinator.pipelining);
+  absl::SetFlag(&FLAGS_pipelining, "sideways");
+  EXPECT_THAT(std::string(ConfigFromFlags({"pipelining"}).status().message()),
+              HasSubstr("--pipelining"));
+  absl::SetFlag(&FLAGS_pipelining, "default");
+  absl::SetFlag(&FLAGS_draft, "models/draft");
+  absl::SetFlag(&FLAGS_draft_cpus, "");
+  absl::SetFlag(&FLAGS_target_cpus, "");
+}
+
+TEST(ConfigFromFlagsTest, CudaBackendSwitchesCollectivesToNccl) {
+  absl::SetFlag(&FLAGS_backend, "cuda");
+  auto c = ConfigFromFlags({"backend"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->target.backend, "cuda");
+  EXPECT_EQ(c->draft.backend, "cuda");
+  EXPECT_EQ(c->comm, "nccl");
+  absl::SetFlag(&FLAGS_backend, "cpu");
+}
+
+TEST(ConfigFromFlagsTest, BadFileOrValuesAreErrors) {
+  absl::SetFlag(&FLAGS_config, WriteConfig(R"({"target": {"tpp": 2}})"));
+  EXPECT_THAT(std::string(ConfigFromFlags({"config"}).status().message()), HasSubstr("tpp"));
+  absl::SetFlag(&FLAGS_config, "");
+  absl::SetFlag(&FLAGS_tp, 0);
+  EXPECT_THAT(std::string(ConfigFromFlags({"tp"}).status().message()), HasSubstr("tp"));
+  absl::SetFlag(&FLAGS_tp, 4);
+}
+
+}  // namespace
+}  // namespace tandem::client
