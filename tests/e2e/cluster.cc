@@ -52,8 +52,17 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& op
       CoordinatorBinary(), args, absl::StrCat(TestTempDir(), "/", options.tag, "-coordinator.log"));
   if (!coordinator.ok()) return coordinator.status();
   c->coordinator_ = *std::move(coordinator);
-  if (!WaitForHealth(c->address(), Health::kServing, absl::Seconds(180))) {
-    return absl::UnavailableError(absl::StrCat("cluster did not come up:\n", c->Logs()));
+  // Wait for the coordinator to serve; give up at once if any process died.
+  const absl::Time give_up = absl::Now() + absl::Seconds(180);
+  while (!WaitForHealth(c->address(), Health::kServing, absl::Milliseconds(200))) {
+    bool all_running = c->coordinator_->Running();
+    for (int r = 0; r < c->target_->size(); ++r) all_running &= c->target_->process(r).Running();
+    if (c->draft_) all_running &= c->draft_->process(0).Running();
+    if (!all_running || absl::Now() > give_up) {
+      return absl::UnavailableError(absl::StrCat(
+          all_running ? "cluster did not come up in time:\n" : "a cluster process exited:\n",
+          c->Logs()));
+    }
   }
   return c;
 }
