@@ -141,5 +141,42 @@ TEST(LlamaTensorParallelTest, MatchesSingleRankAndIsDeterministic) {
   }
 }
 
+// A collective that fails mid-forward (the peer rank never arrives) returns the error
+// and leaves each sequence of the batch at its start_position (new ones released).
+TEST(LlamaTensorParallelTest, CollectiveFailureRollsTheBatchBack) {
+  auto group = LocalGroup::Create(2);
+  ASSERT_TRUE(group.ok()) << group.status();
+  std::unique_ptr<LlamaModel> models[2];
+  std::unique_ptr<Backend> backends[2];
+  LlamaModelOptions options;
+  options.collective_timeout = absl::Milliseconds(200);
+  for (int r = 0; r < 2; ++r) {
+    auto weights = LoadLlamaWeights(kCheckpoint, r, 2);
+    ASSERT_TRUE(weights.ok()) << weights.status();
+    backends[r] = MakeCpuBackend(1);
+    auto model = LlamaModel::Create(*weights, backends[r].get(), (*group)[r].get(), options);
+    ASSERT_TRUE(model.ok()) << model.status();
+    models[r] = *std::move(model);
+  }
+  const std::vector<int32_t> tokens = RandomTokens(12, 128, 3);
+  // Both ranks: sequence 1 gets 12 tokens.
+  std::vector<float> logits[2];
+  absl::Status statuses[2];
+  std::thread peer([&] { statuses[1] = models[1]->Forward({Seq(1, 0, tokens, {})}, &logits[1]); });
+  statuses[0] = models[0]->Forward({Seq(1, 0, tokens, {})}, &logits[0]);
+  peer.join();
+  ASSERT_TRUE(statuses[0].ok()) << statuses[0];
+  ASSERT_TRUE(statuses[1].ok()) << statuses[1];
+
+  // Only rank 0 runs the next step: it times out in the first all-reduce.
+  const absl::Status status = models[0]->Forward(
+      {Seq(1, 8, {5, 6, 7}, {0}), Seq(2, 0, {1, 2, 3}, {2})}, &logits[0]);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_EQ(models[0]->CachedLength(1).value_or(-1), 8);
+  EXPECT_FALSE(models[0]->CachedLength(2).ok());
+  EXPECT_EQ(models[0]->kv_stats().num_sequences, 1);
+  EXPECT_EQ(models[0]->kv_stats().used_blocks, 1);  // 8 tokens in one 16-token block.
+}
+
 }  // namespace
 }  // namespace tandem
