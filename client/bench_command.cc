@@ -496,8 +496,8 @@ Command BenchCommand() {
       {"ignore_eos", "", "Generate exactly --max-tokens per request."},
       {"warmup", "N", "Unmeasured `none` requests before the first configuration."},
       {"metrics", "HOST:PORT", "Coordinator's Prometheus endpoint, for draft/target busy "
-                               "fractions (from the growth of the draft and verify step "
-                               "time over each run)."},
+                               "fractions (the growth of the draft step time, and of the "
+                               "verify + collective step time, over each run)."},
       {"out", "FILE", "Write all results, the command line and machine info as JSON."},
       {"plot", "FILE.png", "Draw throughput, speedup and acceptance vs concurrency per "
                            "method (needs python3-matplotlib)."},

@@ -129,16 +129,22 @@ BusyFractions BusyBetween(const std::vector<PrometheusSample>& before,
                           const std::vector<PrometheusSample>& after, double wall_s) {
   BusyFractions busy;
   const std::string sum = "tandem_step_latency_ms_sum";
-  auto delta = [&](const char* phase) -> double {
-    std::optional<double> a = FindSample(before, sum, {{"phase", phase}});
-    std::optional<double> b = FindSample(after, sum, {{"phase", phase}});
-    if (!b.has_value() || wall_s <= 0) return NAN;
-    return std::clamp((*b - a.value_or(0)) / (wall_s * 1000.0), 0.0, 1.0);
+  // Milliseconds spent in `phases` between the scrapes, as a fraction of the wall time.
+  auto fraction = [&](std::initializer_list<const char*> phases) -> double {
+    double ms = 0;
+    for (const char* phase : phases) {
+      std::optional<double> a = FindSample(before, sum, {{"phase", phase}});
+      std::optional<double> b = FindSample(after, sum, {{"phase", phase}});
+      if (!b.has_value() || wall_s <= 0) return NAN;
+      ms += *b - a.value_or(0);
+    }
+    return std::clamp(ms / (wall_s * 1000.0), 0.0, 1.0);
   };
-  busy.draft = delta("draft");
-  busy.target = delta("verify");
+  busy.draft = fraction({"draft"});
+  // The target group is busy computing or exchanging partial results.
+  busy.target = fraction({"verify", "collective"});
   if (std::isfinite(busy.draft) || std::isfinite(busy.target)) {
-    busy.source = "step latency sums (draft, verify) over the run";
+    busy.source = "step time sums over the run (draft; verify + collective)";
     return busy;
   }
   std::optional<double> draft = FindSample(after, "tandem_draft_busy_fraction");

@@ -75,9 +75,10 @@ struct OutputCheck {
 };
 OutputCheck CheckOutputsAgainstNone(const std::vector<ConfigRun>& runs);
 
-// Busy fractions between two scrapes of /metrics taken `wall_s` apart: the growth of
-// the tandem_step_latency_ms sums of phase "draft" and "verify" over the interval; if
-// those series are missing, the tandem_*_busy_fraction gauges of the later scrape.
+// Busy fractions between two scrapes of /metrics taken `wall_s` apart, from the growth
+// of the tandem_step_latency_ms sums: draft = phase "draft", target = phases "verify"
+// + "collective" (forward pass and tensor-parallel exchanges). If those series are
+// missing, the tandem_*_busy_fraction gauges of the later scrape.
 BusyFractions BusyBetween(const std::vector<PrometheusSample>& before,
                           const std::vector<PrometheusSample>& after, double wall_s);
 

@@ -129,16 +129,18 @@ TEST(BusyBetweenTest, UsesTheGrowthOfStepLatencySums) {
   auto before = ParsePrometheusText(
       "tandem_step_latency_ms_sum{phase=\"draft\"} 1000\n"
       "tandem_step_latency_ms_sum{phase=\"verify\"} 5000\n"
+      "tandem_step_latency_ms_sum{phase=\"collective\"} 100\n"
       "tandem_draft_busy_fraction 0.9\n");
   auto after = ParsePrometheusText(
       "tandem_step_latency_ms_sum{phase=\"draft\"} 1500\n"
-      "tandem_step_latency_ms_sum{phase=\"verify\"} 6500\n"
+      "tandem_step_latency_ms_sum{phase=\"verify\"} 6200\n"
+      "tandem_step_latency_ms_sum{phase=\"collective\"} 400\n"
       "tandem_draft_busy_fraction 0.8\n");
   ASSERT_TRUE(before.ok() && after.ok());
   BusyFractions busy = BusyBetween(*before, *after, 2.0);
   EXPECT_DOUBLE_EQ(busy.draft, 0.25);   // 500 ms of 2000.
-  EXPECT_DOUBLE_EQ(busy.target, 0.75);  // 1500 ms of 2000.
-  EXPECT_THAT(busy.source, HasSubstr("step latency"));
+  EXPECT_DOUBLE_EQ(busy.target, 0.75);  // 1200 + 300 ms of 2000.
+  EXPECT_THAT(busy.source, HasSubstr("step time"));
 }
 
 TEST(BusyBetweenTest, FallsBackToGaugesThenToNothing) {

@@ -96,6 +96,7 @@ absl::StatusOr<ClusterPlan> PlanCluster(const ClusterConfig& c, const ClusterPor
     rank.binary = worker_binary;
     rank.health_address = Address(c.host, ports.target[r]);
     rank.log_path = absl::StrCat(log_dir, "/target-", r, ".log");
+    rank.stop_stage = r == 0 ? 1 : 2;
     int threads;
     if (c.cpu_affinity) {
       rank.cpus = affinity.target_ranks[r];
@@ -133,6 +134,7 @@ absl::StatusOr<ClusterPlan> PlanCluster(const ClusterConfig& c, const ClusterPor
     draft.binary = worker_binary;
     draft.health_address = Address(c.host, ports.draft);
     draft.log_path = log_dir + "/draft.log";
+    draft.stop_stage = 1;
     draft.cpus = affinity.draft;
     const int threads =
         DefaultThreads(c.draft.threads, c.cpu_affinity ? draft.cpus.size() : all_cores, 1);

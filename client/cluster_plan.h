@@ -19,6 +19,9 @@ struct ProcessSpec {
   std::vector<int> cpus;          // Cores to pin to; empty = not pinned.
   std::string health_address;     // host:port answering grpc.health.v1.
   std::string log_path;           // stdout and stderr go here.
+  // Shutdown order: stage 0 (coordinator) stops first, then 1 (draft worker and target
+  // leader, which tells its followers to exit), then 2 (followers, usually gone by then).
+  int stop_stage = 0;
 };
 
 // Ports already chosen for every listener (0 is not allowed here: resolve free ports

@@ -63,12 +63,17 @@ TEST(PlanClusterTest, WiresEveryProcessTogether) {
   EXPECT_THAT(rank1.args, Contains("--hostname=127.0.0.1"));
   EXPECT_THAT(rank1.args, Contains("--threads=2"));  // 4 cores / 2 ranks.
   EXPECT_EQ(rank1.log_path, "/logs/target-1.log");
+  // Stop order: coordinator, then draft and leader, then followers.
+  EXPECT_EQ(coord.stop_stage, 0);
+  EXPECT_EQ(Find(*plan, "target-0").stop_stage, 1);
+  EXPECT_EQ(rank1.stop_stage, 2);
 
   const ProcessSpec& draft = Find(*plan, "draft");
   EXPECT_THAT(draft.args, Contains("--role=draft"));
   EXPECT_THAT(draft.args, Contains("--model_dir=models/draft"));
   EXPECT_THAT(draft.args, Contains("--threads=4"));
   EXPECT_EQ(draft.health_address, "127.0.0.1:5003");
+  EXPECT_EQ(draft.stop_stage, 1);
 }
 
 TEST(PlanClusterTest, AffinityPinsDraftAndTargetToDisjointCores) {

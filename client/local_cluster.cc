@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <set>
+
 #include "absl/time/clock.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -104,13 +106,30 @@ void LocalCluster::Stop() {
   if (stopped_) return;
   stopped_ = true;
   if (children_.empty()) return;
-  const absl::Time end = absl::Now() + options_.stop_grace;
-  children_[0]->Signal(SIGTERM);
-  children_[0]->WaitFor(options_.stop_grace / 2);
-  for (auto& child : children_) child->Signal(SIGTERM);
-  for (auto& child : children_) child->WaitFor(std::max(absl::ZeroDuration(), end - absl::Now()));
+  std::set<int> stages;
+  for (const ProcessSpec& spec : specs_) stages.insert(spec.stop_stage);
+  for (int stage : stages) {
+    for (size_t i = 0; i < children_.size(); ++i) {
+      if (specs_[i].stop_stage == stage) children_[i]->Signal(SIGTERM);
+    }
+    const absl::Time end = absl::Now() + options_.stop_grace;
+    for (size_t i = 0; i < children_.size(); ++i) {
+      if (specs_[i].stop_stage == stage) {
+        children_[i]->WaitFor(std::max(absl::ZeroDuration(), end - absl::Now()));
+      }
+    }
+  }
   bool any_left = false;
-  for (auto& child : children_) any_left = any_left || !child->Poll();
+  for (size_t i = 0; i < children_.size(); ++i) {
+    if (children_[i]->Poll()) continue;
+    any_left = true;
+    if (options_.note) {
+      options_.note(absl::StrCat(specs_[i].name, " (pid ", children_[i]->pid(),
+                                 ") did not exit within ",
+                                 absl::FormatDuration(options_.stop_grace),
+                                 " of SIGTERM; killing it"));
+    }
+  }
   // The group exists while a member lives; kill it whole (and anything they spawned).
   if (any_left && pgid_ > 0) kill(-pgid_, SIGKILL);
   for (auto& child : children_) {

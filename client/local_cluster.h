@@ -19,8 +19,8 @@
 namespace tandem::client {
 
 struct LocalClusterOptions {
-  // Time allowed for a clean exit after SIGTERM before SIGKILL.
-  absl::Duration stop_grace = absl::Seconds(15);
+  // Time each stop stage is allowed for a clean exit after SIGTERM; then SIGKILL.
+  absl::Duration stop_grace = absl::Seconds(10);
   // Health probe of one address; default: CheckServing with a 1 s deadline.
   std::function<absl::Status(const std::string& address)> probe;
   // Receives progress lines ("target-1 is healthy"); may be empty.
@@ -48,9 +48,10 @@ class LocalCluster {
   // Report of a process that has exited and was not reported before, else nullopt.
   std::optional<std::string> FindExited();
 
-  // Orderly stop: SIGTERM to the first process (the coordinator) and up to half the
-  // grace for it to drain; SIGTERM to the rest and the remaining grace; SIGKILL to the
-  // whole group; every child reaped. Idempotent.
+  // Orderly stop, stage by stage (ProcessSpec::stop_stage, ascending): SIGTERM to the
+  // stage's processes and up to stop_grace for them to exit; then SIGKILL to whatever is
+  // left in the whole group (each such process is noted); every child reaped.
+  // Idempotent.
   void Stop();
 
   std::vector<pid_t> pids() const;

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstdio>
 #include <fstream>
+#include <iterator>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -66,10 +68,36 @@ TEST(LocalClusterTest, BecomesHealthyAndStopsEveryProcess) {
   for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << pid;
 }
 
+TEST(LocalClusterTest, StopsStageByStage) {
+  const std::string order = TempDir() + "/stop_order.txt";
+  std::remove(order.c_str());
+  auto member = [&order](const std::string& name, int stage) {
+    ProcessSpec p = Shell(name, "trap 'echo " + name + " >> " + order +
+                                    "; exit 0' TERM; while :; do sleep 0.02; done");
+    p.stop_stage = stage;
+    return p;
+  };
+  LocalClusterOptions options;
+  options.probe = [](const std::string&) { return absl::OkStatus(); };
+  std::vector<std::string> notes;
+  options.note = [&notes](const std::string& line) { notes.push_back(line); };
+  auto cluster = LocalCluster::Start(
+      {member("follower", 2), member("coordinator", 0), member("leader", 1)}, options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  absl::SleepFor(absl::Milliseconds(200));  // Let the shells install their traps.
+  (*cluster)->Stop();
+  std::ifstream in(order);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "coordinator\nleader\nfollower\n");
+  EXPECT_TRUE(notes.empty());  // Nobody needed SIGKILL.
+}
+
 TEST(LocalClusterTest, ProcessIgnoringSigtermIsKilled) {
   LocalClusterOptions options;
   options.stop_grace = absl::Milliseconds(600);
   options.probe = [](const std::string&) { return absl::OkStatus(); };
+  std::vector<std::string> notes;
+  options.note = [&notes](const std::string& line) { notes.push_back(line); };
   auto cluster = LocalCluster::Start(
       {Shell("stubborn", "trap '' TERM; while :; do sleep 0.1; done")}, options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
@@ -79,6 +107,9 @@ TEST(LocalClusterTest, ProcessIgnoringSigtermIsKilled) {
   (*cluster)->Stop();
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   EXPECT_FALSE(Alive(pid));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_THAT(notes[0], HasSubstr("stubborn"));
+  EXPECT_THAT(notes[0], HasSubstr("killing it"));
 }
 
 TEST(LocalClusterTest, ProcessDyingDuringStartUpIsReportedWithItsLog) {
