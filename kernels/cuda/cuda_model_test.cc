@@ -1,0 +1,224 @@
+// The whole Llama model on the CUDA backend against the CPU backend, on the bundled
+// models (models/target, models/draft, when present) and the reference checkpoints:
+//  * logits of a prompt vs the CPU backend running the same bf16-rounded weights
+//    (the exact values the GPU holds): |gpu - cpu| <= 1e-3 + 1e-3 |cpu|, differences
+//    coming only from float32 summation order;
+//  * logits vs the CPU backend on the original weights: relative L2 error per row
+//    <= 3e-2 (bf16 weights; 8e-2 in cuBLAS mode, which also rounds activations);
+//  * greedy generation: the same tokens as the CPU backend on bf16-rounded weights;
+//  * batch invariance (batch-invariant GEMM): a sequence's logits are bitwise equal
+//    whether decoded one token at a time, verified as a K+1 chunk, or run inside a
+//    batch with another sequence.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/half.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_test_util.h"
+#include "model/llama.h"
+#include "model/weights.h"
+
+namespace tandem {
+namespace {
+
+using Gemm = CudaBackendOptions::Gemm;
+
+std::vector<std::string> ModelDirs() {
+  std::vector<std::string> dirs;
+  for (const char* dir : {"models/target", "models/draft",
+                          "tests/reference/checkpoints/tiny_bf16_llama3_tied",
+                          "tests/reference/checkpoints/tiny_f16_hd20_kv1",
+                          "tests/reference/checkpoints/tiny_f32_sharded",
+                          "tests/reference/checkpoints/tiny_f32_tp"}) {
+    if (std::ifstream(std::string(dir) + "/config.json").good()) dirs.push_back(dir);
+  }
+  return dirs;
+}
+
+// The same weights with every value rounded to bf16 (float32 host copies).
+HostTensor RoundedTensor(const HostTensor& t) {
+  auto data = std::make_shared<std::vector<float>>(size_t(t.numel()));
+  for (int64_t i = 0; i < t.rows; ++i) {
+    for (int64_t j = 0; j < t.cols; ++j) {
+      (*data)[size_t(i * t.cols + j)] = cpu::Bf16ToFloat(cpu::FloatToBf16(t.At(i, j)));
+    }
+  }
+  HostTensor out;
+  out.data = data->data();
+  out.dtype = DType::kF32;
+  out.rows = t.rows;
+  out.cols = t.cols;
+  out.owner = data;
+  return out;
+}
+
+LlamaWeights RoundedWeights(const LlamaWeights& w) {
+  LlamaWeights r = w;
+  r.embed_tokens = RoundedTensor(w.embed_tokens);
+  r.final_norm = RoundedTensor(w.final_norm);
+  r.lm_head = RoundedTensor(w.lm_head);
+  for (LayerWeights& l : r.layers) {
+    for (HostTensor* t : {&l.input_norm, &l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj,
+                          &l.post_attn_norm, &l.gate_proj, &l.up_proj, &l.down_proj}) {
+      *t = RoundedTensor(*t);
+    }
+  }
+  return r;
+}
+
+SequenceInput Seq(uint64_t id, int start, std::vector<int32_t> tokens, bool all_logits) {
+  SequenceInput in;
+  in.seq_id = id;
+  in.start_position = start;
+  in.tokens = std::move(tokens);
+  if (all_logits) {
+    for (int i = 0; i < int(in.tokens.size()); ++i) in.logit_indices.push_back(i);
+  } else {
+    in.logit_indices = {int(in.tokens.size()) - 1};
+  }
+  return in;
+}
+
+int Argmax(const float* row, int n) {
+  int best = 0;
+  for (int i = 1; i < n; ++i) if (row[i] > row[best]) best = i;
+  return best;
+}
+
+class CudaModelTest : public cuda::testing::CudaTest,
+                      public ::testing::WithParamInterface<Gemm> {
+ protected:
+  CudaBackendOptions Options() const override {
+    CudaBackendOptions options;
+    options.gemm = GetParam();
+    return options;
+  }
+
+  static std::unique_ptr<LlamaModel> Model(const LlamaWeights& w, Backend* backend) {
+    LlamaModelOptions options;
+    options.kv_cache_bytes = size_t(16) << 20;
+    auto model = LlamaModel::Create(w, backend, nullptr, options);
+    EXPECT_TRUE(model.ok()) << model.status();
+    return model.ok() ? *std::move(model) : nullptr;
+  }
+};
+
+TEST_P(CudaModelTest, LogitsAndGreedyMatchCpu) {
+  const std::vector<std::string> dirs = ModelDirs();
+  ASSERT_FALSE(dirs.empty()) << "no model directories found";
+  for (const std::string& dir : dirs) {
+    SCOPED_TRACE(dir);
+    auto weights = LoadLlamaWeights(dir, 0, 1);
+    ASSERT_TRUE(weights.ok()) << weights.status();
+    const LlamaWeights rounded = RoundedWeights(*weights);
+    const int vocab = weights->config.vocab_size;
+    CpuBackend cpu(2);
+    auto gpu_model = Model(*weights, backend_.get());
+    auto cpu_model = Model(rounded, &cpu);
+    auto cpu_exact = Model(*weights, &cpu);
+    ASSERT_TRUE(gpu_model && cpu_model && cpu_exact);
+
+    std::mt19937 rng(3);
+    std::vector<int32_t> prompt(20);
+    for (int32_t& t : prompt) t = 3 + int32_t(rng() % uint32_t(vocab - 3));
+    std::vector<float> gpu, cpu_r, cpu_x;
+    ASSERT_TRUE(gpu_model->Forward({Seq(1, 0, prompt, true)}, &gpu).ok());
+    ASSERT_TRUE(cpu_model->Forward({Seq(1, 0, prompt, true)}, &cpu_r).ok());
+    ASSERT_TRUE(cpu_exact->Forward({Seq(1, 0, prompt, true)}, &cpu_x).ok());
+    ASSERT_EQ(gpu.size(), cpu_r.size());
+    const double same_weights_tol = GetParam() == Gemm::kCublas ? 2e-2 : 1e-3;
+    const double l2_tol = GetParam() == Gemm::kCublas ? 8e-2 : 3e-2;
+    double worst_same = 0, worst_l2 = 0;
+    for (size_t row = 0; row < prompt.size(); ++row) {
+      double err2 = 0, norm2 = 0;
+      for (int v = 0; v < vocab; ++v) {
+        const size_t i = row * vocab + v;
+        const double d = std::fabs(double(gpu[i]) - cpu_r[i]);
+        worst_same = std::max(worst_same, d / (1.0 + std::fabs(cpu_r[i])));
+        err2 += (double(gpu[i]) - cpu_x[i]) * (double(gpu[i]) - cpu_x[i]);
+        norm2 += double(cpu_x[i]) * cpu_x[i];
+      }
+      worst_l2 = std::max(worst_l2, std::sqrt(err2 / std::max(norm2, 1e-30)));
+    }
+    std::printf("%s [%s]: max |gpu - cpu(bf16 weights)| / (1 + |cpu|) = %.3g; "
+                "max relative L2 vs cpu(original weights) = %.3g\n",
+                dir.c_str(), GemmModeName(GetParam()), worst_same, worst_l2);
+    EXPECT_LE(worst_same, same_weights_tol);
+    EXPECT_LE(worst_l2, l2_tol);
+
+    // Greedy generation, one token per step.
+    std::vector<int32_t> gpu_tokens, cpu_tokens;
+    for (auto* out : {&gpu_tokens, &cpu_tokens}) {
+      LlamaModel* model = out == &gpu_tokens ? gpu_model.get() : cpu_model.get();
+      std::vector<float> logits;
+      ASSERT_TRUE(model->Forward({Seq(2, 0, prompt, false)}, &logits).ok());
+      int position = int(prompt.size());
+      for (int step = 0; step < 12; ++step) {
+        out->push_back(Argmax(logits.data(), vocab));
+        ASSERT_TRUE(model->Forward({Seq(2, position++, {out->back()}, false)}, &logits).ok());
+      }
+    }
+    if (GetParam() == Gemm::kBatchInvariant) {
+      EXPECT_EQ(gpu_tokens, cpu_tokens);
+    } else if (gpu_tokens != cpu_tokens) {
+      std::printf("%s [cublas]: greedy tokens differ from the CPU backend (bf16 activations)\n",
+                  dir.c_str());
+    }
+  }
+}
+
+TEST_P(CudaModelTest, LogitsDoNotDependOnTheBatch) {
+  if (GetParam() != Gemm::kBatchInvariant) GTEST_SKIP() << "cuBLAS mode is not batch invariant";
+  for (const std::string& dir : ModelDirs()) {
+    SCOPED_TRACE(dir);
+    auto weights = LoadLlamaWeights(dir, 0, 1);
+    ASSERT_TRUE(weights.ok()) << weights.status();
+    auto model = Model(*weights, backend_.get());
+    ASSERT_TRUE(model);
+    const int vocab = weights->config.vocab_size;
+    std::mt19937 rng(5);
+    std::vector<int32_t> tokens(24), other(17);
+    for (int32_t& t : tokens) t = int32_t(rng() % uint32_t(vocab));
+    for (int32_t& t : other) t = int32_t(rng() % uint32_t(vocab));
+    const int context = 16, k = 7;  // Verify K + 1 = 8 positions after 16 cached.
+    const std::vector<int32_t> prefix(tokens.begin(), tokens.begin() + context);
+    const std::vector<int32_t> chunk(tokens.begin() + context, tokens.end());
+
+    // (a) One position at a time.
+    std::vector<float> one_by_one, logits;
+    ASSERT_TRUE(model->Forward({Seq(1, 0, prefix, false)}, &logits).ok());
+    for (int i = 0; i <= k; ++i) {
+      ASSERT_TRUE(model->Forward({Seq(1, context + i, {chunk[i]}, false)}, &logits).ok());
+      one_by_one.insert(one_by_one.end(), logits.begin(), logits.end());
+    }
+    // (b) The K + 1 positions as one verify chunk.
+    std::vector<float> verify;
+    ASSERT_TRUE(model->Forward({Seq(1, context, chunk, true)}, &verify).ok());
+    // (c) The same chunk in a batch after another sequence's prefill.
+    std::vector<float> batched;
+    ASSERT_TRUE(model->Forward({Seq(9, 0, other, true), Seq(1, context, chunk, true)}, &batched).ok());
+    ASSERT_EQ(verify.size(), one_by_one.size());
+    EXPECT_EQ(std::memcmp(verify.data(), one_by_one.data(), verify.size() * sizeof(float)), 0);
+    ASSERT_EQ(batched.size(), (other.size() + chunk.size()) * size_t(vocab));
+    EXPECT_EQ(std::memcmp(batched.data() + other.size() * vocab, verify.data(),
+                          verify.size() * sizeof(float)),
+              0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, CudaModelTest,
+                         ::testing::Values(Gemm::kBatchInvariant, Gemm::kCublas),
+                         [](const ::testing::TestParamInfo<Gemm>& info) {
+                           return std::string(GemmModeName(info.param));
+                         });
+
+}  // namespace
+}  // namespace tandem
