@@ -46,7 +46,7 @@ TEST(WorkerBinaryTest, BadStartsExitTwoWithOneLine) {
       {{}, "--model_dir: is required"},
       {{"--model_dir=/nonexistent/model"}, "/nonexistent/model"},
       {{"--model_dir=" + testing::TestTempDir()}, "config.json"},
-      {{"--backend=cuda", model}, "CUDA backend not available in this build"},
+      {{"--backend=cuda", model}, "--backend=cuda: CUDA backend not available"},
       {{"--role=draft", "--tp_size=2", model}, "--tp_size"},
       {{"--tp_size=4", "--rank=4", model}, "--rank"},
       {{"--tp_size=4", model}, "--rendezvous"},

@@ -25,7 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/server.h"
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/backend_factory.h"
 #include "model/llama.h"
 #include "model/weights.h"
 #include "worker/command_line.h"
@@ -137,9 +137,13 @@ int Run(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const WorkerOptions options = OptionsFromFlags();
   if (absl::Status s = ValidateWorkerOptions(options); !s.ok()) Die(s, 2);
-  if (options.backend == "cuda") {
-    Die(absl::FailedPreconditionError(
-            "--backend=cuda: CUDA backend not available in this build (use --backend=cpu)"),
+  // Compute backend (kernels/backend_factory.h); cuda uses device rank % visible devices.
+  absl::StatusOr<std::unique_ptr<Backend>> backend_or =
+      MakeBackend(options.backend, options.threads, options.rank);
+  if (!backend_or.ok()) {
+    Die(absl::Status(backend_or.status().code(),
+                     absl::StrCat("--backend=", options.backend, ": ",
+                                  backend_or.status().message())),
         2);
   }
   absl::StatusOr<LlamaWeights> weights =
@@ -154,7 +158,7 @@ int Run(int argc, char** argv) {
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   InstallShutdownSignalHandlers();
-  std::unique_ptr<Backend> backend = MakeCpuBackend(options.threads);
+  std::unique_ptr<Backend> backend = *std::move(backend_or);
   LlamaModelOptions model_options;
   model_options.kv_cache_bytes = size_t(options.kv_cache_mb) << 20;
   model_options.block_size = options.block_size;
