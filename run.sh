@@ -12,6 +12,7 @@ PACKAGES=(
   libgoogle-glog-dev libgflags-dev libgtest-dev libgmock-dev libgloo-dev
   nlohmann-json3-dev prometheus-cpp-dev openssl
   python3 python3-torch python3-numpy python3-sentencepiece libopenblas0-openmp
+  python3-matplotlib iproute2
 )
 
 log() { printf '[run.sh] %s\n' "$*" >&2; }
@@ -64,12 +65,97 @@ cmd_test() {
   return $rc
 }
 
+# ./run.sh demo: a local cluster with the bundled model pair (target over 4 ranks on
+# CPU, draft on its own core), three prompts generated target-only and speculatively,
+# the texts, acceptance and the measured speedup. Stops the cluster on exit.
+# TANDEM_DEMO_TARGET / TANDEM_DEMO_DRAFT / TANDEM_DEMO_TP choose other models and tp.
+cmd_demo() {
+  install_packages
+  log "building tandem, tandem-coordinator and tandem-worker"
+  bazel build --noshow_progress --ui_event_filters=-info \
+    //client:tandem //coordinator:tandem-coordinator //worker:tandem-worker
+  local tandem=bazel-bin/client/tandem
+  local target=${TANDEM_DEMO_TARGET:-models/target} draft=${TANDEM_DEMO_DRAFT:-models/draft}
+  for m in "$target" "$draft"; do
+    [ -f "$m/config.json" ] || { log "missing model $m (no config.json)"; exit 1; }
+  done
+  local work
+  work=$(mktemp -d /tmp/tandem-demo-XXXXXX)
+  local up_flags=(--target "$target" --draft "$draft" --tp "${TANDEM_DEMO_TP:-4}" --backend cpu
+                  --port 0 --ready-file "$work/ready" --log-dir "$work/logs")
+  if [ "$(nproc)" -ge 2 ]; then up_flags+=(--cpu-affinity); fi
+  log "starting the cluster: tandem up ${up_flags[*]}"
+  "$tandem" up "${up_flags[@]}" >"$work/up.out" 2>&1 &
+  local up_pid=$!
+  # shellcheck disable=SC2064
+  trap "kill -TERM $up_pid 2>/dev/null; wait $up_pid 2>/dev/null; log 'cluster stopped'" EXIT
+  local waited=0
+  until [ -s "$work/ready" ]; do
+    if ! kill -0 "$up_pid" 2>/dev/null; then
+      log "the cluster failed to start:"; cat "$work/up.out" >&2; exit 1
+    fi
+    [ $waited -ge 300 ] && { log "not ready after 300 s; see $work/up.out"; exit 1; }
+    sleep 1; waited=$((waited + 1))
+  done
+  local server
+  server=$(head -n 1 "$work/ready")
+  log "cluster ready on $server after ${waited}s (logs in $work/logs)"
+  "$tandem" generate --server "$server" --max-tokens 8 --quiet "def warm_up():" >/dev/null
+
+  local prompts=(
+    $'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n'
+    $'class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n'
+    $'def read_lines(path):\n    with open(path) as f:\n'
+  )
+  local tokens=48 i=0 method
+  local -A total_tokens=([none]=0 [draft]=0) total_ms=([none]=0 [draft]=0)
+  for prompt in "${prompts[@]}"; do
+    i=$((i + 1))
+    printf '\n==================== prompt %d of %d ====================\n%s\n' "$i" "${#prompts[@]}" "$prompt"
+    for method in none draft; do
+      local start end
+      start=$(date +%s%N)
+      if ! "$tandem" generate --server "$server" --max-tokens $tokens --temperature 0 \
+          --method $method "$prompt" >"$work/$method.txt" 2>"$work/$method.stats"; then
+        log "generate --method $method failed:"; cat "$work/$method.stats" >&2; exit 1
+      fi
+      end=$(date +%s%N)
+      local n
+      n=$(sed -n 's/.*method=[a-z_]* tokens=\([0-9]*\).*/\1/p' "$work/$method.stats")
+      n=${n:-0}
+      total_tokens[$method]=$((total_tokens[$method] + n))
+      total_ms[$method]=$((total_ms[$method] + (end - start) / 1000000))
+      if [ $method = none ]; then
+        printf -- '---- target only (--method none) ----\n'
+      else
+        printf -- '---- speculative (--method draft) ----\n'
+      fi
+      cat "$work/$method.txt"
+      printf '  [%s]\n' "$(cat "$work/$method.stats")"
+    done
+    if cmp -s "$work/none.txt" "$work/draft.txt"; then
+      printf -- '---- identical text: yes (greedy speculation is lossless)\n'
+    else
+      printf -- '---- identical text: NO\n'
+    fi
+  done
+  awk -v tn="${total_tokens[none]}" -v mn="${total_ms[none]}" \
+      -v td="${total_tokens[draft]}" -v md="${total_ms[draft]}" 'BEGIN {
+    rn = tn / (mn / 1000.0); rd = td / (md / 1000.0);
+    printf "\n==================== summary ====================\n";
+    printf "target only : %d tokens in %.2f s = %.1f tokens/s\n", tn, mn / 1000.0, rn;
+    printf "speculative : %d tokens in %.2f s = %.1f tokens/s\n", td, md / 1000.0, rd;
+    printf "speedup     : %.2fx (draft vs none, same prompts, this run)\n", rd / rn;
+  }'
+}
+
 usage() {
   sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 case "${1:-}" in
   test) shift; cmd_test "$@" ;;
+  demo) shift; cmd_demo "$@" ;;
   -h|--help|help|"") usage ;;
   *) log "unknown command '$1'"; usage; exit 2 ;;
 esac
