@@ -399,7 +399,7 @@ int RunBench(const Invocation& inv) {
     OutputCheck check = CheckOutputsAgainstNone(runs);
     check_json = ToJson(check);
     if (check.compared == 0) {
-      std::printf("Output check: nothing to compare (include `none` in --methods)\n");
+      std::printf("Output check: nothing to compare (needs `none` and another configuration)\n");
     } else if (check.ok()) {
       std::printf("Output check: all %d outputs identical to `none` for the same prompt "
                   "(greedy is lossless)\n", check.compared);
