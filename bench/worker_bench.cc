@@ -34,7 +34,9 @@
 #include "worker/verify_scenario.h"
 
 ABSL_FLAG(std::string, model_dir, "models/target", "Target model directory.");
-ABSL_FLAG(std::string, tp, "1,4", "Comma-separated group sizes to measure.");
+ABSL_FLAG(std::string, tp, "1,2,4",
+          "Comma-separated group sizes to measure (sizes the model does not divide by are "
+          "skipped).");
 ABSL_FLAG(std::string, batch, "1,4", "Comma-separated sequences per verify step.");
 ABSL_FLAG(int, k, 4, "Proposals per sequence per step.");
 ABSL_FLAG(int, steps, 20, "Timed verify steps per configuration.");
@@ -188,6 +190,15 @@ absl::StatusOr<Row> Measure(const std::string& address, int tp, int batch, int v
              Median(rpc)};
 }
 
+// Empty when `config` splits over `tp` ranks, else the reason it does not.
+std::string Indivisible(const LlamaConfig& c, int tp) {
+  if (c.num_heads % tp != 0) return absl::StrCat("num_attention_heads ", c.num_heads);
+  if (c.num_kv_heads % tp != 0) return absl::StrCat("num_key_value_heads ", c.num_kv_heads);
+  if (c.intermediate_size % tp != 0) return absl::StrCat("intermediate_size ", c.intermediate_size);
+  if (c.vocab_size % tp != 0) return absl::StrCat("vocab_size ", c.vocab_size);
+  return "";
+}
+
 int Run(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
@@ -206,16 +217,25 @@ int Run(int argc, char** argv) {
               model_dir.c_str(), config->NumParameters(), config->hidden_size,
               config->num_layers, config->vocab_size, absl::GetFlag(FLAGS_k), threads,
               absl::GetFlag(FLAGS_steps), log_dir.c_str());
+  std::vector<int> sizes;
+  for (int tp : IntList(absl::GetFlag(FLAGS_tp))) {
+    const std::string reason = Indivisible(*config, tp);
+    if (reason.empty()) {
+      sizes.push_back(tp);
+    } else {
+      std::printf("tp %d skipped: %s is not divisible by %d\n", tp, reason.c_str(), tp);
+    }
+  }
   // Before any gRPC thread exists (the probe forks).
   std::vector<std::pair<int, double>> probes;
   const int probe_iters = absl::GetFlag(FLAGS_probe_iters);
-  for (int tp : IntList(absl::GetFlag(FLAGS_tp))) {
+  for (int tp : sizes) {
     if (tp < 2 || probe_iters <= 0) continue;
     const int floats = (absl::GetFlag(FLAGS_k) + 1) * config->hidden_size;
     probes.emplace_back(tp, ProbeAllReduceUs(tp, floats, probe_iters, log_dir + "/probe"));
   }
   std::vector<Row> rows;
-  for (int tp : IntList(absl::GetFlag(FLAGS_tp))) {
+  for (int tp : sizes) {
     auto group = worker::testing::WorkerGroup::Start(
         model_dir, tp, absl::StrCat("bench-tp", tp),
         {absl::StrCat("--threads=", threads), "--kv_cache_mb=256", "--max_batch_tokens=1024",
