@@ -3,8 +3,8 @@
 // same bf16-rounded values. Tolerances:
 //  * Add, Embedding, WriteKv, GatherRows: bitwise equal (pure copies / one rounding).
 //  * RoPE: 2e-6 absolute (same float products; cos/sin may differ in the last bit).
-//  * RMSNorm: 2e-6 relative + 1e-7 (different summation order of the squares).
-//  * SiLU-mul: 1e-6 relative + 1e-7 (expf vs std::exp).
+//  * RMSNorm: 1e-5 relative + 1e-7 (different summation order of the squares).
+//  * SiLU-mul: 2e-6 relative + 1e-7 (device expf vs the CPU's exp, each a few ulp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -68,7 +68,7 @@ TEST_F(CudaElementwiseTest, RmsNorm) {
     std::vector<float> want(x.size());
     cpu_.RmsNorm(x.data(), *cpu_w, rows, dim, 1e-5f, want.data());
     for (size_t i = 0; i < got.size(); ++i) {
-      ASSERT_NEAR(got[i], want[i], 1e-7 + 2e-6 * std::fabs(want[i])) << "dim " << dim << " i " << i;
+      ASSERT_NEAR(got[i], want[i], 1e-7 + 1e-5 * std::fabs(want[i])) << "dim " << dim << " i " << i;
     }
   }
 }
@@ -101,7 +101,7 @@ TEST_F(CudaElementwiseTest, SiluMulAndAdd) {
   std::vector<float> want(n);
   cpu_.SiluMul(g.data(), u.data(), n, want.data());
   const std::vector<float> got = ToHost(dout, n);
-  for (size_t i = 0; i < n; ++i) ASSERT_NEAR(got[i], want[i], 1e-7 + 1e-6 * std::fabs(want[i])) << i;
+  for (size_t i = 0; i < n; ++i) ASSERT_NEAR(got[i], want[i], 1e-7 + 2e-6 * std::fabs(want[i])) << i;
 
   backend_->Add(dg.f32(), du.f32(), n);
   std::vector<float> sum = g;

@@ -4,7 +4,8 @@
 // Tolerances, relative to s = sum_k |x[r, k] * w[o, k]| of each output:
 //  * vs the reference on bf16-rounded weights (the exact math the GPU is asked to do):
 //    batch_invariant 1e-5 * s (float32 accumulation of float32 x bf16 products);
-//    cublas 1e-5 * s against the reference on bf16-rounded weights AND activations.
+//    cublas 1e-4 * s against the reference on bf16-rounded weights AND activations
+//    (tensor-core accumulation need not round like IEEE float32 adds).
 //  * vs the CPU backend on the original float32 weights: 1e-2 * s (bf16 weights).
 #include <gtest/gtest.h>
 
@@ -101,7 +102,7 @@ TEST_P(CudaGemmTest, MatchesReferenceAndCpu) {
     std::vector<float> want(got.size());
     reference::MatMul(x_ref.data(), s.rows, w16.data(), s.out, s.in, want.data());
     const std::vector<double> scale = AbsSums(x, s.rows, w, s.out, s.in);
-    EXPECT_TRUE(Close(got, want, scale, 1e-5));
+    EXPECT_TRUE(Close(got, want, scale, GetParam() == Gemm::kCublas ? 1e-4 : 1e-5));
 
     auto cpu_w = cpu.UploadWeight(w.data(), DType::kF32, s.out, s.in, nullptr);
     ASSERT_TRUE(cpu_w.ok());
