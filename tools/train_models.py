@@ -49,7 +49,7 @@ CORPUS_ROOT = "/usr/lib/python3.11"
 # the charmap tables in encodings/.
 EXCLUDED_DIRS = (
     "test", "tests", "idle_test", "site-packages", "dist-packages",
-    "__pycache__", "encodings", "pydoc_data",
+    "__pycache__", "encodings", "pydoc_data", "tkinter",
 )
 EXCLUDED_DIR_PREFIXES = ("config-3.",)
 EXCLUDED_FILE_PREFIXES = ("_sysconfigdata",)
@@ -108,12 +108,46 @@ def is_heldout(relpath):
     return h % HELDOUT_MODULUS == 0
 
 
-def read_corpus(root=CORPUS_ROOT):
-    """Returns (train, heldout) lists of (relpath, text)."""
+MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus_manifest.txt")
+
+
+def write_manifest(root=CORPUS_ROOT, path=MANIFEST):
+    with open(path, "w") as out:
+        out.write("# sha256  path relative to %s (corpus of tools/train_models.py)\n" % root)
+        for rel in list_corpus(root):
+            with open(os.path.join(root, rel), "rb") as f:
+                out.write("%s  %s\n" % (hashlib.sha256(f.read()).hexdigest(), rel))
+
+
+def read_manifest(path=MANIFEST):
+    entries = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            digest, rel = line.rstrip("\n").split("  ", 1)
+            entries.append((rel, digest))
+    return entries
+
+
+def read_corpus(root=CORPUS_ROOT, manifest=MANIFEST):
+    """Returns (train, heldout) lists of (relpath, text).
+
+    The file set is pinned by tools/corpus_manifest.txt (path and sha256), so
+    packages installed later under the same directory do not change it.
+    """
     train, heldout = [], []
-    for rel in list_corpus(root):
-        with open(os.path.join(root, rel), "rb") as f:
-            data = f.read()
+    problems = []
+    for rel, digest in read_manifest(manifest):
+        try:
+            with open(os.path.join(root, rel), "rb") as f:
+                data = f.read()
+        except OSError as e:
+            problems.append("%s: %s" % (rel, e))
+            continue
+        if hashlib.sha256(data).hexdigest() != digest:
+            problems.append("%s: content differs from the manifest" % rel)
+            continue
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -122,6 +156,12 @@ def read_corpus(root=CORPUS_ROOT):
         if not text.strip():
             continue
         (heldout if is_heldout(rel) else train).append((rel, text))
+    if problems:
+        raise SystemExit(
+            "corpus differs from %s (%d problems, first: %s). The committed models were "
+            "trained on Debian bookworm's Python 3.11 standard library (libpython3.11-minimal, "
+            "libpython3.11-stdlib, python3-distutils, python3-lib2to3, python3.11-venv)."
+            % (manifest, len(problems), problems[:3]))
     return train, heldout
 
 
@@ -548,7 +588,12 @@ def main():
     ap.add_argument("--no-bf16", action="store_true",
                     help="train in plain f32 instead of bf16 autocast")
     ap.add_argument("--stop-after", choices=["tokenizer"], default=None)
+    ap.add_argument("--write-manifest", action="store_true",
+                    help="rewrite tools/corpus_manifest.txt from %s and exit" % CORPUS_ROOT)
     args = ap.parse_args()
+    if args.write_manifest:
+        write_manifest()
+        return
 
     torch.set_num_threads(args.threads)
     os.makedirs(args.work, exist_ok=True)
@@ -607,7 +652,8 @@ def main():
     log("eval: %s" % res)
 
     # greedy samples from the target
-    prompts = ["def ", "import os\n\n\ndef ", "class "]
+    # (a bare "class " prompt degenerates into a "#####..." banner comment)
+    prompts = ["def ", "import os\n\n\ndef ", "class Stack:\n    def __init__(self):\n"]
     samples = []
     for p in prompts:
         ids = [BOS_ID] + sp.encode(p)

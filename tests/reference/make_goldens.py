@@ -195,7 +195,7 @@ def write_trainside():
     model.eval()
     import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=os.path.join(d, "tokenizer.model"))
-    ids, text = heldout_slice(sp, 200, 96)
+    ids, text = heldout_slice(sp, 200, 40)
     ids = [sp.bos_id()] + ids
     with torch.no_grad():
         logits = model(torch.tensor([ids]))[0].float().numpy()
