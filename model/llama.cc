@@ -60,19 +60,20 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(
       c.intermediate_size < 1 || c.max_position_embeddings < 1) {
     return absl::InvalidArgumentError("LlamaModel: config has non-positive dimensions");
   }
-  if (c.num_heads % tp != 0 || c.num_kv_heads % tp != 0 || c.vocab_size % tp != 0 ||
-      c.intermediate_size % tp != 0 || c.num_heads % c.num_kv_heads != 0) {
+  if (c.num_heads % tp != 0 || (c.num_kv_heads % tp != 0 && tp % c.num_kv_heads != 0) ||
+      c.vocab_size % tp != 0 || c.intermediate_size % tp != 0 ||
+      c.num_heads % c.num_kv_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "LlamaModel: heads ", c.num_heads, ", KV heads ", c.num_kv_heads, ", vocab ",
-        c.vocab_size, " and intermediate size ", c.intermediate_size,
-        " must divide by tp ", tp, " (and heads by KV heads)"));
+        "LlamaModel: heads ", c.num_heads, ", vocab ", c.vocab_size,
+        " and intermediate size ", c.intermediate_size, " must divide by tp ", tp,
+        ", KV heads ", c.num_kv_heads, " by tp or tp by them, and heads by KV heads"));
   }
   if (options.block_size < 1 || options.max_batch_tokens < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "LlamaModel: block_size (", options.block_size, ") and max_batch_tokens (",
         options.max_batch_tokens, ") must be >= 1"));
   }
-  const int kv_local = c.num_kv_heads / tp;
+  const int kv_local = LocalKvHeads(c, tp);  // Replicated when tp > KV heads.
   const size_t per_block =
       KvBytesPerBlock(c.num_layers, options.block_size, kv_local, c.head_dim);
   auto cache = KvCache::ForBudget(options.kv_cache_bytes, per_block, options.block_size);

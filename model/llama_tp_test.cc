@@ -85,7 +85,7 @@ absl::StatusOr<std::vector<float>> RunScenario(const LlamaWeights& weights,
 }
 
 // Runs the scenario on `tp` ranks, one thread each; returns each rank's logits.
-std::vector<std::vector<float>> RunTensorParallel(int tp) {
+std::vector<std::vector<float>> RunTensorParallel(int tp, const char* checkpoint = kCheckpoint) {
   std::vector<std::vector<float>> results(tp);
   auto group = LocalGroup::Create(tp);
   EXPECT_TRUE(group.ok()) << group.status();
@@ -94,7 +94,7 @@ std::vector<std::vector<float>> RunTensorParallel(int tp) {
   std::vector<std::thread> threads;
   for (int r = 0; r < tp; ++r) {
     threads.emplace_back([&, r] {
-      auto weights = LoadLlamaWeights(kCheckpoint, r, tp);
+      auto weights = LoadLlamaWeights(checkpoint, r, tp);
       if (!weights.ok()) {
         statuses[r] = weights.status();
         return;
@@ -138,6 +138,22 @@ TEST(LlamaTensorParallelTest, MatchesSingleRankAndIsDeterministic) {
           << "element " << i << " (logit row " << i / 128 << ")";
     }
     RecordProperty("max_err_tp" + std::to_string(tp), std::to_string(max_err));
+  }
+}
+
+// More ranks than KV heads: each rank holds one replicated KV head (4 heads, 2 KV
+// heads, tp = 4) and the result still equals one rank's.
+TEST(LlamaTensorParallelTest, ReplicatedKvHeadsMatchSingleRank) {
+  constexpr char kTwoKvHeads[] = "tests/reference/checkpoints/tiny_bf16_llama3_tied";
+  const std::vector<std::vector<float>> single = RunTensorParallel(1, kTwoKvHeads);
+  const std::vector<std::vector<float>> four = RunTensorParallel(4, kTwoKvHeads);
+  ASSERT_EQ(single.size(), 1u);
+  ASSERT_EQ(four.size(), 4u);
+  ASSERT_EQ(four[0].size(), single[0].size());
+  ASSERT_GT(single[0].size(), 0u);
+  for (size_t i = 0; i < single[0].size(); ++i) {
+    const double want = single[0][i], got = four[0][i];
+    ASSERT_LE(std::abs(got - want), kAbsTol + kRelTol * std::abs(want)) << "element " << i;
   }
 }
 

@@ -116,9 +116,14 @@ absl::Status CheckTensorParallel(const LlamaConfig& config, const std::string& s
     return absl::InvalidArgumentError(absl::StrCat(
         "tensor parallel rank ", tp_rank, " is outside [0, ", tp_size, ")"));
   }
+  if (config.num_kv_heads % tp_size != 0 && tp_size % config.num_kv_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": num_key_value_heads (", config.num_kv_heads,
+        ") must be divisible by the tensor parallel size ", tp_size,
+        ", or the size by it (then each rank holds one replicated KV head)"));
+  }
   const std::pair<const char*, int> dimensions[] = {
       {"num_attention_heads", config.num_heads},
-      {"num_key_value_heads", config.num_kv_heads},
       {"intermediate_size", config.intermediate_size},
       {"vocab_size", config.vocab_size},
   };
@@ -145,15 +150,15 @@ absl::StatusOr<LayerWeights> LoadLayer(const Checkpoint& checkpoint,
     const char* name;
     std::vector<int64_t> shape;
     HostTensor* out;
-    enum { kReplicated, kColumnParallel, kRowParallel } split;
+    enum { kReplicated, kColumnParallel, kKvHeads, kRowParallel } split;
   };
   const Spec specs[] = {
       {"input_layernorm.weight", {hidden}, &weights.input_norm, Spec::kReplicated},
       {"post_attention_layernorm.weight", {hidden}, &weights.post_attn_norm,
        Spec::kReplicated},
       {"self_attn.q_proj.weight", {q_rows, hidden}, &weights.q_proj, Spec::kColumnParallel},
-      {"self_attn.k_proj.weight", {kv_rows, hidden}, &weights.k_proj, Spec::kColumnParallel},
-      {"self_attn.v_proj.weight", {kv_rows, hidden}, &weights.v_proj, Spec::kColumnParallel},
+      {"self_attn.k_proj.weight", {kv_rows, hidden}, &weights.k_proj, Spec::kKvHeads},
+      {"self_attn.v_proj.weight", {kv_rows, hidden}, &weights.v_proj, Spec::kKvHeads},
       {"self_attn.o_proj.weight", {hidden, q_rows}, &weights.o_proj, Spec::kRowParallel},
       {"mlp.gate_proj.weight", {mlp_rows, hidden}, &weights.gate_proj, Spec::kColumnParallel},
       {"mlp.up_proj.weight", {mlp_rows, hidden}, &weights.up_proj, Spec::kColumnParallel},
@@ -172,6 +177,13 @@ absl::StatusOr<LayerWeights> LoadLayer(const Checkpoint& checkpoint,
         *spec.out = RowSlice(*tensor, tp_rank * rows, rows);
         break;
       }
+      case Spec::kKvHeads: {
+        // This rank's KV heads (or its one replicated head).
+        const int64_t rows = int64_t(LocalKvHeads(config, tp_size)) * config.head_dim;
+        const int64_t first = int64_t(FirstKvHead(config, tp_rank, tp_size)) * config.head_dim;
+        *spec.out = RowSlice(*tensor, first, rows);
+        break;
+      }
       case Spec::kRowParallel: {
         const int64_t cols = tensor->cols / tp_size;
         *spec.out = ColumnSlice(*tensor, tp_rank * cols, cols);
@@ -183,6 +195,15 @@ absl::StatusOr<LayerWeights> LoadLayer(const Checkpoint& checkpoint,
 }
 
 }  // namespace
+
+int LocalKvHeads(const LlamaConfig& config, int tp_size) {
+  return tp_size > config.num_kv_heads ? 1 : config.num_kv_heads / tp_size;
+}
+
+int FirstKvHead(const LlamaConfig& config, int tp_rank, int tp_size) {
+  if (tp_size > config.num_kv_heads) return tp_rank / (tp_size / config.num_kv_heads);
+  return tp_rank * LocalKvHeads(config, tp_size);
+}
 
 float HostTensor::At(int64_t i, int64_t j) const {
   CHECK(i >= 0 && i < rows && j >= 0 && j < cols)

@@ -4,6 +4,8 @@
 // Tensor parallel (Megatron style) for rank r of n:
 //  * q/k/v/gate/up are column-parallel: rank r holds output rows of its heads
 //    (num_heads/n query heads, num_kv_heads/n KV heads, intermediate_size/n MLP rows).
+//    When n > num_kv_heads (n a multiple of it) the KV heads are replicated instead:
+//    rank r holds the single KV head its query heads read, r / (n / num_kv_heads).
 //  * o/down are row-parallel: rank r holds the input columns matching its heads/rows;
 //    their outputs are partial sums that the model all-reduces.
 //  * lm_head is vocab-parallel: rank r holds rows [r*V/n, (r+1)*V/n).
@@ -40,8 +42,8 @@ struct HostTensor {
 struct LayerWeights {
   HostTensor input_norm;      // [1, hidden]
   HostTensor q_proj;          // [num_heads/n * head_dim, hidden]
-  HostTensor k_proj;          // [num_kv_heads/n * head_dim, hidden]
-  HostTensor v_proj;          // [num_kv_heads/n * head_dim, hidden]
+  HostTensor k_proj;          // [LocalKvHeads * head_dim, hidden]
+  HostTensor v_proj;          // [LocalKvHeads * head_dim, hidden]
   HostTensor o_proj;          // [hidden, num_heads/n * head_dim]
   HostTensor post_attn_norm;  // [1, hidden]
   HostTensor gate_proj;       // [intermediate/n, hidden]
@@ -60,6 +62,12 @@ struct LlamaWeights {
                               // embed_tokens rows when tie_word_embeddings)
   int64_t vocab_begin = 0;    // First vocab id of this rank's lm_head slice.
 };
+
+// KV heads held by each of `tp_size` ranks: num_kv_heads / tp_size, or 1 when the
+// KV heads are replicated (tp_size > num_kv_heads).
+int LocalKvHeads(const LlamaConfig& config, int tp_size);
+// Global index of the first KV head rank `tp_rank` holds.
+int FirstKvHead(const LlamaConfig& config, int tp_rank, int tp_size);
 
 // Loads rank `tp_rank` of `tp_size` from a Hugging Face model directory (config.json
 // plus model.safetensors, or model.safetensors.index.json with its shards), reading

@@ -275,16 +275,17 @@ TEST(WeightsTest, TensorParallelArgumentErrors) {
   EXPECT_THAT(status.message(), HasSubstr("tensor parallel rank 2 is outside [0, 2)"));
   status = LoadError(dir, -1, 2);
   EXPECT_THAT(status.message(), HasSubstr("tensor parallel rank -1 is outside [0, 2)"));
-  status = LoadError(dir, 0, 4);  // 2 KV heads.
+  status = LoadError(dir, 0, 3);  // 2 KV heads: neither divides the other.
   EXPECT_THAT(status.message(),
-              HasSubstr("num_key_value_heads (2) is not divisible by the tensor parallel "
-                        "size 4"));
-  status = LoadError(dir, 0, 3);
-  EXPECT_THAT(status.message(),
-              HasSubstr("num_attention_heads (4) is not divisible by the tensor parallel "
-                        "size 3"));
+              HasSubstr("num_key_value_heads (2) must be divisible by the tensor parallel "
+                        "size 3, or the size by it"));
 
   SyntheticOptions options;
+  options.config_extra = R"(, "num_attention_heads": 6, "num_key_value_heads": 2)";
+  status = LoadError(WriteSynthetic("synthetic_six_heads", options), 0, 4);
+  EXPECT_THAT(status.message(),
+              HasSubstr("num_attention_heads (6) is not divisible by the tensor parallel "
+                        "size 4"));
   options.config_extra = R"(, "num_attention_heads": 2, "num_key_value_heads": 2,
                               "head_dim": 4, "intermediate_size": 7)";
   status = LoadError(WriteSynthetic("synthetic_odd_mlp", options), 0, 2);
@@ -357,8 +358,10 @@ DType DTypeOf(const std::string& torch_dtype) {
   return DType::kF32;
 }
 
+// The loader's rule: KV heads either split or (tp a multiple of them) replicate.
 bool DividesSplitDimensions(const LlamaConfig& config, int tp) {
-  return config.num_heads % tp == 0 && config.num_kv_heads % tp == 0 &&
+  return config.num_heads % tp == 0 &&
+         (config.num_kv_heads % tp == 0 || tp % config.num_kv_heads == 0) &&
          config.intermediate_size % tp == 0 && config.vocab_size % tp == 0;
 }
 
@@ -466,7 +469,10 @@ TEST(WeightsTest, ReferenceRankSlicesConcatenateToTheFullTensor) {
             {[](const LayerWeights& w) -> const HostTensor& { return w.o_proj; }, false},
             {[](const LayerWeights& w) -> const HostTensor& { return w.down_proj; }, false},
         };
+        const bool kv_replicated = full->config.num_kv_heads % tp != 0;
         for (size_t s = 0; s < sizeof(splits) / sizeof(splits[0]); ++s) {
+          // Replicated KV heads do not partition k/v (checked by KvHeadsAreReplicatedWhenRanksOutnumberThem).
+          if (kv_replicated && (s == 1 || s == 2)) continue;
           const Getter getter = splits[s].first;
           ExpectRankSlicesCoverTensor(
               [l, getter](const LlamaWeights& w) -> const HostTensor& {
@@ -485,14 +491,39 @@ TEST(WeightsTest, ReferenceRankSlicesConcatenateToTheFullTensor) {
   EXPECT_EQ(largest_tp_checked, 4);  // tiny_f32_tp is built to split four ways.
 }
 
-TEST(WeightsTest, ReferenceCheckpointWithOneKvHeadCannotBeSplit) {
-  const std::string dir = "tests/reference/checkpoints/tiny_f16_hd20_kv1";
-  absl::Status status = LoadError(dir, 0, 2);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(status.message(), HasSubstr(dir + "/config.json"));
-  EXPECT_THAT(status.message(),
-              HasSubstr("num_key_value_heads (1) is not divisible by the tensor parallel "
-                        "size 2"));
+// More ranks than KV heads: every rank holds the one KV head its query heads read.
+TEST(WeightsTest, KvHeadsAreReplicatedWhenRanksOutnumberThem) {
+  struct Case {
+    std::string dir;
+    int tp;
+  };
+  for (const Case& c : {Case{"tests/reference/checkpoints/tiny_f16_hd20_kv1", 2},
+                        Case{"tests/reference/checkpoints/tiny_bf16_llama3_tied", 4}}) {
+    SCOPED_TRACE(c.dir);
+    auto full = LoadLlamaWeights(c.dir, 0, 1);
+    ASSERT_TRUE(full.ok()) << full.status();
+    const LlamaConfig& config = full->config;
+    const int hd = config.head_dim;
+    const int heads_per_kv = config.num_heads / config.num_kv_heads;
+    for (int r = 0; r < c.tp; ++r) {
+      auto shard = LoadLlamaWeights(c.dir, r, c.tp);
+      ASSERT_TRUE(shard.ok()) << shard.status();
+      const HostTensor& k = shard->layers[0].k_proj;
+      const HostTensor& v = shard->layers[0].v_proj;
+      ASSERT_EQ(k.rows, hd);
+      ASSERT_EQ(v.rows, hd);
+      // Rank r's first query head is r * heads / tp; it reads KV head that / heads_per_kv.
+      const int kv_head = (r * config.num_heads / c.tp) / heads_per_kv;
+      EXPECT_EQ(FirstKvHead(config, r, c.tp), kv_head);
+      for (int i = 0; i < hd; ++i) {
+        for (int j = 0; j < k.cols; ++j) {
+          ASSERT_EQ(k.At(i, j), full->layers[0].k_proj.At(kv_head * hd + i, j));
+          ASSERT_EQ(v.At(i, j), full->layers[0].v_proj.At(kv_head * hd + i, j));
+        }
+      }
+    }
+    EXPECT_EQ(LocalKvHeads(config, c.tp), 1);
+  }
 }
 
 }  // namespace
