@@ -45,16 +45,23 @@ def main(argv):
         ("speedup_vs_none", "speedup vs none", 1.0),
         ("acceptance_rate", "acceptance rate", None),
     ]
+    # One colour per line, the same in every panel.
+    labels = list(series(results, "concurrency"))
+    colours = {label: "C%d" % (i % 10) for i, label in enumerate(labels)}
+    levels = sorted({row["concurrency"] for row in results})
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4))
     for ax, (field, title, reference) in zip(axes, panels):
         for label, points in series(results, field).items():
             xs, ys = zip(*points)
-            ax.plot(xs, ys, marker="o", label=label)
+            ax.plot(xs, ys, marker="o", label=label, color=colours[label])
         if reference is not None:
             ax.axhline(reference, color="grey", linewidth=0.8, linestyle="--")
         if field == "acceptance_rate":
             ax.set_ylim(0, 1)
         ax.set_xscale("log", base=2)
+        ax.set_xticks(levels)
+        ax.set_xticklabels([str(level) for level in levels])
+        ax.minorticks_off()
         ax.set_xlabel("concurrency")
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
