@@ -24,9 +24,11 @@ double ChiSquareCritical(int df) {
   return df * std::pow(1 - a + z * std::sqrt(a), 3);
 }
 
-std::map<std::pair<int, int>, int> SamplePairs(v1::Tandem::Stub* stub, const std::string& prompt,
-                                               v1::SpeculationMethod method, int k,
-                                               uint64_t seed_base) {
+using Counts = std::map<std::pair<int, int>, int>;
+
+Counts SamplePairs(v1::Tandem::Stub* stub, const std::string& prompt,
+                   v1::SpeculationMethod method, int k, uint64_t seed_base,
+                   v1::AcceptanceRule rule = v1::ACCEPTANCE_RULE_DEFAULT, float alpha = 0) {
   std::map<std::pair<int, int>, int> counts;
   std::mutex mu;
   std::atomic<int> next{0};
@@ -43,6 +45,8 @@ std::map<std::pair<int, int>, int> SamplePairs(v1::Tandem::Stub* stub, const std
         req.mutable_sampling()->set_seed(seed_base + i);
         req.mutable_speculation()->set_method(method);
         if (k > 0) req.mutable_speculation()->set_num_speculative_tokens(k);
+        req.mutable_speculation()->set_acceptance_rule(rule);
+        if (alpha > 0) req.mutable_speculation()->set_alpha(alpha);
         grpc::ClientContext ctx;
         v1::GenerateResponse resp;
         grpc::Status st = stub->Generate(&ctx, req, &resp);
@@ -57,6 +61,29 @@ std::map<std::pair<int, int>, int> SamplePairs(v1::Tandem::Stub* stub, const std
   return counts;
 }
 
+// Two-sample chi-square statistic of equal-size samples over their outcomes, pooling
+// outcomes seen fewer than 10 times in total; returns {chi2, degrees of freedom}.
+std::pair<double, int> TwoSampleChiSquare(const Counts& a, const Counts& b) {
+  std::map<std::pair<int, int>, std::pair<double, double>> table;
+  for (auto& [k, v] : a) table[k].first += v;
+  for (auto& [k, v] : b) table[k].second += v;
+  std::vector<std::pair<double, double>> cells;
+  std::pair<double, double> rest{0, 0};
+  for (auto& [k, v] : table) {
+    if (v.first + v.second >= 10) {
+      cells.push_back(v);
+    } else {
+      rest.first += v.first;
+      rest.second += v.second;
+    }
+  }
+  if (rest.first + rest.second > 0) cells.push_back(rest);
+  double chi2 = 0;
+  for (auto& [x, y] : cells) chi2 += (x - y) * (x - y) / (x + y);
+  EXPECT_GE(cells.size(), 3u) << "the prompt's distribution is too peaked to test";
+  return {chi2, static_cast<int>(cells.size()) - 1};
+}
+
 TEST(SamplingE2eTest, SpeculativeSamplingMatchesTargetSampling) {
   ClusterOptions options;
   options.tp = 2;
@@ -67,32 +94,23 @@ TEST(SamplingE2eTest, SpeculativeSamplingMatchesTargetSampling) {
   auto stub = (*cluster)->Client();
   const std::string prompt = "import os\nimport sys\n\ndef main(argv):\n    ";
 
-  auto target_only = SamplePairs(stub.get(), prompt, v1::SPECULATION_METHOD_NONE, 0, 1000000);
-  auto speculative = SamplePairs(stub.get(), prompt, v1::SPECULATION_METHOD_DRAFT, 4, 2000000);
-
-  // Categories: outcomes seen at least 10 times in total; the rest pooled.
-  std::map<std::pair<int, int>, std::pair<int, int>> table;
-  for (auto& [k, v] : target_only) table[k].first += v;
-  for (auto& [k, v] : speculative) table[k].second += v;
-  std::vector<std::pair<double, double>> cells;
-  std::pair<double, double> rest{0, 0};
-  for (auto& [k, v] : table) {
-    if (v.first + v.second >= 10) {
-      cells.push_back({double(v.first), double(v.second)});
-    } else {
-      rest.first += v.first;
-      rest.second += v.second;
-    }
-  }
-  if (rest.first + rest.second > 0) cells.push_back(rest);
-  ASSERT_GE(cells.size(), 3u) << "the prompt's distribution is too peaked to test";
-  // Equal sample sizes: chi2 = sum (a - b)^2 / (a + b).
-  double chi2 = 0;
-  for (auto& [a, b] : cells) chi2 += (a - b) * (a - b) / (a + b);
-  const int df = static_cast<int>(cells.size()) - 1;
-  std::printf("chi2 = %.1f, df = %d, critical(0.001) = %.1f, categories = %zu\n", chi2, df,
-              ChiSquareCritical(df), cells.size());
+  const Counts target_only =
+      SamplePairs(stub.get(), prompt, v1::SPECULATION_METHOD_NONE, 0, 1000000);
+  const Counts speculative =
+      SamplePairs(stub.get(), prompt, v1::SPECULATION_METHOD_DRAFT, 4, 2000000);
+  const auto [chi2, df] = TwoSampleChiSquare(target_only, speculative);
+  std::printf("rejection rule: chi2 = %.1f, df = %d, critical(0.001) = %.1f\n", chi2, df,
+              ChiSquareCritical(df));
   EXPECT_LT(chi2, ChiSquareCritical(df));
+
+  // The same test does see a lossy rule: threshold 0.05 accepts most draft tokens, so
+  // the output leans towards the draft's distribution.
+  const Counts lossy = SamplePairs(stub.get(), prompt, v1::SPECULATION_METHOD_DRAFT, 4, 3000000,
+                                   v1::ACCEPTANCE_RULE_THRESHOLD, 0.05f);
+  const auto [lossy_chi2, lossy_df] = TwoSampleChiSquare(target_only, lossy);
+  std::printf("threshold rule: chi2 = %.1f, df = %d, critical(0.001) = %.1f\n", lossy_chi2,
+              lossy_df, ChiSquareCritical(lossy_df));
+  EXPECT_GT(lossy_chi2, ChiSquareCritical(lossy_df));
 }
 
 }  // namespace
