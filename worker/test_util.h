@@ -20,6 +20,8 @@ namespace testing {
 
 // Random checkpoint whose dimensions divide by 4 (vocab 128).
 inline constexpr char kTpCheckpoint[] = "tests/reference/checkpoints/tiny_f32_tp";
+// The bundled target (2 KV heads: on 4 ranks each holds one replicated KV head).
+inline constexpr char kBundledTarget[] = "models/target";
 // Random checkpoint with a larger vocabulary (1000), for sparse proposals.
 inline constexpr char kWideVocabCheckpoint[] = "tests/reference/checkpoints/tiny_f16_hd20_kv1";
 

@@ -35,7 +35,7 @@ constexpr double kTpLogprobTolerance = 1e-4;
 
 const std::vector<std::string>& CommonFlags() {
   static const std::vector<std::string> flags = {
-      "--kv_cache_mb=1",        "--block_size=8",        "--max_batch_tokens=256",
+      "--kv_cache_mb=4",        "--block_size=8",        "--max_batch_tokens=256",
       "--step_timeout_s=10",    "--heartbeat_s=0.5",     "--leader_timeout_s=5",
       "--regroup_timeout_s=5",  "--lease_timeout_s=600",
   };
@@ -45,10 +45,10 @@ const std::vector<std::string>& CommonFlags() {
 class WorkerGroupTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto group = testing::WorkerGroup::Start(testing::kTpCheckpoint, kTp, "group", CommonFlags());
+    auto group = testing::WorkerGroup::Start(testing::kBundledTarget, kTp, "group", CommonFlags());
     ASSERT_TRUE(group.ok()) << group.status();
     group_ = group->release();
-    auto single = testing::WorkerGroup::Start(testing::kTpCheckpoint, 1, "single", CommonFlags());
+    auto single = testing::WorkerGroup::Start(testing::kBundledTarget, 1, "single", CommonFlags());
     ASSERT_TRUE(single.ok()) << single.status();
     single_ = single->release();
     ASSERT_TRUE(testing::WaitForHealth(single_->leader_address(), Health::kServing,
@@ -60,7 +60,7 @@ class WorkerGroupTest : public ::testing::Test {
           << group_->Logs();
     }
     // Prompts and their greedy continuations by plain decoding in this process.
-    auto reference = testing::LoadTestModel(testing::kTpCheckpoint);
+    auto reference = testing::LoadTestModel(testing::kBundledTarget);
     ASSERT_TRUE(reference.ok()) << reference.status();
     prompts_ = new std::vector<std::vector<int32_t>>{testing::Tokens(7, kVocab, 1),
                                                       testing::Tokens(12, kVocab, 2),
