@@ -81,17 +81,9 @@ cmd_demo() {
   done
   local work
   work=$(mktemp -d /tmp/tandem-demo-XXXXXX)
-  # tp = 4 unless the target's KV heads cannot be split 4 ways (then the largest tp
-  # below 4 that divides them).
-  local tp=${TANDEM_DEMO_TP:-}
-  if [ -z "$tp" ]; then
-    local kv_heads
-    kv_heads=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))
-print(c.get("num_key_value_heads", c["num_attention_heads"]))' "$target/config.json")
-    tp=4
-    while [ $((kv_heads % tp)) -ne 0 ]; do tp=$((tp - 1)); done
-    [ "$tp" -ne 4 ] && log "the target has $kv_heads KV heads: tensor parallel over $tp ranks, not 4"
-  fi
+  # The reference layout: a 4-rank target group (ranks beyond the KV-head count hold a
+  # replicated KV head).
+  local tp=${TANDEM_DEMO_TP:-4}
   local up_flags=(--target "$target" --draft "$draft" --tp "$tp" --backend cpu
                   --port 0 --ready-file "$work/ready" --log-dir "$work/logs")
   if [ "$(nproc)" -ge 2 ]; then up_flags+=(--cpu-affinity); fi

@@ -45,9 +45,10 @@ Engine::Engine(const EngineOptions& options, const Tokenizer* tokenizer,
 
 Engine::~Engine() { Stop(); }
 
-absl::Status Engine::Start(absl::Duration wait) {
+absl::Status Engine::Start(absl::Duration wait, const std::function<bool()>& cancelled) {
   const absl::Time give_up = absl::Now() + wait;
   for (;;) {
+    if (cancelled && cancelled()) return absl::CancelledError("start-up cancelled");
     absl::StatusOr<v1::DescribeResponse> d = target_->Describe();
     if (d.ok() && target_->IsServing()) {
       cluster_.target = *d;
@@ -64,6 +65,7 @@ absl::Status Engine::Start(absl::Duration wait) {
   if (draft_ != nullptr) {
     cluster_.has_draft = true;
     for (;;) {
+      if (cancelled && cancelled()) return absl::CancelledError("start-up cancelled");
       absl::StatusOr<v1::DescribeResponse> d = draft_->Describe();
       if (d.ok() && draft_->IsServing()) {
         cluster_.draft = *d;
@@ -151,12 +153,12 @@ void Engine::Cancel(const std::shared_ptr<Sequence>& sequence) {
 
 double Engine::draft_busy_fraction() const {
   absl::Duration wall = absl::Now() - started_;
-  return wall > absl::ZeroDuration() ? draft_exec_.busy_time() / wall : 0.0;
+  return wall > absl::ZeroDuration() ? absl::FDivDuration(draft_exec_.busy_time(), wall) : 0.0;
 }
 
 double Engine::target_busy_fraction() const {
   absl::Duration wall = absl::Now() - started_;
-  return wall > absl::ZeroDuration() ? target_exec_.busy_time() / wall : 0.0;
+  return wall > absl::ZeroDuration() ? absl::FDivDuration(target_exec_.busy_time(), wall) : 0.0;
 }
 
 void Engine::AdmitWaiting(absl::Time now) {
@@ -273,7 +275,8 @@ void Engine::Loop() {
     std::vector<Sequence*> running;
     running.reserve(running_.size());
     for (auto& s : running_) running.push_back(s.get());
-    WorkerAvailability workers{draft_ != nullptr && draft_available_.load(), true};
+    WorkerAvailability workers{draft_ != nullptr && draft_available_.load(), true,
+                               verify_ms_ema_ > 0 ? draft_ms_ema_ / verify_ms_ema_ : 0.0};
     PhasePlan plan = PlanPhase(running, planner_, workers);
     if (plan.empty()) {
       absl::SleepFor(absl::Milliseconds(1));
@@ -321,9 +324,16 @@ void Engine::RunPhase(PhasePlan& plan) {
   }
 
   CoordinatorMetrics::StepLatency latency;
+  // Exponential moving averages of the two sides' call times: the planner's measure of
+  // whether overlapping them (ping-pong) can pay.
+  const auto update_ema = [](double* ema, absl::Duration d) {
+    const double ms = absl::ToDoubleMilliseconds(d);
+    *ema = *ema == 0 ? ms : 0.9 * *ema + 0.1 * ms;
+  };
   // Draft results first: a continuation must be in place before its verify is applied.
   if (draft_work) {
     DraftResult r = draft_future.get();
+    if (r.draft.has_value() && r.draft->ok()) update_ema(&draft_ms_ema_, r.draft_wall);
     absl::Status failure = r.prefill_status;
     if (failure.ok() && r.draft.has_value() && !r.draft->ok()) failure = r.draft->status();
     if (!failure.ok()) {
@@ -359,6 +369,7 @@ void Engine::RunPhase(PhasePlan& plan) {
 
   if (target_work) {
     TargetResult r = target_future.get();
+    if (r.verify.has_value() && r.verify->ok()) update_ema(&verify_ms_ema_, r.verify_wall);
     const absl::Time now = absl::Now();
     if (!r.prefill_status.ok()) {
       std::vector<Sequence*> batch;

@@ -16,6 +16,7 @@
 #define TANDEM_COORDINATOR_ENGINE_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -61,9 +62,10 @@ class Engine {
          CoordinatorMetrics* metrics);
   ~Engine();
 
-  // Describes the workers (waiting up to `wait` for them to come up), fixes the
-  // planner's limits from their answers, and starts the threads.
-  absl::Status Start(absl::Duration wait);
+  // Describes the workers (waiting up to `wait` for them to come up, or until
+  // `cancelled` returns true), fixes the planner's limits from their answers, and
+  // starts the threads.
+  absl::Status Start(absl::Duration wait, const std::function<bool()>& cancelled = {});
   // Fails every waiting and running request with UNAVAILABLE and joins the threads.
   void Stop();
 
@@ -122,6 +124,8 @@ class Engine {
   // Engine thread only.
   std::vector<std::shared_ptr<Sequence>> running_;
   std::shared_ptr<Sequence> held_;  // Popped from the queue, waiting for KV room.
+  double draft_ms_ema_ = 0;         // Draft call time, moving average.
+  double verify_ms_ema_ = 0;        // Verify call time, moving average.
 
   std::thread loop_thread_;
   std::thread monitor_thread_;

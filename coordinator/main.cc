@@ -30,10 +30,14 @@ ABSL_FLAG(std::string, metrics_listen, "",
 ABSL_FLAG(int, max_queue, 256, "Requests waiting for admission before RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int, max_running, 64, "Sequences decoding at once (continuous batch size).");
 ABSL_FLAG(bool, pipelining, true,
-          "Overlap drafting of one micro-batch with verification of another, and draft "
-          "optimistically ahead at low concurrency.");
+          "Overlap draft and target work: micro-batch ping-pong when drafting is a real "
+          "share of the step time, else optimistic drafting ahead while verifying.");
 ABSL_FLAG(bool, optimistic, true, "Optimistic continuation when pipelining at low concurrency.");
-ABSL_FLAG(int, optimistic_max_batch, 2, "Running sequences up to which to draft ahead.");
+ABSL_FLAG(int, optimistic_max_batch, 16, "Running sequences up to which to draft ahead.");
+ABSL_FLAG(double, pingpong_min_ratio, 0.4,
+          "Split the batch into two micro-batches (draft one while verifying the other) "
+          "only when the measured draft call time is at least this fraction of the "
+          "verify call time; below it, verify everyone together and draft ahead.");
 ABSL_FLAG(int, max_k, 8, "Largest draft length K.");
 ABSL_FLAG(int, speculation_max_batch, 32,
           "Above this many running sequences, adaptive-K requests decode without speculation.");
@@ -116,6 +120,7 @@ int Run() {
   eo.planner.pipelining = absl::GetFlag(FLAGS_pipelining);
   eo.planner.optimistic = absl::GetFlag(FLAGS_optimistic);
   eo.planner.optimistic_max_batch = absl::GetFlag(FLAGS_optimistic_max_batch);
+  eo.planner.pingpong_min_ratio = absl::GetFlag(FLAGS_pingpong_min_ratio);
   eo.planner.max_k = absl::GetFlag(FLAGS_max_k);
   eo.planner.speculation_max_batch = absl::GetFlag(FLAGS_speculation_max_batch);
   eo.planner.prefill_chunk = absl::GetFlag(FLAGS_prefill_chunk);
@@ -132,7 +137,10 @@ int Run() {
   }
 
   Engine engine(eo, &*tokenizer, std::move(target), std::move(draft), metrics.get());
-  if (absl::Status s = engine.Start(absl::Seconds(absl::GetFlag(FLAGS_worker_wait_s))); !s.ok()) {
+  if (absl::Status s = engine.Start(absl::Seconds(absl::GetFlag(FLAGS_worker_wait_s)),
+                                    [] { return ShutdownRequested(); });
+      !s.ok()) {
+    if (ShutdownRequested()) return 0;  // Stopped while waiting for the workers.
     std::fprintf(stderr, "tandem-coordinator: %s\n", s.ToString().c_str());
     return 1;
   }

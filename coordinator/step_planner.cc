@@ -165,10 +165,14 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
   std::vector<bool> verify_now(ready.size(), true);
   std::vector<bool> draft_now(need_draft.size(), true);
   bool continuations = false;
-  if (!pipelined) {
+  const bool ping_pong =
+      pipelined && n >= 2 && workers.draft && workers.draft_verify_ratio >= o.pingpong_min_ratio;
+  plan.ping_pong = ping_pong;
+  if (!ping_pong) {
+    // Sequential or lockstep: fresh drafts first, then everyone is verified together
+    // (with continuations drafted meanwhile when pipelining).
     if (!need_draft.empty()) std::fill(verify_now.begin(), verify_now.end(), false);
-  } else if (o.optimistic && n <= o.optimistic_max_batch && workers.draft) {
-    continuations = true;
+    continuations = pipelined && o.optimistic && n <= o.optimistic_max_batch && workers.draft;
   } else if (ready.empty() && need_draft.size() >= 2) {
     // Start the ping-pong: draft half now, the other half while the first verifies.
     for (size_t i = (need_draft.size() + 1) / 2; i < need_draft.size(); ++i) draft_now[i] = false;

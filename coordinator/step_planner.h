@@ -6,12 +6,16 @@
 // prompts); on the draft, a Draft over the sequences that need proposals (plus
 // optimistic continuations of sequences being verified). The modes (DESIGN.md §3):
 //  * sequential (pipelining off): draft phase, then verify phase, for all sequences;
-//  * ping-pong: sequences fall into two groups by construction — those verified in a
-//    phase need drafts in the next one while the others, drafted meanwhile, are
-//    verified; the planner splits groups in two when one side would be idle;
-//  * optimistic continuation (pipelining on, at most optimistic_max_batch running):
-//    while the target verifies d1..dK, the draft proposes K+1 more tokens assuming all
-//    are accepted; they are used when the guess holds.
+//  * ping-pong (pipelining on, and drafting a micro-batch costs at least
+//    pingpong_min_ratio of verifying it, as measured): sequences fall into two groups
+//    by construction — those verified in a phase need drafts in the next one while
+//    the others, drafted meanwhile, are verified; the planner splits groups in two
+//    when one side would be idle. Splitting doubles the number of target steps, so
+//    it pays only when the draft side is a real share of the step time;
+//  * lockstep with optimistic continuation (pipelining on, drafting cheap next to
+//    verifying): all sequences are verified together, and while the target verifies
+//    d1..dK the otherwise idle draft proposes K+1 more tokens assuming all are
+//    accepted; they are used when the guess holds, else a short draft phase follows.
 // Every sequence's proposer is chosen per phase: its method (AUTO = draft when the
 // draft worker is up, else prompt lookup), its K (fixed or adaptive, bounded by the
 // tokens left and the context), speculation off above speculation_max_batch running
@@ -28,8 +32,10 @@ namespace tandem::coordinator {
 
 struct PlannerOptions {
   bool pipelining = true;          // Server default; requests may turn it off.
-  bool optimistic = true;          // Optimistic continuation at low concurrency.
-  int optimistic_max_batch = 2;    // Running sequences up to which it is used.
+  bool optimistic = true;          // Optimistic continuation in lockstep mode.
+  int optimistic_max_batch = 16;   // Running sequences up to which it is used.
+  // Ping-pong when T(draft phase) / T(verify phase) reaches this (measured).
+  double pingpong_min_ratio = 0.4;
   int max_k = 8;                   // Upper bound of K.
   int speculation_max_batch = 32;  // Above this many running: adaptive K -> 0.
   int prefill_chunk = 256;         // Target prefill tokens per sequence and phase.
@@ -44,6 +50,8 @@ struct PlannerOptions {
 struct WorkerAvailability {
   bool draft = false;
   bool target = false;
+  // Measured T(draft phase) / T(verify phase) for the same sequences (0 = unknown).
+  double draft_verify_ratio = 0;
 };
 
 struct PhasePlan {
@@ -57,7 +65,8 @@ struct PhasePlan {
   v1::DraftRequest draft;
   std::vector<Sequence*> draft_sequences;   // Parallel to draft.sequences().
   std::vector<bool> draft_is_continuation;
-  bool pipelined = false;                   // Mode used (for statistics).
+  bool pipelined = false;                   // Pipelining allowed for this phase.
+  bool ping_pong = false;                   // Ping-pong mode chosen.
 
   bool empty() const {
     return target_prefill.sequences_size() == 0 && verify.sequences_size() == 0 &&

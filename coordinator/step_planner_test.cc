@@ -57,6 +57,10 @@ PlannerOptions Options(bool pipelining, bool optimistic = false) {
 }
 
 const WorkerAvailability kBoth{true, true};
+// Drafting costs as much as verifying: ping-pong pays.
+const WorkerAvailability kExpensiveDraft{true, true, 1.0};
+// Drafting is cheap next to verifying: lockstep with continuations.
+const WorkerAvailability kCheapDraft{true, true, 0.05};
 
 TEST(StepPlannerTest, SequentialDraftsEverythingThenVerifies) {
   Fixture f;
@@ -84,14 +88,15 @@ TEST(StepPlannerTest, PingPongAlternatesHalves) {
   Fixture f;
   for (int i = 0; i < 4; ++i) f.Add(v1::SPECULATION_METHOD_DRAFT);
   // Nothing ready: draft only half, so the other half has a phase to be drafted in.
-  PhasePlan p = PlanPhase(f.running, Options(true), kBoth);
+  PhasePlan p = PlanPhase(f.running, Options(true), kExpensiveDraft);
   EXPECT_TRUE(p.pipelined);
+  EXPECT_TRUE(p.ping_pong);
   EXPECT_EQ(p.verify.sequences_size(), 0);
   ASSERT_EQ(p.draft.sequences_size(), 2);
   GiveDraftProposals(p.draft_sequences[0], 4);
   GiveDraftProposals(p.draft_sequences[1], 4);
   // Now the drafted half is verified while the other half is drafted.
-  p = PlanPhase(f.running, Options(true), kBoth);
+  p = PlanPhase(f.running, Options(true), kExpensiveDraft);
   ASSERT_EQ(p.verify.sequences_size(), 2);
   ASSERT_EQ(p.draft.sequences_size(), 2);
   for (Sequence* v : p.verify_sequences) {
@@ -102,9 +107,33 @@ TEST(StepPlannerTest, PingPongAlternatesHalves) {
 TEST(StepPlannerTest, PingPongSplitsWhenEverythingIsReady) {
   Fixture f;
   for (int i = 0; i < 4; ++i) GiveDraftProposals(f.Add(v1::SPECULATION_METHOD_DRAFT), 3);
-  PhasePlan p = PlanPhase(f.running, Options(true), kBoth);
+  PhasePlan p = PlanPhase(f.running, Options(true), kExpensiveDraft);
   EXPECT_EQ(p.verify.sequences_size(), 2);
   EXPECT_EQ(p.draft.sequences_size(), 0);
+}
+
+TEST(StepPlannerTest, CheapDraftKeepsEveryoneInLockstepWithContinuations) {
+  Fixture f;
+  std::vector<Sequence*> seqs;
+  for (int i = 0; i < 4; ++i) seqs.push_back(f.Add(v1::SPECULATION_METHOD_DRAFT));
+  // Nobody has proposals: one draft phase for all (no half split).
+  PhasePlan p = PlanPhase(f.running, Options(true, true), kCheapDraft);
+  EXPECT_FALSE(p.ping_pong);
+  EXPECT_EQ(p.verify.sequences_size(), 0);
+  EXPECT_EQ(p.draft.sequences_size(), 4);
+  for (Sequence* s : seqs) GiveDraftProposals(s, 3);
+  // Everyone is verified together while the draft continues each of them.
+  p = PlanPhase(f.running, Options(true, true), kCheapDraft);
+  EXPECT_EQ(p.verify.sequences_size(), 4);
+  ASSERT_EQ(p.draft.sequences_size(), 4);
+  for (bool c : p.draft_is_continuation) EXPECT_TRUE(c);
+  // One sequence's continuation failed: it is drafted alone before the next verify.
+  seqs[2]->has_proposals = false;
+  seqs[2]->proposals.clear();
+  p = PlanPhase(f.running, Options(true, true), kCheapDraft);
+  EXPECT_EQ(p.verify.sequences_size(), 0);
+  ASSERT_EQ(p.draft.sequences_size(), 1);
+  EXPECT_EQ(p.draft_sequences[0], seqs[2]);
 }
 
 TEST(StepPlannerTest, OptimisticContinuationDraftsPastTheProposals) {

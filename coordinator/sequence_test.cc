@@ -1,0 +1,182 @@
+// Commit and output logic of a Sequence with the bundled tokenizer: text deltas,
+// EOS, max_new_tokens, stop strings, continuation use and cache bookkeeping.
+#include "coordinator/sequence.h"
+
+#include <gtest/gtest.h>
+
+namespace tandem::coordinator {
+namespace {
+
+class SequenceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto t = Tokenizer::Load("models/target");
+    ASSERT_TRUE(t.ok()) << t.status();
+    tokenizer_ = std::make_unique<Tokenizer>(*std::move(t));
+  }
+
+  std::unique_ptr<Sequence> Make(int max_new, std::vector<std::string> stop = {},
+                                 bool return_ids = true) {
+    ValidatedRequest r;
+    r.speculation.method = v1::SPECULATION_METHOD_DRAFT;
+    r.stop = std::move(stop);
+    r.return_token_ids = return_ids;
+    auto prompt = tokenizer_->Encode("def add(a, b):\n", true);
+    EXPECT_TRUE(prompt.ok());
+    channel_ = std::make_shared<OutputChannel>();
+    return std::make_unique<Sequence>(7, r, std::vector<int32_t>(prompt->begin(), prompt->end()),
+                                      max_new, tokenizer_.get(), tokenizer_->eos_id(),
+                                      spec::AdaptiveKConfig(), absl::Now(), channel_);
+  }
+
+  std::vector<int> Ids(const std::string& text) {
+    auto ids = tokenizer_->Encode(text, false);
+    EXPECT_TRUE(ids.ok());
+    return *ids;
+  }
+
+  static v1::VerifiedSequence Verified(const std::vector<int>& committed, int accepted,
+                                       int cached) {
+    v1::VerifiedSequence v;
+    for (int t : committed) v.add_committed(t);
+    v.set_num_accepted(accepted);
+    v.set_cached_length(cached);
+    return v;
+  }
+
+  // Drains the channel: concatenated text, ids, and the final chunk if any.
+  std::string Drain(std::vector<int>* ids, OutputChunk* final_chunk) {
+    std::string text;
+    for (OutputChunk& c : channel_->Pop(absl::ZeroDuration())) {
+      text += c.text;
+      ids->insert(ids->end(), c.token_ids.begin(), c.token_ids.end());
+      if (c.final) *final_chunk = c;
+    }
+    return text;
+  }
+
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::shared_ptr<OutputChannel> channel_;
+};
+
+TEST_F(SequenceTest, StreamedTextEqualsTheDecodedContinuation) {
+  auto s = Make(100);
+  const std::vector<int> body = Ids("    return a + b\n");
+  ASSERT_GE(body.size(), 3u);
+  const int prompt_len = s->prompt_length();
+  // Commit in uneven steps, as verify steps do.
+  size_t at = 0;
+  int step = 0;
+  while (at < body.size()) {
+    const size_t n = std::min(body.size() - at, size_t(1 + step++ % 3));
+    std::vector<int> committed(body.begin() + at, body.begin() + at + n);
+    s->OnVerified(Verified(committed, n - 1, prompt_len + at + n - 1), n - 1, absl::Now());
+    at += n;
+  }
+  std::vector<int> ids;
+  OutputChunk final_chunk;
+  std::string text = Drain(&ids, &final_chunk);
+  EXPECT_EQ(ids, body);
+  EXPECT_EQ(text, "    return a + b\n");
+  EXPECT_FALSE(s->finished());
+  EXPECT_EQ(s->generated(), static_cast<int>(body.size()));
+  EXPECT_EQ(s->target_cached, static_cast<int>(s->tokens().size()) - 1);
+}
+
+TEST_F(SequenceTest, EosEndsTheSequenceAndLaterTokensAreDropped) {
+  auto s = Make(100);
+  std::vector<int> committed = Ids("    pass");
+  committed.push_back(tokenizer_->eos_id());
+  committed.push_back(committed[0]);  // After EOS: must be dropped.
+  s->OnVerified(Verified(committed, committed.size() - 1, 0), committed.size() - 1, absl::Now());
+  std::vector<int> ids;
+  OutputChunk final_chunk;
+  std::string text = Drain(&ids, &final_chunk);
+  EXPECT_TRUE(s->finished());
+  EXPECT_TRUE(final_chunk.final);
+  EXPECT_EQ(final_chunk.finish_reason, v1::FINISH_REASON_EOS);
+  EXPECT_EQ(text, "    pass");
+  EXPECT_EQ(s->generated(), static_cast<int>(committed.size()) - 1);  // EOS counted.
+  EXPECT_EQ(final_chunk.stats.generated_tokens(), committed.size() - 1);
+}
+
+TEST_F(SequenceTest, MaxNewTokensTruncatesAStep) {
+  auto s = Make(3);
+  const std::vector<int> committed = Ids("    return a + b");
+  ASSERT_GT(committed.size(), 3u);
+  s->OnVerified(Verified(committed, committed.size() - 1, 0), committed.size() - 1, absl::Now());
+  std::vector<int> ids;
+  OutputChunk final_chunk;
+  Drain(&ids, &final_chunk);
+  EXPECT_EQ(ids, std::vector<int>(committed.begin(), committed.begin() + 3));
+  EXPECT_EQ(final_chunk.finish_reason, v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(s->generated(), 3);
+}
+
+TEST_F(SequenceTest, StopStringEndsAndIsNotEmitted) {
+  auto s = Make(100, {"+ b"});
+  const std::vector<int> committed = Ids("    return a + b\n    x = 1");
+  s->OnVerified(Verified(committed, committed.size() - 1, 0), committed.size() - 1, absl::Now());
+  std::vector<int> ids;
+  OutputChunk final_chunk;
+  std::string text = Drain(&ids, &final_chunk);
+  EXPECT_EQ(final_chunk.finish_reason, v1::FINISH_REASON_STOP);
+  EXPECT_EQ(text, "    return a ");
+}
+
+TEST_F(SequenceTest, ContinuationIsUsedOnlyWhenTheGuessHolds) {
+  const std::vector<int> body = Ids("    return a + b\n");
+  ASSERT_GE(body.size(), 5u);
+  auto proposal = [](int token) {
+    v1::ProposedToken p;
+    p.set_token(token);
+    return p;
+  };
+  for (bool guess_right : {true, false}) {
+    auto s = Make(100);
+    s->continuation = {proposal(guess_right ? body[2] : body[2] + 1), proposal(body[3]),
+                       proposal(body[4])};
+    // Two proposals, both accepted, bonus body[2].
+    s->OnVerified(Verified({body[0], body[1], body[2]}, 2, 0), 2, absl::Now());
+    EXPECT_EQ(s->has_proposals, guess_right);
+    if (guess_right) {
+      ASSERT_EQ(s->proposals.size(), 2u);
+      EXPECT_EQ(s->proposals[0].token(), body[3]);
+      EXPECT_EQ(s->proposals[1].token(), body[4]);
+    }
+    EXPECT_TRUE(s->continuation.empty());
+  }
+}
+
+TEST_F(SequenceTest, DraftCacheBookkeeping) {
+  auto s = Make(100);
+  const std::vector<int32_t> prompt = s->tokens();
+  v1::ProposedToken a, b, c;
+  a.set_token(11);
+  b.set_token(12);
+  c.set_token(13);
+  s->OnDrafted(0, prompt, {a, b, c});  // Feeds the prompt and a, b (c is not fed).
+  EXPECT_EQ(s->draft_cache.size(), prompt.size() + 2);
+  EXPECT_EQ(s->DraftValidLength(), static_cast<int>(prompt.size()));
+  // The target accepts a, then corrects with 99: the draft's valid prefix is prompt + a.
+  s->OnVerified(Verified({11, 99}, 1, 0), 3, absl::Now());
+  EXPECT_EQ(s->DraftValidLength(), static_cast<int>(prompt.size()) + 1);
+  const v1::RequestStats st = s->PublicStats(absl::Now());
+  EXPECT_EQ(st.draft_tokens_proposed(), 3u);
+  EXPECT_EQ(st.draft_tokens_accepted(), 1u);
+  EXPECT_FLOAT_EQ(st.acceptance_rate(), 1.0f / 3);
+  EXPECT_FLOAT_EQ(st.mean_accepted_length(), 2.0f);
+}
+
+TEST_F(SequenceTest, FailPushesTheErrorOnce) {
+  auto s = Make(100);
+  s->Fail(absl::UnavailableError("target down"), absl::Now());
+  s->Fail(absl::InternalError("second"), absl::Now());
+  auto chunks = channel_->Pop(absl::ZeroDuration());
+  ASSERT_EQ(chunks.size(), 1u);
+  EXPECT_TRUE(chunks[0].final);
+  EXPECT_TRUE(absl::IsUnavailable(chunks[0].status));
+}
+
+}  // namespace
+}  // namespace tandem::coordinator
