@@ -232,6 +232,7 @@ void TargetGroupLeader::Shutdown() {
     if (stop_) return;
     stop_ = true;
     uint64_t last = last_formed_;
+    bool told_followers = false;
     if (state_ == State::kFormed) {
       GroupMessage message;
       message.op = GroupOp::kShutdown;
@@ -239,9 +240,13 @@ void TargetGroupLeader::Shutdown() {
       message.commands = std::move(pending_);
       pending_.clear();
       absl::Status status = Send(std::move(message));
+      told_followers = status.ok();
       if (!status.ok()) LOG(WARNING) << "target group: shutdown message failed: " << status;
     }
-    if (last > 0) (void)membership_->MarkShutdown(last);
+    // Followers that missed the message (regrouping) learn it from the store. Skipped
+    // when they all got it: the store (the coordinator) may already be gone, and
+    // waiting for it would only delay the exit.
+    if (last > 0 && !told_followers) (void)membership_->MarkShutdown(last);
     state_ = State::kStopped;
     unavailable_reason_ = "target group shut down";
     wake_.SignalAll();
