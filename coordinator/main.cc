@@ -10,7 +10,9 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "comm/rendezvous_service.h"
+#include "common/auth.h"
 #include "common/server.h"
+#include "common/tls.h"
 #include "coordinator/engine.h"
 #include "coordinator/metrics.h"
 #include "coordinator/request_validation.h"
@@ -53,6 +55,32 @@ ABSL_FLAG(double, draft_cost, 0.1,
 ABSL_FLAG(double, verify_cost_slope, 0.15,
           "Cost model nu(K) = 1 + slope * K, for adaptive K.");
 ABSL_FLAG(double, overhead_cost, 0.1, "Cost model o = overhead / T(target step).");
+ABSL_FLAG(int, max_message_bytes, 4 << 20,
+          "Largest public API message (request or response), bytes; larger ones are "
+          "refused with RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, worker_max_message_bytes, 64 << 20,
+          "Largest message exchanged with the workers and the rendezvous clients, bytes.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain of the public API; with --tls_key turns TLS on.");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA bundle; when set, public API clients must present a certificate it signed.");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File holding the bearer token every public API call must carry "
+          "(authorization: Bearer TOKEN); health and reflection stay open.");
+ABSL_FLAG(std::string, auth_token_env, "",
+          "Name of an environment variable holding the bearer token (instead of "
+          "--auth_token_file).");
+ABSL_FLAG(std::string, worker_tls_cert, "",
+          "PEM certificate the coordinator presents to the workers (mutual TLS) and serves "
+          "the rendezvous service with.");
+ABSL_FLAG(std::string, worker_tls_key, "", "PEM private key of --worker_tls_cert.");
+ABSL_FLAG(std::string, worker_tls_ca, "",
+          "PEM CA bundle the workers' certificates must chain to; also required of the "
+          "rendezvous service's clients. Setting it turns TLS to the workers on.");
+ABSL_FLAG(std::string, worker_tls_server_name, "",
+          "Name to verify in the workers' certificates instead of the host of --target / "
+          "--draft (e.g. when they are reached by IP).");
 
 namespace tandem::coordinator {
 namespace {
@@ -71,12 +99,51 @@ int Run() {
     return 2;
   }
 
+  // TLS and authentication: every file is read and checked now, so a bad one stops
+  // start-up with one line.
+  TlsFiles public_tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                      absl::GetFlag(FLAGS_tls_ca), "tls"};
+  TlsFiles worker_tls{absl::GetFlag(FLAGS_worker_tls_cert), absl::GetFlag(FLAGS_worker_tls_key),
+                      absl::GetFlag(FLAGS_worker_tls_ca), "worker_tls"};
+  auto public_credentials = MakeServerCredentials(public_tls);
+  auto worker_credentials = MakeChannelCredentials(worker_tls);
+  auto rendezvous_credentials = MakeServerCredentials(worker_tls);
+  auto token = TokenFromFlags(absl::GetFlag(FLAGS_auth_token_file),
+                              absl::GetFlag(FLAGS_auth_token_env), "--auth_token_file",
+                              "--auth_token_env");
+  for (const absl::Status& s : {public_credentials.status(), worker_credentials.status(),
+                                rendezvous_credentials.status(), token.status()}) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "tandem-coordinator: %s\n", std::string(s.message()).c_str());
+      return 2;
+    }
+  }
+  if (!absl::GetFlag(FLAGS_rendezvous_listen).empty() && ClientTlsEnabled(worker_tls) &&
+      !ServerTlsEnabled(worker_tls)) {
+    std::fprintf(stderr,
+                 "tandem-coordinator: --worker_tls_ca is set with --rendezvous_listen: the "
+                 "rendezvous service needs --worker_tls_cert and --worker_tls_key too\n");
+    return 2;
+  }
+  const BearerTokenVerifier verifier(*token);
+  for (const char* name : {"max_message_bytes", "worker_max_message_bytes"}) {
+    const int bytes = name[0] == 'm' ? absl::GetFlag(FLAGS_max_message_bytes)
+                                     : absl::GetFlag(FLAGS_worker_max_message_bytes);
+    if (bytes < 1024) {
+      std::fprintf(stderr, "tandem-coordinator: --%s=%d must be at least 1024 bytes\n", name,
+                   bytes);
+      return 2;
+    }
+  }
+
   // The rendezvous service comes up first: the target group needs it to form.
   RendezvousService rendezvous;
   std::unique_ptr<GrpcServer> rendezvous_server;
   if (!absl::GetFlag(FLAGS_rendezvous_listen).empty()) {
     ServerOptions opts;
     opts.listen_address = absl::GetFlag(FLAGS_rendezvous_listen);
+    opts.credentials = *rendezvous_credentials;
+    opts.max_message_bytes = absl::GetFlag(FLAGS_worker_max_message_bytes);
     auto server = GrpcServer::Start(opts, {&rendezvous});
     if (!server.ok()) {
       std::fprintf(stderr, "tandem-coordinator: rendezvous: %s\n",
@@ -104,6 +171,9 @@ int Run() {
 
   WorkerClientOptions wo;
   wo.step_timeout = absl::Seconds(absl::GetFlag(FLAGS_step_timeout_s));
+  wo.credentials = *worker_credentials;
+  wo.tls_server_name = absl::GetFlag(FLAGS_worker_tls_server_name);
+  wo.max_message_bytes = absl::GetFlag(FLAGS_worker_max_message_bytes);
   wo.address = absl::GetFlag(FLAGS_target);
   auto target = std::make_unique<WorkerClient>(wo);
   std::unique_ptr<WorkerClient> draft;
@@ -173,16 +243,24 @@ int Run() {
   info.add_methods(v1::SPECULATION_METHOD_PROMPT_LOOKUP);
   info.set_max_queue(eo.max_queue);
 
-  TandemService service(&engine, &*tokenizer, limits, info, metrics.get());
+  TandemService service(&engine, &*tokenizer, limits, info, metrics.get(), &verifier);
   ServerOptions so;
   so.listen_address = absl::GetFlag(FLAGS_listen);
+  so.credentials = *public_credentials;
+  so.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   auto server = GrpcServer::Start(so, {&service});
   if (!server.ok()) {
     std::fprintf(stderr, "tandem-coordinator: %s\n", server.status().ToString().c_str());
     return 2;
   }
   (*server)->SetServing(true);
-  LOG(INFO) << "tandem-coordinator serving on " << (*server)->address();
+  LOG(INFO) << "tandem-coordinator serving on " << (*server)->address()
+            << (ServerTlsEnabled(public_tls) ? (public_tls.ca.empty() ? " (TLS)" : " (mutual TLS)")
+                                             : " (plaintext)")
+            << (verifier.enabled() ? ", bearer token required" : "")
+            << (ClientTlsEnabled(worker_tls)
+                    ? (worker_tls.cert.empty() ? "; workers over TLS" : "; workers over mutual TLS")
+                    : "");
   std::printf("tandem-coordinator listening on %s\n", (*server)->address().c_str());
   std::fflush(stdout);
 

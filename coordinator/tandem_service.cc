@@ -17,12 +17,14 @@ absl::Time DeadlineOf(grpc::ServerContext* context) {
 }  // namespace
 
 TandemService::TandemService(Engine* engine, const Tokenizer* tokenizer, ServerLimits limits,
-                             v1::ModelInfo model_info, CoordinatorMetrics* metrics)
+                             v1::ModelInfo model_info, CoordinatorMetrics* metrics,
+                             const BearerTokenVerifier* auth)
     : engine_(engine),
       tokenizer_(tokenizer),
       limits_(std::move(limits)),
       model_info_(std::move(model_info)),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      auth_(auth) {}
 
 grpc::Status TandemService::Finish(const absl::Status& status) {
   if (metrics_) metrics_->RecordRequest(status.code());
@@ -59,6 +61,9 @@ absl::Status TandemService::Start(grpc::ServerContext* context,
 grpc::Status TandemService::Generate(grpc::ServerContext* context,
                                      const v1::GenerateRequest* request,
                                      v1::GenerateResponse* response) {
+  if (auth_ != nullptr) {
+    if (grpc::Status denied = auth_->Check(*context); !denied.ok()) return denied;
+  }
   std::shared_ptr<Sequence> seq;
   std::shared_ptr<OutputChannel> channel;
   std::string request_id;
@@ -88,6 +93,9 @@ grpc::Status TandemService::Generate(grpc::ServerContext* context,
 grpc::Status TandemService::GenerateStream(grpc::ServerContext* context,
                                            const v1::GenerateRequest* request,
                                            grpc::ServerWriter<v1::GenerateStreamResponse>* writer) {
+  if (auth_ != nullptr) {
+    if (grpc::Status denied = auth_->Check(*context); !denied.ok()) return denied;
+  }
   std::shared_ptr<Sequence> seq;
   std::shared_ptr<OutputChannel> channel;
   std::string request_id;
@@ -124,8 +132,12 @@ grpc::Status TandemService::GenerateStream(grpc::ServerContext* context,
   }
 }
 
-grpc::Status TandemService::GetModelInfo(grpc::ServerContext*, const v1::GetModelInfoRequest*,
+grpc::Status TandemService::GetModelInfo(grpc::ServerContext* context,
+                                         const v1::GetModelInfoRequest*,
                                          v1::ModelInfo* response) {
+  if (auth_ != nullptr) {
+    if (grpc::Status denied = auth_->Check(*context); !denied.ok()) return denied;
+  }
   *response = model_info_;
   response->set_draft_available(engine_->draft_available());
   return grpc::Status::OK;

@@ -4,6 +4,7 @@
 #ifndef TANDEM_COORDINATOR_TANDEM_SERVICE_H_
 #define TANDEM_COORDINATOR_TANDEM_SERVICE_H_
 
+#include "common/auth.h"
 #include "coordinator/engine.h"
 #include "coordinator/metrics.h"
 #include "coordinator/request_validation.h"
@@ -16,8 +17,11 @@ class TandemService final : public v1::Tandem::Service {
  public:
   // `engine` must be started; all pointers must outlive the service. `metrics` may be
   // null. `model_info` is what GetModelInfo reports (draft_available is live).
+  // `auth` (may be null: no authentication) is checked first by every method; calls
+  // without its token end UNAUTHENTICATED.
   TandemService(Engine* engine, const Tokenizer* tokenizer, ServerLimits limits,
-                v1::ModelInfo model_info, CoordinatorMetrics* metrics);
+                v1::ModelInfo model_info, CoordinatorMetrics* metrics,
+                const BearerTokenVerifier* auth = nullptr);
 
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                         v1::GenerateResponse* response) override;
@@ -38,6 +42,7 @@ class TandemService final : public v1::Tandem::Service {
   const ServerLimits limits_;
   const v1::ModelInfo model_info_;
   CoordinatorMetrics* metrics_;
+  const BearerTokenVerifier* auth_;
 };
 
 }  // namespace tandem::coordinator

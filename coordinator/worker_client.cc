@@ -28,6 +28,9 @@ WorkerClient::WorkerClient(const WorkerClientOptions& options) : options_(option
   // Reconnect quickly after a worker restart.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  if (!options.tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(options.tls_server_name);
+  }
   auto creds = options.credentials ? options.credentials : grpc::InsecureChannelCredentials();
   channel_ = grpc::CreateCustomChannel(options.address, creds, args);
   stub_ = v1::Worker::NewStub(channel_);

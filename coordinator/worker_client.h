@@ -19,6 +19,9 @@ namespace tandem::coordinator {
 struct WorkerClientOptions {
   std::string address;                        // "host:port"
   std::shared_ptr<grpc::ChannelCredentials> credentials;  // null = plaintext
+  // With TLS: the name to verify in the worker's certificate instead of the host part
+  // of `address` (empty = the host part).
+  std::string tls_server_name;
   absl::Duration step_timeout = absl::Seconds(30);  // Prefill/Draft/Verify deadline.
   absl::Duration control_timeout = absl::Seconds(5);  // Describe/Release/Stats/health.
   int max_message_bytes = 64 << 20;

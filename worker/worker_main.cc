@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/server.h"
+#include "common/tls.h"
 #include "kernels/backend_factory.h"
 #include "model/llama.h"
 #include "model/weights.h"
@@ -69,6 +70,16 @@ ABSL_FLAG(double, leader_timeout_s, 10,
 ABSL_FLAG(double, heartbeat_s, 1, "Leader: heartbeat to the followers after this long idle.");
 ABSL_FLAG(double, regroup_timeout_s, 15,
           "Bound on one attempt to (re-)form the target group.");
+ABSL_FLAG(int, max_message_bytes, 64 << 20,
+          "Largest request or response message, bytes; larger ones are refused with "
+          "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain of this worker; with --tls_key turns TLS on. Also the "
+          "client certificate shown to the rendezvous service.");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA bundle: callers must present a certificate it signed (mutual TLS), and "
+          "the rendezvous service's certificate must chain to it.");
 
 namespace tandem {
 namespace worker {
@@ -137,6 +148,21 @@ int Run(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const WorkerOptions options = OptionsFromFlags();
   if (absl::Status s = ValidateWorkerOptions(options); !s.ok()) Die(s, 2);
+  // TLS files are checked before the (slow) model load.
+  const TlsFiles tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                     absl::GetFlag(FLAGS_tls_ca), "tls"};
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> server_credentials =
+      MakeServerCredentials(tls);
+  if (!server_credentials.ok()) Die(server_credentials.status(), 2);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> rendezvous_credentials =
+      MakeChannelCredentials(tls);
+  if (!rendezvous_credentials.ok()) Die(rendezvous_credentials.status(), 2);
+  if (absl::GetFlag(FLAGS_max_message_bytes) < 1024) {
+    Die(absl::InvalidArgumentError(absl::StrCat("--max_message_bytes=",
+                                                absl::GetFlag(FLAGS_max_message_bytes),
+                                                " must be at least 1024 bytes")),
+        2);
+  }
   // Compute backend (kernels/backend_factory.h); cuda uses device rank % visible devices.
   absl::StatusOr<std::unique_ptr<Backend>> backend_or =
       MakeBackend(options.backend, options.threads, options.rank);
@@ -179,8 +205,12 @@ int Run(int argc, char** argv) {
 
   std::unique_ptr<GroupMembership> membership;
   if (options.is_group()) {
+    CommOptions comm_options = GroupCommOptions(options);
+    if (!options.rendezvous.empty() && ClientTlsEnabled(tls)) {
+      comm_options.rendezvous_credentials = *rendezvous_credentials;
+    }
     absl::StatusOr<std::unique_ptr<GroupMembership>> opened =
-        GroupMembership::Open(GroupCommOptions(options));
+        GroupMembership::Open(comm_options);
     if (!opened.ok()) {
       Die(absl::Status(opened.status().code(),
                        absl::StrCat("rendezvous store: ", opened.status().message())),
@@ -195,6 +225,8 @@ int Run(int argc, char** argv) {
 
   ServerOptions server_options;
   server_options.listen_address = options.listen;
+  server_options.credentials = *server_credentials;
+  server_options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
 
   if (!options.is_leader()) {
     // Follower: health only; the group loop runs until the leader says shutdown.
