@@ -27,6 +27,7 @@
 #include "client/progress.h"
 #include "client/prompts.h"
 #include "client/request_options.h"
+#include "client/server_channel.h"
 #include "client/shared_flags.h"
 #include "client/table.h"
 
@@ -305,7 +306,9 @@ int RunBench(const Invocation& inv) {
   if (auto check = BuildRequest(s.request, "x"); !check.ok()) return usage_error(check.status());
 
   const std::string server = absl::GetFlag(FLAGS_server);
-  auto stub = v1::Tandem::NewStub(grpc::CreateChannel(server, grpc::InsecureChannelCredentials()));
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = ServerChannel(server);
+  if (!channel.ok()) return usage_error(channel.status());
+  auto stub = v1::Tandem::NewStub(*channel);
   v1::ModelInfo info;
   {
     grpc::ClientContext ctx;
@@ -506,6 +509,7 @@ Command BenchCommand() {
       {"soak", "DURATION", "Soak mode for this long, e.g. 30s, 10m, 2h."},
       {"pids", "PID[,PID...]", "Soak: server processes whose RSS to report."},
   };
+  for (const CommandFlag& f : ConnectionFlags()) c.flags.push_back(f);
   c.run = RunBench;
   return c;
 }

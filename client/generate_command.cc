@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/request_options.h"
+#include "client/server_channel.h"
 #include "tandem/v1/tandem.grpc.pb.h"
 #include "client/shared_flags.h"
 
@@ -85,7 +86,12 @@ int RunGenerate(const Invocation& inv) {
   }
 
   const std::string server = absl::GetFlag(FLAGS_server);
-  auto stub = v1::Tandem::NewStub(grpc::CreateChannel(server, grpc::InsecureChannelCredentials()));
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = ServerChannel(server);
+  if (!channel.ok()) {
+    std::fprintf(stderr, "tandem generate: %s\n", std::string(channel.status().message()).c_str());
+    return 2;
+  }
+  auto stub = v1::Tandem::NewStub(*channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(
       absl::ToChronoTime(absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_timeout))));
@@ -166,6 +172,7 @@ Command GenerateCommand() {
       {"timeout", "SECONDS", "Deadline of the request."},
       {"quiet", "", "Do not print the statistics line."},
   };
+  for (const CommandFlag& f : ConnectionFlags()) c.flags.push_back(f);
   c.repeatable = {"stop"};
   c.run = RunGenerate;
   return c;
