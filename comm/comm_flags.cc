@@ -5,13 +5,14 @@
 #include "absl/flags/flag.h"
 
 ABSL_FLAG(std::string, comm_backend, "local",
-          "Collective backend of the tensor-parallel group: local (one rank), gloo (CPU, "
-          "TCP) or nccl (GPU).");
+          "Collective backend of the tensor-parallel group: local (one rank), tcp (CPU, "
+          "Tandem's own TCP mesh; sleeps while waiting), gloo (CPU, gloo over TCP; its "
+          "transport busy-polls) or nccl (GPU).");
 ABSL_FLAG(std::string, comm_hostname, "127.0.0.1",
-          "gloo: address this rank listens on and publishes to its peers (pod IP or DNS "
+          "gloo, tcp: address this rank listens on and publishes to its peers (pod IP or DNS "
           "name on a cluster; loopback on one machine).");
 ABSL_FLAG(std::string, comm_interface, "",
-          "gloo: network interface to bind (e.g. eth0); overrides --comm_hostname.");
+          "gloo, tcp: network interface to bind (e.g. eth0); overrides --comm_hostname.");
 ABSL_FLAG(std::string, comm_rendezvous, "",
           "host:port of the tandem.v1.Rendezvous service (the coordinator) used to find "
           "the other ranks.");

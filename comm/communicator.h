@@ -1,7 +1,8 @@
 // Collective communication between the ranks of a tensor-parallel group.
 //
-// Backends: `local` (in-process ranks, and tp = 1), `gloo` (CPU, TCP), `nccl` (GPU).
-// Buffers are host memory for local and gloo, device memory for nccl.
+// Backends: `local` (in-process ranks, and tp = 1), `tcp` (CPU, Tandem's own TCP mesh),
+// `gloo` (CPU, TCP via gloo), `nccl` (GPU). Buffers are host memory for local, tcp and
+// gloo, device memory for nccl.
 // Every call has a timeout and returns a status (DEADLINE_EXCEEDED or UNAVAILABLE when
 // a peer is gone); none blocks forever. All ranks must issue the same sequence of
 // calls with the same sizes.
@@ -28,7 +29,7 @@ class Communicator {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // "local", "gloo" or "nccl".
+  // "local", "tcp", "gloo" or "nccl".
   virtual std::string backend() const = 0;
 
   // In-place elementwise sum over ranks of `count` floats. Deterministic: element e is

@@ -6,6 +6,7 @@
 #include "comm/grpc_store.h"
 #include "comm/local_communicator.h"
 #include "comm/nccl_communicator.h"
+#include "comm/tcp_mesh_communicator.h"
 
 namespace tandem {
 namespace {
@@ -67,7 +68,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const CommOptio
       return absl::InvalidArgumentError(
           absl::StrCat("comm: the local backend across processes supports one rank only, got "
                        "size ",
-                       options.size, "; use gloo, or LocalGroup for in-process ranks"));
+                       options.size, "; use tcp or gloo, or LocalGroup for in-process ranks"));
     }
     return CreateSingleRankCommunicator();
   }
@@ -84,6 +85,20 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const CommOptio
     absl::StatusOr<std::shared_ptr<Store>> store = OpenRendezvousStore(options);
     if (!store.ok()) return store.status();
     return CreateGlooCommunicator(options.rank, options.size, **store, gloo);
+  }
+  if (options.backend == "tcp") {
+    TcpMeshOptions tcp;
+    tcp.hostname = options.hostname;
+    tcp.interface = options.interface;
+    tcp.connect_timeout = options.connect_timeout;
+    if (options.size == 1) {
+      InMemoryStore own;
+      return CreateTcpMeshCommunicator(0, 1, own, tcp);
+    }
+    absl::StatusOr<std::shared_ptr<Store>> store = OpenRendezvousStore(options);
+    if (!store.ok()) return store.status();
+    tcp.run_id = options.run_id;
+    return CreateTcpMeshCommunicator(options.rank, options.size, **store, tcp);
   }
   if (options.backend == "nccl") {
     if (!NcclCompiledIn()) {
@@ -103,7 +118,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const CommOptio
     return CreateNcclCommunicator(options.rank, options.size, **store, nccl);
   }
   return absl::InvalidArgumentError(absl::StrCat("comm: unknown backend '", options.backend,
-                                                 "'; expected local, gloo or nccl"));
+                                                 "'; expected local, gloo, tcp or nccl"));
 }
 
 }  // namespace tandem

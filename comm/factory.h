@@ -16,12 +16,13 @@
 namespace tandem {
 
 struct CommOptions {
-  // "local" (one rank, host memory), "gloo" (CPU, TCP) or "nccl" (GPU).
+  // "local" (one rank, host memory), "gloo" (CPU, TCP via gloo), "tcp" (CPU, Tandem's
+  // own TCP mesh; sleeps while waiting, see comm/tcp_mesh_communicator.h) or "nccl" (GPU).
   std::string backend = "local";
   int rank = 0;
   int size = 1;
 
-  // Rendezvous, needed by gloo with size > 1 and by nccl: set exactly one of
+  // Rendezvous, needed by gloo and tcp with size > 1 and by nccl: set exactly one of
   //  - store: an existing store (in-process use, tests);
   //  - rendezvous_address: "host:port" of a tandem.v1.Rendezvous server (the
   //    coordinator), with rendezvous_credentials (null = plaintext);
@@ -35,7 +36,8 @@ struct CommOptions {
   // required whenever a store is used.
   std::string run_id;
 
-  // gloo: address to listen on and publish (see GlooOptions), or an interface name.
+  // gloo and tcp: address to listen on and publish (see GlooOptions, TcpMeshOptions),
+  // or an interface name.
   std::string hostname = "127.0.0.1";
   std::string interface;
   // nccl: CUDA device; -1 = rank % visible devices.

@@ -1,5 +1,5 @@
-// CreateCommunicator: backend selection, option validation, and gloo groups built
-// through each kind of rendezvous source.
+// CreateCommunicator: backend selection, option validation, and gloo and tcp groups
+// built through each kind of rendezvous source.
 #include "comm/factory.h"
 
 #include <cstdlib>
@@ -38,6 +38,15 @@ TEST(FactoryTest, GlooSingleRankNeedsNoRendezvous) {
   EXPECT_EQ(x, 3.0f);
 }
 
+TEST(FactoryTest, TcpSingleRankNeedsNoRendezvous) {
+  auto comm = CreateCommunicator(Options("tcp", 0, 1));
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  EXPECT_EQ((*comm)->backend(), "tcp");
+  float x = 3.0f;
+  EXPECT_TRUE((*comm)->AllReduceSum(&x, 1, absl::Seconds(1)).ok());
+  EXPECT_EQ(x, 3.0f);
+}
+
 TEST(FactoryTest, RejectsInconsistentOptions) {
   EXPECT_TRUE(absl::IsInvalidArgument(CreateCommunicator(Options("mpi", 0, 1)).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(CreateCommunicator(Options("local", 0, 2)).status()));
@@ -60,6 +69,12 @@ TEST(FactoryTest, RejectsInconsistentOptions) {
   bad_address.run_id = "r";
   bad_address.rendezvous_address = "no-port";
   EXPECT_TRUE(absl::IsInvalidArgument(CreateCommunicator(bad_address).status()));
+  CommOptions tcp_no_store = Options("tcp", 0, 2);
+  tcp_no_store.run_id = "r";
+  EXPECT_TRUE(absl::IsInvalidArgument(CreateCommunicator(tcp_no_store).status()));
+  CommOptions tcp_bad_iface = Options("tcp", 0, 1);
+  tcp_bad_iface.interface = "no-such-interface0";
+  EXPECT_TRUE(absl::IsInvalidArgument(CreateCommunicator(tcp_bad_iface).status()));
   CommOptions zero_timeout = Options("local", 0, 1);
   zero_timeout.connect_timeout = absl::ZeroDuration();
   EXPECT_TRUE(absl::IsInvalidArgument(CreateCommunicator(zero_timeout).status()));
@@ -78,8 +93,8 @@ TEST(FactoryTest, NcclWithoutDeviceOrCudaFailsCleanly) {
   }
 }
 
-// Connects `size` gloo ranks (threads) with the given base options, runs an all-reduce.
-void ExpectGlooGroupWorks(const CommOptions& base, int size) {
+// Connects `size` ranks (threads) with the given base options, runs an all-reduce.
+void ExpectGroupWorks(const CommOptions& base, int size) {
   std::vector<std::unique_ptr<Communicator>> ranks(static_cast<size_t>(size));
   testing::RunOnAllRanks(size, [&](int r) {
     CommOptions options = base;
@@ -94,6 +109,7 @@ void ExpectGlooGroupWorks(const CommOptions& base, int size) {
     ASSERT_NE(r, nullptr);
     raw.push_back(r.get());
   }
+  EXPECT_EQ(raw[0]->backend(), base.backend);
   testing::ExpectAllReduceIsRankOrderSum(raw, 4096, 9, absl::Seconds(10));
 }
 
@@ -101,7 +117,7 @@ TEST(FactoryTest, GlooThroughAnExistingStore) {
   CommOptions options = Options("gloo", 0, 3);
   options.store = std::make_shared<InMemoryStore>();
   options.run_id = "mem-1";
-  ExpectGlooGroupWorks(options, 3);
+  ExpectGroupWorks(options, 3);
   // Keys were prefixed with the run id.
   EXPECT_TRUE(options.store->GetOne("mem-1/0", absl::ZeroDuration()).ok());
 }
@@ -113,7 +129,26 @@ TEST(FactoryTest, GlooThroughAStoreDirectory) {
   CommOptions options = Options("gloo", 0, 2);
   options.store_directory = (*fresh)->directory();
   options.run_id = "dir-1";
-  ExpectGlooGroupWorks(options, 2);
+  ExpectGroupWorks(options, 2);
+}
+
+TEST(FactoryTest, TcpThroughAnExistingStore) {
+  CommOptions options = Options("tcp", 0, 3);
+  options.store = std::make_shared<InMemoryStore>();
+  options.run_id = "mem-2";
+  ExpectGroupWorks(options, 3);
+  // Keys were prefixed with the run id.
+  EXPECT_TRUE(options.store->GetOne("mem-2/addr/0", absl::ZeroDuration()).ok());
+}
+
+TEST(FactoryTest, TcpThroughAStoreDirectory) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  auto fresh = FileStore::CreateFresh(tmp != nullptr ? tmp : "/tmp");
+  ASSERT_TRUE(fresh.ok());
+  CommOptions options = Options("tcp", 0, 2);
+  options.store_directory = (*fresh)->directory();
+  options.run_id = "dir-2";
+  ExpectGroupWorks(options, 2);
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
-// One rank of a multi-process collective test, started by gloo_multiprocess_test.
-// Connects through the factory (--comm_* flags) and then, by --mode:
+// One rank of a multi-process collective test, started by multiprocess_test.cc.
+// Connects through the factory (--comm_* flags; --comm_backend gloo or tcp) and then,
+// by --mode:
 //   checks         runs the collective checks; exit 0 when all pass, 1 otherwise.
 //   hang           signals ready, then sleeps (the test kills it).
-//   until_failure  signals ready, then all-reduces until a call fails; exit 3 when it
-//                  fails with DEADLINE_EXCEEDED or UNAVAILABLE, 4 for another error,
-//                  5 when nothing failed within --max_seconds.
+//   until_failure  signals ready, then all-reduces (each call bounded by
+//                  --call_timeout_s) until a call fails; exit 3 when it fails with
+//                  UNAVAILABLE, 6 with DEADLINE_EXCEEDED, 4 for another error, 5 when
+//                  nothing failed within --max_seconds.
 // Readiness is the key "ready/<rank>" set in the rendezvous store.
 #include <cstdio>
 #include <cstring>
@@ -23,6 +25,7 @@ ABSL_FLAG(int, rank, 0, "rank of this process");
 ABSL_FLAG(int, size, 1, "ranks in the group");
 ABSL_FLAG(std::string, run_id, "", "run id (key prefix)");
 ABSL_FLAG(int, max_seconds, 20, "until_failure: give up after this long");
+ABSL_FLAG(double, call_timeout_s, 3, "until_failure: timeout of each all-reduce");
 
 namespace tandem {
 namespace {
@@ -80,7 +83,9 @@ int RunChecks(Communicator& comm) {
 
 int Main() {
   CommOptions options = CommOptionsFromFlags();
-  options.backend = "gloo";
+  if (options.backend != "gloo" && options.backend != "tcp") {
+    return Fail(options.rank, "--comm_backend must be gloo or tcp");
+  }
   options.rank = absl::GetFlag(FLAGS_rank);
   options.size = absl::GetFlag(FLAGS_size);
   options.run_id = absl::GetFlag(FLAGS_run_id);
@@ -103,10 +108,12 @@ int Main() {
   const absl::Time give_up = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_max_seconds));
   std::vector<float> x(4096, 1.0f);
   while (absl::Now() < give_up) {
-    absl::Status s = (*comm)->AllReduceSum(x.data(), x.size(), absl::Seconds(3));
+    absl::Status s = (*comm)->AllReduceSum(
+        x.data(), x.size(), absl::Seconds(absl::GetFlag(FLAGS_call_timeout_s)));
     if (!s.ok()) {
       std::printf("peer rank %d: failed as expected: %s\n", options.rank, s.ToString().c_str());
-      return absl::IsDeadlineExceeded(s) || absl::IsUnavailable(s) ? 3 : 4;
+      if (absl::IsUnavailable(s)) return 3;
+      return absl::IsDeadlineExceeded(s) ? 6 : 4;
     }
     absl::SleepFor(absl::Milliseconds(5));
   }
