@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 
 namespace tandem::e2e {
 
@@ -14,7 +16,6 @@ using worker::testing::ChildProcess;
 using worker::testing::FreePort;
 using worker::testing::Health;
 using worker::testing::TestTempDir;
-using worker::testing::WaitForHealth;
 using worker::testing::WorkerGroup;
 
 namespace {
@@ -28,6 +29,7 @@ std::string CoordinatorBinary() {
 
 absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& options) {
   std::unique_ptr<Cluster> c(new Cluster());
+  c->options_ = options;
   auto target = WorkerGroup::Start(options.target_model, options.tp, options.tag + "-target",
                                    options.worker_flags);
   if (!target.ok()) return target.status();
@@ -40,31 +42,57 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& op
     c->draft_ = *std::move(draft);
   }
   c->port_ = FreePort();
-  std::vector<std::string> args = {
+  c->coordinator_args_ = {
       absl::StrCat("--listen=127.0.0.1:", c->port_),
       "--target=" + c->target_->leader_address(),
       "--tokenizer=" + options.target_model,
       "--worker_wait_s=120",
   };
-  if (c->draft_) args.push_back("--draft=" + c->draft_->leader_address());
-  args.insert(args.end(), options.coordinator_flags.begin(), options.coordinator_flags.end());
+  if (c->draft_) c->coordinator_args_.push_back("--draft=" + c->draft_->leader_address());
+  c->coordinator_args_.insert(c->coordinator_args_.end(), options.coordinator_flags.begin(),
+                              options.coordinator_flags.end());
+  if (absl::Status s = c->StartCoordinator(); !s.ok()) return s;
+  return c;
+}
+
+absl::Status Cluster::StartCoordinator() {
   auto coordinator = ChildProcess::Start(
-      CoordinatorBinary(), args, absl::StrCat(TestTempDir(), "/", options.tag, "-coordinator.log"));
+      CoordinatorBinary(), coordinator_args_,
+      absl::StrCat(TestTempDir(), "/", options_.tag, "-coordinator-", coordinator_starts_++,
+                   ".log"));
   if (!coordinator.ok()) return coordinator.status();
-  c->coordinator_ = *std::move(coordinator);
+  coordinator_ = *std::move(coordinator);
+  return WaitUntilServing();
+}
+
+absl::Status Cluster::WaitUntilServing() {
   // Wait for the coordinator to serve; give up at once if any process died.
-  const absl::Time give_up = absl::Now() + absl::Seconds(180);
-  while (!WaitForHealth(c->address(), Health::kServing, absl::Milliseconds(200))) {
-    bool all_running = c->coordinator_->Running();
-    for (int r = 0; r < c->target_->size(); ++r) all_running &= c->target_->process(r).Running();
-    if (c->draft_) all_running &= c->draft_->process(0).Running();
+  const absl::Time give_up = absl::Now() + absl::Seconds(options_.start_timeout_s);
+  while (CheckHealthWith(address(), options_.client_credentials) != Health::kServing) {
+    bool all_running = coordinator_->Running();
+    for (int r = 0; r < target_->size(); ++r) all_running &= target_->process(r).Running();
+    if (draft_) all_running &= draft_->process(0).Running();
     if (!all_running || absl::Now() > give_up) {
       return absl::UnavailableError(absl::StrCat(
           all_running ? "cluster did not come up in time:\n" : "a cluster process exited:\n",
-          c->Logs()));
+          Logs()));
     }
+    absl::SleepFor(absl::Milliseconds(200));
   }
-  return c;
+  return absl::OkStatus();
+}
+
+absl::Status Cluster::RestartCoordinator(int signal) {
+  coordinator_->Signal(signal);
+  coordinator_->Wait(absl::Seconds(30));
+  return StartCoordinator();
+}
+
+std::vector<int> Cluster::pids() {
+  std::vector<int> out = {coordinator_->pid()};
+  for (int r = 0; r < target_->size(); ++r) out.push_back(target_->process(r).pid());
+  if (draft_) out.push_back(draft_->process(0).pid());
+  return out;
 }
 
 Cluster::~Cluster() {
@@ -77,7 +105,27 @@ Cluster::~Cluster() {
 std::string Cluster::address() const { return absl::StrCat("127.0.0.1:", port_); }
 
 std::unique_ptr<v1::Tandem::Stub> Cluster::Client() const {
-  return v1::Tandem::NewStub(grpc::CreateChannel(address(), grpc::InsecureChannelCredentials()));
+  auto credentials = options_.client_credentials ? options_.client_credentials
+                                                 : grpc::InsecureChannelCredentials();
+  if (options_.client_token.empty()) {
+    return v1::Tandem::NewStub(grpc::CreateChannel(address(), credentials));
+  }
+  return v1::Tandem::NewStub(
+      CreateChannelWithToken(address(), credentials, grpc::ChannelArguments(),
+                             options_.client_token));
+}
+
+Health CheckHealthWith(const std::string& address,
+                       const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
+  if (credentials == nullptr) return worker::testing::CheckHealth(address);
+  auto stub = grpc::health::v1::Health::NewStub(grpc::CreateChannel(address, credentials));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status status = stub->Check(&context, grpc::health::v1::HealthCheckRequest(), &response);
+  if (!status.ok()) return Health::kUnreachable;
+  return response.status() == grpc::health::v1::HealthCheckResponse::SERVING ? Health::kServing
+                                                                              : Health::kNotServing;
 }
 
 bool Cluster::WaitForDraftAvailable(bool available, absl::Duration timeout) {
@@ -123,8 +171,11 @@ absl::StatusOr<v1::GenerateResponse> Generate(v1::Tandem::Stub* stub, const std:
   return resp;
 }
 
-absl::StatusOr<v1::WorkerStats> WorkerStatsOf(const std::string& address) {
-  auto stub = worker::testing::WorkerStub(address);
+absl::StatusOr<v1::WorkerStats> WorkerStatsOf(
+    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  auto stub = credentials == nullptr
+                  ? worker::testing::WorkerStub(address)
+                  : v1::Worker::NewStub(grpc::CreateChannel(address, credentials));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   v1::WorkerStats stats;

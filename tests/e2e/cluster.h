@@ -23,6 +23,12 @@ struct ClusterOptions {
   std::vector<std::string> coordinator_flags;
   std::vector<std::string> worker_flags;  // Added to every worker.
   std::string tag = "cluster";
+  // How the test reaches the coordinator's public port (health, Client()); null =
+  // plaintext. `client_token` (when not empty) is sent with every Client() call.
+  std::shared_ptr<grpc::ChannelCredentials> client_credentials;
+  std::string client_token;
+  // Seconds to wait for the coordinator to serve.
+  int start_timeout_s = 180;
 };
 
 class Cluster {
@@ -32,6 +38,12 @@ class Cluster {
 
   std::unique_ptr<v1::Tandem::Stub> Client() const;
   std::string address() const;
+  // Ends the coordinator with `signal` (waits for it to exit), then starts it again on
+  // the same port with the same flags and waits until it serves. The workers keep
+  // running.
+  absl::Status RestartCoordinator(int signal);
+  // Process ids: coordinator, target ranks, draft.
+  std::vector<int> pids();
   worker::testing::WorkerGroup& target() { return *target_; }
   worker::testing::WorkerGroup* draft() { return draft_.get(); }
   worker::testing::ChildProcess& coordinator() { return *coordinator_; }
@@ -42,6 +54,11 @@ class Cluster {
 
  private:
   Cluster() = default;
+  absl::Status StartCoordinator();
+  absl::Status WaitUntilServing();
+  ClusterOptions options_;
+  std::vector<std::string> coordinator_args_;
+  int coordinator_starts_ = 0;
   int port_ = 0;
   std::unique_ptr<worker::testing::WorkerGroup> target_;
   std::unique_ptr<worker::testing::WorkerGroup> draft_;
@@ -55,8 +72,14 @@ absl::StatusOr<v1::GenerateResponse> Generate(v1::Tandem::Stub* stub, const std:
                                               v1::SpeculationMethod method, int k,
                                               v1::Pipelining pipelining = v1::PIPELINING_DEFAULT);
 
-// Worker statistics through its Worker service.
-absl::StatusOr<v1::WorkerStats> WorkerStatsOf(const std::string& address);
+// Worker statistics through its Worker service (plaintext, or `credentials`).
+absl::StatusOr<v1::WorkerStats> WorkerStatsOf(
+    const std::string& address,
+    std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
+
+// Health of a gRPC server through `credentials` (null = plaintext).
+worker::testing::Health CheckHealthWith(const std::string& address,
+                                        const std::shared_ptr<grpc::ChannelCredentials>& credentials);
 
 // Code-completion prompts for tests (from bench/prompts/code_completion.jsonl).
 std::vector<std::string> TestPrompts(int count);
