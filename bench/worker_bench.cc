@@ -1,6 +1,6 @@
 // Verify-step cost of a target worker, end to end over gRPC: a 1-process target and a
-// tensor-parallel group of --tp processes (gloo on CPU, loopback), each process with
-// --threads compute threads. For each configuration and batch size it prefills
+// tensor-parallel group of --tp processes (--comm collectives on CPU, loopback), each
+// process with --threads compute threads. For each configuration and batch size it prefills
 // --batch sequences of --prompt_len tokens, then times --steps verify steps of K
 // proposals per sequence and reports medians per step:
 //   wall        client-side time of the Verify RPC
@@ -44,7 +44,9 @@ ABSL_FLAG(int, warmup, 3, "Untimed verify steps first.");
 ABSL_FLAG(int, prompt_len, 64, "Prompt tokens per sequence.");
 ABSL_FLAG(int, threads, 1, "Compute threads per worker process.");
 ABSL_FLAG(std::string, worker_binary, "", "tandem-worker path (default: from runfiles).");
-ABSL_FLAG(int, probe_iters, 200, "Iterations of the raw gloo all-reduce probe (0 = skip).");
+ABSL_FLAG(int, probe_iters, 200, "Iterations of the raw all-reduce probe (0 = skip).");
+ABSL_FLAG(std::string, comm, "gloo",
+          "Collective backend of the groups and the probe: tcp or gloo (tandem-worker --comm).");
 
 namespace tandem {
 namespace {
@@ -77,7 +79,7 @@ struct Row {
   double wall, busy, compute, collective, rpc;
 };
 
-// Raw gloo latency without the worker: `tp` forked processes all-reduce `floats`
+// Raw --comm latency without the worker: `tp` forked processes all-reduce `floats`
 // floats `iters` times; returns rank 0's mean microseconds per call (-1 on failure).
 double ProbeAllReduceUs(int tp, int floats, int iters, const std::string& dir) {
   int fds[2];
@@ -92,7 +94,7 @@ double ProbeAllReduceUs(int tp, int floats, int iters, const std::string& dir) {
       continue;
     }
     CommOptions options;
-    options.backend = "gloo";
+    options.backend = absl::GetFlag(FLAGS_comm);
     options.rank = rank;
     options.size = tp;
     options.store_directory = dir;
@@ -193,7 +195,10 @@ absl::StatusOr<Row> Measure(const std::string& address, int tp, int batch, int v
 // Empty when `config` splits over `tp` ranks, else the reason it does not.
 std::string Indivisible(const LlamaConfig& c, int tp) {
   if (c.num_heads % tp != 0) return absl::StrCat("num_attention_heads ", c.num_heads);
-  if (c.num_kv_heads % tp != 0) return absl::StrCat("num_key_value_heads ", c.num_kv_heads);
+  // Fewer KV heads than ranks is fine when tp is a multiple (one replicated head each).
+  if (c.num_kv_heads % tp != 0 && tp % c.num_kv_heads != 0) {
+    return absl::StrCat("num_key_value_heads ", c.num_kv_heads);
+  }
   if (c.intermediate_size % tp != 0) return absl::StrCat("intermediate_size ", c.intermediate_size);
   if (c.vocab_size % tp != 0) return absl::StrCat("vocab_size ", c.vocab_size);
   return "";
@@ -213,10 +218,10 @@ int Run(int argc, char** argv) {
   const std::string log_dir = mkdtemp(dir_template);
   const int threads = absl::GetFlag(FLAGS_threads);
   std::printf("worker_bench: model %s (%lld parameters, hidden %d, %d layers, vocab %d), K = %d, "
-              "%d threads per process, %d timed steps (median), logs in %s\n",
+              "%d threads per process, %s collectives, %d timed steps (median), logs in %s\n",
               model_dir.c_str(), config->NumParameters(), config->hidden_size,
               config->num_layers, config->vocab_size, absl::GetFlag(FLAGS_k), threads,
-              absl::GetFlag(FLAGS_steps), log_dir.c_str());
+              absl::GetFlag(FLAGS_comm).c_str(), absl::GetFlag(FLAGS_steps), log_dir.c_str());
   std::vector<int> sizes;
   for (int tp : IntList(absl::GetFlag(FLAGS_tp))) {
     const std::string reason = Indivisible(*config, tp);
@@ -238,7 +243,8 @@ int Run(int argc, char** argv) {
   for (int tp : sizes) {
     auto group = worker::testing::WorkerGroup::Start(
         model_dir, tp, absl::StrCat("bench-tp", tp),
-        {absl::StrCat("--threads=", threads), "--kv_cache_mb=256", "--max_batch_tokens=1024",
+        {absl::StrCat("--threads=", threads), "--comm=" + absl::GetFlag(FLAGS_comm),
+         "--kv_cache_mb=256", "--max_batch_tokens=1024",
          "--step_timeout_s=60", "--lease_timeout_s=3600"},
         binary, log_dir);
     if (!group.ok()) {
@@ -278,10 +284,10 @@ int Run(int argc, char** argv) {
   }
   const int per_step = 2 * config->num_layers + 2;
   for (const auto& [tp, us] : probes) {
-    std::printf("\nraw gloo AllReduceSum, %d processes, %d floats (one verify row set): %.0f us "
+    std::printf("\nraw %s AllReduceSum, %d processes, %d floats (one verify row set): %.0f us "
                 "per call; a verify step makes %d collectives (1 broadcast, %d all-reduces, "
                 "1 all-gather)\n",
-                tp, (absl::GetFlag(FLAGS_k) + 1) * config->hidden_size, us, per_step,
+                absl::GetFlag(FLAGS_comm).c_str(), tp, (absl::GetFlag(FLAGS_k) + 1) * config->hidden_size, us, per_step,
                 2 * config->num_layers);
   }
   return 0;

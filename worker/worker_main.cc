@@ -52,7 +52,9 @@ ABSL_FLAG(int, max_speculative_tokens, 16, "Most proposals per sequence in Draft
 ABSL_FLAG(std::string, listen, "0.0.0.0:50061",
           "host:port to serve on (followers serve only gRPC health there).");
 ABSL_FLAG(std::string, comm, "gloo",
-          "Collective backend of a target group: gloo (CPU), nccl (GPU) or local (one rank).");
+          "Collective backend of a target group: tcp (CPU, Tandem's own TCP mesh; sleeps "
+          "while waiting, suits ranks that share cores), gloo (CPU, gloo over TCP; "
+          "busy-polls), nccl (GPU) or local (one rank).");
 ABSL_FLAG(std::string, rendezvous, "",
           "host:port of the coordinator's tandem.v1.Rendezvous service (group rendezvous).");
 ABSL_FLAG(std::string, rendezvous_dir, "",

@@ -63,15 +63,15 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
   if (o.listen.empty() || o.listen.find(':') == std::string::npos) {
     return Bad("listen", absl::StrCat("'", o.listen, "' is not host:port"));
   }
-  if (o.comm != "gloo" && o.comm != "local" && o.comm != "nccl") {
-    return Bad("comm", absl::StrCat("'", o.comm, "' is not gloo, local or nccl"));
+  if (o.comm != "tcp" && o.comm != "gloo" && o.comm != "local" && o.comm != "nccl") {
+    return Bad("comm", absl::StrCat("'", o.comm, "' is not tcp, gloo, local or nccl"));
   }
   if (o.comm == "nccl" && o.backend != "cuda") {
-    return Bad("comm", "nccl needs --backend=cuda (use gloo on CPU)");
+    return Bad("comm", "nccl needs --backend=cuda (use tcp or gloo on CPU)");
   }
   if (o.is_group()) {
     if (o.comm == "local") {
-      return Bad("comm", "local supports one rank only; use gloo (CPU) or nccl (GPU)");
+      return Bad("comm", "local supports one rank only; use tcp or gloo (CPU) or nccl (GPU)");
     }
     if (o.rendezvous.empty() == o.rendezvous_dir.empty()) {
       return Bad("rendezvous", "a group needs exactly one of --rendezvous (host:port) and "
