@@ -2,6 +2,7 @@
 # Tandem's entry point for a new user.
 #   ./run.sh test   install missing Debian packages, build everything, run all tests
 #   ./run.sh demo   (see README) build, start a local cluster and generate text
+#   ./run.sh deps   install the missing Debian packages only (used by deploy/docker)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -153,12 +154,13 @@ cmd_demo() {
 }
 
 usage() {
-  sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 case "${1:-}" in
   test) shift; cmd_test "$@" ;;
   demo) shift; cmd_demo "$@" ;;
+  deps) install_packages ;;
   -h|--help|help|"") usage ;;
   *) log "unknown command '$1'"; usage; exit 2 ;;
 esac
