@@ -45,7 +45,7 @@ ABSL_FLAG(int, prompt_len, 64, "Prompt tokens per sequence.");
 ABSL_FLAG(int, threads, 1, "Compute threads per worker process.");
 ABSL_FLAG(std::string, worker_binary, "", "tandem-worker path (default: from runfiles).");
 ABSL_FLAG(int, probe_iters, 200, "Iterations of the raw all-reduce probe (0 = skip).");
-ABSL_FLAG(std::string, comm, "gloo",
+ABSL_FLAG(std::string, comm, "tcp",
           "Collective backend of the groups and the probe: tcp or gloo (tandem-worker --comm).");
 
 namespace tandem {

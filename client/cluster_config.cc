@@ -216,9 +216,9 @@ absl::Status ValidateClusterConfig(const ClusterConfig& c) {
   if (c.tp < 1 || c.tp > 64) {
     return absl::InvalidArgumentError(absl::StrCat("target.tp must be in 1..64, got ", c.tp));
   }
-  if (c.comm != "gloo" && c.comm != "nccl" && c.comm != "local") {
+  if (c.comm != "tcp" && c.comm != "gloo" && c.comm != "nccl" && c.comm != "local") {
     return absl::InvalidArgumentError(
-        absl::StrCat("target.comm must be gloo, nccl or local, got '", c.comm, "'"));
+        absl::StrCat("target.comm must be tcp, gloo, nccl or local, got '", c.comm, "'"));
   }
   if (c.comm == "local" && c.tp != 1) {
     return absl::InvalidArgumentError("target.comm local works only with tp 1");

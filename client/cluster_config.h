@@ -36,7 +36,7 @@ struct ClusterConfig {
   std::string host = "127.0.0.1";  // Address every process listens on and is reached at.
   WorkerConfig target;
   int tp = 4;                      // Target group size (tensor-parallel ranks).
-  std::string comm = "gloo";       // Collective backend of the target group.
+  std::string comm = "tcp";        // Collective backend of the target group.
   bool with_draft = true;          // False: no draft worker (speculation by prompt lookup).
   WorkerConfig draft;
   CoordinatorConfig coordinator;

@@ -265,7 +265,7 @@ absl::StatusOr<ClusterConfig> ConfigFromFlags(const std::set<std::string>& given
   if (set("tp")) c.tp = absl::GetFlag(FLAGS_tp);
   if (set("backend")) {
     c.target.backend = c.draft.backend = absl::GetFlag(FLAGS_backend);
-    if (c.target.backend == "cuda" && c.comm == "gloo") c.comm = "nccl";
+    if (c.target.backend == "cuda" && (c.comm == "tcp" || c.comm == "gloo")) c.comm = "nccl";
   }
   if (set("threads")) c.target.threads = c.draft.threads = absl::GetFlag(FLAGS_threads);
   if (set("kv_cache_mb")) c.target.kv_cache_mb = c.draft.kv_cache_mb = absl::GetFlag(FLAGS_kv_cache_mb);
@@ -298,7 +298,7 @@ Command UpCommand() {
   c.usage =
       "Usage: tandem up [flags]\n\n"
       "Starts a Tandem cluster as local processes: the coordinator, a draft worker and a\n"
-      "target group of --tp ranks (tensor parallel, gloo collectives over loopback,\n"
+      "target group of --tp ranks (tensor parallel, tcp collectives over loopback,\n"
       "rendezvous through the coordinator). Workers listen on free ports. Waits until\n"
       "every process reports healthy (grpc.health.v1), prints the endpoint, writes\n"
       "--ready-file, and runs until Ctrl-C or SIGTERM, then stops everything. Each\n"

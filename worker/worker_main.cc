@@ -51,7 +51,7 @@ ABSL_FLAG(int, max_batch_tokens, 1024, "Most positions (rows) in one forward pas
 ABSL_FLAG(int, max_speculative_tokens, 16, "Most proposals per sequence in Draft/Verify (K).");
 ABSL_FLAG(std::string, listen, "0.0.0.0:50061",
           "host:port to serve on (followers serve only gRPC health there).");
-ABSL_FLAG(std::string, comm, "gloo",
+ABSL_FLAG(std::string, comm, "tcp",
           "Collective backend of a target group: tcp (CPU, Tandem's own TCP mesh; sleeps "
           "while waiting, suits ranks that share cores), gloo (CPU, gloo over TCP; "
           "busy-polls), nccl (GPU) or local (one rank).");
