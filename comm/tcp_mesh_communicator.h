@@ -17,10 +17,12 @@
 //    so the bits are identical to the other CPU backends' for the same inputs.
 //  - Broadcast: the root sends to every peer. Barrier: an all-gather of headers only.
 // Every call is bounded by its timeout (DEADLINE_EXCEEDED). A peer that closes or dies
-// fails the waiting call at once (UNAVAILABLE). Ranks whose calls differ fail with
-// FAILED_PRECONDITION. After any such failure the communicator is broken: it closes its
-// connections (so its peers fail at once too) and every later call returns the first
-// error. Buffers are preallocated and reused: no allocation per call in steady state.
+// fails at once (UNAVAILABLE) the call that still exchanges data with it, else the next
+// call that does (a call already done with that peer does not watch it). Ranks whose
+// calls differ fail with FAILED_PRECONDITION. After any failure the communicator is
+// broken: it closes its connections (so its peers fail at once too) and every later call
+// returns the first error. Buffers are preallocated and reused: no allocation per call
+// in steady state.
 #ifndef TANDEM_COMM_TCP_MESH_COMMUNICATOR_H_
 #define TANDEM_COMM_TCP_MESH_COMMUNICATOR_H_
 
