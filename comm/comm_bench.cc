@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -253,6 +254,8 @@ int Main() {
     waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
   }
+  std::error_code ignored;
+  std::filesystem::remove_all(directory, ignored);
   return failed == 0 ? 0 : 1;
 }
 
