@@ -12,6 +12,7 @@
 #
 #   sudo bench/multinode.sh [--delay 0.2ms] [--rate 10gbit] [--tp 4] [--requests 8]
 #       [--concurrency 1,4] [--methods none,draft] [--max-tokens 64] [--out FILE]
+#       [--comm tcp|gloo]  (target group collectives; default tcp)
 #
 # Other flags: --target DIR, --draft DIR (models; default models/target, models/draft),
 # --prompts FILE (default bench/prompts/code_completion.jsonl),
@@ -23,7 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DELAY=0.2ms RATE=10gbit TP=4 REQUESTS=8 CONCURRENCY=1,4 METHODS=none,draft MAX_TOKENS=64
+DELAY=0.2ms RATE=10gbit TP=4 REQUESTS=8 CONCURRENCY=1,4 METHODS=none,draft MAX_TOKENS=64 COMM=tcp
 OUT="" PROMPTS=bench/prompts/code_completion.jsonl TARGET=models/target DRAFT=models/draft BIN_DIR=bazel-bin THREADS=1 AFFINITY=1
 LOGS="" TIMEOUT=300 CHECK_ONLY=0 TANDEM="" COORDINATOR_BIN="" WORKER_BIN=""
 while [ $# -gt 0 ]; do
@@ -31,6 +32,7 @@ while [ $# -gt 0 ]; do
     --delay) DELAY=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
     --tp) TP=$2; shift 2 ;;
+    --comm) COMM=$2; shift 2 ;;
     --requests) REQUESTS=$2; shift 2 ;;
     --concurrency) CONCURRENCY=$2; shift 2 ;;
     --methods) METHODS=$2; shift 2 ;;
@@ -163,7 +165,7 @@ start coord "" -- "$COORDINATOR_BIN" --listen=$COORD_ADDR:50051 --target=10.77.0
 for r in $(seq 0 $((TP - 1))); do
   addr="10.77.0.$((10 + r))"
   start "t$r" "$TARGET_CPUS" -- "$WORKER_BIN" --role=target --rank="$r" --tp_size="$TP" \
-    --model_dir="$TARGET" --threads="$THREADS" --listen="$addr:50061" --comm=gloo \
+    --model_dir="$TARGET" --threads="$THREADS" --listen="$addr:50061" --comm="$COMM" \
     --rendezvous=$COORD_ADDR:50052 --run_id="$RUN_ID" --hostname="$addr"
 done
 start draft "$DRAFT_CPUS" -- "$WORKER_BIN" --role=draft --model_dir="$DRAFT" --threads="$THREADS" \
