@@ -107,7 +107,18 @@ int Run() {
                       absl::GetFlag(FLAGS_worker_tls_ca), "worker_tls"};
   auto public_credentials = MakeServerCredentials(public_tls);
   auto worker_credentials = MakeChannelCredentials(worker_tls);
-  auto rendezvous_credentials = MakeServerCredentials(worker_tls);
+  // The rendezvous service is served with the coordinator's worker-side certificate.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> rendezvous_credentials =
+      grpc::InsecureServerCredentials();
+  if (!absl::GetFlag(FLAGS_rendezvous_listen).empty()) {
+    if (ClientTlsEnabled(worker_tls) && !ServerTlsEnabled(worker_tls)) {
+      std::fprintf(stderr,
+                   "tandem-coordinator: --worker_tls_ca is set with --rendezvous_listen: the "
+                   "rendezvous service needs --worker_tls_cert and --worker_tls_key too\n");
+      return 2;
+    }
+    rendezvous_credentials = MakeServerCredentials(worker_tls);
+  }
   auto token = TokenFromFlags(absl::GetFlag(FLAGS_auth_token_file),
                               absl::GetFlag(FLAGS_auth_token_env), "--auth_token_file",
                               "--auth_token_env");
@@ -117,13 +128,6 @@ int Run() {
       std::fprintf(stderr, "tandem-coordinator: %s\n", std::string(s.message()).c_str());
       return 2;
     }
-  }
-  if (!absl::GetFlag(FLAGS_rendezvous_listen).empty() && ClientTlsEnabled(worker_tls) &&
-      !ServerTlsEnabled(worker_tls)) {
-    std::fprintf(stderr,
-                 "tandem-coordinator: --worker_tls_ca is set with --rendezvous_listen: the "
-                 "rendezvous service needs --worker_tls_cert and --worker_tls_key too\n");
-    return 2;
   }
   const BearerTokenVerifier verifier(*token);
   for (const char* name : {"max_message_bytes", "worker_max_message_bytes"}) {
