@@ -15,9 +15,9 @@ artifacts=${TANDEM_FUZZ_ARTIFACTS:-/tmp/tandem-fuzz-artifacts}
 log() { printf '[fuzz] %s\n' "$*" >&2; }
 
 log "building the fuzzers (clang, libFuzzer + ASan + UBSan) in $output_base"
-bazel --output_base="$output_base" --max_idle_secs=300 build --config=fuzz \
-  --noshow_progress --ui_event_filters=-info //fuzz:fuzzers
-bin=bazel-fuzz-bin
+fuzz_bazel() { bazel --output_base="$output_base" --max_idle_secs=300 "$@"; }
+fuzz_bazel build --config=fuzz --noshow_progress --ui_event_filters=-info //fuzz:fuzzers
+bin=$(fuzz_bazel info --config=fuzz bazel-bin 2>/dev/null)
 
 # name  binary  corpus
 targets=(
