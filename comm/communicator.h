@@ -2,7 +2,8 @@
 //
 // Backends: `local` (in-process ranks, and tp = 1), `tcp` (CPU, Tandem's own TCP mesh),
 // `gloo` (CPU, TCP via gloo), `nccl` (GPU). Buffers are host memory for local, tcp and
-// gloo, device memory for nccl.
+// gloo; for nccl, device memory (the model's activations), or host memory for
+// Broadcast and AllGather (staged through a device buffer: the group's step messages).
 // Every call has a timeout and returns a status (DEADLINE_EXCEEDED or UNAVAILABLE when
 // a peer is gone); none blocks forever. All ranks must issue the same sequence of
 // calls with the same sizes.

@@ -79,6 +79,7 @@ class NcclCommunicator final : public Communicator {
       }
     }
     if (scratch_ != nullptr) cudaFree(scratch_);
+    if (staging_ != nullptr) cudaFree(staging_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -115,11 +116,34 @@ class NcclCommunicator final : public Communicator {
     if (absl::Status s = Check(in, bytes, timeout, op); !s.ok()) return s;
     if (absl::Status s = CheckBuffer(out, bytes * size_, op); !s.ok()) return s;
     if (!broken_.ok() || bytes == 0) return broken_;
-    return Run(op, timeout, [&]() -> absl::Status {
-      ncclResult_t r = ncclAllGather(in, out, bytes, ncclUint8, comm_, stream_);
-      if (r != ncclSuccess && r != ncclInProgress) return NcclError(op, r);
-      return absl::OkStatus();
-    });
+    // Host buffers are staged through device memory: [input | gathered output].
+    const bool on_host = !IsDevicePointer(in) || !IsDevicePointer(out);
+    const void* send = in;
+    void* receive = out;
+    if (on_host) {
+      if (absl::Status s = EnsureStaging(bytes * (size_ + 1), op); !s.ok()) return Break(s);
+      send = staging_;
+      receive = static_cast<char*>(staging_) + bytes;
+    }
+    return Run(
+        op, timeout,
+        [&]() -> absl::Status {
+          if (on_host) {
+            cudaError_t err = cudaMemcpyAsync(const_cast<void*>(send), in, bytes,
+                                              cudaMemcpyHostToDevice, stream_);
+            if (err != cudaSuccess) return CudaError(op, err);
+          }
+          ncclResult_t r = ncclAllGather(send, receive, bytes, ncclUint8, comm_, stream_);
+          if (r != ncclSuccess && r != ncclInProgress) return NcclError(op, r);
+          return absl::OkStatus();
+        },
+        [&]() -> absl::Status {
+          if (!on_host) return absl::OkStatus();
+          cudaError_t err = cudaMemcpyAsync(out, receive, bytes * size_, cudaMemcpyDeviceToHost,
+                                            stream_);
+          if (err != cudaSuccess) return CudaError(op, err);
+          return absl::OkStatus();
+        });
   }
 
   absl::Status Broadcast(void* data, size_t bytes, int root, absl::Duration timeout) override {
@@ -127,11 +151,30 @@ class NcclCommunicator final : public Communicator {
     if (absl::Status s = Check(data, bytes, timeout, op); !s.ok()) return s;
     if (absl::Status s = CheckRoot(root, size_, op); !s.ok()) return s;
     if (!broken_.ok() || bytes == 0) return broken_;
-    return Run(op, timeout, [&]() -> absl::Status {
-      ncclResult_t r = ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, stream_);
-      if (r != ncclSuccess && r != ncclInProgress) return NcclError(op, r);
-      return absl::OkStatus();
-    });
+    // Host buffers (the target group's step messages) are staged through device memory.
+    const bool on_host = !IsDevicePointer(data);
+    void* buffer = data;
+    if (on_host) {
+      if (absl::Status s = EnsureStaging(bytes, op); !s.ok()) return Break(s);
+      buffer = staging_;
+    }
+    return Run(
+        op, timeout,
+        [&]() -> absl::Status {
+          if (on_host && rank_ == root) {
+            cudaError_t err = cudaMemcpyAsync(buffer, data, bytes, cudaMemcpyHostToDevice, stream_);
+            if (err != cudaSuccess) return CudaError(op, err);
+          }
+          ncclResult_t r = ncclBroadcast(buffer, buffer, bytes, ncclUint8, root, comm_, stream_);
+          if (r != ncclSuccess && r != ncclInProgress) return NcclError(op, r);
+          return absl::OkStatus();
+        },
+        [&]() -> absl::Status {
+          if (!on_host || rank_ == root) return absl::OkStatus();
+          cudaError_t err = cudaMemcpyAsync(data, buffer, bytes, cudaMemcpyDeviceToHost, stream_);
+          if (err != cudaSuccess) return CudaError(op, err);
+          return absl::OkStatus();
+        });
   }
 
   absl::Status Barrier(absl::Duration timeout) override {
@@ -164,6 +207,29 @@ class NcclCommunicator final : public Communicator {
                              absl::StrCat("communicator failed earlier: ", status.message()));
     }
     return status;
+  }
+
+  // True for device (or managed) memory; false for host memory, which NCCL cannot read.
+  static bool IsDevicePointer(const void* p) {
+    cudaPointerAttributes attributes;
+    if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+      cudaGetLastError();  // Unregistered host memory on older runtimes: clear it.
+      return false;
+    }
+    return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+  }
+
+  // Grows the device staging buffer for host-memory calls (reused across calls).
+  absl::Status EnsureStaging(size_t bytes, absl::string_view op) {
+    if (bytes <= staging_bytes_) return absl::OkStatus();
+    if (staging_ != nullptr) cudaFree(staging_);
+    staging_ = nullptr;
+    staging_bytes_ = 0;
+    if (cudaError_t err = cudaMalloc(&staging_, bytes); err != cudaSuccess) {
+      return CudaError(absl::StrCat(op, ": allocating ", bytes, " bytes of staging"), err);
+    }
+    staging_bytes_ = bytes;
+    return absl::OkStatus();
   }
 
   // Grows the device scratch buffer (never shrinks; reused across calls).
@@ -244,6 +310,8 @@ class NcclCommunicator final : public Communicator {
   cudaStream_t stream_;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  void* staging_ = nullptr;  // Device copy of host buffers (Broadcast, AllGather).
+  size_t staging_bytes_ = 0;
   absl::Status broken_;
 };
 
