@@ -116,7 +116,7 @@ class LocalCommunicator final : public Communicator {
     if (absl::Status s = Check(data, bytes, timeout, op); !s.ok()) return s;
     if (size() == 1) return absl::OkStatus();
     Contribution& mine = Begin(OpKind::kAllReduceSum, bytes, 0);
-    std::memcpy(mine.data.data(), data, bytes);
+    if (bytes > 0) std::memcpy(mine.data.data(), data, bytes);  // data may be null then.
     if (absl::Status s = Exchange(OpKind::kAllReduceSum, timeout); !s.ok()) return s;
     blocks_.resize(static_cast<size_t>(size()));
     for (int r = 0; r < size(); ++r) {

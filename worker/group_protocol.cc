@@ -45,7 +45,8 @@ class Reader {
     if (absl::Status s = Get(&count, field); !s.ok()) return s;
     if ((size_ - pos_) / sizeof(int32_t) < count) return Truncated(field);
     values->resize(count);
-    std::memcpy(values->data(), data_ + pos_, size_t{count} * sizeof(int32_t));
+    // memcpy from/to null is undefined even for 0 bytes (an empty vector's data()).
+    if (count > 0) std::memcpy(values->data(), data_ + pos_, size_t{count} * sizeof(int32_t));
     pos_ += size_t{count} * sizeof(int32_t);
     return absl::OkStatus();
   }
