@@ -65,6 +65,9 @@ ABSL_FLAG(std::string, tls_cert, "",
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
 ABSL_FLAG(std::string, tls_ca, "",
           "PEM CA bundle; when set, public API clients must present a certificate it signed.");
+ABSL_FLAG(std::string, health_listen, "",
+          "host:port of an extra plaintext server with only gRPC health (for probes that "
+          "cannot do TLS, e.g. Kubernetes gRPC probes); empty = none.");
 ABSL_FLAG(std::string, auth_token_file, "",
           "File holding the bearer token every public API call must carry "
           "(authorization: Bearer TOKEN); health and reflection stay open.");
@@ -257,6 +260,19 @@ int Run() {
     std::fprintf(stderr, "tandem-coordinator: %s\n", server.status().ToString().c_str());
     return 2;
   }
+  std::unique_ptr<GrpcServer> health_server;
+  if (!absl::GetFlag(FLAGS_health_listen).empty()) {
+    ServerOptions ho;
+    ho.listen_address = absl::GetFlag(FLAGS_health_listen);
+    auto started = GrpcServer::Start(ho, {});
+    if (!started.ok()) {
+      std::fprintf(stderr, "tandem-coordinator: --health_listen: %s\n",
+                   std::string(started.status().message()).c_str());
+      return 2;
+    }
+    health_server = *std::move(started);
+    health_server->SetServing(true);
+  }
   (*server)->SetServing(true);
   LOG(INFO) << "tandem-coordinator serving on " << (*server)->address()
             << (ServerTlsEnabled(public_tls) ? (public_tls.ca.empty() ? " (TLS)" : " (mutual TLS)")
@@ -270,10 +286,12 @@ int Run() {
 
   int sig = WaitForShutdownSignal();
   LOG(INFO) << "signal " << sig << ": draining";
+  if (health_server != nullptr) health_server->SetServing(false);
   (*server)->Shutdown(absl::Seconds(10));
   engine.Stop();
   (*server)->Wait();
   if (rendezvous_server) rendezvous_server->Shutdown(absl::Seconds(1));
+  if (health_server != nullptr) health_server->Shutdown(absl::ZeroDuration());
   return 0;
 }
 

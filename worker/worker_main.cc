@@ -79,6 +79,9 @@ ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate chain of this worker; with --tls_key turns TLS on. Also the "
           "client certificate shown to the rendezvous service.");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, health_listen, "",
+          "host:port of an extra plaintext server with only gRPC health (for probes that "
+          "cannot do TLS, e.g. Kubernetes gRPC probes); empty = none.");
 ABSL_FLAG(std::string, tls_ca, "",
           "PEM CA bundle: callers must present a certificate it signed (mutual TLS), and "
           "the rendezvous service's certificate must chain to it.");
@@ -229,6 +232,18 @@ int Run(int argc, char** argv) {
   server_options.listen_address = options.listen;
   server_options.credentials = *server_credentials;
   server_options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  // Optional plaintext health-only server that mirrors the main server's health.
+  std::unique_ptr<GrpcServer> health_server;
+  if (!absl::GetFlag(FLAGS_health_listen).empty()) {
+    ServerOptions health_options;
+    health_options.listen_address = absl::GetFlag(FLAGS_health_listen);
+    auto started = GrpcServer::Start(health_options, {});
+    if (!started.ok()) Die(started.status(), 1);
+    health_server = *std::move(started);
+  }
+  const auto mirror_health = [&](bool serving) {
+    if (health_server != nullptr) health_server->SetServing(serving);
+  };
 
   if (!options.is_leader()) {
     // Follower: health only; the group loop runs until the leader says shutdown.
@@ -239,13 +254,17 @@ int Run(int argc, char** argv) {
     std::thread loop([&] {
       absl::Status status = RunFollower(
           *comm, shard, *membership, timeouts, [] { return ShutdownRequested(); },
-          [&](bool serving) { (*server)->SetServing(serving); });
+          [&](bool serving) {
+            (*server)->SetServing(serving);
+            mirror_health(serving);
+          });
       LOG(INFO) << "tandem-worker: follower loop ended: " << status;
       done = true;
       RequestShutdown();
     });
     WaitForShutdownSignal();
     (*server)->Shutdown(absl::Seconds(1));
+    if (health_server != nullptr) health_server->Shutdown(absl::ZeroDuration());
     if (done) {
       loop.join();
       return 0;
@@ -283,15 +302,21 @@ int Run(int argc, char** argv) {
             << " (instance " << service.instance_id() << ")";
   service.StartLeaseReaper();
   if (leader != nullptr) {
-    leader->Start([&](bool serving) { (*server)->SetServing(serving); });
+    leader->Start([&](bool serving) {
+      (*server)->SetServing(serving);
+      mirror_health(serving);
+    });
   } else {
     (*server)->SetServing(true);
+    mirror_health(true);
   }
 
   const int signal = WaitForShutdownSignal();
   LOG(INFO) << "tandem-worker: shutting down (signal " << signal << ")";
   (*server)->SetServing(false);
+  mirror_health(false);
   (*server)->Shutdown(absl::Seconds(30));  // Finishes the step in flight.
+  if (health_server != nullptr) health_server->Shutdown(absl::ZeroDuration());
   service.Stop();
   if (leader != nullptr) leader->Shutdown();  // Tells the followers to exit.
   return 0;

@@ -9,6 +9,7 @@
 // their codes, that health and reflection stay open without a token, and that the
 // workers and the rendezvous service refuse callers without a certificate from the CA.
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 
@@ -52,6 +53,7 @@ class TlsE2eTest : public ::testing::Test {
     const std::string token_file = dir + "/tls_e2e_token";
     std::ofstream(token_file) << kToken << "\n";
     rendezvous_port_ = worker::testing::FreePort();
+    health_port_ = worker::testing::FreePort();
 
     ClusterOptions options;
     options.tp = 2;
@@ -66,7 +68,8 @@ class TlsE2eTest : public ::testing::Test {
         "--worker_tls_cert=" + pki_->coordinator.cert,
         "--worker_tls_key=" + pki_->coordinator.key,
         "--worker_tls_ca=" + pki_->ca,
-        absl::StrCat("--rendezvous_listen=127.0.0.1:", rendezvous_port_)};
+        absl::StrCat("--rendezvous_listen=127.0.0.1:", rendezvous_port_),
+        absl::StrCat("--health_listen=127.0.0.1:", health_port_)};
     options.client_credentials = Credentials({"", "", pki_->ca});
     options.client_token = kToken;
     auto cluster = Cluster::Start(options);
@@ -87,10 +90,12 @@ class TlsE2eTest : public ::testing::Test {
   static TestPki* pki_;
   static Cluster* cluster_;
   static int rendezvous_port_;
+  static int health_port_;
 };
 TestPki* TlsE2eTest::pki_ = nullptr;
 Cluster* TlsE2eTest::cluster_ = nullptr;
 int TlsE2eTest::rendezvous_port_ = 0;
+int TlsE2eTest::health_port_ = 0;
 
 // Status codes of the three public methods through `stub`.
 std::vector<grpc::StatusCode> PublicCalls(v1::Tandem::Stub* stub) {
@@ -154,6 +159,9 @@ TEST_F(TlsE2eTest, PublicApiRefusesPlaintextWrongCaAndBadTokens) {
 TEST_F(TlsE2eTest, HealthAndReflectionNeedNoToken) {
   const auto tls = Credentials({"", "", pki_->ca});
   EXPECT_EQ(e2e::CheckHealthWith(cluster_->address(), tls), Health::kServing);
+  // --health_listen: plaintext health for probes that cannot do TLS.
+  EXPECT_EQ(worker::testing::CheckHealth(absl::StrCat("127.0.0.1:", health_port_)),
+            Health::kServing);
   auto channel = grpc::CreateChannel(cluster_->address(), tls);
   grpc::internal::RpcMethod method("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
                                    grpc::internal::RpcMethod::BIDI_STREAMING);
@@ -215,6 +223,28 @@ TEST_F(TlsE2eTest, WorkersAndRendezvousRequireACertificateFromTheCa) {
     EXPECT_EQ(rendezvous->Set(&ctx, set, &response).error_code(), c.code)
         << c.name << " -> rendezvous";
   }
+}
+
+TEST_F(TlsE2eTest, WorkerHealthListenServesPlaintextHealthOnly) {
+  const int port = worker::testing::FreePort();
+  const int health = worker::testing::FreePort();
+  auto worker = worker::testing::ChildProcess::Start(
+      worker::testing::WorkerBinary(),
+      {"--role=draft", "--model_dir=models/draft", "--threads=1",
+       absl::StrCat("--listen=127.0.0.1:", port), absl::StrCat("--health_listen=127.0.0.1:", health),
+       "--tls_cert=" + pki_->server.cert, "--tls_key=" + pki_->server.key,
+       "--tls_ca=" + pki_->ca},
+      worker::testing::TestTempDir() + "/tls-health-worker.log");
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  const std::string health_address = absl::StrCat("127.0.0.1:", health);
+  ASSERT_TRUE(worker::testing::WaitForHealth(health_address, Health::kServing, absl::Seconds(60)))
+      << (*worker)->LogTail();
+  // The health port serves nothing else; the API port still requires the certificate.
+  auto stats = e2e::WorkerStatsOf(health_address);
+  EXPECT_FALSE(stats.ok());
+  EXPECT_EQ(worker::testing::CheckHealth(absl::StrCat("127.0.0.1:", port)), Health::kUnreachable);
+  (*worker)->Signal(SIGTERM);
+  EXPECT_EQ((*worker)->Wait(absl::Seconds(30)), 0) << (*worker)->LogTail();
 }
 
 }  // namespace
