@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Tandem's entry point for a new user.
-#   ./run.sh test   install missing Debian packages, build everything, run all tests
+#   ./run.sh test   install missing Debian packages, build everything, run all tests,
+#                   then the unit and greedy end-to-end tests under ASan/UBSan and each
+#                   fuzzer for 20 s (TANDEM_SKIP_ASAN=1 / TANDEM_SKIP_FUZZ=1 skip those;
+#                   TANDEM_FUZZ_SECONDS sets the fuzzing time)
 #   ./run.sh demo   (see README) build, start a local cluster and generate text
 #   ./run.sh deps   install the missing Debian packages only (used by deploy/docker)
 set -euo pipefail
@@ -11,7 +14,7 @@ PACKAGES=(
   bazel-bootstrap bazel-platforms bazel-skylib g++ clang libclang-rt-14-dev pkg-config
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev libabsl-dev
   libgoogle-glog-dev libgflags-dev libgtest-dev libgmock-dev libgloo-dev
-  nlohmann-json3-dev prometheus-cpp-dev openssl
+  nlohmann-json3-dev prometheus-cpp-dev openssl libssl-dev libasan8 libubsan1 libtsan2
   python3 python3-torch python3-numpy python3-sentencepiece libopenblas0-openmp
   python3-matplotlib iproute2
 )
@@ -40,30 +43,67 @@ install_packages() {
   fi
 }
 
-# Prints gtest's summary lines of every test that ran, one block per target.
+# Prints gtest's summary lines of every test that ran, one block per target
+# (testlogs directory: $1, default bazel-testlogs).
 print_test_summary() {
-  local logs
-  logs=$(find -L bazel-testlogs -name test.log 2>/dev/null | sort) || true
+  local dir=${1:-bazel-testlogs} logs
+  logs=$(find -L "$dir" -name test.log 2>/dev/null | sort) || true
   for f in $logs; do
-    local target=${f#bazel-testlogs/}
+    local target=${f#"$dir"/}
     target=//${target%/test.log}
     grep -hE '^\[  (PASSED|FAILED|SKIPPED) +\]|^\[==========\] [0-9]+ tests? from' "$f" 2>/dev/null \
       | sed "s|^|${target}: |" || true
   done
 }
 
+# Targets of the ASan/UBSan step: every unit and integration test that is not large,
+# not CUDA (off in that build) and not a deployment check, plus the greedy end-to-end
+# test (real coordinator and worker processes under the sanitizers).
+asan_targets() {
+  bazel query --noshow_progress --ui_event_filters=-info \
+    'tests(//...) except attr(size, "large", tests(//...)) except tests(//kernels/cuda/...)
+     except tests(//deploy/...) except tests(//tests/...)' 2>/dev/null
+  echo //tests/e2e:coordinator_e2e_test
+}
+
 cmd_test() {
   install_packages
   log "building and testing (bazel test //...)"
-  local rc=0
+  local rc=0 started=$SECONDS
   bazel test //... "$@" || rc=$?
   print_test_summary
   if [ $rc -ne 0 ]; then
     log "FAILED (bazel exit code $rc: 3 = a test failed, 1 = build error)"
-  else
-    log "all tests passed"
+    return $rc
   fi
-  return $rc
+  log "all tests passed ($((SECONDS - started)) s)"
+
+  # AddressSanitizer + UndefinedBehaviorSanitizer (own output directory, see .bazelrc).
+  if [ -z "${TANDEM_SKIP_ASAN:-}" ]; then
+    started=$SECONDS
+    local targets
+    targets=$(asan_targets)
+    log "ASan/UBSan: $(echo "$targets" | wc -l) test targets (bazel test --config=asan)"
+    bazel test --config=asan $targets "$@" || rc=$?
+    print_test_summary "$(bazel info --config=asan bazel-testlogs 2>/dev/null)"
+    if [ $rc -ne 0 ]; then
+      log "FAILED under ASan/UBSan (bazel exit code $rc)"
+      return $rc
+    fi
+    log "ASan/UBSan: all tests passed ($((SECONDS - started)) s)"
+  fi
+
+  # libFuzzer (clang, own output base), bounded time per fuzzer.
+  if [ -z "${TANDEM_SKIP_FUZZ:-}" ]; then
+    started=$SECONDS
+    fuzz/run_fuzzers.sh "${TANDEM_FUZZ_SECONDS:-20}" || rc=$?
+    if [ $rc -ne 0 ]; then
+      log "FAILED: a fuzzer found a problem"
+      return $rc
+    fi
+    log "fuzzing: no findings ($((SECONDS - started)) s)"
+  fi
+  log "all checks passed"
 }
 
 # ./run.sh demo: a local cluster with the bundled model pair (target over 4 ranks on
