@@ -275,6 +275,12 @@ void Engine::Loop() {
     std::vector<Sequence*> running;
     running.reserve(running_.size());
     for (auto& s : running_) running.push_back(s.get());
+    if (options_.measured_costs) {
+      // The cost model of a step over this batch, from measured call times.
+      const spec::CostModel costs = spec::BatchCostModel(
+          verify_fit_, draft_fit_, static_cast<int>(running.size()), options_.adaptive_k.cost);
+      for (Sequence* s : running) s->adaptive_k().SetCostModel(costs);
+    }
     WorkerAvailability workers{draft_ != nullptr && draft_available_.load(), true,
                                verify_ms_ema_ > 0 ? draft_ms_ema_ / verify_ms_ema_ : 0.0};
     PhasePlan plan = PlanPhase(running, planner_, workers);
@@ -333,7 +339,12 @@ void Engine::RunPhase(PhasePlan& plan) {
   // Draft results first: a continuation must be in place before its verify is applied.
   if (draft_work) {
     DraftResult r = draft_future.get();
-    if (r.draft.has_value() && r.draft->ok()) update_ema(&draft_ms_ema_, r.draft_wall);
+    if (r.draft.has_value() && r.draft->ok()) {
+      update_ema(&draft_ms_ema_, r.draft_wall);
+      int proposals = 0;
+      for (const v1::DraftSequence& d : plan.draft.sequences()) proposals += d.num_draft_tokens();
+      draft_fit_.Observe(proposals, absl::ToDoubleMilliseconds(r.draft_wall));
+    }
     absl::Status failure = r.prefill_status;
     if (failure.ok() && r.draft.has_value() && !r.draft->ok()) failure = r.draft->status();
     if (!failure.ok()) {
@@ -369,7 +380,14 @@ void Engine::RunPhase(PhasePlan& plan) {
 
   if (target_work) {
     TargetResult r = target_future.get();
-    if (r.verify.has_value() && r.verify->ok()) update_ema(&verify_ms_ema_, r.verify_wall);
+    if (r.verify.has_value() && r.verify->ok()) {
+      update_ema(&verify_ms_ema_, r.verify_wall);
+      int rows = 0;
+      for (const v1::VerifySequence& v : plan.verify.sequences()) {
+        rows += v.tokens_size() + v.proposals_size();
+      }
+      verify_fit_.Observe(rows, absl::ToDoubleMilliseconds(r.verify_wall));
+    }
     const absl::Time now = absl::Now();
     if (!r.prefill_status.ok()) {
       std::vector<Sequence*> batch;

@@ -31,6 +31,7 @@
 #include "coordinator/step_planner.h"
 #include "coordinator/worker_client.h"
 #include "model/tokenizer.h"
+#include "spec/cost_fit.h"
 #include "spec/cost_model.h"
 
 namespace tandem::coordinator {
@@ -44,6 +45,9 @@ struct EngineOptions {
   absl::Duration target_recovery_timeout = absl::Seconds(60);
   absl::Duration monitor_interval = absl::Milliseconds(200);
   int eos_token_id = 2;
+  // Adaptive K uses cost terms fitted to the measured draft and verify call times
+  // (true) instead of the fixed adaptive_k.cost (false).
+  bool measured_costs = true;
 };
 
 // What the engine learned from its workers at start-up.
@@ -126,6 +130,9 @@ class Engine {
   std::shared_ptr<Sequence> held_;  // Popped from the queue, waiting for KV room.
   double draft_ms_ema_ = 0;         // Draft call time, moving average.
   double verify_ms_ema_ = 0;        // Verify call time, moving average.
+  // Call time against size (verify: rows; draft: proposals), for adaptive K.
+  spec::LinearCostFit verify_fit_{0.98, 1.0, 0.05};
+  spec::LinearCostFit draft_fit_{0.98, 0.3, 0.1};
 
   std::thread loop_thread_;
   std::thread monitor_thread_;

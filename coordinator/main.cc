@@ -50,6 +50,10 @@ ABSL_FLAG(double, step_timeout_s, 30, "Deadline of one worker step RPC.");
 ABSL_FLAG(double, target_recovery_timeout_s, 60,
           "How long requests wait for an unavailable target group before failing.");
 ABSL_FLAG(double, worker_wait_s, 120, "How long to wait for the workers at start-up.");
+ABSL_FLAG(bool, measured_costs, true,
+          "Adaptive K from cost terms fitted to the measured draft and verify call times "
+          "(c, nu(K), o per batch size); false = the fixed --draft_cost, "
+          "--verify_cost_slope and --overhead_cost.");
 ABSL_FLAG(double, draft_cost, 0.1,
           "Cost model c = T(draft token) / T(target step), for adaptive K.");
 ABSL_FLAG(double, verify_cost_slope, 0.15,
@@ -208,6 +212,7 @@ int Run() {
   eo.adaptive_k.cost.verify_cost = spec::LinearVerifyCost(absl::GetFlag(FLAGS_verify_cost_slope));
   eo.adaptive_k.cost.overhead = absl::GetFlag(FLAGS_overhead_cost);
   eo.adaptive_k.pipelined = eo.planner.pipelining;
+  eo.measured_costs = absl::GetFlag(FLAGS_measured_costs);
   if (absl::Status s = spec::ValidateAdaptiveKConfig(eo.adaptive_k); !s.ok()) {
     std::fprintf(stderr, "tandem-coordinator: %s\n", s.ToString().c_str());
     return 2;

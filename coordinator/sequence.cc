@@ -51,8 +51,9 @@ void Sequence::OnVerified(const v1::VerifiedSequence& result, int proposed, absl
   stats_.draft_tokens_proposed += proposed;
   stats_.draft_tokens_accepted += accepted;
   if (proposed > 0) stats_.speculative_steps += 1;
-  if (proposal_method == v1::SPECULATION_METHOD_DRAFT ||
-      proposal_method == v1::SPECULATION_METHOD_PROMPT_LOOKUP) {
+  // Every step of a sequence that may speculate feeds the controller: plain steps
+  // count towards its next K = 1 probe when it has turned speculation off.
+  if (request_.speculation.method != v1::SPECULATION_METHOD_NONE) {
     adaptive_k_.Observe(proposed, accepted);
   }
 

@@ -169,9 +169,17 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
       pipelined && n >= 2 && workers.draft && workers.draft_verify_ratio >= o.pingpong_min_ratio;
   plan.ping_pong = ping_pong;
   if (!ping_pong) {
-    // Sequential or lockstep: fresh drafts first, then everyone is verified together
-    // (with continuations drafted meanwhile when pipelining).
-    if (!need_draft.empty()) std::fill(verify_now.begin(), verify_now.end(), false);
+    // Sequential or lockstep: fresh drafts first, then every draft user is verified
+    // together (with continuations drafted meanwhile when pipelining). When
+    // pipelining, sequences that need no draft (plain decoding, prompt lookup) are
+    // verified during the draft phase too instead of idling the target.
+    if (!need_draft.empty()) {
+      for (size_t i = 0; i < ready.size(); ++i) {
+        const bool draft_user = ready[i]->has_proposals &&
+                                ready[i]->proposal_method == v1::SPECULATION_METHOD_DRAFT;
+        verify_now[i] = pipelined && !draft_user;
+      }
+    }
     continuations = pipelined && o.optimistic && n <= o.optimistic_max_batch && workers.draft;
   } else if (ready.empty() && need_draft.size() >= 2) {
     // Start the ping-pong: draft half now, the other half while the first verifies.

@@ -229,6 +229,22 @@ TEST(StepPlannerTest, VerifyRowsStayWithinTheTargetBudget) {
   EXPECT_EQ(p.verify.sequences_size(), 2);
 }
 
+TEST(StepPlannerTest, LockstepVerifiesNonDraftSequencesDuringTheDraftPhase) {
+  Fixture f;
+  Sequence* drafting = f.Add(v1::SPECULATION_METHOD_DRAFT);
+  Sequence* plain = f.Add(v1::SPECULATION_METHOD_NONE, 8, 64, std::nullopt);
+  Sequence* waiting = f.Add(v1::SPECULATION_METHOD_DRAFT);
+  GiveDraftProposals(waiting, 2);  // Already drafted: waits for the others (lockstep).
+  PhasePlan p = PlanPhase(f.running, Options(true, true), kCheapDraft);
+  ASSERT_EQ(p.draft.sequences_size(), 1);
+  EXPECT_EQ(p.draft_sequences[0], drafting);
+  ASSERT_EQ(p.verify.sequences_size(), 1);
+  EXPECT_EQ(p.verify_sequences[0], plain);
+  // Without pipelining the draft phase is a draft phase only.
+  p = PlanPhase(f.running, Options(false), kCheapDraft);
+  EXPECT_EQ(p.verify.sequences_size(), 0);
+}
+
 TEST(StepPlannerTest, RequestCanTurnPipeliningOff) {
   Fixture f;
   for (int i = 0; i < 4; ++i) f.Add(v1::SPECULATION_METHOD_DRAFT);

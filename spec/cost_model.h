@@ -106,6 +106,10 @@ class AdaptiveK {
   // Modelled speedup of NextK() at the current estimate (1 when off).
   double modelled_speedup() const;
 
+  // Replaces the cost model (e.g. with one fitted to measured step times); the
+  // acceptance estimate is kept.
+  void SetCostModel(const CostModel& cost) { config_.cost = cost; }
+
  private:
   AdaptiveKConfig config_;
   double average_accepted_;
