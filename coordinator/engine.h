@@ -47,7 +47,7 @@ struct EngineOptions {
   int eos_token_id = 2;
   // Adaptive K uses cost terms fitted to the measured draft and verify call times
   // (true) instead of the fixed adaptive_k.cost (false).
-  bool measured_costs = true;
+  bool measured_costs = false;
 };
 
 // What the engine learned from its workers at start-up.

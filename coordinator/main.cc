@@ -41,7 +41,7 @@ ABSL_FLAG(double, pingpong_min_ratio, 0.4,
           "only when the measured draft call time is at least this fraction of the "
           "verify call time; below it, verify everyone together and draft ahead.");
 ABSL_FLAG(int, max_k, 8, "Largest draft length K.");
-ABSL_FLAG(int, speculation_max_batch, 32,
+ABSL_FLAG(int, speculation_max_batch, 12,
           "Above this many running sequences, adaptive-K requests decode without speculation.");
 ABSL_FLAG(int, prefill_chunk, 256, "Prompt tokens prefilled per sequence and step.");
 ABSL_FLAG(int, proposal_top_k, 32, "Support size of the draft's sparse proposal distribution.");
@@ -50,7 +50,7 @@ ABSL_FLAG(double, step_timeout_s, 30, "Deadline of one worker step RPC.");
 ABSL_FLAG(double, target_recovery_timeout_s, 60,
           "How long requests wait for an unavailable target group before failing.");
 ABSL_FLAG(double, worker_wait_s, 120, "How long to wait for the workers at start-up.");
-ABSL_FLAG(bool, measured_costs, true,
+ABSL_FLAG(bool, measured_costs, false,
           "Adaptive K from cost terms fitted to the measured draft and verify call times "
           "(c, nu(K), o per batch size); false = the fixed --draft_cost, "
           "--verify_cost_slope and --overhead_cost.");
