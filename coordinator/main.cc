@@ -137,9 +137,10 @@ int Run() {
     }
   }
   const BearerTokenVerifier verifier(*token);
-  for (const char* name : {"max_message_bytes", "worker_max_message_bytes"}) {
-    const int bytes = name[0] == 'm' ? absl::GetFlag(FLAGS_max_message_bytes)
-                                     : absl::GetFlag(FLAGS_worker_max_message_bytes);
+  const std::pair<const char*, int> message_limits[] = {
+      {"max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes)},
+      {"worker_max_message_bytes", absl::GetFlag(FLAGS_worker_max_message_bytes)}};
+  for (const auto& [name, bytes] : message_limits) {
     if (bytes < 1024) {
       std::fprintf(stderr, "tandem-coordinator: --%s=%d must be at least 1024 bytes\n", name,
                    bytes);
