@@ -23,28 +23,10 @@ namespace {
 constexpr double kAbsTol = 1e-4;
 constexpr double kRelTol = 1e-4;
 
-std::vector<int32_t> RandomTokens(int n, int vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> tokens(n);
-  for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % vocab);
-  return tokens;
-}
-
 std::vector<int32_t> Range(int begin, int end) {
   std::vector<int32_t> v;
   for (int i = begin; i < end; ++i) v.push_back(i);
   return v;
-}
-
-SequenceInput Seq(uint64_t id, int start, std::vector<int32_t> tokens,
-                  std::vector<int32_t> logit_indices, std::vector<int32_t> parents = {}) {
-  SequenceInput in;
-  in.seq_id = id;
-  in.start_position = start;
-  in.tokens = std::move(tokens);
-  in.logit_indices = std::move(logit_indices);
-  in.parents = std::move(parents);
-  return in;
 }
 
 std::vector<int32_t> Slice(const std::vector<int32_t>& v, int begin, int end) {

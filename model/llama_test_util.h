@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/llama.h"
 #include "model/weights.h"
 
 namespace tandem {
@@ -24,6 +25,13 @@ LlamaWeights RandomLlamaWeights(const LlamaConfig& config, uint64_t seed);
 // (Hugging Face Llama). `weights` must be unsharded (tp_size 1).
 std::vector<double> ReferenceLogits(const LlamaWeights& weights,
                                     const std::vector<int32_t>& tokens);
+
+// `n` token ids drawn uniformly from [0, vocab) by a generator seeded with `seed`.
+std::vector<int32_t> RandomTokens(int n, int vocab, uint32_t seed);
+
+// One sequence's share of a Forward call.
+SequenceInput Seq(uint64_t id, int start, std::vector<int32_t> tokens,
+                  std::vector<int32_t> logit_indices, std::vector<int32_t> parents = {});
 
 }  // namespace tandem
 

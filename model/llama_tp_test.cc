@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "model/llama.h"
+#include "model/llama_test_util.h"
 #include "model/weights.h"
 
 namespace tandem {
@@ -26,24 +27,6 @@ constexpr char kCheckpoint[] = "tests/reference/checkpoints/tiny_f32_tp";
 // missing reduction) changes logits by O(0.1).
 constexpr double kAbsTol = 1e-4;
 constexpr double kRelTol = 1e-4;
-
-std::vector<int32_t> RandomTokens(int n, int vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> tokens(n);
-  for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % vocab);
-  return tokens;
-}
-
-SequenceInput Seq(uint64_t id, int start, std::vector<int32_t> tokens,
-                  std::vector<int32_t> logit_indices, std::vector<int32_t> parents = {}) {
-  SequenceInput in;
-  in.seq_id = id;
-  in.start_position = start;
-  in.tokens = std::move(tokens);
-  in.logit_indices = std::move(logit_indices);
-  in.parents = std::move(parents);
-  return in;
-}
 
 // A serving-like scenario on one rank: mixed prefill, verify chunks, rollback, a tree
 // with KeepPath and decode. Returns all logits concatenated, or an error.
