@@ -2,10 +2,17 @@
 # Multi-host emulation of a Tandem cluster on one machine (needs root and iproute2).
 #
 # Each process gets its own network namespace ("host"): the coordinator, the draft
-# worker and the target ranks (tp of them), plus a client host for `tandem bench`. The
-# hosts are joined by veth pairs to a bridge living in one more namespace, on
-# 10.77.0.0/24. Each host's interface gets `tc netem` delay and rate (defaults 0.2 ms
-# one way, 10 Gbit/s); kernels without netem get the rate alone (tbf) and a warning.
+# worker and the target ranks (tp of them), plus a client host for `tandem bench`, all
+# on 10.77.0.0/24, with a one-way delay and a rate on every link (defaults 0.2 ms,
+# 10 Gbit/s), so all traffic between processes crosses an emulated network. The links
+# (--net, default auto: the first that works):
+#   netem   veth pairs to a bridge in one more namespace, `tc netem` delay and rate on
+#           each host's interface;
+#   switch  kernels without sch_netem: bench/netswitch, a userspace Ethernet switch, owns
+#           one TAP device per host (the host's eth0) and forwards every frame after the
+#           delay, serialised at the rate (needs /dev/net/tun and the binary:
+#           bazel build //bench:netswitch);
+#   tbf     veth and bridge with the rate alone (tbf): NO delay, with a warning.
 # Every process listens on its own host's address; gloo ranks publish theirs
 # (--hostname) and rendezvous through the coordinator's address. Everything is torn
 # down on exit, also when interrupted.
@@ -13,24 +20,29 @@
 #   sudo bench/multinode.sh [--delay 0.2ms] [--rate 10gbit] [--tp 4] [--requests 8]
 #       [--concurrency 1,4] [--methods none,draft] [--max-tokens 64] [--out FILE]
 #       [--comm tcp|gloo]  (target group collectives; default tcp)
+#       [--net auto|netem|switch|tbf] [--netswitch-bin PATH]
 #
 # Other flags: --target DIR, --draft DIR (models; default models/target, models/draft),
 # --prompts FILE (default bench/prompts/code_completion.jsonl),
-# --bin-dir DIR (tandem-coordinator, tandem-worker, tandem; default: bazel-bin),
+# --bin-dir DIR (tandem-coordinator, tandem-worker, tandem, bench/netswitch; default:
+# bazel-bin; netswitch is also looked for in the Bazel runfiles of a test),
 # --tandem/--coordinator-bin/--worker-bin PATH, --threads N (per worker, default 1),
 # --no-affinity (do not pin; by default with >= 2 cores the draft gets core 0 and the
 # target ranks the others), --logs DIR (keep process logs there), --timeout SECONDS
 # (readiness, default 300), --check-only (exit 0 if namespaces can be created, else 77).
+HELP_LINES=$(awk 'NR > 1 && !/^#/ { print NR - 1; exit }' "$0")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DELAY=0.2ms RATE=10gbit TP=4 REQUESTS=8 CONCURRENCY=1,4 METHODS=none,draft MAX_TOKENS=64 COMM=tcp
 OUT="" PROMPTS=bench/prompts/code_completion.jsonl TARGET=models/target DRAFT=models/draft BIN_DIR=bazel-bin THREADS=1 AFFINITY=1
-LOGS="" TIMEOUT=300 CHECK_ONLY=0 TANDEM="" COORDINATOR_BIN="" WORKER_BIN=""
+LOGS="" TIMEOUT=300 CHECK_ONLY=0 TANDEM="" COORDINATOR_BIN="" WORKER_BIN="" NET=auto NETSWITCH_BIN=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --delay) DELAY=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
+    --net) NET=$2; shift 2 ;;
+    --netswitch-bin) NETSWITCH_BIN=$2; shift 2 ;;
     --tp) TP=$2; shift 2 ;;
     --comm) COMM=$2; shift 2 ;;
     --requests) REQUESTS=$2; shift 2 ;;
@@ -50,13 +62,21 @@ while [ $# -gt 0 ]; do
     --logs) LOGS=$2; shift 2 ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
     --check-only) CHECK_ONLY=1; shift ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n "2,${HELP_LINES}p" "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "multinode.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 TANDEM=${TANDEM:-$BIN_DIR/client/tandem}
 COORDINATOR_BIN=${COORDINATOR_BIN:-$BIN_DIR/coordinator/tandem-coordinator}
 WORKER_BIN=${WORKER_BIN:-$BIN_DIR/worker/tandem-worker}
+if [ -z "$NETSWITCH_BIN" ]; then
+  NETSWITCH_BIN=$BIN_DIR/bench/netswitch
+  runfiles=${RUNFILES_DIR:-${TEST_SRCDIR:-}}
+  if [ ! -x "$NETSWITCH_BIN" ] && [ -n "$runfiles" ]; then
+    NETSWITCH_BIN=$runfiles/${TEST_WORKSPACE:-tandem}/bench/netswitch
+  fi
+fi
+case "$NET" in auto|netem|switch|tbf) ;; *) echo "multinode.sh: --net auto|netem|switch|tbf" >&2; exit 2 ;; esac
 
 say() { printf '[multinode] %s\n' "$*" >&2; }
 
@@ -66,6 +86,7 @@ NS_PREFIX="tmn$TAG"
 BRIDGE_NS="$NS_PREFIX-br"
 NAMESPACES=()
 PIDS=()
+SWITCH_PID=""
 
 cleanup() {
   local rc=$?
@@ -75,6 +96,13 @@ cleanup() {
   for pid in "${PIDS[@]}"; do
     while kill -0 "$pid" 2>/dev/null && [ $waited -lt 100 ]; do sleep 0.1; waited=$((waited + 1)); done
   done
+  # The network goes last (the processes above may still be talking while they stop);
+  # the switch prints its statistics when terminated.
+  if [ -n "$SWITCH_PID" ]; then
+    kill -TERM "$SWITCH_PID" 2>/dev/null || true
+    wait "$SWITCH_PID" 2>/dev/null || true
+    [ -s "$WORK/netswitch.log" ] && say "$(tail -n 1 "$WORK/netswitch.log")"
+  fi
   # Anything still running inside our namespaces, whoever started it.
   for ns in "${NAMESPACES[@]}"; do
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
@@ -105,31 +133,45 @@ TARGET=$(realpath "$TARGET") DRAFT=$(realpath "$DRAFT")
 if [ -n "$LOGS" ]; then WORK=$LOGS; mkdir -p "$WORK"; else WORK=$(mktemp -d /tmp/tandem-multinode-XXXXXX); fi
 
 # --- network ---------------------------------------------------------------------
-ip -n "$BRIDGE_NS" link add br0 type bridge
-ip -n "$BRIDGE_NS" link set br0 up
-NETEM=1
-if ! ip netns exec "$BRIDGE_NS" tc qdisc add dev br0 root netem delay 0ms 2>/dev/null; then
-  NETEM=0
-  say "WARNING: this kernel has no netem qdisc: delay $DELAY is NOT emulated, only the rate (tbf)"
+if [ "$NET" = auto ] || [ "$NET" = netem ]; then
+  # Probed on the bridge namespace's own loopback, which goes away with it.
+  if ip netns exec "$BRIDGE_NS" tc qdisc add dev lo root netem delay 0ms 2>/dev/null; then
+    NET=netem
+  elif [ "$NET" = netem ]; then
+    say "this kernel has no netem qdisc (sch_netem); try --net switch"; exit 2
+  elif [ -x "$NETSWITCH_BIN" ] && [ -c /dev/net/tun ]; then
+    NET=switch
+  else
+    NET=tbf
+    say "WARNING: no netem qdisc, and no $NETSWITCH_BIN or /dev/net/tun for the userspace switch:" \
+        "delay $DELAY is NOT emulated, only the rate (tbf)"
+  fi
+fi
+if [ "$NET" = switch ]; then
+  [ -x "$NETSWITCH_BIN" ] || { say "missing $NETSWITCH_BIN (bazel build //bench:netswitch)"; exit 2; }
+  [ -c /dev/net/tun ] || { say "no /dev/net/tun (CONFIG_TUN) for the userspace switch"; exit 2; }
 else
-  ip netns exec "$BRIDGE_NS" tc qdisc del dev br0 root
+  ip -n "$BRIDGE_NS" link add br0 type bridge
+  ip -n "$BRIDGE_NS" link set br0 up
 fi
 
-# add_host NAME INDEX ADDRESS: a namespace with eth0 = ADDRESS/24 on the bridge.
+# add_host NAME INDEX ADDRESS: a namespace whose eth0 will have ADDRESS/24. netem and
+# tbf: a veth pair to the bridge; switch: eth0 is made by the switch, below.
+HOST_NAMES=() HOST_ADDRS=()
 add_host() {
   local name=$1 index=$2 address=$3 ns="$NS_PREFIX-$1"
   ip netns add "$ns"
   NAMESPACES+=("$ns")
+  HOST_NAMES+=("$ns") HOST_ADDRS+=("$address")
+  ip -n "$ns" link set lo up
+  [ "$NET" = switch ] && return
   ip link add "v${TAG}h$index" type veth peer name "v${TAG}b$index"
   ip link set "v${TAG}h$index" netns "$ns"
   ip link set "v${TAG}b$index" netns "$BRIDGE_NS"
   ip -n "$ns" link set "v${TAG}h$index" name eth0
-  ip -n "$ns" addr add "$address/24" dev eth0
-  ip -n "$ns" link set lo up
-  ip -n "$ns" link set eth0 up
   ip -n "$BRIDGE_NS" link set "v${TAG}b$index" master br0
   ip -n "$BRIDGE_NS" link set "v${TAG}b$index" up
-  if [ $NETEM -eq 1 ]; then
+  if [ "$NET" = netem ]; then
     ip netns exec "$ns" tc qdisc add dev eth0 root netem delay "$DELAY" rate "$RATE" limit 100000
   else
     ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$RATE" burst 4mb latency 50ms
@@ -141,7 +183,42 @@ add_host coord 0 $COORD_ADDR
 add_host draft 1 $DRAFT_ADDR
 for r in $(seq 0 $((TP - 1))); do add_host "t$r" $((r + 2)) "10.77.0.$((10 + r))"; done
 add_host client 99 $CLIENT_ADDR
-say "$((TP + 3)) hosts on 10.77.0.0/24 (coordinator $COORD_ADDR, draft $DRAFT_ADDR, target 10.77.0.10-$((9 + TP)), client $CLIENT_ADDR); per-interface $( [ $NETEM -eq 1 ] && echo "netem delay $DELAY rate $RATE" || echo "tbf rate $RATE (no delay)")"
+
+if [ "$NET" = switch ]; then
+  # Runs in the bridge namespace (so the namespace sweep in cleanup finds it too); it
+  # creates each host's eth0 inside that host's namespace and keeps the TAP fds.
+  SWITCH_ARGS=(--delay="$DELAY" --rate="$RATE" --ready="$WORK/netswitch.ready" --realtime)
+  for ns in "${HOST_NAMES[@]}"; do SWITCH_ARGS+=(--port="$ns:eth0"); done
+  ip netns exec "$BRIDGE_NS" "$NETSWITCH_BIN" "${SWITCH_ARGS[@]}" >"$WORK/netswitch.log" 2>&1 &
+  SWITCH_PID=$!
+  waited=0
+  until [ -s "$WORK/netswitch.ready" ]; do
+    if ! kill -0 "$SWITCH_PID" 2>/dev/null; then
+      say "netswitch failed: $(cat "$WORK/netswitch.log")"; SWITCH_PID=""; exit 1
+    fi
+    [ $waited -ge 100 ] && { say "netswitch not ready after 10 s"; exit 1; }
+    sleep 0.1; waited=$((waited + 1))
+  done
+  LINKS="userspace switch (bench/netswitch, TAP devices; no sch_netem in this kernel): delay $DELAY, rate $RATE per link"
+elif [ "$NET" = netem ]; then
+  LINKS="netem delay $DELAY rate $RATE per interface"
+else
+  LINKS="tbf rate $RATE per interface, NO delay"
+fi
+for i in "${!HOST_NAMES[@]}"; do
+  ip -n "${HOST_NAMES[$i]}" addr add "${HOST_ADDRS[$i]}/24" dev eth0
+  ip -n "${HOST_NAMES[$i]}" link set eth0 up
+done
+say "$((TP + 3)) hosts on 10.77.0.0/24 (coordinator $COORD_ADDR, draft $DRAFT_ADDR, target 10.77.0.10-$((9 + TP)), client $CLIENT_ADDR); $LINKS"
+# The delay as the hosts see it (an ARP exchange first, then 20 echoes).
+if command -v ping >/dev/null; then
+  if ip netns exec "$NS_PREFIX-client" ping -c 1 -W 5 -q $COORD_ADDR >/dev/null 2>&1; then
+    rtt=$(ip netns exec "$NS_PREFIX-client" ping -c 20 -i 0.05 -q $COORD_ADDR 2>&1 | grep -o 'rtt.*' || true)
+    say "ping client -> coordinator: ${rtt:-no summary}"
+  else
+    say "ping client -> coordinator: no answer"
+  fi
+fi
 
 # --- processes ----------------------------------------------------------------------
 DRAFT_CPUS="" TARGET_CPUS=""

@@ -107,12 +107,22 @@ pgrep -f "run_id=up-$UP-" >/dev/null && fail "a target rank of this run is still
 MULTINODE=$ROOT/tests/cli/multinode.sh
 if "$MULTINODE" --check-only 2>/dev/null; then
   "$MULTINODE" --tp 2 --target "$TARGET" --draft "$DRAFT" --tandem "$TANDEM" \
-    --coordinator-bin "$COORDINATOR" --worker-bin "$WORKER" --prompts "$TMP/prompts.jsonl" \
-    --requests 2 --concurrency 1 --max-tokens 8 --timeout 120 >"$TMP/mn.out" 2>&1
+    --coordinator-bin "$COORDINATOR" --worker-bin "$WORKER" --netswitch-bin "$ROOT/bench/netswitch" \
+    --prompts "$TMP/prompts.jsonl" --requests 2 --concurrency 1 --max-tokens 8 --timeout 120 \
+    >"$TMP/mn.out" 2>&1
   rc=$?
   cat "$TMP/mn.out"
   [ $rc -eq 0 ] && grep -q "Output check: all" "$TMP/mn.out" && pass "multinode emulation" \
     || fail "multinode rc=$rc"
+  # The links delay: netem or the userspace switch (which then reports what it forwarded).
+  if grep -q "userspace switch" "$TMP/mn.out"; then
+    grep -q "netswitch: [1-9][0-9]* frames in" "$TMP/mn.out" && pass "multinode links: userspace switch" \
+      || fail "multinode: no netswitch statistics"
+  elif grep -q "netem delay" "$TMP/mn.out"; then
+    pass "multinode links: netem"
+  else
+    echo "note: multinode links had no delay here (no netem, no TAP switch)"
+  fi
   ip netns list | grep -q "^tmn" && fail "network namespaces left behind: $(ip netns list)"
 else
   echo "skip: network namespaces are not available here (needs root and ip netns); multinode part not run"
