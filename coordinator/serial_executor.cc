@@ -19,6 +19,11 @@ void SerialExecutor::Enqueue(std::function<void()> fn) {
   queue_.push_back(std::move(fn));
 }
 
+void SerialExecutor::AddBusyTime(absl::Duration took) {
+  absl::MutexLock lock(&mu_);
+  busy_ += took;
+}
+
 absl::Duration SerialExecutor::busy_time() const {
   absl::MutexLock lock(&mu_);
   return busy_;
@@ -37,11 +42,7 @@ void SerialExecutor::Run() {
       fn = std::move(queue_.front());
       queue_.pop_front();
     }
-    absl::Time start = absl::Now();
     fn();
-    absl::Duration took = absl::Now() - start;
-    absl::MutexLock lock(&mu_);
-    busy_ += took;
   }
 }
 

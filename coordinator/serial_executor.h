@@ -30,7 +30,13 @@ class SerialExecutor {
   template <typename Fn>
   auto Submit(Fn fn) -> std::future<std::invoke_result_t<Fn>> {
     using Result = std::invoke_result_t<Fn>;
-    auto task = std::make_shared<std::packaged_task<Result()>>(std::move(fn));
+    // The task's time is added to busy_time() before its future becomes ready (the
+    // guard's destructor runs after `fn` returns and before the result is stored).
+    auto timed = [this, fn = std::move(fn)]() mutable -> Result {
+      BusyGuard guard(this);
+      return fn();
+    };
+    auto task = std::make_shared<std::packaged_task<Result()>>(std::move(timed));
     std::future<Result> future = task->get_future();
     Enqueue([task] { (*task)(); });
     return future;
@@ -41,7 +47,21 @@ class SerialExecutor {
   const std::string& name() const { return name_; }
 
  private:
+  // Adds the time from its construction to its destruction to busy_.
+  class BusyGuard {
+   public:
+    explicit BusyGuard(SerialExecutor* executor) : executor_(executor), start_(absl::Now()) {}
+    ~BusyGuard() { executor_->AddBusyTime(absl::Now() - start_); }
+    BusyGuard(const BusyGuard&) = delete;
+    BusyGuard& operator=(const BusyGuard&) = delete;
+
+   private:
+    SerialExecutor* executor_;
+    absl::Time start_;
+  };
+
   void Enqueue(std::function<void()> fn);
+  void AddBusyTime(absl::Duration took);
   void Run();
 
   const std::string name_;
