@@ -159,4 +159,16 @@ void ExpectBarrierSynchronizes(const std::vector<Communicator*>& ranks, int roun
   });
 }
 
+std::vector<CallOutcome> AllReduceWithoutTheLastRank(
+    const std::vector<std::unique_ptr<Communicator>>& ranks, absl::Duration timeout) {
+  std::vector<CallOutcome> outcomes(ranks.size() - 1);
+  RunOnAllRanks(static_cast<int>(outcomes.size()), [&](int r) {
+    std::vector<float> x(16, 1.0f);
+    absl::Time start = absl::Now();
+    outcomes[r].status = ranks[r]->AllReduceSum(x.data(), x.size(), timeout);
+    outcomes[r].took = absl::Now() - start;
+  });
+  return outcomes;
+}
+
 }  // namespace tandem::testing

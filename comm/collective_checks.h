@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "comm/communicator.h"
 
@@ -50,6 +52,17 @@ void ExpectBroadcastCorrect(const std::vector<Communicator*>& ranks, size_t byte
 // No rank leaves a barrier before every rank has entered it (checked over `rounds`).
 void ExpectBarrierSynchronizes(const std::vector<Communicator*>& ranks, int rounds,
                                absl::Duration timeout);
+
+// What one rank's call returned and how long it took.
+struct CallOutcome {
+  absl::Status status;
+  absl::Duration took;
+};
+
+// Every rank but the last calls AllReduceSum (16 floats) with `timeout`, all at once;
+// the last rank never calls. Element r is rank r's outcome.
+std::vector<CallOutcome> AllReduceWithoutTheLastRank(
+    const std::vector<std::unique_ptr<Communicator>>& ranks, absl::Duration timeout);
 
 }  // namespace tandem::testing
 

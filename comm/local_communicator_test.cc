@@ -1,74 +1,29 @@
-// The `local` backend: a single rank, and in-process groups of 2 and 4 ranks.
+// The `local` backend: the conformance suite on in-process groups of 1, 2 and 4 ranks,
+// missing and mismatched ranks, and the tp = 1 communicator.
 #include "comm/local_communicator.h"
 
 #include <gtest/gtest.h>
 
 #include "comm/collective_checks.h"
+#include "comm/communicator_conformance.h"
 
 namespace tandem {
 namespace {
 
-using testing::RunOnAllRanks;
+using testing::CommunicatorConformanceTest;
+using testing::GroupsOfOneTwoAndFour;
 
 constexpr absl::Duration kTimeout = absl::Seconds(10);
 
-std::vector<Communicator*> Raw(const std::vector<std::unique_ptr<Communicator>>& ranks) {
-  std::vector<Communicator*> raw;
-  for (const auto& r : ranks) raw.push_back(r.get());
-  return raw;
+// The suite's group factory: in-process ranks need no rendezvous.
+std::vector<std::unique_ptr<Communicator>> CreateGroup(int size, Store& /*unused*/) {
+  auto group = LocalGroup::Create(size);
+  EXPECT_TRUE(group.ok()) << group.status();
+  return group.ok() ? *std::move(group) : std::vector<std::unique_ptr<Communicator>>();
 }
 
-class LocalGroupTest : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override {
-    auto group = LocalGroup::Create(GetParam());
-    ASSERT_TRUE(group.ok()) << group.status();
-    owned_ = *std::move(group);
-    ranks_ = Raw(owned_);
-  }
-  std::vector<std::unique_ptr<Communicator>> owned_;
-  std::vector<Communicator*> ranks_;
-};
-
-TEST_P(LocalGroupTest, ReportsRankSizeAndBackend) {
-  for (int r = 0; r < GetParam(); ++r) {
-    EXPECT_EQ(ranks_[r]->rank(), r);
-    EXPECT_EQ(ranks_[r]->size(), GetParam());
-    EXPECT_EQ(ranks_[r]->backend(), "local");
-  }
-}
-
-TEST_P(LocalGroupTest, AllReduceIsRankOrderSum) {
-  testing::ExpectAllReduceIsRankOrderSum(ranks_, 1, 1, kTimeout);
-  testing::ExpectAllReduceIsRankOrderSum(ranks_, 4096, 2, kTimeout);
-  testing::ExpectAllReduceIsRankOrderSum(ranks_, 10007, 3, kTimeout);
-}
-
-TEST_P(LocalGroupTest, AllReduceIsBatchInvariant) {
-  testing::ExpectAllReduceBatchInvariant(ranks_, 10000, {0, 1, 1023, 1024, 9999}, 4, kTimeout);
-}
-
-TEST_P(LocalGroupTest, AllGather) {
-  testing::ExpectAllGatherCorrect(ranks_, 1, kTimeout);
-  testing::ExpectAllGatherCorrect(ranks_, 4099, kTimeout);
-}
-
-TEST_P(LocalGroupTest, Broadcast) {
-  testing::ExpectBroadcastCorrect(ranks_, 1, kTimeout);
-  testing::ExpectBroadcastCorrect(ranks_, 65537, kTimeout);
-}
-
-TEST_P(LocalGroupTest, Barrier) { testing::ExpectBarrierSynchronizes(ranks_, 4, kTimeout); }
-
-TEST_P(LocalGroupTest, ZeroSizedCallsSucceed) {
-  RunOnAllRanks(GetParam(), [&](int r) {
-    EXPECT_TRUE(ranks_[r]->AllReduceSum(nullptr, 0, kTimeout).ok());
-    EXPECT_TRUE(ranks_[r]->AllGather(nullptr, nullptr, 0, kTimeout).ok());
-    EXPECT_TRUE(ranks_[r]->Broadcast(nullptr, 0, 0, kTimeout).ok());
-  });
-}
-
-INSTANTIATE_TEST_SUITE_P(Sizes, LocalGroupTest, ::testing::Values(1, 2, 4));
+INSTANTIATE_TEST_SUITE_P(Local, CommunicatorConformanceTest,
+                         ::testing::ValuesIn(GroupsOfOneTwoAndFour({"local", CreateGroup})));
 
 TEST(LocalGroupTest, RankOrderMattersForTheseInputs) {
   // Guards the determinism checks: with these inputs a reverse-order sum differs, so
@@ -87,19 +42,14 @@ TEST(LocalGroupTest, MissingRankGivesDeadlineExceededForTheOthers) {
   auto group = LocalGroup::Create(4);
   ASSERT_TRUE(group.ok());
   const absl::Duration timeout = absl::Milliseconds(300);
-  std::vector<absl::Status> statuses(4);
-  std::vector<absl::Duration> took(4);
-  RunOnAllRanks(3, [&](int r) {  // rank 3 never calls
-    float x = 1.0f;
-    absl::Time start = absl::Now();
-    statuses[r] = (*group)[r]->AllReduceSum(&x, 1, timeout);
-    took[r] = absl::Now() - start;
-  });
+  const auto outcomes = testing::AllReduceWithoutTheLastRank(*group, timeout);
   for (int r = 0; r < 3; ++r) {
-    EXPECT_TRUE(absl::IsDeadlineExceeded(statuses[r])) << "rank " << r << ": " << statuses[r];
-    EXPECT_LT(took[r], timeout + absl::Seconds(1)) << "rank " << r;
+    const absl::Status& status = outcomes[r].status;
+    EXPECT_TRUE(absl::IsDeadlineExceeded(status)) << "rank " << r << ": " << status;
+    EXPECT_LT(outcomes[r].took, timeout + absl::Seconds(1)) << "rank " << r;
   }
-  EXPECT_NE(statuses[0].message().find("rank(s) 3"), std::string::npos) << statuses[0];
+  const absl::Status& first = outcomes[0].status;
+  EXPECT_NE(first.message().find("rank(s) 3"), std::string::npos) << first;
   // The group is now broken: the late rank fails at once instead of waiting.
   float x = 1.0f;
   absl::Time start = absl::Now();
@@ -112,7 +62,7 @@ TEST(LocalGroupTest, MismatchedCallsFailOnEveryRank) {
   auto group = LocalGroup::Create(2);
   ASSERT_TRUE(group.ok());
   std::vector<absl::Status> statuses(2);
-  RunOnAllRanks(2, [&](int r) {
+  testing::RunOnAllRanks(2, [&](int r) {
     std::vector<float> x(r == 0 ? 8 : 16, 1.0f);
     statuses[r] = (*group)[r]->AllReduceSum(x.data(), x.size(), kTimeout);
   });

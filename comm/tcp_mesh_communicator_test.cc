@@ -1,11 +1,8 @@
 // The `tcp` backend with 1, 2 and 4 ranks in one process (one thread and one
-// Communicator per rank, real TCP over loopback): the shared collective checks, the
-// same bits as the local and gloo backends, large messages, timeouts, peers that go
-// away, ranks out of step, and refused hellos.
+// Communicator per rank, real TCP over loopback): the conformance suite, the same bits
+// as the local and gloo backends, timeouts, peers that go away, ranks out of step, and
+// refused hellos.
 #include "comm/tcp_mesh_communicator.h"
-
-#include <cstdlib>
-#include <cstring>
 
 #include <gtest/gtest.h>
 
@@ -13,13 +10,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "comm/collective_checks.h"
-#include "comm/file_store.h"
+#include "comm/communicator_conformance.h"
 #include "comm/gloo_communicator.h"
 #include "comm/local_communicator.h"
 
 namespace tandem {
 namespace {
 
+using testing::CommunicatorConformanceTest;
+using testing::GroupsOfOneTwoAndFour;
 using testing::RunOnAllRanks;
 
 constexpr absl::Duration kTimeout = absl::Seconds(10);
@@ -40,99 +39,27 @@ std::unique_ptr<Store> FreshStore() {
 
 // Connects `size` ranks concurrently through `store`.
 std::vector<std::unique_ptr<Communicator>> ConnectGroup(int size, Store& store) {
-  std::vector<std::unique_ptr<Communicator>> ranks(static_cast<size_t>(size));
-  RunOnAllRanks(size, [&](int r) {
-    auto comm = CreateTcpMeshCommunicator(r, size, store, LoopbackOptions());
-    ASSERT_TRUE(comm.ok()) << "rank " << r << ": " << comm.status();
-    ranks[r] = *std::move(comm);
-  });
-  return ranks;
+  return testing::CreateRanksConcurrently(
+      size, [&](int r) { return CreateTcpMeshCommunicator(r, size, store, LoopbackOptions()); });
 }
 
-std::vector<Communicator*> Raw(const std::vector<std::unique_ptr<Communicator>>& ranks) {
-  std::vector<Communicator*> raw;
-  for (const auto& r : ranks) raw.push_back(r.get());
-  return raw;
-}
-
-class TcpGroupTest : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override {
-    store_ = FreshStore();
-    owned_ = ConnectGroup(GetParam(), *store_);
-    for (const auto& r : owned_) ASSERT_NE(r, nullptr);
-    ranks_ = Raw(owned_);
-  }
-  std::unique_ptr<Store> store_;
-  std::vector<std::unique_ptr<Communicator>> owned_;
-  std::vector<Communicator*> ranks_;
-};
-
-TEST_P(TcpGroupTest, ReportsRankSizeAndBackend) {
-  for (int r = 0; r < GetParam(); ++r) {
-    EXPECT_EQ(ranks_[r]->rank(), r);
-    EXPECT_EQ(ranks_[r]->size(), GetParam());
-    EXPECT_EQ(ranks_[r]->backend(), "tcp");
-  }
-}
-
-TEST_P(TcpGroupTest, AllReduceIsRankOrderSum) {
-  testing::ExpectAllReduceIsRankOrderSum(ranks_, 1, 1, kTimeout);
-  testing::ExpectAllReduceIsRankOrderSum(ranks_, 4096, 2, kTimeout);
-  testing::ExpectAllReduceIsRankOrderSum(ranks_, 100003, 3, kTimeout);
-}
-
-TEST_P(TcpGroupTest, AllReduceIsBatchInvariantAndRepeatable) {
-  testing::ExpectAllReduceBatchInvariant(ranks_, 10000, {0, 1, 4097, 9999}, 4, kTimeout);
-  std::vector<std::vector<float>> first(ranks_.size()), second(ranks_.size());
-  for (auto* out : {&first, &second}) {
-    RunOnAllRanks(GetParam(), [&](int r) {
-      (*out)[r] = testing::MakeRankInput(r, 50000, 5);
-      EXPECT_TRUE(ranks_[r]->AllReduceSum((*out)[r].data(), 50000, kTimeout).ok());
-    });
-  }
-  for (int r = 0; r < GetParam(); ++r) EXPECT_TRUE(testing::BitwiseEqual(first[r], second[r]));
-}
-
-TEST_P(TcpGroupTest, AllGather) {
-  testing::ExpectAllGatherCorrect(ranks_, 1, kTimeout);
-  testing::ExpectAllGatherCorrect(ranks_, 70001, kTimeout);
-}
-
-TEST_P(TcpGroupTest, Broadcast) {
-  testing::ExpectBroadcastCorrect(ranks_, 3, kTimeout);
-  testing::ExpectBroadcastCorrect(ranks_, 65536, kTimeout);
-}
-
-TEST_P(TcpGroupTest, Barrier) { testing::ExpectBarrierSynchronizes(ranks_, 3, kTimeout); }
-
-// 4 MiB per rank in every direction at once: the sends fill the socket buffers long
-// before the receivers drain them, so a blocking send-then-receive would deadlock.
-TEST_P(TcpGroupTest, LargeMessagesDoNotDeadlock) {
-  constexpr size_t kFloats = size_t{1} << 20;
-  testing::ExpectAllReduceIsRankOrderSum(ranks_, kFloats, 11, kTimeout);
-  testing::ExpectAllGatherCorrect(ranks_, kFloats * sizeof(float), kTimeout);
-  testing::ExpectBroadcastCorrect(ranks_, kFloats * sizeof(float), kTimeout);
-}
-
-INSTANTIATE_TEST_SUITE_P(Sizes, TcpGroupTest, ::testing::Values(1, 2, 4));
+INSTANTIATE_TEST_SUITE_P(Tcp, CommunicatorConformanceTest,
+                         ::testing::ValuesIn(GroupsOfOneTwoAndFour({"tcp", ConnectGroup})));
 
 // AllReduceSum of `size` ranks of `backend` on MakeRankInput(seed); rank 0's result.
 std::vector<float> ReduceWith(const std::string& backend, int size, size_t count,
                               uint32_t seed) {
-  std::vector<std::unique_ptr<Communicator>> owned(static_cast<size_t>(size));
+  std::vector<std::unique_ptr<Communicator>> owned;
   std::unique_ptr<Store> store = FreshStore();
   if (backend == "local") {
     owned = *LocalGroup::Create(size);
+  } else if (backend == "gloo") {
+    GlooOptions gloo;
+    gloo.connect_timeout = absl::Seconds(10);
+    owned = testing::CreateRanksConcurrently(
+        size, [&](int r) { return CreateGlooCommunicator(r, size, *store, gloo); });
   } else {
-    RunOnAllRanks(size, [&](int r) {
-      GlooOptions gloo;
-      gloo.connect_timeout = absl::Seconds(10);
-      auto comm = backend == "gloo" ? CreateGlooCommunicator(r, size, *store, gloo)
-                                    : CreateTcpMeshCommunicator(r, size, *store, LoopbackOptions());
-      EXPECT_TRUE(comm.ok()) << backend << " rank " << r << ": " << comm.status();
-      if (comm.ok()) owned[r] = *std::move(comm);
-    });
+    owned = ConnectGroup(size, *store);
   }
   std::vector<std::vector<float>> data(static_cast<size_t>(size));
   RunOnAllRanks(size, [&](int r) {
@@ -164,13 +91,7 @@ TEST(TcpTest, AllReduceHasTheSameBitsAsTheLocalAndGlooBackends) {
 }
 
 TEST(TcpTest, ConnectsThroughTheFileStore) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  auto files = FileStore::CreateFresh(tmp != nullptr ? tmp : "/tmp");
-  ASSERT_TRUE(files.ok()) << files.status();
-  PrefixStore store(std::shared_ptr<Store>(std::move(*files)), "filerun");
-  auto owned = ConnectGroup(3, store);
-  for (const auto& r : owned) ASSERT_NE(r, nullptr);
-  testing::ExpectAllReduceIsRankOrderSum(Raw(owned), 4096, 6, kTimeout);
+  testing::ExpectConnectsThroughAFileStore(ConnectGroup);
 }
 
 TEST(TcpTest, MissingRankAtConnectGivesDeadlineExceeded) {
@@ -192,29 +113,23 @@ TEST(TcpTest, PeerThatStopsCallingMakesOthersTimeOut) {
   auto owned = ConnectGroup(3, *store);
   for (const auto& r : owned) ASSERT_NE(r, nullptr);
   const absl::Duration timeout = absl::Milliseconds(400);
-  std::vector<absl::Status> statuses(2);
-  std::vector<absl::Duration> took(2);
-  RunOnAllRanks(2, [&](int r) {  // rank 2 never calls
-    std::vector<float> x(16, 1.0f);
-    absl::Time start = absl::Now();
-    statuses[r] = owned[r]->AllReduceSum(x.data(), x.size(), timeout);
-    took[r] = absl::Now() - start;
-  });
+  const auto outcomes = testing::AllReduceWithoutTheLastRank(owned, timeout);
   int timed_out = 0;
   for (int r = 0; r < 2; ++r) {
+    const absl::Status& status = outcomes[r].status;
     // A rank that times out closes its connections; a peer still sending to it may see
     // that first.
-    EXPECT_TRUE(absl::IsDeadlineExceeded(statuses[r]) || absl::IsUnavailable(statuses[r]))
-        << "rank " << r << ": " << statuses[r];
-    if (absl::IsDeadlineExceeded(statuses[r])) {
+    EXPECT_TRUE(absl::IsDeadlineExceeded(status) || absl::IsUnavailable(status))
+        << "rank " << r << ": " << status;
+    if (absl::IsDeadlineExceeded(status)) {
       ++timed_out;
-      EXPECT_TRUE(absl::StrContains(statuses[r].message(), "rank 2")) << statuses[r];
+      EXPECT_TRUE(absl::StrContains(status.message(), "rank 2")) << status;
     }
-    EXPECT_LT(took[r], timeout + absl::Seconds(2)) << "rank " << r;
+    EXPECT_LT(outcomes[r].took, timeout + absl::Seconds(2)) << "rank " << r;
     // Broken from now on: fails at once, with the first error.
     absl::Time start = absl::Now();
     absl::Status later = owned[r]->Barrier(absl::Seconds(30));
-    EXPECT_EQ(later.code(), statuses[r].code()) << later;
+    EXPECT_EQ(later.code(), status.code()) << later;
     EXPECT_TRUE(absl::StrContains(later.message(), "failed earlier")) << later;
     EXPECT_LT(absl::Now() - start, absl::Milliseconds(100));
   }
@@ -333,7 +248,7 @@ TEST(TcpTest, StaleAddressIsRefused) {
   EXPECT_TRUE(absl::IsDeadlineExceeded(a_status)) << a_status;
 }
 
-TEST(TcpTest, BadArgumentsAreRejectedWithoutTouchingPeers) {
+TEST(TcpTest, BadCreateArgumentsAreRejected) {
   std::unique_ptr<Store> store = FreshStore();
   EXPECT_TRUE(absl::IsInvalidArgument(
       CreateTcpMeshCommunicator(2, 2, *store, LoopbackOptions()).status()));
@@ -344,18 +259,6 @@ TEST(TcpTest, BadArgumentsAreRejectedWithoutTouchingPeers) {
   TcpMeshOptions long_run = LoopbackOptions(std::string(200, 'x'));
   EXPECT_TRUE(
       absl::IsInvalidArgument(CreateTcpMeshCommunicator(0, 1, *store, long_run).status()));
-
-  auto owned = ConnectGroup(2, *store);
-  for (const auto& r : owned) ASSERT_NE(r, nullptr);
-  for (int r = 0; r < 2; ++r) {
-    EXPECT_TRUE(absl::IsInvalidArgument(owned[r]->AllReduceSum(nullptr, 3, kTimeout)));
-    char byte = 0;
-    EXPECT_TRUE(absl::IsInvalidArgument(owned[r]->Broadcast(&byte, 1, 5, kTimeout)));
-    EXPECT_TRUE(absl::IsInvalidArgument(owned[r]->Barrier(absl::Seconds(-1))));
-    EXPECT_TRUE(absl::IsInvalidArgument(owned[r]->AllGather(&byte, nullptr, 1, kTimeout)));
-  }
-  // Still usable: argument errors do not break the communicator.
-  testing::ExpectAllReduceIsRankOrderSum(Raw(owned), 7, 12, kTimeout);
 }
 
 }  // namespace
