@@ -11,7 +11,9 @@
 #   switch  kernels without sch_netem: bench/netswitch, a userspace Ethernet switch, owns
 #           one TAP device per host (the host's eth0) and forwards every frame after the
 #           delay, serialised at the rate (needs /dev/net/tun and the binary:
-#           bazel build //bench:netswitch);
+#           bazel build //bench:netswitch); it also keeps idle CPUs from halting
+#           (idle-priority busy loops; --no-keep-awake: not), since waking a halted
+#           vCPU can take longer than the delay;
 #   tbf     veth and bridge with the rate alone (tbf): NO delay, with a warning.
 # Every process listens on its own host's address; gloo ranks publish theirs
 # (--hostname) and rendezvous through the coordinator's address. Everything is torn
@@ -28,7 +30,8 @@
 # bazel-bin; netswitch is also looked for in the Bazel runfiles of a test),
 # --tandem/--coordinator-bin/--worker-bin PATH, --threads N (per worker, default 1),
 # --no-affinity (do not pin; by default with >= 2 cores the draft gets core 0 and the
-# target ranks the others), --logs DIR (keep process logs there), --timeout SECONDS
+# target ranks the others), --logs DIR (keep process logs there), --metrics-out FILE
+# (the coordinator's Prometheus metrics at the end of the run), --timeout SECONDS
 # (readiness, default 300), --check-only (exit 0 if namespaces can be created, else 77).
 HELP_LINES=$(awk 'NR > 1 && !/^#/ { print NR - 1; exit }' "$0")
 set -euo pipefail
@@ -36,13 +39,14 @@ cd "$(dirname "$0")/.."
 
 DELAY=0.2ms RATE=10gbit TP=4 REQUESTS=8 CONCURRENCY=1,4 METHODS=none,draft MAX_TOKENS=64 COMM=tcp
 OUT="" PROMPTS=bench/prompts/code_completion.jsonl TARGET=models/target DRAFT=models/draft BIN_DIR=bazel-bin THREADS=1 AFFINITY=1
-LOGS="" TIMEOUT=300 CHECK_ONLY=0 TANDEM="" COORDINATOR_BIN="" WORKER_BIN="" NET=auto NETSWITCH_BIN=""
+LOGS="" TIMEOUT=300 CHECK_ONLY=0 TANDEM="" COORDINATOR_BIN="" WORKER_BIN="" NET=auto NETSWITCH_BIN="" METRICS_OUT="" KEEP_AWAKE=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --delay) DELAY=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
     --net) NET=$2; shift 2 ;;
     --netswitch-bin) NETSWITCH_BIN=$2; shift 2 ;;
+    --no-keep-awake) KEEP_AWAKE=0; shift ;;
     --tp) TP=$2; shift 2 ;;
     --comm) COMM=$2; shift 2 ;;
     --requests) REQUESTS=$2; shift 2 ;;
@@ -50,6 +54,7 @@ while [ $# -gt 0 ]; do
     --methods) METHODS=$2; shift 2 ;;
     --max-tokens) MAX_TOKENS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
+    --metrics-out) METRICS_OUT=$2; shift 2 ;;
     --prompts) PROMPTS=$2; shift 2 ;;
     --target) TARGET=$2; shift 2 ;;
     --draft) DRAFT=$2; shift 2 ;;
@@ -188,6 +193,7 @@ if [ "$NET" = switch ]; then
   # Runs in the bridge namespace (so the namespace sweep in cleanup finds it too); it
   # creates each host's eth0 inside that host's namespace and keeps the TAP fds.
   SWITCH_ARGS=(--delay="$DELAY" --rate="$RATE" --ready="$WORK/netswitch.ready" --realtime)
+  [ $KEEP_AWAKE -eq 1 ] && SWITCH_ARGS+=(--keep_awake)
   for ns in "${HOST_NAMES[@]}"; do SWITCH_ARGS+=(--port="$ns:eth0"); done
   ip netns exec "$BRIDGE_NS" "$NETSWITCH_BIN" "${SWITCH_ARGS[@]}" >"$WORK/netswitch.log" 2>&1 &
   SWITCH_PID=$!
@@ -199,7 +205,7 @@ if [ "$NET" = switch ]; then
     [ $waited -ge 100 ] && { say "netswitch not ready after 10 s"; exit 1; }
     sleep 0.1; waited=$((waited + 1))
   done
-  LINKS="userspace switch (bench/netswitch, TAP devices; no sch_netem in this kernel): delay $DELAY, rate $RATE per link"
+  LINKS="userspace switch (bench/netswitch, TAP devices$( [ $KEEP_AWAKE -eq 1 ] && echo ", CPUs kept awake"); no sch_netem in this kernel): delay $DELAY, rate $RATE per link"
 elif [ "$NET" = netem ]; then
   LINKS="netem delay $DELAY rate $RATE per interface"
 else
@@ -275,4 +281,25 @@ ip netns exec "$NS_PREFIX-client" "$TANDEM" "${BENCH[@]}" &
 BENCH_PID=$!
 PIDS=("$BENCH_PID" "${PIDS[@]}")
 PID_NAMES=(bench "${PID_NAMES[@]}")
-wait "$BENCH_PID"
+# The round trip under load: 10 echoes a second while the benchmark runs.
+PING_PID=""
+if command -v ping >/dev/null; then
+  ip netns exec "$NS_PREFIX-client" ping -i 0.1 -q $COORD_ADDR >"$WORK/ping.txt" 2>&1 &
+  PING_PID=$!
+  PIDS+=("$PING_PID")
+fi
+status=0
+wait "$BENCH_PID" || status=$?
+if [ -n "$PING_PID" ]; then
+  kill -INT "$PING_PID" 2>/dev/null || true
+  wait "$PING_PID" 2>/dev/null || true
+  say "ping client -> coordinator during the benchmark: $(grep -o 'rtt.*' "$WORK/ping.txt" || echo "no summary")"
+fi
+if [ -n "$METRICS_OUT" ]; then
+  if ip netns exec "$NS_PREFIX-client" curl -sf -m 10 "http://$COORD_ADDR:9090/metrics" >"$METRICS_OUT"; then
+    say "coordinator metrics in $METRICS_OUT"
+  else
+    say "could not read the coordinator's metrics (needs curl)"
+  fi
+fi
+exit $status

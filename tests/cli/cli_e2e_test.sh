@@ -116,7 +116,7 @@ if "$MULTINODE" --check-only 2>/dev/null; then
     || fail "multinode rc=$rc"
   # The links delay: netem or the userspace switch (which then reports what it forwarded).
   if grep -q "userspace switch" "$TMP/mn.out"; then
-    grep -q "netswitch: [1-9][0-9]* frames in" "$TMP/mn.out" && pass "multinode links: userspace switch" \
+    grep -q "netswitch: [1-9][0-9]* packets in" "$TMP/mn.out" && pass "multinode links: userspace switch" \
       || fail "multinode: no netswitch statistics"
   elif grep -q "netem delay" "$TMP/mn.out"; then
     pass "multinode links: netem"
