@@ -62,6 +62,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -83,12 +84,13 @@ int64_t ParseDuration(const std::string& text) {
   char* end = nullptr;
   double value = std::strtod(text.c_str(), &end);
   std::string unit(end);
-  double scale;
-  if (unit == "ns") scale = 1;
-  else if (unit == "us" || unit.empty()) scale = 1e3;
-  else if (unit == "ms") scale = 1e6;
-  else if (unit == "s") scale = 1e9;
-  else Die("bad duration '" + text + "' (units: ns, us, ms, s)");
+  const std::pair<const char*, double> units[] = {
+      {"ns", 1}, {"us", 1e3}, {"", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+  double scale = -1;
+  for (const auto& [name, factor] : units) {
+    if (unit == name) scale = factor;
+  }
+  if (scale < 0) Die("bad duration '" + text + "' (units: ns, us, ms, s)");
   if (end == text.c_str() || value < 0) Die("bad duration '" + text + "'");
   return static_cast<int64_t>(value * scale + 0.5);
 }
@@ -127,15 +129,12 @@ struct Pending {
   uint64_t seq;  // Ties keep arrival order.
   int port;
   std::shared_ptr<const std::vector<uint8_t>> frame;
-  bool operator>(const Pending& o) const {
-    return due != o.due ? due > o.due : seq > o.seq;
-  }
+  bool operator>(const Pending& o) const { return due != o.due ? due > o.due : seq > o.seq; }
 };
 
 int OpenTapIn(const Port& port, int home_ns) {
-  std::string path = port.netns.find('/') == std::string::npos
-                         ? "/var/run/netns/" + port.netns
-                         : port.netns;
+  std::string path =
+      port.netns.find('/') == std::string::npos ? "/var/run/netns/" + port.netns : port.netns;
   int ns = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (ns < 0) Die("cannot open namespace " + path + ": " + std::strerror(errno));
   if (setns(ns, CLONE_NEWNET) != 0) Die("setns " + path + ": " + std::strerror(errno));
@@ -233,7 +232,8 @@ int main(int argc, char** argv) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = static_cast<uint64_t>(static_cast<int64_t>(tag));
-    if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) Die(std::string("epoll: ") + std::strerror(errno));
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0)
+      Die(std::string("epoll: ") + std::strerror(errno));
   };
   watch(sig_fd, kSignal);
   watch(timer_fd, kTimer);
@@ -329,7 +329,8 @@ int main(int argc, char** argv) {
       const Pending& p = heap.top();
       Port& dst = ports[p.port];
       --dst.queued;
-      if (write(dst.fd, p.frame->data(), p.frame->size()) == static_cast<ssize_t>(p.frame->size())) {
+      if (write(dst.fd, p.frame->data(), p.frame->size()) ==
+          static_cast<ssize_t>(p.frame->size())) {
         ++frames_out;
         bytes_out += p.frame->size() - kHeader;
         int64_t late = now - p.due;
@@ -377,15 +378,14 @@ int main(int argc, char** argv) {
   rusage usage{};
   getrusage(RUSAGE_THREAD, &usage);  // The forwarding thread, without the busy loops.
   auto seconds = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; };
-  std::fprintf(stderr,
-               "netswitch: %llu packets in, %llu out (%llu bytes), %llu dropped (queue "
-               "limit), %llu not written (link down); writes late by %.1f us on average, "
-               "%.1f us at most; %.2f s of CPU\n",
-               static_cast<unsigned long long>(frames_in),
-               static_cast<unsigned long long>(frames_out),
-               static_cast<unsigned long long>(bytes_out),
-               static_cast<unsigned long long>(dropped), static_cast<unsigned long long>(failed),
-               frames_out ? late_sum / 1e3 / frames_out : 0.0, late_max / 1e3,
-               seconds(usage.ru_utime) + seconds(usage.ru_stime));
+  std::fprintf(
+      stderr,
+      "netswitch: %llu packets in, %llu out (%llu bytes), %llu dropped (queue "
+      "limit), %llu not written (link down); writes late by %.1f us on average, "
+      "%.1f us at most; %.2f s of CPU\n",
+      static_cast<unsigned long long>(frames_in), static_cast<unsigned long long>(frames_out),
+      static_cast<unsigned long long>(bytes_out), static_cast<unsigned long long>(dropped),
+      static_cast<unsigned long long>(failed), frames_out ? late_sum / 1e3 / frames_out : 0.0,
+      late_max / 1e3, seconds(usage.ru_utime) + seconds(usage.ru_stime));
   return 0;
 }
