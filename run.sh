@@ -57,12 +57,13 @@ print_test_summary() {
 }
 
 # Targets of the ASan/UBSan step: every unit and integration test that is not large,
-# not CUDA (off in that build) and not a deployment check, plus the greedy end-to-end
-# test (real coordinator and worker processes under the sanitizers).
+# not CUDA (off in that build), not a deployment check and not a fuzz replay (the
+# fuzzers run every seed under ASan/UBSan below), plus the greedy end-to-end test
+# (real coordinator and worker processes under the sanitizers).
 asan_targets() {
   bazel query --noshow_progress --ui_event_filters=-info \
     'tests(//...) except attr(size, "large", tests(//...)) except tests(//kernels/cuda/...)
-     except tests(//deploy/...) except tests(//tests/...)' 2>/dev/null
+     except tests(//deploy/...) except tests(//tests/...) except tests(//fuzz/...)' 2>/dev/null
   echo //tests/e2e:coordinator_e2e_test
 }
 
