@@ -90,6 +90,28 @@ absl::Status CheckNotEmpty(int sequences) {
   return absl::OkStatus();
 }
 
+// The checks every sequence of a Prefill/Draft/Verify request gets (a non-empty
+// request, distinct ids, tokens inside the vocabulary), then `check(seq, where)`, which
+// does the request's own checks and returns the sequence's rows. Returns the total rows
+// or the first error.
+template <typename Sequences, typename Check>
+absl::StatusOr<int64_t> CheckEachSequence(const Sequences& sequences,
+                                          const RequestLimits& limits, Check check) {
+  TANDEM_RETURN_IF_ERROR(CheckNotEmpty(sequences.size()));
+  absl::flat_hash_set<uint64_t> seen;
+  int64_t rows = 0;
+  for (int s = 0; s < sequences.size(); ++s) {
+    const auto& seq = sequences.Get(s);
+    const std::string where = Where(s, seq.sequence_id());
+    TANDEM_RETURN_IF_ERROR(CheckDistinct(seen, s, seq.sequence_id()));
+    TANDEM_RETURN_IF_ERROR(CheckTokens(seq.tokens(), limits, where));
+    absl::StatusOr<int64_t> sequence_rows = check(seq, where);
+    if (!sequence_rows.ok()) return sequence_rows.status();
+    rows += *sequence_rows;
+  }
+  return rows;
+}
+
 }  // namespace
 
 absl::Status ValidateProposal(const v1::ProposedToken& proposal, int vocab_size,
@@ -140,106 +162,93 @@ absl::Status ValidateProposal(const v1::ProposedToken& proposal, int vocab_size,
   return absl::OkStatus();
 }
 
-absl::Status ValidatePrefillRequest(const v1::PrefillRequest& request,
-                                    const RequestLimits& limits,
+absl::Status ValidatePrefillRequest(const v1::PrefillRequest& request, const RequestLimits& limits,
                                     const CachedLengthFn& cached_length) {
-  TANDEM_RETURN_IF_ERROR(CheckNotEmpty(request.sequences_size()));
-  absl::flat_hash_set<uint64_t> seen;
-  int64_t rows = 0;
-  for (int s = 0; s < request.sequences_size(); ++s) {
-    const v1::PrefillSequence& seq = request.sequences(s);
-    const std::string where = Where(s, seq.sequence_id());
-    TANDEM_RETURN_IF_ERROR(CheckDistinct(seen, s, seq.sequence_id()));
-    TANDEM_RETURN_IF_ERROR(CheckTokens(seq.tokens(), limits, where));
-    TANDEM_RETURN_IF_ERROR(CheckPositions(seq.sequence_id(), seq.start_position(),
-                                          seq.tokens_size(), limits, cached_length, where));
-    rows += seq.tokens_size();
-  }
-  return CheckRows(rows, limits, "the prefill");
+  absl::StatusOr<int64_t> rows = CheckEachSequence(
+      request.sequences(), limits,
+      [&](const v1::PrefillSequence& seq, const std::string& where) -> absl::StatusOr<int64_t> {
+        TANDEM_RETURN_IF_ERROR(CheckPositions(seq.sequence_id(), seq.start_position(),
+                                              seq.tokens_size(), limits, cached_length, where));
+        return seq.tokens_size();
+      });
+  if (!rows.ok()) return rows.status();
+  return CheckRows(*rows, limits, "the prefill");
 }
 
 absl::Status ValidateDraftRequest(const v1::DraftRequest& request, const RequestLimits& limits,
                                   const CachedLengthFn& cached_length) {
-  TANDEM_RETURN_IF_ERROR(CheckNotEmpty(request.sequences_size()));
-  absl::flat_hash_set<uint64_t> seen;
-  int64_t rows = 0;
-  for (int s = 0; s < request.sequences_size(); ++s) {
-    const v1::DraftSequence& seq = request.sequences(s);
-    const std::string where = Where(s, seq.sequence_id());
-    TANDEM_RETURN_IF_ERROR(CheckDistinct(seen, s, seq.sequence_id()));
-    TANDEM_RETURN_IF_ERROR(CheckTokens(seq.tokens(), limits, where));
-    const uint32_t k = seq.num_draft_tokens();
-    if (k < 1 || k > static_cast<uint32_t>(limits.max_speculative_tokens)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": num_draft_tokens ", k, " is outside [1, ", limits.max_speculative_tokens,
-          "] (max_speculative_tokens)"));
-    }
-    if (seq.proposal_top_k() > 256) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": proposal_top_k ", seq.proposal_top_k(), " is outside [0, 256]"));
-    }
-    TANDEM_RETURN_IF_ERROR(CheckSampling(seq.sampling(), limits, where));
-    // Every proposal gets a position: start .. start + tokens + K - 1.
-    TANDEM_RETURN_IF_ERROR(CheckPositions(seq.sequence_id(), seq.start_position(),
-                                          int64_t{seq.tokens_size()} + k, limits,
-                                          cached_length, where));
-    rows += seq.tokens_size();
-  }
-  TANDEM_RETURN_IF_ERROR(CheckRows(rows, limits, "the draft"));
+  absl::StatusOr<int64_t> rows = CheckEachSequence(
+      request.sequences(), limits,
+      [&](const v1::DraftSequence& seq, const std::string& where) -> absl::StatusOr<int64_t> {
+        const uint32_t k = seq.num_draft_tokens();
+        if (k < 1 || k > static_cast<uint32_t>(limits.max_speculative_tokens)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, ": num_draft_tokens ", k, " is outside [1, ",
+                           limits.max_speculative_tokens, "] (max_speculative_tokens)"));
+        }
+        if (seq.proposal_top_k() > 256) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, ": proposal_top_k ", seq.proposal_top_k(), " is outside [0, 256]"));
+        }
+        TANDEM_RETURN_IF_ERROR(CheckSampling(seq.sampling(), limits, where));
+        // Every proposal gets a position: start .. start + tokens + K - 1.
+        TANDEM_RETURN_IF_ERROR(CheckPositions(seq.sequence_id(), seq.start_position(),
+                                              int64_t{seq.tokens_size()} + k, limits, cached_length,
+                                              where));
+        return seq.tokens_size();
+      });
+  if (!rows.ok()) return rows.status();
+  TANDEM_RETURN_IF_ERROR(CheckRows(*rows, limits, "the draft"));
   return CheckRows(request.sequences_size(), limits, "the draft");
 }
 
-absl::Status ValidateVerifyRequest(const v1::VerifyRequest& request,
-                                   const RequestLimits& limits,
+absl::Status ValidateVerifyRequest(const v1::VerifyRequest& request, const RequestLimits& limits,
                                    const CachedLengthFn& cached_length) {
-  TANDEM_RETURN_IF_ERROR(CheckNotEmpty(request.sequences_size()));
-  absl::flat_hash_set<uint64_t> seen;
-  int64_t rows = 0;
-  for (int s = 0; s < request.sequences_size(); ++s) {
-    const v1::VerifySequence& seq = request.sequences(s);
-    const std::string where = Where(s, seq.sequence_id());
-    TANDEM_RETURN_IF_ERROR(CheckDistinct(seen, s, seq.sequence_id()));
-    TANDEM_RETURN_IF_ERROR(CheckTokens(seq.tokens(), limits, where));
-    const int k = seq.proposals_size();
-    if (k > limits.max_speculative_tokens) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": ", k,
-                                                     " proposals, over max_speculative_tokens ",
-                                                     limits.max_speculative_tokens));
-    }
-    TANDEM_RETURN_IF_ERROR(CheckSampling(seq.sampling(), limits, where));
-    absl::StatusOr<spec::AcceptanceParams> params = ToAcceptanceParams(seq.sampling());
-    if (!params.ok()) {
-      return absl::InvalidArgumentError(where + ": " + std::string(params.status().message()));
-    }
-    for (int i = 0; i < k; ++i) {
-      TANDEM_RETURN_IF_ERROR(ValidateProposal(seq.proposals(i), limits.vocab_size,
-                                              absl::StrCat(where, ": proposals[", i, "]")));
-    }
-    if (seq.proposal_parents_size() != 0) {
-      if (seq.proposal_parents_size() != k) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ": ", seq.proposal_parents_size(), " proposal_parents for ", k,
-            " proposals"));
-      }
-      for (int i = 0; i < k; ++i) {
-        const int p = seq.proposal_parents(i);
-        if (p < -1 || p >= i) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              where, ": proposal_parents[", i, "] = ", p, " must be in [-1, ", i, ")"));
+  absl::StatusOr<int64_t> rows = CheckEachSequence(
+      request.sequences(), limits,
+      [&](const v1::VerifySequence& seq, const std::string& where) -> absl::StatusOr<int64_t> {
+        const int k = seq.proposals_size();
+        if (k > limits.max_speculative_tokens) {
+          return absl::InvalidArgumentError(absl::StrCat(where, ": ", k,
+                                                         " proposals, over max_speculative_tokens ",
+                                                         limits.max_speculative_tokens));
         }
-      }
-      if (params->rule == spec::AcceptanceRule::kRejection) {
-        return absl::UnimplementedError(
-            where + ": tree verification (proposal_parents) is not available with "
-                    "rejection sampling; use a chain or a deterministic rule");
-      }
-    }
-    TANDEM_RETURN_IF_ERROR(CheckPositions(seq.sequence_id(), seq.start_position(),
-                                          int64_t{seq.tokens_size()} + k, limits,
-                                          cached_length, where));
-    rows += seq.tokens_size() + k;
-  }
-  return CheckRows(rows, limits, "the verify");
+        TANDEM_RETURN_IF_ERROR(CheckSampling(seq.sampling(), limits, where));
+        absl::StatusOr<spec::AcceptanceParams> params = ToAcceptanceParams(seq.sampling());
+        if (!params.ok()) {
+          return absl::InvalidArgumentError(where + ": " + std::string(params.status().message()));
+        }
+        for (int i = 0; i < k; ++i) {
+          TANDEM_RETURN_IF_ERROR(ValidateProposal(seq.proposals(i), limits.vocab_size,
+                                                  absl::StrCat(where, ": proposals[", i, "]")));
+        }
+        if (seq.proposal_parents_size() != 0) {
+          if (seq.proposal_parents_size() != k) {
+            return absl::InvalidArgumentError(absl::StrCat(where, ": ", seq.proposal_parents_size(),
+                                                           " proposal_parents for ", k,
+                                                           " proposals"));
+          }
+          for (int i = 0; i < k; ++i) {
+            const int p = seq.proposal_parents(i);
+            if (p < -1 || p >= i) {
+              return absl::InvalidArgumentError(absl::StrCat(
+                  where, ": proposal_parents[", i, "] = ", p, " must be in [-1, ", i, ")"));
+            }
+          }
+          if (params->rule == spec::AcceptanceRule::kRejection) {
+            return absl::UnimplementedError(
+                where +
+                ": tree verification (proposal_parents) is not available with "
+                "rejection sampling; use a chain or a deterministic rule");
+          }
+        }
+        TANDEM_RETURN_IF_ERROR(CheckPositions(seq.sequence_id(), seq.start_position(),
+                                              int64_t{seq.tokens_size()} + k, limits, cached_length,
+                                              where));
+        return int64_t{seq.tokens_size()} + k;
+      });
+  if (!rows.ok()) return rows.status();
+  return CheckRows(*rows, limits, "the verify");
 }
 
 absl::Status ValidateTruncateRequest(const v1::TruncateRequest& request,
@@ -254,15 +263,14 @@ absl::Status ValidateTruncateRequest(const v1::TruncateRequest& request,
     absl::StatusOr<int> cached = cached_length(item.sequence_id());
     if (!cached.ok()) {
       if (absl::IsNotFound(cached.status())) {
-        return absl::NotFoundError(absl::StrCat(where, ": unknown sequence ",
-                                                item.sequence_id(),
+        return absl::NotFoundError(absl::StrCat(where, ": unknown sequence ", item.sequence_id(),
                                                 ": was the worker restarted?"));
       }
       return cached.status();
     }
     if (static_cast<int64_t>(item.length()) > *cached) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": length ", item.length(),
-                                                     " is past the cached length ", *cached));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": length ", item.length(), " is past the cached length ", *cached));
     }
   }
   return absl::OkStatus();
