@@ -44,7 +44,7 @@ absl::StatusOr<std::shared_ptr<Store>> OpenRendezvousStore(const CommOptions& op
     base = options.store;
   } else if (!options.rendezvous_address.empty()) {
     auto store = GrpcStore::Connect(options.rendezvous_address, options.rendezvous_credentials,
-                                    options.connect_timeout);
+                                    options.connect_timeout, options.cancelled);
     if (!store.ok()) return store.status();
     base = *std::move(store);
   } else {
@@ -91,6 +91,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const CommOptio
     tcp.hostname = options.hostname;
     tcp.interface = options.interface;
     tcp.connect_timeout = options.connect_timeout;
+    tcp.cancelled = options.cancelled;
     if (options.size == 1) {
       InMemoryStore own;
       return CreateTcpMeshCommunicator(0, 1, own, tcp);

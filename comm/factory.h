@@ -3,6 +3,7 @@
 #ifndef TANDEM_COMM_FACTORY_H_
 #define TANDEM_COMM_FACTORY_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -45,6 +46,10 @@ struct CommOptions {
 
   // Bound on rendezvous and connection setup.
   absl::Duration connect_timeout = absl::Seconds(60);
+  // Optional, thread-safe: once it returns true, the calls of a rendezvous_address store
+  // (GrpcStore) and the tcp backend's connection setup give up with CANCELLED within a
+  // fraction of a second instead of waiting out their budgets (a process shutting down).
+  std::function<bool()> cancelled;
 };
 
 // Creates and connects this rank's communicator; blocks until the group is connected

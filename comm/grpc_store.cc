@@ -23,7 +23,7 @@ void SetDeadline(grpc::ClientContext* context, absl::Duration budget) {
 
 absl::StatusOr<std::unique_ptr<GrpcStore>> GrpcStore::Connect(
     const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials,
-    absl::Duration set_timeout) {
+    absl::Duration set_timeout, std::function<bool()> cancelled) {
   if (address.empty() || address.find(':') == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat(
         "rendezvous address must be \"host:port\", got \"", address, "\""));
@@ -33,13 +33,15 @@ absl::StatusOr<std::unique_ptr<GrpcStore>> GrpcStore::Connect(
   args.SetMaxReceiveMessageSize(static_cast<int>(kMaxStoreKeysPerGet * kMaxStoreValueBytes +
                                                  (1 << 20)));
   return std::make_unique<GrpcStore>(grpc::CreateCustomChannel(address, credentials, args),
-                                     set_timeout);
+                                     set_timeout, std::move(cancelled));
 }
 
-GrpcStore::GrpcStore(std::shared_ptr<grpc::Channel> channel, absl::Duration set_timeout)
+GrpcStore::GrpcStore(std::shared_ptr<grpc::Channel> channel, absl::Duration set_timeout,
+                     std::function<bool()> cancelled)
     : channel_(std::move(channel)),
       stub_(tandem::v1::Rendezvous::NewStub(channel_)),
-      set_timeout_(set_timeout) {}
+      set_timeout_(set_timeout),
+      cancelled_(std::move(cancelled)) {}
 
 absl::Status GrpcStore::Set(absl::string_view key, absl::string_view value) {
   if (absl::Status status = ValidateStoreKey(key, "grpc store Set"); !status.ok()) return status;
@@ -49,10 +51,24 @@ absl::Status GrpcStore::Set(absl::string_view key, absl::string_view value) {
   tandem::v1::SetRequest request;
   request.set_key(std::string(key));
   request.set_value(std::string(value));
-  tandem::v1::SetResponse response;
-  grpc::ClientContext context;
-  SetDeadline(&context, set_timeout_);
-  absl::Status status = FromGrpcStatus(stub_->Set(&context, request, &response));
+  const absl::Time deadline = absl::Now() + set_timeout_;
+  absl::Status status;
+  while (true) {
+    if (cancelled_ && cancelled_()) {
+      return absl::CancelledError(
+          absl::StrCat("grpc store Set of key '", key.substr(0, 64), "': cancelled"));
+    }
+    absl::Duration budget = std::max(deadline - absl::Now(), absl::ZeroDuration());
+    const bool last = !cancelled_ || budget <= kGrpcStoreCancelCheck;
+    if (!last) budget = kGrpcStoreCancelCheck;
+    tandem::v1::SetResponse response;
+    grpc::ClientContext context;
+    SetDeadline(&context, budget);
+    status = FromGrpcStatus(stub_->Set(&context, request, &response));
+    // A slice that ran out (the server not reachable yet): check and try again.
+    if (!last && absl::IsDeadlineExceeded(status)) continue;
+    break;
+  }
   if (!status.ok()) {
     return absl::Status(status.code(), absl::StrCat("grpc store Set of key '", key.substr(0, 64),
                                                     "': ", status.message()));
@@ -69,8 +85,12 @@ absl::StatusOr<std::vector<std::string>> GrpcStore::Get(const std::vector<std::s
   tandem::v1::GetRequest request;
   for (const std::string& key : keys) request.add_keys(key);
   while (true) {
+    if (cancelled_ && cancelled_()) return absl::CancelledError("grpc store Get: cancelled");
     absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
     int64_t wait_ms = std::min<int64_t>(absl::ToInt64Milliseconds(left), kMaxRendezvousWaitMs);
+    if (cancelled_) {
+      wait_ms = std::min(wait_ms, absl::ToInt64Milliseconds(kGrpcStoreCancelCheck));
+    }
     request.set_wait_ms(static_cast<uint32_t>(wait_ms));
     tandem::v1::GetResponse response;
     grpc::ClientContext context;

@@ -207,9 +207,15 @@ absl::Status AcceptHigherRanks(int rank, int size, int listen_fd, uint64_t nonce
   while (missing > 0) {
     fds.assign(1, pollfd{listen_fd, POLLIN, 0});
     for (const PendingHello& h : pending) fds.push_back(pollfd{h.fd.get(), POLLIN, 0});
-    int n = poll(fds.data(), fds.size(), PollTimeoutMs(deadline));
+    int timeout_ms = PollTimeoutMs(deadline);
+    if (options.cancelled && (timeout_ms < 0 || timeout_ms > 100)) timeout_ms = 100;
+    int n = poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0 && errno != EINTR) {
       return absl::UnavailableError(absl::StrCat(where, ": poll: ", ErrnoText(errno)));
+    }
+    if (options.cancelled && options.cancelled()) {
+      return absl::CancelledError(
+          absl::StrCat(where, ": cancelled while waiting for the higher ranks to connect"));
     }
     if (n <= 0) {
       if (absl::Now() < deadline) continue;

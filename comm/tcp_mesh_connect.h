@@ -11,6 +11,7 @@
 #ifndef TANDEM_COMM_TCP_MESH_CONNECT_H_
 #define TANDEM_COMM_TCP_MESH_CONNECT_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct TcpMeshOptions {
   // Names the run in the hello; all ranks of a group must pass the same value (0..128
   // bytes; the factory passes its run id).
   std::string run_id;
+  // Optional, thread-safe: once it returns true, waiting for the higher ranks to connect
+  // gives up with CANCELLED (checked every 100 ms). Store waits are the store's own.
+  std::function<bool()> cancelled;
 };
 
 inline constexpr size_t kMaxTcpRunIdBytes = 128;

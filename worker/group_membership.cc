@@ -1,5 +1,6 @@
 #include "worker/group_membership.h"
 
+#include <limits>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -11,13 +12,28 @@ namespace worker {
 
 absl::StatusOr<std::unique_ptr<GroupMembership>> GroupMembership::Open(
     const CommOptions& options) {
-  absl::StatusOr<std::shared_ptr<Store>> store = OpenRendezvousStore(options);
+  auto give_up_at = std::make_shared<std::atomic<int64_t>>(std::numeric_limits<int64_t>::max());
+  CommOptions with_give_up = options;
+  with_give_up.cancelled = [give_up_at, outer = options.cancelled] {
+    if (outer && outer()) return true;
+    const int64_t at = give_up_at->load(std::memory_order_relaxed);
+    return at != std::numeric_limits<int64_t>::max() && absl::ToUnixNanos(absl::Now()) >= at;
+  };
+  absl::StatusOr<std::shared_ptr<Store>> store = OpenRendezvousStore(with_give_up);
   if (!store.ok()) return store.status();
-  return std::unique_ptr<GroupMembership>(new GroupMembership(options, *std::move(store)));
+  return std::unique_ptr<GroupMembership>(
+      new GroupMembership(std::move(with_give_up), *std::move(store), std::move(give_up_at)));
 }
 
-GroupMembership::GroupMembership(CommOptions options, std::shared_ptr<Store> store)
-    : options_(std::move(options)), store_(std::move(store)) {}
+GroupMembership::GroupMembership(CommOptions options, std::shared_ptr<Store> store,
+                                 std::shared_ptr<std::atomic<int64_t>> give_up_at)
+    : give_up_at_(std::move(give_up_at)), options_(std::move(options)), store_(std::move(store)) {}
+
+void GroupMembership::SetGiveUpTime(absl::Time when) {
+  give_up_at_->store(when == absl::InfiniteFuture() ? std::numeric_limits<int64_t>::max()
+                                                    : absl::ToUnixNanos(when),
+                     std::memory_order_relaxed);
+}
 
 std::optional<std::string> GroupMembership::TryGet(const std::string& key) {
   absl::StatusOr<std::string> value = store_->GetOne(key, absl::ZeroDuration());

@@ -17,6 +17,7 @@
 #ifndef TANDEM_WORKER_GROUP_MEMBERSHIP_H_
 #define TANDEM_WORKER_GROUP_MEMBERSHIP_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -58,6 +59,12 @@ class GroupMembership {
   absl::Status MarkShutdown(uint64_t generation);
   std::optional<uint64_t> ShutdownGeneration();
 
+  // From `when` on, the store calls and the connecting of a generation (tcp) give up
+  // with CANCELLED within a fraction of a second (store: rendezvous_address only)
+  // instead of waiting out their budgets for ranks or a store that are gone; a shutting
+  // down leader stops its forming attempt so. absl::InfiniteFuture() lifts it.
+  void SetGiveUpTime(absl::Time when);
+
   // Follower: polls until the generation is greater than `after` (returns it), or
   // `give_up()` returns true (CANCELLED). Checks every `poll`.
   absl::StatusOr<uint64_t> WaitForGenerationAfter(std::optional<uint64_t> after,
@@ -65,9 +72,12 @@ class GroupMembership {
                                                   absl::Duration poll = absl::Milliseconds(100));
 
  private:
-  GroupMembership(CommOptions options, std::shared_ptr<Store> store);
+  GroupMembership(CommOptions options, std::shared_ptr<Store> store,
+                  std::shared_ptr<std::atomic<int64_t>> give_up_at);
   std::optional<std::string> TryGet(const std::string& key);
 
+  // Unix nanoseconds of SetGiveUpTime; shared with the predicate in options_.cancelled.
+  std::shared_ptr<std::atomic<int64_t>> give_up_at_;
   CommOptions options_;
   std::shared_ptr<Store> store_;  // Scoped to the run id.
 };

@@ -77,6 +77,7 @@ void TargetGroupLeader::FormOnce() {
   if (!generation.ok()) {
     LOG(WARNING) << "target group: cannot start a generation: " << generation.status();
     absl::MutexLock lock(&mu_);
+    if (stop_) return;
     unavailable_reason_ =
         absl::StrCat("target group regrouping: rendezvous store: ", generation.status().message());
     wake_.WaitWithTimeout(&mu_, absl::Seconds(1));
@@ -88,8 +89,13 @@ void TargetGroupLeader::FormOnce() {
   absl::Status status = comm.status();
   if (status.ok()) status = (*comm)->Barrier(timeouts_.step);
   if (!status.ok()) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_) return;  // Shutdown() cancelled the attempt.
+    }
     std::vector<int> missing = membership_->MissingRanks(*generation);
     absl::MutexLock lock(&mu_);
+    if (stop_) return;
     unavailable_reason_ =
         missing.empty()
             ? absl::StrCat("target group regrouping: generation ", *generation,
@@ -227,12 +233,13 @@ uint64_t TargetGroupLeader::generation() const {
 }
 
 void TargetGroupLeader::Shutdown() {
+  uint64_t last = 0;
+  bool told_followers = false;
   {
     absl::MutexLock lock(&mu_);
     if (stop_) return;
     stop_ = true;
-    uint64_t last = last_formed_;
-    bool told_followers = false;
+    last = last_formed_;
     if (state_ == State::kFormed) {
       GroupMessage message;
       message.op = GroupOp::kShutdown;
@@ -243,15 +250,25 @@ void TargetGroupLeader::Shutdown() {
       told_followers = status.ok();
       if (!status.ok()) LOG(WARNING) << "target group: shutdown message failed: " << status;
     }
-    // Followers that missed the message (regrouping) learn it from the store. Skipped
-    // when they all got it: the store (the coordinator) may already be gone, and
-    // waiting for it would only delay the exit.
-    if (last > 0 && !told_followers) (void)membership_->MarkShutdown(last);
     state_ = State::kStopped;
     unavailable_reason_ = "target group shut down";
     wake_.SignalAll();
   }
+  // The thread may be forming a generation: waiting (up to the regroup timeout) for
+  // ranks that are gone, or for a store that is gone (the coordinator, when every
+  // process is stopped at once). Nothing in flight there is worth finishing: give up.
+  membership_->SetGiveUpTime(absl::Now());
   if (thread_.joinable()) thread_.join();
+  // Followers that missed the message (regrouping) learn it from the store, if it can
+  // be reached soon. Skipped when they all got it: the store (the coordinator) may
+  // already be gone, and waiting for it would only delay the exit.
+  if (last > 0 && !told_followers) {
+    membership_->SetGiveUpTime(absl::Now() + kShutdownStoreBudget);
+    if (absl::Status marked = membership_->MarkShutdown(last); !marked.ok()) {
+      LOG(WARNING) << "target group: cannot record the shutdown of generation " << last << ": "
+                   << marked;
+    }
+  }
   Notify(false);
 }
 

@@ -50,6 +50,10 @@ struct GroupTimeouts {
   absl::Duration leader_timeout = absl::Seconds(10);     // Follower: silence = leader gone.
 };
 
+// How long a shutting-down leader tries to record the shutdown in the store (for
+// followers that are regrouping) before it exits anyway.
+inline constexpr absl::Duration kShutdownStoreBudget = absl::Seconds(2);
+
 // Called with true when the group forms and false when it breaks (health status).
 using ServingListener = std::function<void(bool serving)>;
 
@@ -67,7 +71,9 @@ class TargetGroupLeader final : public ModelExecutor {
   void Start(ServingListener listener);
   // Finishes the call in flight, tells the followers to exit (or, when the group is
   // not formed, records the shutdown in the store for the followers of the last formed
-  // generation) and stops the thread. Idempotent.
+  // generation, trying for at most kShutdownStoreBudget) and stops the thread, giving
+  // up a forming attempt in flight. Bounded even when every peer and the store are gone.
+  // Idempotent.
   void Shutdown();
 
   absl::Status Forward(const std::vector<SequenceInput>& batch,

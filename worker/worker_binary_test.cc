@@ -167,6 +167,50 @@ TEST(WorkerBinaryTest, GroupFormsThroughTheRendezvousService) {
   (*server)->Shutdown(absl::Seconds(1));
 }
 
+// Every process of a cluster stopped at once (Kubernetes): the followers and the
+// rendezvous store (the coordinator) are gone while the leader is re-forming the group,
+// waiting up to the regroup timeout for ranks that will never come. SIGTERM must still
+// stop it within a couple of seconds (it gives up the forming attempt, and tries the
+// store for kShutdownStoreBudget at most), not after the regroup timeout.
+void ExpectLeaderExitsPromptlyWhenFollowersAndStoreAreGone(const std::string& comm) {
+  RendezvousService rendezvous;
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  auto server = GrpcServer::Start(options, {&rendezvous});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto group = testing::WorkerGroup::Start(
+      testing::kTpCheckpoint, 2, "vanish-" + comm,
+      {absl::StrCat("--rendezvous=127.0.0.1:", (*server)->port()), "--comm=" + comm,
+       "--kv_cache_mb=4", "--step_timeout_s=10", "--heartbeat_s=0.25", "--regroup_timeout_s=60"});
+  ASSERT_TRUE(group.ok()) << group.status();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(testing::WaitForHealth((*group)->address(r), Health::kServing, absl::Seconds(25)))
+        << (*group)->Logs();
+  }
+  (*group)->process(1).Signal(SIGKILL);
+  EXPECT_EQ((*group)->process(1).Wait(absl::Seconds(5)), -2);
+  // The leader's heartbeat fails; it starts forming the next generation.
+  ASSERT_TRUE(
+      testing::WaitForHealth((*group)->leader_address(), Health::kNotServing, absl::Seconds(10)))
+      << (*group)->Logs();
+  absl::SleepFor(absl::Milliseconds(500));
+  rendezvous.Shutdown();
+  (*server)->Shutdown(absl::ZeroDuration());
+  server->reset();
+  const absl::Time start = absl::Now();
+  (*group)->process(0).Signal(SIGTERM);
+  EXPECT_EQ((*group)->process(0).Wait(absl::Seconds(20)), 0) << (*group)->Logs();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(6)) << (*group)->Logs();
+}
+
+TEST(WorkerBinaryTest, LeaderExitsPromptlyWhenFollowersAndStoreAreGoneTcp) {
+  ExpectLeaderExitsPromptlyWhenFollowersAndStoreAreGone("tcp");
+}
+
+TEST(WorkerBinaryTest, LeaderExitsPromptlyWhenFollowersAndStoreAreGoneGloo) {
+  ExpectLeaderExitsPromptlyWhenFollowersAndStoreAreGone("gloo");
+}
+
 }  // namespace
 }  // namespace worker
 }  // namespace tandem
