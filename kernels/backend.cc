@@ -1,5 +1,7 @@
 #include "kernels/backend.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 
 namespace tandem {
@@ -88,6 +90,22 @@ absl::Status ValidateStepPlan(const StepPlan& plan) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status Backend::VerifyAccept(const LogitsView& logits,
+                                   absl::Span<const VerifyChain> chains,
+                                   std::vector<VerifyOutcome>* outcomes) {
+  absl::Status status = ValidateLogitsView(logits);
+  if (!status.ok()) return status;
+  std::vector<float> host(size_t(logits.rows) * logits.vocab);
+  status = CopyToHost(logits.data, host.data(), host.size() * sizeof(float));
+  if (!status.ok()) return status;
+  LogitsView host_view = logits;
+  host_view.data = host.data();
+  std::vector<float> row_major;
+  status = ToRowMajor(host_view, &row_major);
+  if (!status.ok()) return status;
+  return HostVerifyAccept(row_major, logits.vocab, chains, outcomes);
 }
 
 }  // namespace tandem

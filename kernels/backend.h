@@ -28,6 +28,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kernels/accept/verify_accept.h"
 
 namespace tandem {
 
@@ -176,6 +178,18 @@ class Backend {
   // out[j, :] = x[rows[j], :] for the host index list `rows`. x: [*, dim].
   virtual void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows,
                           float* out) = 0;
+
+  // ---- verification (kernels/accept/verify_accept.h) ----
+  // Runs the sampling transforms and acceptance rule of each chain over `logits`
+  // (backend memory: logits.rows * logits.vocab contiguous floats in the view's
+  // layout, valid until the call returns) and replaces *outcomes with one outcome per
+  // chain, in order. Exactly HostVerifyAccept on the row-major logits: errors of the
+  // call (a malformed view, a chain outside the rows, a failed copy) are returned,
+  // per-chain acceptance errors are in VerifyOutcome::status. Synchronizes.
+  // The default copies the logits to the host and runs HostVerifyAccept there.
+  virtual absl::Status VerifyAccept(const LogitsView& logits,
+                                    absl::Span<const VerifyChain> chains,
+                                    std::vector<VerifyOutcome>* outcomes);
 };
 
 }  // namespace tandem

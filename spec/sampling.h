@@ -78,6 +78,16 @@ int32_t SampleFromSparse(const SparseDistribution& dist, double u);
 // computed in double. `probs` is taken as given (expected to sum to 1).
 double Entropy(absl::Span<const float> probs);
 
+// Log-probability reported with a committed `token` drawn from one logit row:
+//  * sampling (greedy false): ln probs[token] under the processed distribution `probs`
+//    (after temperature, top-k and top-p); -inf when it is 0.
+//  * greedy: the processed distribution is one-hot, so the raw model distribution is
+//    reported instead: log_softmax(logits)[token] at temperature 1, in double, over the
+//    finite logits (-inf for a non-finite logit or a row without finite logits).
+// -inf for a token outside [0, logits.size()).
+double CommittedLogProb(absl::Span<const float> logits, absl::Span<const float> probs,
+                        int32_t token, bool greedy);
+
 }  // namespace spec
 }  // namespace tandem
 

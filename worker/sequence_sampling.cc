@@ -1,8 +1,5 @@
 #include "worker/sequence_sampling.h"
 
-#include <cmath>
-#include <limits>
-
 #include "absl/strings/str_cat.h"
 
 namespace tandem {
@@ -54,30 +51,6 @@ absl::StatusOr<spec::AcceptanceParams> ToAcceptanceParams(
   absl::Status status = spec::ValidateAcceptanceParams(params, sampling.temperature());
   if (!status.ok()) return status;
   return params;
-}
-
-double CommittedLogProb(absl::Span<const float> logits, absl::Span<const float> probs,
-                        int32_t token, bool greedy) {
-  if (token < 0 || static_cast<size_t>(token) >= logits.size()) {
-    return -std::numeric_limits<double>::infinity();
-  }
-  if (!greedy) {
-    const float p = probs[token];
-    return p > 0.0f ? std::log(static_cast<double>(p))
-                    : -std::numeric_limits<double>::infinity();
-  }
-  double max = -std::numeric_limits<double>::infinity();
-  for (float x : logits) {
-    if (std::isfinite(x) && x > max) max = x;
-  }
-  if (!std::isfinite(max)) return -std::numeric_limits<double>::infinity();
-  double sum = 0;
-  for (float x : logits) {
-    if (std::isfinite(x)) sum += std::exp(static_cast<double>(x) - max);
-  }
-  const double value = logits[token];
-  if (!std::isfinite(value)) return -std::numeric_limits<double>::infinity();
-  return value - max - std::log(sum);
 }
 
 }  // namespace worker

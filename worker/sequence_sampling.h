@@ -1,13 +1,9 @@
 // Conversions from the wire form of a sequence's sampling settings
-// (tandem.v1.SequenceSampling) to the spec library's types, and the log-probability
-// the target reports for a committed token.
+// (tandem.v1.SequenceSampling) to the spec library's types.
 #ifndef TANDEM_WORKER_SEQUENCE_SAMPLING_H_
 #define TANDEM_WORKER_SEQUENCE_SAMPLING_H_
 
-#include <cstdint>
-
 #include "absl/status/statusor.h"
-#include "absl/types/span.h"
 #include "spec/acceptance.h"
 #include "spec/sampling.h"
 #include "tandem/v1/worker.pb.h"
@@ -29,14 +25,6 @@ absl::StatusOr<spec::AcceptanceParams> ToAcceptanceParams(const v1::SequenceSamp
 inline bool IsGreedy(const v1::SequenceSampling& sampling) {
   return !(sampling.temperature() > 0.0f);
 }
-
-// Log-probability of `token` reported with a committed token:
-//  * sampling (temperature > 0): ln p(token) under the processed distribution `probs`
-//    (after temperature, top-k and top-p); -inf when the token has probability 0.
-//  * greedy: the processed distribution is one-hot, so the raw model distribution is
-//    reported instead: log_softmax(logits)[token] at temperature 1, in double.
-double CommittedLogProb(absl::Span<const float> logits, absl::Span<const float> probs,
-                        int32_t token, bool greedy);
 
 }  // namespace worker
 }  // namespace tandem

@@ -156,7 +156,7 @@ absl::StatusOr<v1::VerifyResponse> TargetEngine::Verify(const v1::VerifyRequest&
     if (seq.sampling().return_logprobs()) {
       for (size_t j = 0; j < accepted->committed.size(); ++j) {
         const int row = accepted->rows[j];
-        out->add_logprobs(static_cast<float>(CommittedLogProb(
+        out->add_logprobs(static_cast<float>(spec::CommittedLogProb(
             absl::MakeConstSpan(seq_logits.data() + size_t(row) * vocab, vocab), probs[row],
             accepted->committed[j], greedy)));
       }

@@ -12,7 +12,7 @@
 // UNIMPLEMENTED). The cache keeps the committed
 // tokens and the accepted proposals: start_position + tokens + num_accepted positions
 // (the correction or bonus token is not cached yet). Log-probabilities of committed
-// tokens, when asked, follow CommittedLogProb (sequence_sampling.h): processed
+// tokens, when asked, follow spec::CommittedLogProb (spec/sampling.h): processed
 // distribution under sampling, log_softmax at temperature 1 under greedy.
 //
 // Prefill (both roles, see RunPrefill) feeds chunks without logits.

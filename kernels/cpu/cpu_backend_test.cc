@@ -1,5 +1,6 @@
 #include "kernels/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -9,6 +10,8 @@
 #include "kernels/cpu/half.h"
 #include "kernels/cpu/reference.h"
 #include "kernels/cpu/test_util.h"
+#include "spec/acceptance.h"
+#include "spec/sampling.h"
 
 namespace tandem {
 namespace {
@@ -321,6 +324,65 @@ TEST_P(CpuBackendTest, TwoSequenceStepMatchesDenseAttention) {
                     again.data());
     EXPECT_TRUE(BitwiseEqual(again.data(), out.data(), out.size())) << "threads=" << threads;
   }
+}
+
+// VerifyAccept (Backend's default, which the CPU backend keeps) on logits in backend
+// memory stored as two vocabulary slices equals HostVerifyAccept on the row-major copy.
+TEST_P(CpuBackendTest, VerifyAcceptOnTwoSlicesEqualsHostReference) {
+  const int rows = 7, vocab = 32, slice = vocab / 2;
+  const std::vector<float> row_major = RandomVector(size_t(rows) * vocab, 5, -4.0f, 4.0f);
+  const auto row = [&](int r) { return absl::MakeConstSpan(row_major).subspan(r * vocab, vocab); };
+  std::vector<float> sliced(row_major.size());
+  for (int part = 0; part < 2; ++part) {
+    for (int r = 0; r < rows; ++r) {
+      std::copy_n(row_major.data() + r * vocab + part * slice, slice,
+                  sliced.data() + (part * rows + r) * slice);
+    }
+  }
+  absl::StatusOr<Buffer> device = backend_.Allocate(sliced.size() * sizeof(float));
+  ASSERT_TRUE(device.ok()) << device.status();
+  ASSERT_TRUE(backend_.CopyToDevice(sliced.data(), device->data(), device->bytes()).ok());
+
+  // A greedy chain proposing the argmax of rows 0 and 1 (both accepted, bonus from row
+  // 2) and a sampled chain of 3 proposals from the top-4 of rows 3..5, with logprobs.
+  std::vector<VerifyChain> chains(2);
+  chains[0].params.rule = spec::AcceptanceRule::kGreedy;
+  for (int r : {0, 1}) {
+    const int32_t token = spec::Argmax(row(r));
+    chains[0].proposals.push_back({token, spec::PointMass(token)});
+  }
+  chains[1].first_row = 3;
+  chains[1].sampling.temperature = 1.0f;
+  chains[1].key = {9, 4};
+  chains[1].want_logprobs = true;
+  std::vector<float> probs;
+  for (int r = 3; r < 6; ++r) {
+    spec::ProcessLogits(row(r), chains[1].sampling, &probs);
+    spec::Proposal p;
+    p.q = spec::TopKSparse(probs, 4);
+    p.token = p.q.ids[r % 4];
+    chains[1].proposals.push_back(std::move(p));
+  }
+  std::vector<VerifyOutcome> got, want;
+  ASSERT_TRUE(backend_.VerifyAccept(LogitsView{device->f32(), rows, vocab, 2}, chains, &got).ok());
+  ASSERT_TRUE(HostVerifyAccept(row_major, vocab, chains, &want).ok());
+  ASSERT_EQ(got.size(), 2u);
+  ASSERT_EQ(want.size(), 2u);
+  EXPECT_EQ(want[0].num_accepted, 2);
+  EXPECT_EQ(want[1].logprobs.size(), want[1].committed.size());
+  for (size_t c = 0; c < 2; ++c) {
+    EXPECT_TRUE(got[c].status.ok()) << got[c].status;
+    EXPECT_EQ(got[c].committed, want[c].committed);
+    EXPECT_EQ(got[c].num_accepted, want[c].num_accepted);
+    EXPECT_EQ(got[c].logprobs, want[c].logprobs);
+  }
+
+  // Call errors: a chain past the rows, a malformed view.
+  chains[1].first_row = 4;
+  EXPECT_EQ(backend_.VerifyAccept(LogitsView{device->f32(), rows, vocab, 2}, chains, &got).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(backend_.VerifyAccept(LogitsView{device->f32(), rows, vocab, 3}, {}, &got).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, CpuBackendTest, ::testing::ValuesIn(cpu::AvailableSimdLevels()),

@@ -1,0 +1,91 @@
+#include "kernels/accept/verify_accept.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace tandem {
+
+absl::Status ValidateLogitsView(const LogitsView& view) {
+  if (view.rows < 0 || view.vocab <= 0 || view.parts <= 0 || view.vocab % view.parts != 0 ||
+      (view.rows > 0 && view.data == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "logits view: rows ", view.rows, ", vocab ", view.vocab, ", parts ", view.parts,
+        view.data == nullptr ? ", no data" : ""));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ToRowMajor(const LogitsView& view, std::vector<float>* out) {
+  absl::Status status = ValidateLogitsView(view);
+  if (!status.ok()) return status;
+  const size_t rows = view.rows, vocab = view.vocab, slice = vocab / view.parts;
+  out->resize(rows * vocab);
+  for (size_t part = 0; part < size_t(view.parts); ++part) {
+    for (size_t r = 0; r < rows; ++r) {
+      const float* src = view.data + (part * rows + r) * slice;
+      std::copy(src, src + slice, out->data() + r * vocab + part * slice);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateChainRows(absl::Span<const VerifyChain> chains, int rows) {
+  for (size_t c = 0; c < chains.size(); ++c) {
+    const int64_t first = chains[c].first_row;
+    const int64_t last = first + static_cast<int64_t>(chains[c].proposals.size());
+    if (first < 0 || last >= rows) {
+      return absl::InvalidArgumentError(absl::StrCat("verify chain ", c, ": logit rows ",
+                                                     first, "..", last, " outside [0, ",
+                                                     rows, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HostVerifyAccept(absl::Span<const float> logits, int vocab,
+                              absl::Span<const VerifyChain> chains,
+                              std::vector<VerifyOutcome>* outcomes) {
+  if (vocab <= 0 || logits.size() % size_t(vocab) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("verify: ", logits.size(),
+                                                   " logits are not rows of vocab ", vocab));
+  }
+  const int rows = static_cast<int>(logits.size() / vocab);
+  absl::Status status = ValidateChainRows(chains, rows);
+  if (!status.ok()) return status;
+  outcomes->clear();
+  outcomes->resize(chains.size());
+  std::vector<std::vector<float>> probs;
+  std::vector<absl::Span<const float>> spans;
+  for (size_t c = 0; c < chains.size(); ++c) {
+    const VerifyChain& chain = chains[c];
+    const size_t k = chain.proposals.size();
+    const auto row = [&](size_t i) {
+      return logits.subspan((size_t(chain.first_row) + i) * vocab, vocab);
+    };
+    probs.resize(k + 1);
+    spans.clear();
+    for (size_t i = 0; i <= k; ++i) {
+      spec::ProcessLogits(row(i), chain.sampling, &probs[i]);
+      spans.push_back(probs[i]);
+    }
+    absl::StatusOr<spec::AcceptanceResult> result =
+        spec::AcceptProposals(chain.proposals, spans, chain.params, chain.key);
+    VerifyOutcome& out = (*outcomes)[c];
+    if (!result.ok()) {
+      out.status = result.status();
+      continue;
+    }
+    out.committed = std::move(result->committed);
+    out.num_accepted = result->num_accepted;
+    if (!chain.want_logprobs) continue;
+    const bool greedy = !(chain.sampling.temperature > 0.0f);
+    for (size_t j = 0; j < out.committed.size(); ++j) {
+      out.logprobs.push_back(static_cast<float>(
+          spec::CommittedLogProb(row(j), probs[j], out.committed[j], greedy)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tandem
