@@ -5,22 +5,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/accept/verify_accept.h"
 
 namespace tandem {
 namespace {
-
-absl::Status CheckShape(const HostTensor& t, int64_t rows, int64_t cols,
-                        const std::string& name) {
-  if (t.data == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("LlamaModel: weight ", name, " is missing"));
-  }
-  if (t.rows != rows || t.cols != cols) {
-    return absl::InvalidArgumentError(absl::StrCat("LlamaModel: weight ", name, " is [",
-                                                   t.rows, ", ", t.cols, "], expected [",
-                                                   rows, ", ", cols, "]"));
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<Buffer> AllocateFloats(Backend* backend, size_t count) {
   return backend->Allocate(std::max<size_t>(count, 1) * sizeof(float));
@@ -28,148 +16,10 @@ absl::StatusOr<Buffer> AllocateFloats(Backend* backend, size_t count) {
 
 }  // namespace
 
-LlamaModel::LlamaModel(Backend* backend, Communicator* comm,
-                       const LlamaModelOptions& options, KvCache cache)
-    : backend_(backend), comm_(comm), options_(options), cache_(std::move(cache)) {}
-
-absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(
-    const LlamaWeights& weights, Backend* backend, Communicator* comm,
-    const LlamaModelOptions& options) {
-  if (backend == nullptr) return absl::InvalidArgumentError("LlamaModel: backend is null");
-  const LlamaConfig& c = weights.config;
-  const int tp = weights.tp_size;
-  if (tp < 1 || weights.tp_rank < 0 || weights.tp_rank >= tp) {
-    return absl::InvalidArgumentError(absl::StrCat("LlamaModel: bad tensor-parallel rank ",
-                                                   weights.tp_rank, " of ", tp));
-  }
-  if (comm != nullptr && comm->size() == 1) comm = nullptr;
-  if (tp > 1 && (comm == nullptr || comm->size() != tp || comm->rank() != weights.tp_rank)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "LlamaModel: weights are rank ", weights.tp_rank, " of ", tp,
-        " but the communicator is ",
-        comm == nullptr ? std::string("absent")
-                        : absl::StrCat("rank ", comm->rank(), " of ", comm->size())));
-  }
-  if (tp == 1 && comm != nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "LlamaModel: weights are unsharded but the communicator has ", comm->size(),
-        " ranks"));
-  }
-  if (c.vocab_size < 1 || c.hidden_size < 1 || c.num_layers < 1 || c.num_heads < 1 ||
-      c.num_kv_heads < 1 || c.head_dim < 2 || c.head_dim % 2 != 0 ||
-      c.intermediate_size < 1 || c.max_position_embeddings < 1) {
-    return absl::InvalidArgumentError("LlamaModel: config has non-positive dimensions");
-  }
-  if (c.num_heads % tp != 0 || (c.num_kv_heads % tp != 0 && tp % c.num_kv_heads != 0) ||
-      c.vocab_size % tp != 0 || c.intermediate_size % tp != 0 ||
-      c.num_heads % c.num_kv_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "LlamaModel: heads ", c.num_heads, ", vocab ", c.vocab_size,
-        " and intermediate size ", c.intermediate_size, " must divide by tp ", tp,
-        ", KV heads ", c.num_kv_heads, " by tp or tp by them, and heads by KV heads"));
-  }
-  if (options.block_size < 1 || options.max_batch_tokens < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "LlamaModel: block_size (", options.block_size, ") and max_batch_tokens (",
-        options.max_batch_tokens, ") must be >= 1"));
-  }
-  const int kv_local = LocalKvHeads(c, tp);  // Replicated when tp > KV heads.
-  const size_t per_block =
-      KvBytesPerBlock(c.num_layers, options.block_size, kv_local, c.head_dim);
-  auto cache = KvCache::ForBudget(options.kv_cache_bytes, per_block, options.block_size);
-  if (!cache.ok()) return cache.status();
-
-  std::unique_ptr<LlamaModel> model(
-      new LlamaModel(backend, comm, options, *std::move(cache)));
-  model->config_ = c;
-  model->tp_rank_ = weights.tp_rank;
-  model->tp_size_ = tp;
-  model->heads_local_ = c.num_heads / tp;
-  model->kv_heads_local_ = kv_local;
-  model->intermediate_local_ = c.intermediate_size / tp;
-  model->vocab_local_ = c.vocab_size / tp;
-  if (weights.vocab_begin != int64_t(weights.tp_rank) * model->vocab_local_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "LlamaModel: rank ", weights.tp_rank, " lm_head slice starts at ",
-        weights.vocab_begin, ", expected ", int64_t(weights.tp_rank) * model->vocab_local_));
-  }
-  model->inv_freq_ = RopeInverseFrequencies(c);
-  if (static_cast<int>(model->inv_freq_.size()) != c.head_dim / 2) {
-    return absl::InvalidArgumentError("LlamaModel: RoPE frequencies do not match head_dim");
-  }
-  absl::Status status = model->UploadWeights(weights);
-  if (!status.ok()) return status;
-  status = model->AllocateKv();
-  if (!status.ok()) return status;
-  return model;
-}
-
-absl::Status LlamaModel::UploadWeights(const LlamaWeights& w) {
-  const LlamaConfig& c = config_;
-  const int64_t hidden = c.hidden_size, hd = c.head_dim;
-  auto upload = [&](const HostTensor& t, int64_t rows, int64_t cols,
-                    const std::string& name, Weight* out) -> absl::Status {
-    absl::Status status = CheckShape(t, rows, cols, name);
-    if (!status.ok()) return status;
-    auto weight = backend_->UploadWeight(t.data, t.dtype, t.rows, t.cols, t.owner);
-    if (!weight.ok()) {
-      return absl::Status(weight.status().code(),
-                          absl::StrCat("LlamaModel: uploading ", name, ": ",
-                                       weight.status().message()));
-    }
-    *out = *std::move(weight);
-    return absl::OkStatus();
-  };
-#define TANDEM_RETURN_IF_ERROR(expr)         \
-  do {                                       \
-    absl::Status _status = (expr);           \
-    if (!_status.ok()) return _status;       \
-  } while (0)
-  TANDEM_RETURN_IF_ERROR(upload(w.embed_tokens, c.vocab_size, hidden, "embed_tokens",
-                                &embed_tokens_));
-  TANDEM_RETURN_IF_ERROR(upload(w.final_norm, 1, hidden, "norm", &final_norm_));
-  TANDEM_RETURN_IF_ERROR(upload(w.lm_head, vocab_local_, hidden, "lm_head", &lm_head_));
-  if (static_cast<int>(w.layers.size()) != c.num_layers) {
-    return absl::InvalidArgumentError(absl::StrCat("LlamaModel: ", w.layers.size(),
-                                                   " layers given, config says ",
-                                                   c.num_layers));
-  }
-  layers_.resize(c.num_layers);
-  const int64_t q_rows = heads_local_ * hd, kv_rows = kv_heads_local_ * hd;
-  const int64_t inter = intermediate_local_;
-  for (int i = 0; i < c.num_layers; ++i) {
-    const LayerWeights& lw = w.layers[i];
-    Layer& l = layers_[i];
-    const std::string p = absl::StrCat("layers.", i, ".");
-    TANDEM_RETURN_IF_ERROR(upload(lw.input_norm, 1, hidden, p + "input_layernorm", &l.input_norm));
-    TANDEM_RETURN_IF_ERROR(upload(lw.q_proj, q_rows, hidden, p + "q_proj", &l.q_proj));
-    TANDEM_RETURN_IF_ERROR(upload(lw.k_proj, kv_rows, hidden, p + "k_proj", &l.k_proj));
-    TANDEM_RETURN_IF_ERROR(upload(lw.v_proj, kv_rows, hidden, p + "v_proj", &l.v_proj));
-    TANDEM_RETURN_IF_ERROR(upload(lw.o_proj, hidden, q_rows, p + "o_proj", &l.o_proj));
-    TANDEM_RETURN_IF_ERROR(upload(lw.post_attn_norm, 1, hidden,
-                                  p + "post_attention_layernorm", &l.post_attn_norm));
-    TANDEM_RETURN_IF_ERROR(upload(lw.gate_proj, inter, hidden, p + "gate_proj", &l.gate_proj));
-    TANDEM_RETURN_IF_ERROR(upload(lw.up_proj, inter, hidden, p + "up_proj", &l.up_proj));
-    TANDEM_RETURN_IF_ERROR(upload(lw.down_proj, hidden, inter, p + "down_proj", &l.down_proj));
-  }
-#undef TANDEM_RETURN_IF_ERROR
-  return absl::OkStatus();
-}
-
-absl::Status LlamaModel::AllocateKv() {
-  kv_layout_.num_blocks = cache_.total_blocks();
-  kv_layout_.block_size = cache_.block_size();
-  kv_layout_.num_kv_heads = kv_heads_local_;
-  kv_layout_.head_dim = config_.head_dim;
-  for (int i = 0; i < config_.num_layers; ++i) {
-    auto k = backend_->Allocate(kv_layout_.BytesPerTensor());
-    if (!k.ok()) return k.status();
-    auto v = backend_->Allocate(kv_layout_.BytesPerTensor());
-    if (!v.ok()) return v.status();
-    k_cache_.push_back(*std::move(k));
-    v_cache_.push_back(*std::move(v));
-  }
-  return absl::OkStatus();
+int CountLogitRows(const std::vector<SequenceInput>& batch) {
+  size_t rows = 0;
+  for (const SequenceInput& in : batch) rows += in.logit_indices.size();
+  return static_cast<int>(rows);
 }
 
 absl::Status LlamaModel::EnsureScratch(int rows, int logit_rows) {
@@ -210,7 +60,6 @@ absl::Status LlamaModel::EnsureScratch(int rows, int logit_rows) {
       auto gathered = AllocateFloats(backend_, n * config_.vocab_size);
       if (!gathered.ok()) return gathered.status();
       logits_gathered_ = *std::move(gathered);
-      host_gathered_.resize(n * config_.vocab_size);
     }
     scratch_logit_rows_ = static_cast<int>(n);
   }
@@ -338,7 +187,7 @@ absl::Status LlamaModel::AllReduce(float* data, size_t count) {
   return comm_->AllReduceSum(data, count, options_.collective_timeout);
 }
 
-absl::Status LlamaModel::Compute(std::vector<float>* logits) {
+absl::StatusOr<LogitsView> LlamaModel::ComputeLogits() {
   const int rows = plan_.num_rows();
   const int num_logits = static_cast<int>(plan_.logit_rows.size());
   absl::Status status = EnsureScratch(rows, num_logits);
@@ -381,35 +230,40 @@ absl::Status LlamaModel::Compute(std::vector<float>* logits) {
     backend_->Add(x, proj_.f32(), size_t(rows) * hidden);
   }
 
-  const size_t vocab = c.vocab_size;
-  logits->resize(size_t(num_logits) * vocab);
-  if (num_logits == 0) return backend_->Synchronize();
+  if (num_logits == 0) {
+    status = backend_->Synchronize();
+    if (!status.ok()) return status;
+    return LogitsView{nullptr, 0, c.vocab_size, 1};
+  }
   // Only the requested rows go through the final norm and the LM head.
   backend_->GatherRows(x, hidden, plan_.logit_rows, logit_in_.f32());
   backend_->RmsNorm(logit_in_.f32(), final_norm_, num_logits, hidden, eps,
                     logit_normed_.f32());
   backend_->MatMul(logit_normed_.f32(), num_logits, lm_head_, logits_local_.f32());
-  const size_t local_bytes = size_t(num_logits) * vocab_local_ * sizeof(float);
-  if (comm_ == nullptr) {
-    return backend_->CopyToHost(logits_local_.f32(), logits->data(), local_bytes);
-  }
+  if (comm_ == nullptr) return LogitsView{logits_local_.f32(), num_logits, c.vocab_size, 1};
   status = backend_->Synchronize();
   if (!status.ok()) return status;
-  status = comm_->AllGather(logits_local_.f32(), logits_gathered_.f32(), local_bytes,
+  status = comm_->AllGather(logits_local_.f32(), logits_gathered_.f32(),
+                            size_t(num_logits) * vocab_local_ * sizeof(float),
                             options_.collective_timeout);
   if (!status.ok()) return status;
-  status = backend_->CopyToHost(logits_gathered_.f32(), host_gathered_.data(),
-                                local_bytes * tp_size_);
-  if (!status.ok()) return status;
-  // host_gathered_ is [rank, row, vocab_local]; logits are [row, rank * vocab_local].
-  for (int r = 0; r < tp_size_; ++r) {
-    const float* src = host_gathered_.data() + size_t(r) * num_logits * vocab_local_;
-    for (int row = 0; row < num_logits; ++row) {
-      std::copy_n(src + size_t(row) * vocab_local_, vocab_local_,
-                  logits->data() + size_t(row) * vocab + size_t(r) * vocab_local_);
-    }
+  // Rank-major: [rank, row, vocab_local].
+  return LogitsView{logits_gathered_.f32(), num_logits, c.vocab_size, tp_size_};
+}
+
+absl::Status LlamaModel::CopyLogitsToHost(const LogitsView& view, std::vector<float>* logits) {
+  const size_t count = size_t(view.rows) * view.vocab;
+  if (view.parts == 1) {
+    logits->resize(count);
+    return backend_->CopyToHost(view.data, logits->data(), count * sizeof(float));
   }
-  return absl::OkStatus();
+  host_gathered_.resize(count);
+  absl::Status status =
+      backend_->CopyToHost(view.data, host_gathered_.data(), count * sizeof(float));
+  if (!status.ok()) return status;
+  LogitsView host = view;
+  host.data = host_gathered_.data();
+  return ToRowMajor(host, logits);
 }
 
 void LlamaModel::RollBack(const std::vector<SequenceInput>& batch,
@@ -424,12 +278,8 @@ void LlamaModel::RollBack(const std::vector<SequenceInput>& batch,
   }
 }
 
-absl::Status LlamaModel::Forward(const std::vector<SequenceInput>& batch,
-                                 std::vector<float>* logits) {
-  if (logits == nullptr) return absl::InvalidArgumentError("Forward: logits is null");
-  absl::Status status = Validate(batch);
-  if (!status.ok()) return status;
-
+absl::Status LlamaModel::Run(const std::vector<SequenceInput>& batch,
+                             absl::FunctionRef<absl::Status(const LogitsView&)> consume) {
   // Roll back first (frees blocks), then grow; Validate checked the net block count.
   std::vector<bool>& created = created_;
   created.assign(batch.size(), false);
@@ -440,6 +290,7 @@ absl::Status LlamaModel::Forward(const std::vector<SequenceInput>& batch,
       (void)cache_.Truncate(in.seq_id, in.start_position);
     }
   }
+  absl::Status status;
   for (const SequenceInput& in : batch) {
     status = cache_.Reserve(in.seq_id, in.start_position + int(in.tokens.size()));
     if (!status.ok()) {  // Not expected after Validate; keep the state consistent.
@@ -448,7 +299,8 @@ absl::Status LlamaModel::Forward(const std::vector<SequenceInput>& batch,
     }
   }
   BuildPlan(batch);
-  status = Compute(logits);
+  absl::StatusOr<LogitsView> view = ComputeLogits();
+  status = view.ok() ? consume(*view) : view.status();
   if (!status.ok()) {
     RollBack(batch, created);
     return status;
@@ -460,6 +312,26 @@ absl::Status LlamaModel::Forward(const std::vector<SequenceInput>& batch,
     last.parents = in.parents;
   }
   return absl::OkStatus();
+}
+
+absl::Status LlamaModel::Forward(const std::vector<SequenceInput>& batch,
+                                 std::vector<float>* logits) {
+  if (logits == nullptr) return absl::InvalidArgumentError("Forward: logits is null");
+  absl::Status status = Validate(batch);
+  if (!status.ok()) return status;
+  return Run(batch, [&](const LogitsView& view) { return CopyLogitsToHost(view, logits); });
+}
+
+absl::Status LlamaModel::ForwardAccept(const std::vector<SequenceInput>& batch,
+                                       absl::Span<const VerifyChain> chains,
+                                       std::vector<VerifyOutcome>* outcomes) {
+  if (outcomes == nullptr) return absl::InvalidArgumentError("ForwardAccept: outcomes is null");
+  absl::Status status = Validate(batch);
+  if (status.ok()) status = ValidateChainRows(chains, CountLogitRows(batch));
+  if (!status.ok()) return status;
+  return Run(batch, [&](const LogitsView& view) {
+    return backend_->VerifyAccept(view, chains, outcomes);
+  });
 }
 
 absl::Status LlamaModel::Truncate(uint64_t seq_id, int length) {

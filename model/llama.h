@@ -8,8 +8,8 @@
 // then logits = lm_head(rmsnorm(x)).
 // Tensor parallel: o_proj and down_proj outputs are all-reduced (two collectives per
 // layer); the vocab-parallel lm_head slices are all-gathered (one per forward). Every
-// rank must call Forward/Truncate/Release/KeepPath with the same arguments in the
-// same order.
+// rank must call Forward (or ForwardAccept)/Truncate/Release/KeepPath with the same
+// arguments in the same order.
 //
 // Batch invariance: the logits of a sequence are bitwise identical whether it is run
 // alone, as a multi-token chunk, or inside a batch with other sequences, because every
@@ -27,10 +27,13 @@
 #include <unordered_set>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "comm/communicator.h"
+#include "kernels/accept/verify_accept.h"
 #include "kernels/backend.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
@@ -63,6 +66,9 @@ struct SequenceInput {
   // index start_position + i in either case; see KeepPath.
   std::vector<int32_t> parents;
 };
+
+// Logit rows a Forward of `batch` returns: the sum of its logit_indices sizes.
+int CountLogitRows(const std::vector<SequenceInput>& batch);
 
 struct KvCacheStats {
   int block_size = 0;
@@ -99,6 +105,20 @@ class LlamaModel {
   // collective times out), each sequence of the batch is truncated to its
   // start_position (new ids are released) and the error is returned.
   absl::Status Forward(const std::vector<SequenceInput>& batch, std::vector<float>* logits);
+
+  // Forward with the acceptance run where the logits are: the same validation, cache
+  // effects and failure semantics as Forward, but the logit rows stay in backend
+  // memory and Backend::VerifyAccept runs `chains` over them (rows numbered as Forward
+  // would return them: batch order, then logit_indices order; CountLogitRows(batch)
+  // rows). *outcomes receives one outcome per chain, in order; only those reach the
+  // host. Also INVALID_ARGUMENT, before anything changes, when a chain does not fit
+  // the rows (ValidateChainRows). An error of VerifyAccept itself fails the call like a
+  // failed computation (the batch is rolled back); a per-chain acceptance error is in
+  // its VerifyOutcome::status and changes nothing. The collectives are Forward's: the
+  // other ranks of a group may run Forward for the same step.
+  absl::Status ForwardAccept(const std::vector<SequenceInput>& batch,
+                             absl::Span<const VerifyChain> chains,
+                             std::vector<VerifyOutcome>* outcomes);
 
   // Shrinks the cache of `seq_id` to `length` (O(1) plus freeing whole blocks).
   // NOT_FOUND / INVALID_ARGUMENT as KvCache::Truncate.
@@ -144,7 +164,16 @@ class LlamaModel {
   absl::Status EnsureScratch(int rows, int logit_rows);
   absl::Status Validate(const std::vector<SequenceInput>& batch);
   void BuildPlan(const std::vector<SequenceInput>& batch);
-  absl::Status Compute(std::vector<float>* logits);
+  // Runs the planned batch (plan_) up to the requested logits and returns them in
+  // backend memory (scratch, valid until the next call): logits_local_ for tp = 1,
+  // else the all-gathered rank-major buffer (parts = tp_size).
+  absl::StatusOr<LogitsView> ComputeLogits();
+  // Forward's consumer: copies `view` to the host as row-major [rows, vocab].
+  absl::Status CopyLogitsToHost(const LogitsView& view, std::vector<float>* logits);
+  // Everything Forward does after Validate: grows the cache, plans, computes and hands
+  // the logits to `consume`; rolls the batch back when either fails.
+  absl::Status Run(const std::vector<SequenceInput>& batch,
+                   absl::FunctionRef<absl::Status(const LogitsView&)> consume);
   absl::Status AllReduce(float* data, size_t count);
   void RollBack(const std::vector<SequenceInput>& batch, const std::vector<bool>& created);
 
@@ -172,7 +201,7 @@ class LlamaModel {
   int scratch_logit_rows_ = 0;
   Buffer x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_, act_;
   Buffer logit_in_, logit_normed_, logits_local_, logits_gathered_;
-  std::vector<float> host_gathered_;
+  std::vector<float> host_gathered_;  // Rank-major logits on their way to Forward's caller.
 
   // Per-call host state, reused.
   StepPlan plan_;

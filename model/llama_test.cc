@@ -1,6 +1,7 @@
 // LlamaModel on the CPU backend with random in-memory weights: agreement with a
 // double-precision reference, bitwise incremental/batch/rollback invariance, tree
-// verification and KeepPath, input validation and KV cache accounting.
+// verification and KeepPath, input validation (Forward and ForwardAccept) and KV cache
+// accounting.
 #include "model/llama.h"
 
 #include <cmath>
@@ -268,17 +269,34 @@ TEST_F(LlamaTest, InvalidInputIsRejectedAndChangesNothing) {
       {"parent not before child", with_valid(Seq(3, 0, {1, 2}, {}, {-1, 1}))},
       {"parent below -1", with_valid(Seq(3, 0, {1, 2}, {}, {-1, -2}))},
   };
-  std::vector<float> logits;
-  for (const auto& [name, batch] : cases) {
-    absl::Status status = model_->Forward(batch, &logits);
-    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name << ": " << status;
+  const auto expect_unchanged = [&](const std::string& name) {
     EXPECT_EQ(CachedLength(1), 10) << name;
     EXPECT_FALSE(model_->CachedLength(2).ok()) << name;
     EXPECT_FALSE(model_->CachedLength(3).ok()) << name;
     EXPECT_EQ(model_->kv_stats().used_blocks, before.used_blocks) << name;
+  };
+  std::vector<float> logits;
+  std::vector<VerifyOutcome> outcomes;
+  for (const auto& [name, batch] : cases) {
+    absl::Status status = model_->Forward(batch, &logits);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name << ": " << status;
+    expect_unchanged(name);
+    status = model_->ForwardAccept(batch, {}, &outcomes);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name << ": " << status;
+    expect_unchanged("ForwardAccept: " + name);
   }
   EXPECT_EQ(model_->Forward({Seq(1, 10, {1}, {0})}, nullptr).code(),
             absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model_->ForwardAccept({Seq(1, 10, {1}, {0})}, {}, nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+  // ForwardAccept: a K = 1 chain from row 1 of a valid batch with 2 logit rows.
+  VerifyChain past_the_rows;
+  past_the_rows.first_row = 1;
+  past_the_rows.proposals.resize(1);
+  const absl::Status past = model_->ForwardAccept(with_valid(Seq(3, 0, {1}, {})),
+                                                  {past_the_rows}, &outcomes);
+  EXPECT_EQ(past.code(), absl::StatusCode::kInvalidArgument) << past;
+  expect_unchanged("chain past the logit rows");
 
   // Positions past max_position_embeddings (256): chain and tree depth.
   LlamaModelOptions options = DefaultOptions();

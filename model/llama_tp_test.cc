@@ -1,7 +1,7 @@
 // Tensor parallel in one process: tp = 2 and 4 ranks (one thread and one CPU backend
 // each, joined by the in-process LocalGroup communicator) give the tp = 1 logits
 // within float32 rounding, identical logits on every rank, and bitwise identical
-// results run to run.
+// results run to run. ForwardAccept (tp 1 and 2) equals Forward + HostVerifyAccept.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -9,10 +9,13 @@
 
 #include "comm/local_communicator.h"
 #include "gtest/gtest.h"
+#include "kernels/accept/verify_accept.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "model/llama.h"
 #include "model/llama_test_util.h"
 #include "model/weights.h"
+#include "spec/acceptance.h"
+#include "spec/sampling.h"
 
 namespace tandem {
 namespace {
@@ -137,6 +140,148 @@ TEST(LlamaTensorParallelTest, ReplicatedKvHeadsMatchSingleRank) {
   for (size_t i = 0; i < single[0].size(); ++i) {
     const double want = single[0][i], got = four[0][i];
     ASSERT_LE(std::abs(got - want), kAbsTol + kRelTol * std::abs(want)) << "element " << i;
+  }
+}
+
+// ---------------------------------------------------------------- ForwardAccept
+
+// What one rank saw of a verify step run with Forward or with ForwardAccept.
+struct VerifyStepResult {
+  std::vector<float> logits;            // The verify step's logits (Forward).
+  std::vector<VerifyOutcome> outcomes;  // ForwardAccept.
+  std::vector<int> cached;              // Cached lengths of sequences 1..3 afterwards.
+  std::vector<float> next;              // Logits of the step after it.
+};
+
+// Three chains over the 7 logit rows of the verify step below: sequence 1's rows 0..3
+// (rejection sampling, K = 3, with logprobs), sequence 2's rows 4..6 (greedy, K = 2,
+// with logprobs) and a K = 0 plain sample (threshold rule, top-k) at row 3.
+std::vector<VerifyChain> VerifyChains(const std::vector<int32_t>& a,
+                                      const std::vector<int32_t>& b) {
+  std::vector<VerifyChain> chains(3);
+  chains[0].sampling = {0.9f, 0, 1.0f};
+  chains[0].key = {11, 12};
+  chains[0].want_logprobs = true;
+  for (int i = 13; i < 16; ++i) {
+    spec::Proposal p;
+    p.token = a[i];
+    p.q.ids = {a[i], (a[i] + 1) % 128};
+    p.q.probs = {0.25f, 0.75f};
+    chains[0].proposals.push_back(p);
+  }
+  chains[1].first_row = 4;
+  chains[1].params.rule = spec::AcceptanceRule::kGreedy;
+  chains[1].want_logprobs = true;
+  for (int i : {5, 6}) chains[1].proposals.push_back({b[i], spec::PointMass(b[i])});
+  chains[2].first_row = 3;
+  chains[2].sampling = {1.0f, 20, 1.0f};
+  chains[2].params.rule = spec::AcceptanceRule::kThreshold;
+  chains[2].key = {3, 40};
+  return chains;
+}
+
+// Prefills sequences 1 and 2, then runs a verify step (sequence 1 verifies 3 tokens,
+// a prefill chunk of sequence 3 rides along, sequence 2 rolls back one token and
+// verifies 2) with ForwardAccept on rank 0 when `accept` (the other ranks run Forward,
+// as group followers do), then one more decode step.
+absl::StatusOr<VerifyStepResult> RunVerifyStep(const LlamaWeights& weights,
+                                               Communicator* comm, bool accept) {
+  std::unique_ptr<Backend> backend = MakeCpuBackend(1);
+  LlamaModelOptions options;
+  options.block_size = 4;
+  options.kv_cache_bytes = size_t(1) << 20;
+  auto model_or = LlamaModel::Create(weights, backend.get(), comm, options);
+  if (!model_or.ok()) return model_or.status();
+  LlamaModel& model = **model_or;
+  const int vocab = weights.config.vocab_size;
+  const std::vector<int32_t> a = RandomTokens(24, vocab, 4), b = RandomTokens(12, vocab, 5),
+                             c = RandomTokens(8, vocab, 6);
+  const auto slice = [](const std::vector<int32_t>& v, int begin, int end) {
+    return std::vector<int32_t>(v.begin() + begin, v.begin() + end);
+  };
+  VerifyStepResult result;
+  absl::Status status =
+      model.Forward({Seq(1, 0, slice(a, 0, 12), {}), Seq(2, 0, slice(b, 0, 5), {})},
+                    &result.logits);
+  if (!status.ok()) return status;
+  const std::vector<SequenceInput> verify = {Seq(1, 12, slice(a, 12, 16), {0, 1, 2, 3}),
+                                             Seq(3, 0, slice(c, 0, 6), {}),
+                                             Seq(2, 4, slice(b, 4, 7), {0, 1, 2})};
+  const std::vector<VerifyChain> chains = VerifyChains(a, b);
+  if (accept && (comm == nullptr || comm->rank() == 0)) {
+    result.logits.clear();
+    status = model.ForwardAccept(verify, chains, &result.outcomes);
+  } else {
+    status = model.Forward(verify, &result.logits);
+  }
+  if (!status.ok()) return status;
+  for (uint64_t id : {1, 2, 3}) result.cached.push_back(model.CachedLength(id).value_or(-1));
+  status = model.Forward(
+      {Seq(1, 14, {a[20]}, {0}), Seq(2, 6, {b[10]}, {0}), Seq(3, 6, {c[6], c[7]}, {0, 1})},
+      &result.next);
+  if (!status.ok()) return status;
+  return result;
+}
+
+// Runs RunVerifyStep on `tp` ranks; one result per rank.
+std::vector<VerifyStepResult> RunVerifyStepOnRanks(int tp, bool accept) {
+  std::vector<VerifyStepResult> results(tp);
+  auto group = LocalGroup::Create(tp);
+  EXPECT_TRUE(group.ok()) << group.status();
+  if (!group.ok()) return {};
+  std::vector<absl::Status> statuses(tp);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < tp; ++r) {
+    threads.emplace_back([&, r] {
+      auto weights = LoadLlamaWeights(kCheckpoint, r, tp);
+      if (!weights.ok()) {
+        statuses[r] = weights.status();
+        return;
+      }
+      auto result = RunVerifyStep(*weights, tp > 1 ? (*group)[r].get() : nullptr, accept);
+      statuses[r] = result.status();
+      if (result.ok()) results[r] = *std::move(result);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < tp; ++r) EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r];
+  return results;
+}
+
+// ForwardAccept on rank 0 (other ranks: Forward) commits exactly what Forward followed
+// by HostVerifyAccept commits, and leaves the same KV state on every rank.
+TEST(LlamaForwardAcceptTest, EqualsForwardThenHostVerifyAccept) {
+  const std::vector<int32_t> a = RandomTokens(24, 128, 4), b = RandomTokens(12, 128, 5);
+  const std::vector<VerifyChain> chains = VerifyChains(a, b);
+  for (int tp : {1, 2}) {
+    SCOPED_TRACE("tp = " + std::to_string(tp));
+    const std::vector<VerifyStepResult> plain = RunVerifyStepOnRanks(tp, false);
+    const std::vector<VerifyStepResult> accept = RunVerifyStepOnRanks(tp, true);
+    ASSERT_EQ(plain.size(), size_t(tp));
+    ASSERT_EQ(accept.size(), size_t(tp));
+    ASSERT_EQ(plain[0].logits.size(), size_t(7 * 128));
+    std::vector<VerifyOutcome> want;
+    ASSERT_TRUE(HostVerifyAccept(plain[0].logits, 128, chains, &want).ok());
+    const std::vector<VerifyOutcome>& got = accept[0].outcomes;
+    ASSERT_EQ(got.size(), chains.size());
+    for (size_t i = 0; i < chains.size(); ++i) {
+      SCOPED_TRACE("chain " + std::to_string(i));
+      EXPECT_TRUE(got[i].status.ok()) << got[i].status;
+      EXPECT_EQ(got[i].committed, want[i].committed);
+      EXPECT_EQ(got[i].num_accepted, want[i].num_accepted);
+      EXPECT_EQ(got[i].logprobs, want[i].logprobs);
+      EXPECT_EQ(got[i].committed.size(), size_t(got[i].num_accepted) + 1);
+      EXPECT_EQ(got[i].logprobs.size(), chains[i].want_logprobs ? got[i].committed.size() : 0u);
+    }
+    for (int r = 0; r < tp; ++r) {
+      SCOPED_TRACE("rank " + std::to_string(r));
+      EXPECT_EQ(accept[r].cached, (std::vector<int>{16, 7, 6}));
+      EXPECT_EQ(accept[r].cached, plain[r].cached);
+      EXPECT_TRUE(BitwiseEqual(accept[r].next, plain[r].next)) << "KV state differs";
+      if (r > 0) {
+        EXPECT_TRUE(BitwiseEqual(accept[r].logits, plain[0].logits));
+      }
+    }
   }
 }
 
