@@ -1,0 +1,357 @@
+// The block-parallel acceptance (accept_algorithm.h, run with HostBlock: the CUDA
+// kernel's algorithm and reduction order) against the host reference (spec/ via
+// HostVerifyAccept): processed distributions, committed tokens, accepted counts,
+// log-probabilities and errors, over every rule, sampling setting and awkward logits
+// (ties, -inf, +inf, NaN), vocabularies that are not multiples of the block size and
+// vocab-parallel (sliced) layouts.
+#include "kernels/accept/accept_algorithm.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "kernels/accept/emulated_verify_accept.h"
+#include "kernels/accept/host_block.h"
+#include "kernels/accept/verify_accept.h"
+#include "spec/acceptance.h"
+#include "spec/sampling.h"
+
+namespace tandem {
+namespace accept {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+
+// Logits of one row. Kinds: 0 smooth, 1 peaked, 2 quantized (many exact ties),
+// 3 with -inf/NaN holes, 4 with +inf entries, 5 all NaN, 6 all -inf.
+std::vector<float> RandomRow(std::mt19937_64& rng, int vocab, int kind) {
+  std::normal_distribution<float> normal(0.0f, kind == 1 ? 6.0f : 2.0f);
+  std::uniform_int_distribution<int> pick(0, vocab - 1);
+  std::vector<float> row(vocab);
+  for (float& x : row) x = normal(rng);
+  switch (kind) {
+    case 2:
+      for (float& x : row) x = std::round(x * 2.0f) / 2.0f;
+      break;
+    case 3:
+      for (int j = 0; j < vocab / 4; ++j) row[pick(rng)] = -kInf;
+      for (int j = 0; j < vocab / 8; ++j) row[pick(rng)] = kNan;
+      break;
+    case 4:
+      row[pick(rng)] = kInf;
+      row[pick(rng)] = kInf;
+      break;
+    case 5:
+      for (float& x : row) x = kNan;
+      break;
+    case 6:
+      for (float& x : row) x = -kInf;
+      break;
+    default:
+      break;
+  }
+  return row;
+}
+
+spec::SamplingConfig RandomSampling(std::mt19937_64& rng, int vocab, bool greedy) {
+  spec::SamplingConfig config;
+  if (greedy) return config;
+  const float temperatures[] = {0.3f, 0.7f, 1.0f, 1.6f};
+  const int top_ks[] = {0, 0, 1, 5, 40, vocab};
+  const float top_ps[] = {1.0f, 1.0f, 0.95f, 0.6f, 0.05f};
+  config.temperature = temperatures[rng() % 4];
+  config.top_k = top_ks[rng() % 6];
+  config.top_p = top_ps[rng() % 5];
+  return config;
+}
+
+// The processed distribution of one row: same support exactly, values within float
+// rounding of the double sums' order.
+void ExpectSameDistribution(const std::vector<float>& expected, const std::vector<float>& got,
+                            const std::string& where) {
+  ASSERT_EQ(expected.size(), got.size()) << where;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_EQ(expected[i] > 0.0f, got[i] > 0.0f) << where << " entry " << i;
+    ASSERT_NEAR(expected[i], got[i], 1e-6f * expected[i] + 1e-30f) << where << " entry " << i;
+  }
+}
+
+TEST(AcceptAlgorithmTest, ProcessRowMatchesSpecProcessLogits) {
+  std::mt19937_64 rng(11);
+  int rows_checked = 0;
+  for (int vocab : {1, 7, 256, 300, 1000, 4099}) {
+    for (int trial = 0; trial < 60; ++trial) {
+      const int kind = trial % 7;
+      const std::vector<float> logits = RandomRow(rng, vocab, kind);
+      const spec::SamplingConfig config = RandomSampling(rng, vocab, trial % 5 == 0);
+      std::vector<float> expected;
+      spec::ProcessLogits(logits, config, &expected);
+      PackedChain chain;
+      chain.temperature = config.temperature;
+      chain.top_k = config.top_k;
+      chain.top_p = config.top_p;
+      std::vector<float> got(vocab, -1.0f);
+      std::vector<double> work(vocab);
+      HostBlock block;
+      detail::ProcessRow(block, vocab, [&](int i) { return logits[i]; }, chain, got.data(),
+                         work.data());
+      ExpectSameDistribution(expected, got,
+                             absl::StrCat("vocab ", vocab, " trial ", trial, " kind ", kind,
+                                          " T ", config.temperature, " top_k ", config.top_k,
+                                          " top_p ", config.top_p));
+      ++rows_checked;
+    }
+  }
+  EXPECT_EQ(rows_checked, 360);
+}
+
+TEST(AcceptAlgorithmTest, TopKAndTopPKeepTiesByLowerIndex) {
+  // Weights 3 x 0.3 (indices 1, 4, 6) and 0.1: top-k 2 keeps indices 1 and 4; top-p
+  // 0.5 of the mass needs two of the tied entries, again 1 and 4.
+  std::vector<float> logits = {std::log(0.1f), std::log(0.3f), -kInf, -kInf,
+                               std::log(0.3f), -kInf,          std::log(0.3f)};
+  for (int mode = 0; mode < 2; ++mode) {
+    PackedChain chain;
+    chain.temperature = 1.0f;
+    chain.top_k = mode == 0 ? 2 : 0;
+    chain.top_p = mode == 0 ? 1.0f : 0.5f;
+    std::vector<float> probs(logits.size());
+    std::vector<double> work(logits.size());
+    HostBlock block;
+    detail::ProcessRow(block, static_cast<int>(logits.size()),
+                       [&](int i) { return logits[i]; }, chain, probs.data(), work.data());
+    for (int i = 0; i < static_cast<int>(logits.size()); ++i) {
+      EXPECT_EQ(probs[i] > 0.0f, i == 1 || i == 4) << "mode " << mode << " index " << i;
+    }
+    EXPECT_NEAR(probs[1], 0.5f, 1e-6f);
+  }
+}
+
+// A chain of K proposals drawn from a perturbed copy of the target rows, with the exact
+// sparse q they were drawn from, so every rule accepts some and rejects some.
+VerifyChain RandomChain(std::mt19937_64& rng, const std::vector<float>& logits, int vocab,
+                        int first_row, int k, spec::AcceptanceRule rule) {
+  VerifyChain chain;
+  chain.first_row = first_row;
+  const bool greedy = rule == spec::AcceptanceRule::kGreedy;
+  chain.sampling = RandomSampling(rng, vocab, greedy);
+  if (!greedy && rng() % 6 == 0) chain.sampling.temperature = 0.0f;  // Lossy rules at T 0.
+  chain.params.rule = rule;
+  if (rule == spec::AcceptanceRule::kThreshold && rng() % 2) chain.params.alpha = 0.05f;
+  if (rule == spec::AcceptanceRule::kRatio && rng() % 2) chain.params.alpha = 0.9f;
+  chain.key = {rng(), rng() % 1000};
+  chain.want_logprobs = rng() % 2 == 0;
+  std::normal_distribution<float> noise(0.0f, 1.0f);
+  for (int i = 0; i < k; ++i) {
+    std::vector<float> draft(logits.begin() + size_t(first_row + i) * vocab,
+                             logits.begin() + size_t(first_row + i + 1) * vocab);
+    for (float& x : draft) x = std::isfinite(x) ? x + noise(rng) : 0.0f;
+    spec::SamplingConfig draft_config;
+    draft_config.temperature = 1.0f;
+    std::vector<float> q_dense;
+    spec::ProcessLogits(draft, draft_config, &q_dense);
+    spec::Proposal proposal;
+    proposal.q = spec::TopKSparse(q_dense, 32);
+    proposal.token = spec::SampleFromSparse(proposal.q, std::uniform_real_distribution<double>(
+                                                            0.0, 1.0)(rng));
+    chain.proposals.push_back(proposal);
+  }
+  return chain;
+}
+
+void ExpectSameOutcomes(const std::vector<VerifyOutcome>& expected,
+                        const std::vector<VerifyOutcome>& got, const std::string& where) {
+  ASSERT_EQ(expected.size(), got.size()) << where;
+  for (size_t c = 0; c < expected.size(); ++c) {
+    const std::string at = absl::StrCat(where, " chain ", c);
+    ASSERT_EQ(expected[c].status, got[c].status) << at;
+    ASSERT_EQ(expected[c].committed, got[c].committed) << at;
+    ASSERT_EQ(expected[c].num_accepted, got[c].num_accepted) << at;
+    ASSERT_EQ(expected[c].logprobs.size(), got[c].logprobs.size()) << at;
+    for (size_t j = 0; j < expected[c].logprobs.size(); ++j) {
+      const float e = expected[c].logprobs[j], g = got[c].logprobs[j];
+      if (std::isinf(e)) {
+        ASSERT_EQ(e, g) << at << " logprob " << j;
+      } else {
+        ASSERT_NEAR(e, g, 1e-5f * (1.0f + std::fabs(e))) << at << " logprob " << j;
+      }
+    }
+  }
+}
+
+TEST(AcceptAlgorithmTest, ExactBoundariesFollowTheReference) {
+  // Four equal weights: top-p 0.5 reaches its target exactly after two entries (the
+  // crossing entry is the last one kept), and an inverse-CDF draw at u = 0.5 lands
+  // exactly on a bucket edge (the next bucket is taken).
+  const std::vector<float> logits = {0.0f, 0.0f, 0.0f, 0.0f};
+  PackedChain chain;
+  chain.temperature = 1.0f;
+  chain.top_p = 0.5f;
+  std::vector<float> probs(4), expected;
+  std::vector<double> work(4);
+  HostBlock block;
+  detail::ProcessRow(block, 4, [&](int i) { return logits[i]; }, chain, probs.data(),
+                     work.data());
+  spec::ProcessLogits(logits, {1.0f, 0, 0.5f}, &expected);
+  EXPECT_EQ(probs, expected);
+  EXPECT_EQ(probs, (std::vector<float>{0.5f, 0.5f, 0.0f, 0.0f}));
+  const std::vector<float> equal = {0.25f, 0.25f, 0.25f, 0.25f};
+  for (double u : {0.0, 0.25, 0.5, 0.75, 0.999}) {
+    EXPECT_EQ(detail::SampleInverseCdf(block, 4, [&](int i) { return double(equal[i]); }, u),
+              spec::SampleFromProbs(equal, u))
+        << "u " << u;
+  }
+}
+
+TEST(AcceptAlgorithmTest, DeterministicRulesAcrossTheirThresholds) {
+  // Two-token rows with p(token 0) on a fine grid, so every threshold (alpha, the
+  // position rule's theta_i for each i, the typical bound) falls between grid points.
+  const spec::AcceptanceRule rules[] = {
+      spec::AcceptanceRule::kThreshold, spec::AcceptanceRule::kRatio,
+      spec::AcceptanceRule::kPosition, spec::AcceptanceRule::kTypical};
+  int accepted = 0, total = 0;
+  for (spec::AcceptanceRule rule : rules) {
+    for (int k = 1; k <= 4; ++k) {
+      for (int step = 1; step < 40; ++step) {
+        const float p = step / 40.0f;
+        std::vector<float> logits;
+        for (int i = 0; i <= k; ++i) {
+          logits.push_back(std::log(p));
+          logits.push_back(std::log(1.0f - p));
+        }
+        VerifyChain chain;
+        chain.sampling.temperature = 1.0f;
+        chain.params.rule = rule;
+        chain.key = {uint64_t(step), 0};
+        for (int i = 0; i < k; ++i) {
+          spec::Proposal proposal;
+          proposal.token = 0;
+          proposal.q.ids = {0, 1};
+          proposal.q.probs = {0.6f, 0.4f};
+          chain.proposals.push_back(proposal);
+        }
+        std::vector<VerifyOutcome> expected, got;
+        ASSERT_TRUE(HostVerifyAccept(logits, 2, {chain}, &expected).ok());
+        ASSERT_TRUE(
+            EmulatedVerifyAccept(LogitsView{logits.data(), k + 1, 2, 1}, {chain}, &got).ok());
+        ExpectSameOutcomes(expected, got,
+                           absl::StrCat(spec::AcceptanceRuleName(rule), " k ", k, " p ", p));
+        accepted += expected[0].num_accepted;
+        total += k;
+      }
+    }
+  }
+  EXPECT_GT(accepted, total / 4);
+  EXPECT_LT(accepted, total);
+}
+
+// Row-major logits -> the sliced layout of `parts` vocabulary slices.
+std::vector<float> Sliced(const std::vector<float>& row_major, int rows, int vocab, int parts) {
+  const int slice = vocab / parts;
+  std::vector<float> out(row_major.size());
+  for (int r = 0; r < rows; ++r) {
+    for (int v = 0; v < vocab; ++v) {
+      out[(size_t(v / slice) * rows + r) * slice + v % slice] = row_major[size_t(r) * vocab + v];
+    }
+  }
+  return out;
+}
+
+TEST(AcceptAlgorithmTest, BatchesMatchTheReferenceForEveryRule) {
+  const spec::AcceptanceRule rules[] = {
+      spec::AcceptanceRule::kGreedy,   spec::AcceptanceRule::kRejection,
+      spec::AcceptanceRule::kThreshold, spec::AcceptanceRule::kRatio,
+      spec::AcceptanceRule::kPosition, spec::AcceptanceRule::kTypical};
+  std::mt19937_64 rng(2024);
+  int chains_checked = 0, accepted = 0, proposals = 0, errors = 0;
+  for (int vocab : {8, 300, 1000}) {
+    for (int parts : {1, 2, 4}) {
+      for (int batch_index = 0; batch_index < 12; ++batch_index) {
+        // 6 chains, K 0..7, the rows of each drawn with a random kind (rarely all NaN).
+        std::vector<VerifyChain> chains;
+        std::vector<float> logits;
+        int rows = 0;
+        for (int c = 0; c < 6; ++c) {
+          const int k = static_cast<int>(rng() % 8);
+          const int kind = rng() % 25 == 0 ? 5 : static_cast<int>(rng() % 5);
+          for (int i = 0; i <= k; ++i) {
+            const std::vector<float> row = RandomRow(rng, vocab, kind);
+            logits.insert(logits.end(), row.begin(), row.end());
+          }
+          chains.push_back(RandomChain(rng, logits, vocab, rows, k, rules[(batch_index + c) % 6]));
+          rows += k + 1;
+          proposals += k;
+        }
+        const std::string where =
+            absl::StrCat("vocab ", vocab, " parts ", parts, " batch ", batch_index);
+        std::vector<VerifyOutcome> expected, got;
+        ASSERT_TRUE(HostVerifyAccept(logits, vocab, chains, &expected).ok()) << where;
+        const std::vector<float> sliced = Sliced(logits, rows, vocab, parts);
+        ASSERT_TRUE(
+            EmulatedVerifyAccept(LogitsView{sliced.data(), rows, vocab, parts}, chains, &got)
+                .ok())
+            << where;
+        ExpectSameOutcomes(expected, got, where);
+        for (const VerifyOutcome& outcome : expected) {
+          ++chains_checked;
+          accepted += outcome.num_accepted;
+          errors += !outcome.status.ok();
+        }
+      }
+    }
+  }
+  EXPECT_EQ(chains_checked, 3 * 3 * 12 * 6);
+  // The cases are not degenerate: proposals are accepted and rejected, errors occur.
+  EXPECT_GT(accepted, proposals / 5);
+  EXPECT_LT(accepted, proposals);
+  EXPECT_GT(errors, 0);
+}
+
+TEST(AcceptAlgorithmTest, LargeVocabularyWithTopP) {
+  // A Llama-sized vocabulary: the bit-by-bit top-k/top-p search over 32000 entries.
+  constexpr int kVocab = 32000;
+  std::mt19937_64 rng(7);
+  std::vector<float> logits;
+  std::vector<VerifyChain> chains;
+  int rows = 0;
+  for (int c = 0; c < 3; ++c) {
+    const int k = 3;
+    for (int i = 0; i <= k; ++i) {
+      const std::vector<float> row = RandomRow(rng, kVocab, c == 1 ? 2 : 0);
+      logits.insert(logits.end(), row.begin(), row.end());
+    }
+    VerifyChain chain =
+        RandomChain(rng, logits, kVocab, rows, k, spec::AcceptanceRule::kRejection);
+    chain.sampling = {0.8f, c == 2 ? 50 : 0, 0.9f};
+    chain.want_logprobs = true;
+    chains.push_back(chain);
+    rows += k + 1;
+  }
+  std::vector<VerifyOutcome> expected, got;
+  ASSERT_TRUE(HostVerifyAccept(logits, kVocab, chains, &expected).ok());
+  ASSERT_TRUE(EmulatedVerifyAccept(LogitsView{logits.data(), rows, kVocab, 1}, chains, &got).ok());
+  ExpectSameOutcomes(expected, got, "vocab 32000");
+}
+
+TEST(AcceptAlgorithmTest, BadViewsAndRowsAreRejected) {
+  std::vector<float> logits(4 * 10, 0.0f);
+  VerifyChain chain;
+  chain.first_row = 2;
+  chain.proposals.resize(2);  // Needs rows 2..4 of 4.
+  std::vector<VerifyOutcome> outcomes;
+  EXPECT_EQ(EmulatedVerifyAccept(LogitsView{logits.data(), 4, 10, 1}, {chain}, &outcomes).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(EmulatedVerifyAccept(LogitsView{logits.data(), 4, 10, 3}, {}, &outcomes).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(EmulatedVerifyAccept(LogitsView{nullptr, 4, 10, 1}, {}, &outcomes).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace accept
+}  // namespace tandem

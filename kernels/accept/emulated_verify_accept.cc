@@ -1,0 +1,44 @@
+#include "kernels/accept/emulated_verify_accept.h"
+
+#include "absl/strings/str_cat.h"
+#include "kernels/accept/accept_algorithm.h"
+#include "kernels/accept/host_block.h"
+#include "kernels/accept/packed_batch.h"
+
+namespace tandem {
+namespace accept {
+
+absl::Status EmulatedVerifyAccept(const LogitsView& logits, absl::Span<const VerifyChain> chains,
+                                  std::vector<VerifyOutcome>* outcomes) {
+  absl::Status status = ValidateLogitsView(logits);
+  if (!status.ok()) return status;
+  status = ValidateChainRows(chains, logits.rows);
+  if (!status.ok()) return status;
+  const PackedBatch batch = PackChains(chains);
+  PackedOutputs outputs;
+  ResizeOutputs(batch, &outputs);
+  std::vector<float> probs(chains.size() * size_t(logits.vocab));
+  std::vector<double> weights(probs.size());
+  BatchView view;
+  view.logits = logits.data;
+  view.rows = logits.rows;
+  view.vocab = logits.vocab;
+  view.parts = logits.parts;
+  view.chains = batch.chains.data();
+  view.num_chains = static_cast<int32_t>(batch.chains.size());
+  view.tokens = batch.tokens.data();
+  view.q_begin = batch.q_begin.data();
+  view.q_ids = batch.q_ids.data();
+  view.q_probs = batch.q_probs.data();
+  view.probs = probs.data();
+  view.weights = weights.data();
+  view.out_tokens = outputs.tokens.data();
+  view.out_logprobs = outputs.logprobs.data();
+  view.out_status = outputs.status.data();
+  HostBlock block;
+  for (int c = 0; c < view.num_chains; ++c) AcceptChain(block, view, c);
+  return UnpackOutcomes(batch, outputs, outcomes);
+}
+
+}  // namespace accept
+}  // namespace tandem

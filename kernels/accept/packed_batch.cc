@@ -1,0 +1,102 @@
+#include "kernels/accept/packed_batch.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "spec/rng.h"
+#include "kernels/accept/accept_algorithm.h"
+
+namespace tandem {
+namespace accept {
+
+static_assert(kRuleGreedy == static_cast<int>(spec::AcceptanceRule::kGreedy) &&
+                  kRuleRejection == static_cast<int>(spec::AcceptanceRule::kRejection) &&
+                  kRuleThreshold == static_cast<int>(spec::AcceptanceRule::kThreshold) &&
+                  kRuleRatio == static_cast<int>(spec::AcceptanceRule::kRatio) &&
+                  kRulePosition == static_cast<int>(spec::AcceptanceRule::kPosition) &&
+                  kRuleTypical == static_cast<int>(spec::AcceptanceRule::kTypical),
+              "accept_algorithm.h rule codes follow spec::AcceptanceRule");
+static_assert(kStreamAccept == static_cast<uint32_t>(spec::RandomStream::kAccept) &&
+                  kStreamResample == static_cast<uint32_t>(spec::RandomStream::kResample),
+              "accept_algorithm.h streams follow spec::RandomStream");
+
+PackedBatch PackChains(absl::Span<const VerifyChain> chains) {
+  PackedBatch batch;
+  batch.chains.reserve(chains.size());
+  batch.q_begin.push_back(0);
+  for (const VerifyChain& chain : chains) {
+    PackedChain packed;
+    packed.first_row = chain.first_row;
+    packed.num_proposals = static_cast<int32_t>(chain.proposals.size());
+    packed.proposal_begin = static_cast<int32_t>(batch.tokens.size());
+    packed.output_begin = batch.num_outputs;
+    packed.temperature = chain.sampling.temperature;
+    packed.top_k = chain.sampling.top_k;
+    packed.top_p = chain.sampling.top_p;
+    packed.rule = static_cast<int32_t>(chain.params.rule);
+    packed.alpha = spec::AlphaOrDefault(chain.params);
+    packed.theta_first = chain.params.theta_first;
+    packed.theta_last = chain.params.theta_last;
+    packed.epsilon = chain.params.epsilon;
+    packed.delta = chain.params.delta;
+    packed.want_logprobs = chain.want_logprobs ? 1 : 0;
+    packed.seed = chain.key.seed;
+    packed.sample_index = chain.key.sample_index;
+    for (const spec::Proposal& proposal : chain.proposals) {
+      batch.tokens.push_back(proposal.token);
+      const size_t n = std::min(proposal.q.ids.size(), proposal.q.probs.size());
+      batch.q_ids.insert(batch.q_ids.end(), proposal.q.ids.begin(), proposal.q.ids.begin() + n);
+      batch.q_probs.insert(batch.q_probs.end(), proposal.q.probs.begin(),
+                           proposal.q.probs.begin() + n);
+      batch.q_begin.push_back(static_cast<int32_t>(batch.q_ids.size()));
+    }
+    batch.num_outputs += packed.num_proposals + 1;
+    batch.chains.push_back(packed);
+  }
+  return batch;
+}
+
+void ResizeOutputs(const PackedBatch& batch, PackedOutputs* outputs) {
+  outputs->tokens.assign(batch.num_outputs, -1);
+  outputs->logprobs.assign(batch.num_outputs, 0.0f);
+  outputs->status.assign(batch.chains.size(), PackedStatus());
+}
+
+absl::Status UnpackOutcomes(const PackedBatch& batch, const PackedOutputs& outputs,
+                            std::vector<VerifyOutcome>* outcomes) {
+  outcomes->clear();
+  outcomes->resize(batch.chains.size());
+  for (size_t c = 0; c < batch.chains.size(); ++c) {
+    const PackedChain& chain = batch.chains[c];
+    const PackedStatus& status = outputs.status[c];
+    VerifyOutcome& out = (*outcomes)[c];
+    if (status.error_index >= 0) {
+      if (status.error_index > chain.num_proposals) {
+        return absl::InternalError(absl::StrCat("verify accept: chain ", c, " error index ",
+                                                status.error_index, " past K = ",
+                                                chain.num_proposals));
+      }
+      out.status = absl::InvalidArgumentError(
+          absl::StrCat("acceptance: target distribution ", status.error_index,
+                       " has no positive probability"));
+      continue;
+    }
+    if (status.num_committed < 1 || status.num_committed > chain.num_proposals + 1 ||
+        status.num_accepted != status.num_committed - 1) {
+      return absl::InternalError(absl::StrCat(
+          "verify accept: chain ", c, " reports ", status.num_committed, " committed and ",
+          status.num_accepted, " accepted for K = ", chain.num_proposals));
+    }
+    const auto begin = outputs.tokens.begin() + chain.output_begin;
+    out.committed.assign(begin, begin + status.num_committed);
+    out.num_accepted = status.num_accepted;
+    if (chain.want_logprobs) {
+      const auto lp = outputs.logprobs.begin() + chain.output_begin;
+      out.logprobs.assign(lp, lp + status.num_committed);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace accept
+}  // namespace tandem

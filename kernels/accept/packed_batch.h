@@ -1,0 +1,52 @@
+// A batch of verified chains (verify_accept.h) packed into flat plain-old-data arrays:
+// the form the block-parallel acceptance (accept_algorithm.h) reads, uploaded as is to
+// a GPU, and the flat outputs it writes. Host code; PackChains/UnpackOutcomes convert.
+#ifndef TANDEM_KERNELS_ACCEPT_PACKED_BATCH_H_
+#define TANDEM_KERNELS_ACCEPT_PACKED_BATCH_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "kernels/accept/packed_types.h"
+#include "kernels/accept/verify_accept.h"
+
+namespace tandem {
+namespace accept {
+
+// Host arrays of a packed batch. q entries of proposal j (global index) are
+// [q_begin[j], q_begin[j + 1]) in q_ids / q_probs.
+struct PackedBatch {
+  std::vector<PackedChain> chains;
+  std::vector<int32_t> tokens;   // Every proposal, chain after chain.
+  std::vector<int32_t> q_begin;  // tokens.size() + 1 entries.
+  std::vector<int32_t> q_ids;
+  std::vector<float> q_probs;
+  int32_t num_outputs = 0;  // Sum of K + 1 over the chains.
+};
+
+// Flat outputs: tokens and logprobs hold num_outputs slots (chain c at output_begin).
+struct PackedOutputs {
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;
+  std::vector<PackedStatus> status;  // One per chain.
+};
+
+// Packs `chains` (expected valid, see VerifyChain). Never fails; q is copied for every
+// rule (cheap) so the packing does not depend on the rule.
+PackedBatch PackChains(absl::Span<const VerifyChain> chains);
+
+// Sizes `outputs` for `batch`.
+void ResizeOutputs(const PackedBatch& batch, PackedOutputs* outputs);
+
+// The outcomes the outputs describe (same message as spec::AcceptProposals for a
+// distribution without mass). INTERNAL when a status is inconsistent (e.g. counts out of
+// range: a kernel bug, never silently accepted).
+absl::Status UnpackOutcomes(const PackedBatch& batch, const PackedOutputs& outputs,
+                            std::vector<VerifyOutcome>* outcomes);
+
+}  // namespace accept
+}  // namespace tandem
+
+#endif  // TANDEM_KERNELS_ACCEPT_PACKED_BATCH_H_
