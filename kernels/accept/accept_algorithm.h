@@ -74,6 +74,15 @@ TANDEM_HOST_DEVICE inline double Log(double x) {
   return std::log(x);
 #endif
 }
+// a * b, never fused with a following add (nvcc contracts a * b + c into an FMA by
+// default, which would round differently from the host).
+TANDEM_HOST_DEVICE inline double Mul(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
 TANDEM_HOST_DEVICE inline uint64_t BitsOf(double x) {
   uint64_t bits;
   memcpy(&bits, &x, sizeof bits);
@@ -138,7 +147,7 @@ TANDEM_HOST_DEVICE int SampleInverseCdf(Block& block, int n, W weight, double u)
   if (last < 0) return -1;
   const int found = block.ChunkScan(
       n, positive, [&](int, double w, double, double after, double total) {
-        return w > 0.0 && u * total < after;
+        return w > 0.0 && Mul(u, total) < after;
       });
   return found >= 0 ? found : last;
 }
@@ -173,7 +182,7 @@ TANDEM_HOST_DEVICE void KeepTopK(Block& block, int n, int top_k, double* w) {
 template <class Block>
 TANDEM_HOST_DEVICE void KeepTopP(Block& block, int n, float top_p, double* w) {
   const double total = Sum(block, n, [&](int i) { return w[i]; });
-  const double target = static_cast<double>(top_p) * total;
+  const double target = Mul(top_p, total);
   if (!(target > 0.0)) {  // Keeps the single most likely entry.
     const int best = ArgMax(block, n, [&](int i) { return w[i]; });
     block.ForEach(n, [&](int i) {
@@ -338,11 +347,11 @@ TANDEM_HOST_DEVICE void AcceptChain(Block& block, const BatchView& view, int c) 
         accept = p_token > static_cast<double>(chain.alpha);
         break;
       case kRuleRatio:
-        accept = q_token >= static_cast<double>(chain.alpha) * p_token;
+        accept = q_token >= Mul(chain.alpha, p_token);
         break;
       case kRulePosition: {
         const double first = chain.theta_first, last = chain.theta_last;
-        accept = p_token >= first - (static_cast<double>(i + 1) / k) * (first - last);
+        accept = p_token >= first - Mul(static_cast<double>(i + 1) / k, first - last);
         break;
       }
       case kRuleTypical: {
@@ -351,9 +360,9 @@ TANDEM_HOST_DEVICE void AcceptChain(Block& block, const BatchView& view, int c) 
         if (!accept) {
           const double entropy = Sum(block, n, [&](int v) {
             const double p = probs[v];
-            return p > 0.0 && IsFinite(p) ? -p * Log(p) : 0.0;
+            return p > 0.0 && IsFinite(p) ? -Mul(p, Log(p)) : 0.0;
           });
-          const double bound = static_cast<double>(chain.delta) * Exp(-entropy);
+          const double bound = Mul(chain.delta, Exp(-entropy));
           accept = p_token > (epsilon < bound ? epsilon : bound);
         }
         break;

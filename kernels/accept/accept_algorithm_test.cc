@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "kernels/accept/accept_test_util.h"
 #include "kernels/accept/emulated_verify_accept.h"
 #include "kernels/accept/host_block.h"
 #include "kernels/accept/verify_accept.h"
@@ -24,51 +25,13 @@ namespace tandem {
 namespace accept {
 namespace {
 
+using testing::ExpectSameOutcomes;
+using testing::RandomChain;
+using testing::RandomRow;
+using testing::RandomSampling;
+using testing::Sliced;
+
 constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
-
-// Logits of one row. Kinds: 0 smooth, 1 peaked, 2 quantized (many exact ties),
-// 3 with -inf/NaN holes, 4 with +inf entries, 5 all NaN, 6 all -inf.
-std::vector<float> RandomRow(std::mt19937_64& rng, int vocab, int kind) {
-  std::normal_distribution<float> normal(0.0f, kind == 1 ? 6.0f : 2.0f);
-  std::uniform_int_distribution<int> pick(0, vocab - 1);
-  std::vector<float> row(vocab);
-  for (float& x : row) x = normal(rng);
-  switch (kind) {
-    case 2:
-      for (float& x : row) x = std::round(x * 2.0f) / 2.0f;
-      break;
-    case 3:
-      for (int j = 0; j < vocab / 4; ++j) row[pick(rng)] = -kInf;
-      for (int j = 0; j < vocab / 8; ++j) row[pick(rng)] = kNan;
-      break;
-    case 4:
-      row[pick(rng)] = kInf;
-      row[pick(rng)] = kInf;
-      break;
-    case 5:
-      for (float& x : row) x = kNan;
-      break;
-    case 6:
-      for (float& x : row) x = -kInf;
-      break;
-    default:
-      break;
-  }
-  return row;
-}
-
-spec::SamplingConfig RandomSampling(std::mt19937_64& rng, int vocab, bool greedy) {
-  spec::SamplingConfig config;
-  if (greedy) return config;
-  const float temperatures[] = {0.3f, 0.7f, 1.0f, 1.6f};
-  const int top_ks[] = {0, 0, 1, 5, 40, vocab};
-  const float top_ps[] = {1.0f, 1.0f, 0.95f, 0.6f, 0.05f};
-  config.temperature = temperatures[rng() % 4];
-  config.top_k = top_ks[rng() % 6];
-  config.top_p = top_ps[rng() % 5];
-  return config;
-}
 
 // The processed distribution of one row: same support exactly, values within float
 // rounding of the double sums' order.
@@ -129,58 +92,6 @@ TEST(AcceptAlgorithmTest, TopKAndTopPKeepTiesByLowerIndex) {
       EXPECT_EQ(probs[i] > 0.0f, i == 1 || i == 4) << "mode " << mode << " index " << i;
     }
     EXPECT_NEAR(probs[1], 0.5f, 1e-6f);
-  }
-}
-
-// A chain of K proposals drawn from a perturbed copy of the target rows, with the exact
-// sparse q they were drawn from, so every rule accepts some and rejects some.
-VerifyChain RandomChain(std::mt19937_64& rng, const std::vector<float>& logits, int vocab,
-                        int first_row, int k, spec::AcceptanceRule rule) {
-  VerifyChain chain;
-  chain.first_row = first_row;
-  const bool greedy = rule == spec::AcceptanceRule::kGreedy;
-  chain.sampling = RandomSampling(rng, vocab, greedy);
-  if (!greedy && rng() % 6 == 0) chain.sampling.temperature = 0.0f;  // Lossy rules at T 0.
-  chain.params.rule = rule;
-  if (rule == spec::AcceptanceRule::kThreshold && rng() % 2) chain.params.alpha = 0.05f;
-  if (rule == spec::AcceptanceRule::kRatio && rng() % 2) chain.params.alpha = 0.9f;
-  chain.key = {rng(), rng() % 1000};
-  chain.want_logprobs = rng() % 2 == 0;
-  std::normal_distribution<float> noise(0.0f, 1.0f);
-  for (int i = 0; i < k; ++i) {
-    std::vector<float> draft(logits.begin() + size_t(first_row + i) * vocab,
-                             logits.begin() + size_t(first_row + i + 1) * vocab);
-    for (float& x : draft) x = std::isfinite(x) ? x + noise(rng) : 0.0f;
-    spec::SamplingConfig draft_config;
-    draft_config.temperature = 1.0f;
-    std::vector<float> q_dense;
-    spec::ProcessLogits(draft, draft_config, &q_dense);
-    spec::Proposal proposal;
-    proposal.q = spec::TopKSparse(q_dense, 32);
-    proposal.token = spec::SampleFromSparse(proposal.q, std::uniform_real_distribution<double>(
-                                                            0.0, 1.0)(rng));
-    chain.proposals.push_back(proposal);
-  }
-  return chain;
-}
-
-void ExpectSameOutcomes(const std::vector<VerifyOutcome>& expected,
-                        const std::vector<VerifyOutcome>& got, const std::string& where) {
-  ASSERT_EQ(expected.size(), got.size()) << where;
-  for (size_t c = 0; c < expected.size(); ++c) {
-    const std::string at = absl::StrCat(where, " chain ", c);
-    ASSERT_EQ(expected[c].status, got[c].status) << at;
-    ASSERT_EQ(expected[c].committed, got[c].committed) << at;
-    ASSERT_EQ(expected[c].num_accepted, got[c].num_accepted) << at;
-    ASSERT_EQ(expected[c].logprobs.size(), got[c].logprobs.size()) << at;
-    for (size_t j = 0; j < expected[c].logprobs.size(); ++j) {
-      const float e = expected[c].logprobs[j], g = got[c].logprobs[j];
-      if (std::isinf(e)) {
-        ASSERT_EQ(e, g) << at << " logprob " << j;
-      } else {
-        ASSERT_NEAR(e, g, 1e-5f * (1.0f + std::fabs(e))) << at << " logprob " << j;
-      }
-    }
   }
 }
 
@@ -250,51 +161,22 @@ TEST(AcceptAlgorithmTest, DeterministicRulesAcrossTheirThresholds) {
   EXPECT_LT(accepted, total);
 }
 
-// Row-major logits -> the sliced layout of `parts` vocabulary slices.
-std::vector<float> Sliced(const std::vector<float>& row_major, int rows, int vocab, int parts) {
-  const int slice = vocab / parts;
-  std::vector<float> out(row_major.size());
-  for (int r = 0; r < rows; ++r) {
-    for (int v = 0; v < vocab; ++v) {
-      out[(size_t(v / slice) * rows + r) * slice + v % slice] = row_major[size_t(r) * vocab + v];
-    }
-  }
-  return out;
-}
-
 TEST(AcceptAlgorithmTest, BatchesMatchTheReferenceForEveryRule) {
-  const spec::AcceptanceRule rules[] = {
-      spec::AcceptanceRule::kGreedy,   spec::AcceptanceRule::kRejection,
-      spec::AcceptanceRule::kThreshold, spec::AcceptanceRule::kRatio,
-      spec::AcceptanceRule::kPosition, spec::AcceptanceRule::kTypical};
   std::mt19937_64 rng(2024);
   int chains_checked = 0, accepted = 0, proposals = 0, errors = 0;
   for (int vocab : {8, 300, 1000}) {
     for (int parts : {1, 2, 4}) {
       for (int batch_index = 0; batch_index < 12; ++batch_index) {
-        // 6 chains, K 0..7, the rows of each drawn with a random kind (rarely all NaN).
-        std::vector<VerifyChain> chains;
-        std::vector<float> logits;
-        int rows = 0;
-        for (int c = 0; c < 6; ++c) {
-          const int k = static_cast<int>(rng() % 8);
-          const int kind = rng() % 25 == 0 ? 5 : static_cast<int>(rng() % 5);
-          for (int i = 0; i <= k; ++i) {
-            const std::vector<float> row = RandomRow(rng, vocab, kind);
-            logits.insert(logits.end(), row.begin(), row.end());
-          }
-          chains.push_back(RandomChain(rng, logits, vocab, rows, k, rules[(batch_index + c) % 6]));
-          rows += k + 1;
-          proposals += k;
-        }
+        const testing::RandomBatch batch = testing::MakeRandomBatch(rng, vocab, 6, batch_index);
+        proposals += batch.proposals;
         const std::string where =
             absl::StrCat("vocab ", vocab, " parts ", parts, " batch ", batch_index);
         std::vector<VerifyOutcome> expected, got;
-        ASSERT_TRUE(HostVerifyAccept(logits, vocab, chains, &expected).ok()) << where;
-        const std::vector<float> sliced = Sliced(logits, rows, vocab, parts);
-        ASSERT_TRUE(
-            EmulatedVerifyAccept(LogitsView{sliced.data(), rows, vocab, parts}, chains, &got)
-                .ok())
+        ASSERT_TRUE(HostVerifyAccept(batch.logits, vocab, batch.chains, &expected).ok()) << where;
+        const std::vector<float> sliced = Sliced(batch.logits, batch.rows, vocab, parts);
+        ASSERT_TRUE(EmulatedVerifyAccept(LogitsView{sliced.data(), batch.rows, vocab, parts},
+                                         batch.chains, &got)
+                        .ok())
             << where;
         ExpectSameOutcomes(expected, got, where);
         for (const VerifyOutcome& outcome : expected) {

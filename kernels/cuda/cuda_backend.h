@@ -108,15 +108,12 @@ class CudaBackend : public Backend {
   // `out` must not overlap `x`. Consecutive source rows are copied as one block.
   void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows, float* out) override;
 
-  // ---- device-side sampling helpers (not part of Backend) ----
-  // probs = softmax(logits / temperature) per row; logits, probs: device float32
-  // [rows, cols]; temperature > 0 (see cuda/sampling_kernels.h for NaN/inf rules).
-  // Enqueued; INVALID_ARGUMENT for bad arguments, else the sticky error, if any.
-  absl::Status Softmax(const float* logits, int rows, int cols, float temperature,
-                       float* probs);
-  // out[r] = argmax of logits row r (ties to the lowest index, NaN skipped, -1 when
-  // all NaN); out: device int32 [rows]. Enqueued; errors as Softmax.
-  absl::Status Argmax(const float* logits, int rows, int cols, int32_t* out);
+  // Processes the verify rows and runs the acceptance rules on the device
+  // (kernels/cuda/accept_kernels.h): the packed chains go up, only the committed tokens,
+  // their log-probabilities and a status per chain come back. Same results as the
+  // reference up to the rounding noted in kernels/accept/accept_algorithm.h.
+  absl::Status VerifyAccept(const LogitsView& logits, absl::Span<const VerifyChain> chains,
+                            std::vector<VerifyOutcome>* outcomes) override;
 
   // Free and total bytes of device memory (cudaMemGetInfo).
   absl::Status MemoryInfo(size_t* free_bytes, size_t* total_bytes);

@@ -14,7 +14,6 @@
 #include "kernels/cuda/elementwise_kernels.h"
 #include "kernels/cuda/gemm_kernels.h"
 #include "kernels/cuda/norm_rope_kernels.h"
-#include "kernels/cuda/sampling_kernels.h"
 
 namespace tandem {
 
@@ -203,28 +202,6 @@ void CudaBackend::GatherRows(const float* x, int dim, const std::vector<int32_t>
            "GatherRows");
     j += run;
   }
-}
-
-absl::Status CudaBackend::Softmax(const float* logits, int rows, int cols, float temperature,
-                                  float* probs) {
-  if (rows < 0 || cols <= 0 || !(temperature > 0.0f) || (rows > 0 && (!logits || !probs))) {
-    return absl::InvalidArgumentError(absl::StrCat("Softmax: bad arguments (rows ", rows,
-                                                   ", cols ", cols, ", temperature ",
-                                                   temperature, ")"));
-  }
-  Select(device());
-  Record(cuda::LaunchSoftmax(logits, rows, cols, temperature, probs, state_->stream), "Softmax");
-  return state_->first_error;
-}
-
-absl::Status CudaBackend::Argmax(const float* logits, int rows, int cols, int32_t* out) {
-  if (rows < 0 || cols <= 0 || (rows > 0 && (!logits || !out))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Argmax: bad arguments (rows ", rows, ", cols ", cols, ")"));
-  }
-  Select(device());
-  Record(cuda::LaunchArgmax(logits, rows, cols, out, state_->stream), "Argmax");
-  return state_->first_error;
 }
 
 absl::Status CudaBackend::MemoryInfo(size_t* free_bytes, size_t* total_bytes) {

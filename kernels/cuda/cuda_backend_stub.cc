@@ -61,8 +61,10 @@ void CudaBackend::Add(float*, const float*, size_t) { Unreachable(); }
 void CudaBackend::GatherRows(const float*, int, const std::vector<int32_t>&, float*) {
   Unreachable();
 }
-absl::Status CudaBackend::Softmax(const float*, int, int, float, float*) { return NotBuilt(); }
-absl::Status CudaBackend::Argmax(const float*, int, int, int32_t*) { return NotBuilt(); }
+absl::Status CudaBackend::VerifyAccept(const LogitsView&, absl::Span<const VerifyChain>,
+                                       std::vector<VerifyOutcome>*) {
+  return NotBuilt();
+}
 absl::Status CudaBackend::MemoryInfo(size_t*, size_t*) { return NotBuilt(); }
 
 }  // namespace tandem

@@ -55,11 +55,14 @@ def _unique(items):
             out.append(item)
     return out
 
-def cuda_library(name, srcs = [], hdrs = [], deps = [], copts = [], visibility = None, **kwargs):
+def cuda_library(name, srcs = [], hdrs = [], deps = [], copts = [], nvcc_headers = [],
+                 visibility = None, **kwargs):
     \"\"\"Compiles .cu files with nvcc into position-independent objects.
 
     Produces a cc_library `name` (alwayslink) holding the objects, the headers
     and the CUDA runtime. When CUDA is disabled the library holds only `hdrs`.
+    `nvcc_headers`: headers of other packages the .cu files include (file or
+    filegroup labels); the package's own headers are always available.
     \"\"\"
     if not CUDA_ENABLED:
         native.cc_library(name = name, hdrs = hdrs, deps = deps, visibility = visibility, **kwargs)
@@ -70,7 +73,7 @@ def cuda_library(name, srcs = [], hdrs = [], deps = [], copts = [], visibility =
         obj = "_cuda_objs/" + name + "/" + stem.replace("/", "_") + ".pic.o"
         native.genrule(
             name = name + "_" + stem.replace("/", "_") + "_nvcc",
-            srcs = _unique([src] + hdrs + native.glob(["**/*.h", "**/*.cuh"])),
+            srcs = _unique([src] + hdrs + nvcc_headers + native.glob(["**/*.h", "**/*.cuh"])),
             outs = [obj],
             cmd = (NVCC + " -c -O3 -std=c++17 -arch=" + CUDA_ARCH +
                    " -Xcompiler -fPIC -I. -I$(GENDIR) " + " ".join(copts) +
