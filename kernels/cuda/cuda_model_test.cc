@@ -11,6 +11,7 @@
 //    batch with another sequence.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -25,6 +26,8 @@
 #include "kernels/cuda/cuda_test_util.h"
 #include "model/llama.h"
 #include "model/weights.h"
+#include "spec/acceptance.h"
+#include "spec/sampling.h"
 
 namespace tandem {
 namespace {
@@ -172,6 +175,62 @@ TEST_P(CudaModelTest, LogitsAndGreedyMatchCpu) {
       std::printf("%s [cublas]: greedy tokens differ from the CPU backend (bf16 activations)\n",
                   dir.c_str());
     }
+  }
+}
+
+// Greedy speculative steps with acceptance on the device (ForwardAccept ->
+// CudaBackend::VerifyAccept): chains of K = 4 proposals, the first two of them the true
+// greedy continuation and the rest wrong, so every step accepts 2 and corrects one;
+// the committed tokens must equal plain greedy decoding on the CPU backend.
+TEST_P(CudaModelTest, SpeculativeGreedyOnTheDeviceMatchesCpu) {
+  if (GetParam() != Gemm::kBatchInvariant) GTEST_SKIP() << "cuBLAS mode is not batch invariant";
+  for (const std::string& dir : ModelDirs()) {
+    SCOPED_TRACE(dir);
+    auto weights = LoadLlamaWeights(dir, 0, 1);
+    ASSERT_TRUE(weights.ok()) << weights.status();
+    const int vocab = weights->config.vocab_size;
+    CpuBackend cpu(2);
+    auto gpu_model = Model(*weights, backend_.get());
+    auto cpu_model = Model(RoundedWeights(*weights), &cpu);
+    ASSERT_TRUE(gpu_model && cpu_model);
+    std::vector<int32_t> prompt(12);
+    std::mt19937 rng(4);
+    for (int32_t& t : prompt) t = 3 + int32_t(rng() % uint32_t(vocab - 3));
+    // Plain greedy on the CPU: the expected continuation.
+    std::vector<int32_t> expected;
+    std::vector<float> logits;
+    ASSERT_TRUE(cpu_model->Forward({Seq(1, 0, prompt, false)}, &logits).ok());
+    for (int step = 0; step < 18; ++step) {
+      expected.push_back(Argmax(logits.data(), vocab));
+      ASSERT_TRUE(cpu_model->Forward({Seq(1, int(prompt.size()) + step, {expected.back()}, false)},
+                                     &logits).ok());
+    }
+    // Speculative on the GPU.
+    ASSERT_TRUE(gpu_model->Forward({Seq(2, 0, prompt, false)}, &logits).ok());
+    std::vector<int32_t> committed = {expected[0]};  // The prefill's own greedy token.
+    while (committed.size() + 3 <= expected.size()) {
+      const int n = static_cast<int>(committed.size());
+      VerifyChain chain;
+      chain.params.rule = spec::AcceptanceRule::kGreedy;
+      std::vector<int32_t> tokens = {committed.back()};
+      for (int i = 0; i < 4; ++i) {
+        spec::Proposal proposal;
+        proposal.token = i < 2 ? expected[n + i] : (expected[n + i] + 1) % vocab;
+        proposal.q = spec::PointMass(proposal.token);
+        tokens.push_back(proposal.token);
+        chain.proposals.push_back(proposal);
+      }
+      SequenceInput in = Seq(2, int(prompt.size()) + n - 1, tokens, true);
+      std::vector<VerifyOutcome> outcomes;
+      ASSERT_TRUE(gpu_model->ForwardAccept({in}, {chain}, &outcomes).ok());
+      ASSERT_EQ(outcomes.size(), 1u);
+      ASSERT_TRUE(outcomes[0].status.ok()) << outcomes[0].status;
+      ASSERT_GE(outcomes[0].num_accepted, 2);
+      committed.insert(committed.end(), outcomes[0].committed.begin(), outcomes[0].committed.end());
+      ASSERT_TRUE(gpu_model->Truncate(2, int(prompt.size()) + n + outcomes[0].num_accepted).ok());
+    }
+    committed.resize(std::min(committed.size(), expected.size()));
+    EXPECT_EQ(committed, std::vector<int32_t>(expected.begin(), expected.begin() + committed.size()));
   }
 }
 
