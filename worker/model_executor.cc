@@ -17,6 +17,15 @@ absl::Status LocalExecutor::Forward(const std::vector<SequenceInput>& batch,
   return status;
 }
 
+absl::Status LocalExecutor::ForwardAccept(const std::vector<SequenceInput>& batch,
+                                          absl::Span<const VerifyChain> chains,
+                                          std::vector<VerifyOutcome>* outcomes) {
+  const absl::Time start = absl::Now();
+  absl::Status status = model_->ForwardAccept(batch, chains, outcomes);
+  times_.forward_ms += absl::ToDoubleMilliseconds(absl::Now() - start);
+  return status;
+}
+
 absl::Status LocalExecutor::Truncate(uint64_t seq_id, int length) {
   return model_->Truncate(seq_id, length);
 }

@@ -10,6 +10,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kernels/accept/verify_accept.h"
 #include "model/config.h"
 #include "model/llama.h"
 
@@ -18,7 +20,8 @@ namespace worker {
 
 // Cumulative time counters of an executor, milliseconds since it started.
 struct ExecutorTimes {
-  double forward_ms = 0;     // Wall time in Forward calls (collectives included).
+  double forward_ms = 0;     // Wall time in Forward and ForwardAccept calls
+                             // (collectives included).
   double collective_ms = 0;  // Wall time in collectives (broadcasts and the model's).
 };
 
@@ -31,6 +34,11 @@ class ModelExecutor {
   // sequence is dropped: the coordinator re-prefills).
   virtual absl::Status Forward(const std::vector<SequenceInput>& batch,
                                std::vector<float>* logits) = 0;
+  // Forward with the acceptance of `chains` run where the logits are
+  // (LlamaModel::ForwardAccept): only the outcomes come back.
+  virtual absl::Status ForwardAccept(const std::vector<SequenceInput>& batch,
+                                     absl::Span<const VerifyChain> chains,
+                                     std::vector<VerifyOutcome>* outcomes) = 0;
   virtual absl::Status Truncate(uint64_t seq_id, int length) = 0;
   virtual absl::Status Release(uint64_t seq_id) = 0;
   virtual absl::Status KeepPath(uint64_t seq_id, int start_position,
@@ -57,6 +65,9 @@ class LocalExecutor final : public ModelExecutor {
 
   absl::Status Forward(const std::vector<SequenceInput>& batch,
                        std::vector<float>* logits) override;
+  absl::Status ForwardAccept(const std::vector<SequenceInput>& batch,
+                             absl::Span<const VerifyChain> chains,
+                             std::vector<VerifyOutcome>* outcomes) override;
   absl::Status Truncate(uint64_t seq_id, int length) override;
   absl::Status Release(uint64_t seq_id) override;
   absl::Status KeepPath(uint64_t seq_id, int start_position,

@@ -7,10 +7,10 @@ namespace worker {
 
 ModelShard::ModelShard(std::unique_ptr<LlamaModel> model) : model_(std::move(model)) {}
 
-absl::Status ModelShard::Forward(const std::vector<SequenceInput>& batch,
-                                 std::vector<float>* logits) {
+template <typename Fn>
+absl::Status ModelShard::Tracked(const std::vector<SequenceInput>& batch, Fn&& forward) {
   for (const SequenceInput& in : batch) live_.insert(in.seq_id);
-  absl::Status status = model_->Forward(batch, logits);
+  absl::Status status = forward();
   if (!status.ok()) {
     // Sequences the failed call would have created do not exist.
     for (const SequenceInput& in : batch) {
@@ -18,6 +18,17 @@ absl::Status ModelShard::Forward(const std::vector<SequenceInput>& batch,
     }
   }
   return status;
+}
+
+absl::Status ModelShard::Forward(const std::vector<SequenceInput>& batch,
+                                 std::vector<float>* logits) {
+  return Tracked(batch, [&] { return model_->Forward(batch, logits); });
+}
+
+absl::Status ModelShard::ForwardAccept(const std::vector<SequenceInput>& batch,
+                                       absl::Span<const VerifyChain> chains,
+                                       std::vector<VerifyOutcome>* outcomes) {
+  return Tracked(batch, [&] { return model_->ForwardAccept(batch, chains, outcomes); });
 }
 
 absl::Status ModelShard::Truncate(uint64_t seq_id, int length) {

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "kernels/accept/verify_accept.h"
 #include "model/llama.h"
 #include "worker/group_protocol.h"
 
@@ -25,6 +27,9 @@ class ModelShard {
 
   // LlamaModel calls (same contracts), tracking the sequences that exist.
   absl::Status Forward(const std::vector<SequenceInput>& batch, std::vector<float>* logits);
+  absl::Status ForwardAccept(const std::vector<SequenceInput>& batch,
+                             absl::Span<const VerifyChain> chains,
+                             std::vector<VerifyOutcome>* outcomes);
   absl::Status Truncate(uint64_t seq_id, int length);
   absl::Status Release(uint64_t seq_id);
   absl::Status KeepPath(uint64_t seq_id, int start_position, const std::vector<int32_t>& rows);
@@ -41,6 +46,10 @@ class ModelShard {
   const LlamaModel& model() const { return *model_; }
 
  private:
+  // Runs `forward` (a forward of `batch`) with the sequences of `batch` tracked.
+  template <typename Fn>
+  absl::Status Tracked(const std::vector<SequenceInput>& batch, Fn&& forward);
+
   std::unique_ptr<LlamaModel> model_;
   std::unordered_set<uint64_t> live_;  // Superset of the sequences in the cache.
 };

@@ -14,6 +14,14 @@ spec::SamplingConfig ToSamplingConfig(const v1::SequenceSampling& sampling) {
   return config;
 }
 
+spec::Proposal ToProposal(const v1::ProposedToken& proposal) {
+  spec::Proposal out;
+  out.token = proposal.token();
+  out.q.ids.assign(proposal.q_ids().begin(), proposal.q_ids().end());
+  out.q.probs.assign(proposal.q_probs().begin(), proposal.q_probs().end());
+  return out;
+}
+
 absl::StatusOr<spec::AcceptanceParams> ToAcceptanceParams(
     const v1::SequenceSampling& sampling) {
   spec::AcceptanceParams params;

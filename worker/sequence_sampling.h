@@ -1,5 +1,6 @@
 // Conversions from the wire form of a sequence's sampling settings
-// (tandem.v1.SequenceSampling) to the spec library's types.
+// (tandem.v1.SequenceSampling) and proposals (tandem.v1.ProposedToken) to the spec
+// library's types.
 #ifndef TANDEM_WORKER_SEQUENCE_SAMPLING_H_
 #define TANDEM_WORKER_SEQUENCE_SAMPLING_H_
 
@@ -20,6 +21,9 @@ spec::SamplingConfig ToSamplingConfig(const v1::SequenceSampling& sampling);
 // ACCEPTANCE_RULE_DEFAULT (requests carry the resolved rule) or unknown, or when
 // spec::ValidateAcceptanceParams rejects the parameters for this temperature.
 absl::StatusOr<spec::AcceptanceParams> ToAcceptanceParams(const v1::SequenceSampling& sampling);
+
+// A proposed token and its sparse proposal distribution q, as given.
+spec::Proposal ToProposal(const v1::ProposedToken& proposal);
 
 // True when the sequence decodes greedily (temperature 0).
 inline bool IsGreedy(const v1::SequenceSampling& sampling) {

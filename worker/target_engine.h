@@ -15,6 +15,12 @@
 // tokens, when asked, follow spec::CommittedLogProb (spec/sampling.h): processed
 // distribution under sampling, log_softmax at temperature 1 under greedy.
 //
+// Where acceptance runs (verify_acceptance.h): when every sequence is a chain, on the
+// backend next to the logits (ModelExecutor::ForwardAccept, Backend::VerifyAccept), so
+// only committed tokens and log-probabilities leave a GPU; a request with any tree
+// brings the logits to the host and accepts there. The response is the same either
+// way.
+//
 // Prefill (both roles, see RunPrefill) feeds chunks without logits.
 //
 // Requests are expected to be valid (request_validation.h); the engine still never

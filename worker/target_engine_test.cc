@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -308,6 +309,45 @@ TEST_F(TargetEngineTest, SelfSpeculationUnderRejectionSamplingAcceptsEverything)
     target_cached = out.cached_length();
   }
   EXPECT_EQ(accepted, proposed);
+}
+
+// A chain gets the same answer whether its request holds only chains (acceptance on
+// the backend) or also a tree (acceptance on the host).
+TEST_F(TargetEngineTest, ChainAnswersTheSameNextToATree) {
+  for (uint64_t id : {40, 41, 42}) ASSERT_TRUE(Prefill(id, Head()).ok());
+  const v1::SequenceSampling sampled =
+      testing::Sampled(0.9f, 17, v1::ACCEPTANCE_RULE_THRESHOLD, 0, 1.0f, true);
+  const std::vector<int32_t> proposals = {greedy_[0], greedy_[1], 7};
+  v1::VerifySequence tree =
+      Seq(42, Last(), {prompt_.back()}, {greedy_[0], 9, greedy_[1]}, Greedy(true));
+  for (int32_t p : {-1, -1, 0}) tree.add_proposal_parents(p);
+  auto alone = Verify({Seq(40, Last(), {prompt_.back()}, proposals, sampled)});
+  auto mixed = Verify({Seq(41, Last(), {prompt_.back()}, proposals, sampled), tree});
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  const v1::VerifiedSequence& a = alone->sequences(0);
+  const v1::VerifiedSequence& m = mixed->sequences(0);
+  EXPECT_EQ(Committed(m), Committed(a));
+  EXPECT_EQ(m.num_accepted(), a.num_accepted());
+  EXPECT_EQ(m.cached_length(), a.cached_length());
+  ASSERT_EQ(m.logprobs_size(), a.logprobs_size());
+  ASSERT_EQ(a.logprobs_size(), a.committed_size());
+  for (int j = 0; j < a.logprobs_size(); ++j) EXPECT_EQ(m.logprobs(j), a.logprobs(j));
+  EXPECT_EQ(mixed->sequences(1).num_accepted(), 2u);  // The greedy branch of the tree.
+}
+
+// An acceptance error of one sequence fails the request and rolls every sequence of
+// the batch back to its start_position.
+TEST_F(TargetEngineTest, AcceptanceErrorRollsTheWholeBatchBack) {
+  for (uint64_t id : {50, 51}) ASSERT_TRUE(Prefill(id, Head()).ok());
+  v1::SequenceSampling unresolved = testing::Sampled(1.0f, 3);
+  unresolved.set_rule(v1::ACCEPTANCE_RULE_DEFAULT);
+  auto result = Verify({Seq(50, Last(), {prompt_.back()}, {greedy_[0], greedy_[1]}, Greedy()),
+                        Seq(51, Last(), {prompt_.back()}, {1}, unresolved)});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(result.status().message()).rfind("verify: sequence 51: ", 0), 0u)
+      << result.status();
+  for (uint64_t id : {50, 51}) EXPECT_EQ(*model_.executor->CachedLength(id), Last()) << id;
 }
 
 TEST_F(TargetEngineTest, PrefillCreatesAndExtends) {

@@ -150,8 +150,9 @@ void TargetGroupLeader::Break(const absl::Status& cause) {
   wake_.SignalAll();
 }
 
-absl::Status TargetGroupLeader::Forward(const std::vector<SequenceInput>& batch,
-                                        std::vector<float>* logits) {
+template <typename Fn>
+absl::Status TargetGroupLeader::ForwardOnAllRanks(const std::vector<SequenceInput>& batch,
+                                                  Fn&& local) {
   absl::MutexLock lock(&mu_);
   if (state_ != State::kFormed) return absl::UnavailableError(unavailable_reason_);
   const absl::Time start = absl::Now();
@@ -164,7 +165,7 @@ absl::Status TargetGroupLeader::Forward(const std::vector<SequenceInput>& batch,
   absl::Status status = Send(std::move(message));
   if (status.ok()) {
     const int64_t failures = comm_->failures();
-    status = shard_->Forward(batch, logits);
+    status = local();
     if (!status.ok() && comm_->failures() == failures) {
       // Rejected before any collective, identically on every rank: the group is fine.
       forward_ms_ += absl::ToDoubleMilliseconds(absl::Now() - start);
@@ -177,6 +178,23 @@ absl::Status TargetGroupLeader::Forward(const std::vector<SequenceInput>& batch,
     return absl::UnavailableError(unavailable_reason_);
   }
   return absl::OkStatus();
+}
+
+absl::Status TargetGroupLeader::Forward(const std::vector<SequenceInput>& batch,
+                                        std::vector<float>* logits) {
+  return ForwardOnAllRanks(batch, [&] { return shard_->Forward(batch, logits); });
+}
+
+absl::Status TargetGroupLeader::ForwardAccept(const std::vector<SequenceInput>& batch,
+                                              absl::Span<const VerifyChain> chains,
+                                              std::vector<VerifyOutcome>* outcomes) {
+  // The followers never see the chains: a rejection of them after the broadcast would
+  // leave the followers in collectives the leader does not join.
+  if (outcomes == nullptr) return absl::InvalidArgumentError("ForwardAccept: outcomes is null");
+  absl::Status status = ValidateChainRows(chains, CountLogitRows(batch));
+  if (!status.ok()) return status;
+  return ForwardOnAllRanks(batch,
+                           [&] { return shard_->ForwardAccept(batch, chains, outcomes); });
 }
 
 template <typename Fn>

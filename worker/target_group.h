@@ -5,7 +5,8 @@
 // broadcasts the call to the followers as a GroupMessage (group_protocol.h): a fixed
 // kGroupChunkBytes first broadcast that holds the whole message in the common case,
 // plus a second one only for a larger payload. Then every rank makes the same
-// LlamaModel call (collectives inside) and the leader alone runs acceptance. Calls
+// LlamaModel call (collectives inside) and the leader alone runs acceptance (a verify
+// step is Forward on the followers and ForwardAccept on the leader). Calls
 // without collectives (truncate, release, keep-path) are applied on the leader at once
 // and queued; the queue rides on the next message, before its forward, so a verify
 // step costs ONE broadcast plus the model's own collectives. After ~1 s without a
@@ -35,6 +36,8 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "kernels/accept/verify_accept.h"
 #include "worker/group_membership.h"
 #include "worker/group_protocol.h"
 #include "worker/model_executor.h"
@@ -78,6 +81,12 @@ class TargetGroupLeader final : public ModelExecutor {
 
   absl::Status Forward(const std::vector<SequenceInput>& batch,
                        std::vector<float>* logits) override;
+  // The followers get the same forward command as for Forward (they compute, the
+  // leader alone runs the acceptance). Chains that do not fit the batch's logit rows
+  // are rejected before anything is sent.
+  absl::Status ForwardAccept(const std::vector<SequenceInput>& batch,
+                             absl::Span<const VerifyChain> chains,
+                             std::vector<VerifyOutcome>* outcomes) override;
   absl::Status Truncate(uint64_t seq_id, int length) override;
   absl::Status Release(uint64_t seq_id) override;
   absl::Status KeepPath(uint64_t seq_id, int start_position,
@@ -102,6 +111,10 @@ class TargetGroupLeader final : public ModelExecutor {
   absl::Status Send(GroupMessage message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Break(const absl::Status& cause) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(bool serving);
+  // Broadcasts a forward of `batch` to the followers and runs `local` (the leader's
+  // forward of it); breaks the group when a collective fails.
+  template <typename Fn>
+  absl::Status ForwardOnAllRanks(const std::vector<SequenceInput>& batch, Fn&& local);
   template <typename Fn>
   absl::Status ApplyAndQueue(GroupCommand command, Fn&& local);
 

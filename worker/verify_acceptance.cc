@@ -1,0 +1,181 @@
+#include "worker/verify_acceptance.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/types/span.h"
+#include "kernels/accept/verify_accept.h"
+#include "spec/acceptance.h"
+#include "spec/sampling.h"
+#include "worker/sequence_sampling.h"
+
+namespace tandem {
+namespace worker {
+namespace {
+
+// Outcome of acceptance for one sequence: committed tokens, the logit row (within the
+// sequence's K + 1 rows) each was drawn from, and the accepted proposal indices.
+struct Accepted {
+  std::vector<int32_t> committed;
+  std::vector<int> rows;
+  std::vector<int> accepted;
+};
+
+// Runs the rule over the proposals `path` (indices, a root-to-node chain) whose logit
+// rows are 0 (the last committed token) and path[i] + 1.
+absl::StatusOr<Accepted> AcceptPath(const v1::VerifySequence& seq, const std::vector<int>& path,
+                                    const std::vector<std::vector<float>>& probs,
+                                    const spec::AcceptanceParams& params) {
+  std::vector<spec::Proposal> proposals;
+  std::vector<absl::Span<const float>> spans = {probs[0]};
+  std::vector<int> rows = {0};
+  for (int j : path) {
+    proposals.push_back(ToProposal(seq.proposals(j)));
+    spans.push_back(probs[j + 1]);
+    rows.push_back(j + 1);
+  }
+  absl::StatusOr<spec::AcceptanceResult> result = spec::AcceptProposals(
+      proposals, spans, params, spec::RandomKey{seq.sampling().seed(), seq.sample_index()});
+  if (!result.ok()) return result.status();
+  Accepted out;
+  out.committed = std::move(result->committed);
+  out.rows.assign(rows.begin(), rows.begin() + out.committed.size());
+  out.accepted.assign(path.begin(), path.begin() + result->num_accepted);
+  return out;
+}
+
+// A chain: the proposals in order. A tree: every root-to-leaf path is run as a chain
+// (the position rule's K is that path's length) and the path that accepts the most
+// proposals wins (ties: the lowest leaf index). Rejection sampling is not offered on
+// trees (validation answers UNIMPLEMENTED): the best of several paths would not keep
+// the target distribution.
+absl::StatusOr<Accepted> Accept(const v1::VerifySequence& seq,
+                                const std::vector<std::vector<float>>& probs) {
+  absl::StatusOr<spec::AcceptanceParams> params = ToAcceptanceParams(seq.sampling());
+  if (!params.ok()) return params.status();
+  const int k = seq.proposals_size();
+  if (seq.proposal_parents_size() == 0) {
+    std::vector<int> chain(k);
+    for (int i = 0; i < k; ++i) chain[i] = i;
+    return AcceptPath(seq, chain, probs, *params);
+  }
+  std::vector<bool> has_child(k, false);
+  for (int j = 0; j < k; ++j) {
+    if (seq.proposal_parents(j) >= 0) has_child[seq.proposal_parents(j)] = true;
+  }
+  absl::StatusOr<Accepted> best = absl::InternalError("verify: a tree without leaves");
+  for (int leaf = 0; leaf < k; ++leaf) {
+    if (has_child[leaf]) continue;
+    std::vector<int> path;
+    for (int j = leaf; j >= 0; j = seq.proposal_parents(j)) path.push_back(j);
+    std::reverse(path.begin(), path.end());
+    absl::StatusOr<Accepted> result = AcceptPath(seq, path, probs, *params);
+    if (!result.ok()) return result.status();
+    if (!best.ok() || result->accepted.size() > best->accepted.size()) best = std::move(result);
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<SequenceInput> VerifyBatch(const v1::VerifyRequest& request) {
+  std::vector<SequenceInput> batch;
+  batch.reserve(request.sequences_size());
+  for (const v1::VerifySequence& seq : request.sequences()) {
+    SequenceInput in;
+    in.seq_id = seq.sequence_id();
+    in.start_position = static_cast<int>(seq.start_position());
+    in.tokens.assign(seq.tokens().begin(), seq.tokens().end());
+    const int n = static_cast<int>(in.tokens.size());
+    const int k = seq.proposals_size();
+    for (const v1::ProposedToken& p : seq.proposals()) in.tokens.push_back(p.token());
+    for (int i = 0; i <= k; ++i) in.logit_indices.push_back(n - 1 + i);
+    if (seq.proposal_parents_size() > 0) {
+      for (int i = 0; i < n; ++i) in.parents.push_back(i - 1);
+      for (int32_t p : seq.proposal_parents()) in.parents.push_back(p < 0 ? n - 1 : n + p);
+    }
+    batch.push_back(std::move(in));
+  }
+  return batch;
+}
+
+absl::Status VerifyOnBackend(ModelExecutor* executor, const v1::VerifyRequest& request,
+                             const std::vector<SequenceInput>& batch, Verdicts* verdicts) {
+  std::vector<VerifyChain> chains;
+  // A sequence whose rule parameters are invalid ends the chains: it is the last
+  // verdict (sequence chains.size()), as with VerifyOnHost.
+  absl::Status params_error;
+  int first_row = 0;
+  for (const v1::VerifySequence& seq : request.sequences()) {
+    absl::StatusOr<spec::AcceptanceParams> params = ToAcceptanceParams(seq.sampling());
+    if (!params.ok()) {
+      params_error = params.status();
+      break;
+    }
+    VerifyChain& chain = chains.emplace_back();
+    chain.first_row = first_row;
+    for (const v1::ProposedToken& p : seq.proposals()) chain.proposals.push_back(ToProposal(p));
+    chain.sampling = ToSamplingConfig(seq.sampling());
+    chain.params = *params;
+    chain.key = spec::RandomKey{seq.sampling().seed(), seq.sample_index()};
+    chain.want_logprobs = seq.sampling().return_logprobs();
+    first_row += seq.proposals_size() + 1;
+  }
+  std::vector<VerifyOutcome> outcomes;
+  absl::Status status = executor->ForwardAccept(batch, chains, &outcomes);
+  if (!status.ok()) return status;
+  for (VerifyOutcome& outcome : outcomes) {
+    if (!outcome.status.ok()) {
+      verdicts->push_back(outcome.status);
+      return absl::OkStatus();
+    }
+    Verdict verdict;
+    verdict.committed = std::move(outcome.committed);
+    for (int j = 0; j < outcome.num_accepted; ++j) verdict.accepted.push_back(j);
+    verdict.logprobs = std::move(outcome.logprobs);
+    verdicts->push_back(std::move(verdict));
+  }
+  if (!params_error.ok()) verdicts->push_back(params_error);
+  return absl::OkStatus();
+}
+
+absl::Status VerifyOnHost(ModelExecutor* executor, const v1::VerifyRequest& request,
+                          const std::vector<SequenceInput>& batch, Verdicts* verdicts) {
+  const size_t vocab = executor->config().vocab_size;
+  std::vector<float> logits;
+  absl::Status status = executor->Forward(batch, &logits);
+  if (!status.ok()) return status;
+  size_t first_row = 0;
+  std::vector<std::vector<float>> probs;
+  for (const v1::VerifySequence& seq : request.sequences()) {
+    const int k = seq.proposals_size();
+    const auto row = [&, first_row](int i) {
+      return absl::MakeConstSpan(logits).subspan((first_row + i) * vocab, vocab);
+    };
+    first_row += k + 1;
+    probs.resize(k + 1);
+    for (int i = 0; i <= k; ++i) {
+      spec::ProcessLogits(row(i), ToSamplingConfig(seq.sampling()), &probs[i]);
+    }
+    absl::StatusOr<Accepted> accepted = Accept(seq, probs);
+    if (!accepted.ok()) {
+      verdicts->push_back(accepted.status());
+      break;
+    }
+    Verdict verdict;
+    verdict.committed = std::move(accepted->committed);
+    verdict.accepted = std::move(accepted->accepted);
+    if (seq.sampling().return_logprobs()) {
+      for (size_t j = 0; j < verdict.committed.size(); ++j) {
+        const int r = accepted->rows[j];
+        verdict.logprobs.push_back(static_cast<float>(spec::CommittedLogProb(
+            row(r), probs[r], verdict.committed[j], IsGreedy(seq.sampling()))));
+      }
+    }
+    verdicts->push_back(std::move(verdict));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace worker
+}  // namespace tandem

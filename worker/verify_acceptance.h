@@ -1,0 +1,57 @@
+// Acceptance of a verify step (worker/target_engine.h): one forward pass over the
+// request's sequences (VerifyBatch), then the sequence's acceptance rule on the K + 1
+// logit rows of each sequence, either
+//  * on the backend, where the logits are (VerifyOnBackend: chains only; only the
+//    committed tokens and their log-probabilities leave a GPU), or
+//  * on the host (VerifyOnHost: requests with a tree; the logits are copied back and
+//    every root-to-leaf path is run as a chain, the one accepting the most winning).
+// Both give the same result for a chain: kernels/accept/verify_accept.h.
+#ifndef TANDEM_WORKER_VERIFY_ACCEPTANCE_H_
+#define TANDEM_WORKER_VERIFY_ACCEPTANCE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "model/llama.h"
+#include "tandem/v1/worker.pb.h"
+#include "worker/model_executor.h"
+
+namespace tandem {
+namespace worker {
+
+// The forward pass of `request`: per sequence its uncached committed tokens then its
+// proposals (a tree's as children of the last committed token), with logits for the
+// last committed token and every proposal: K + 1 rows, sequence after sequence.
+std::vector<SequenceInput> VerifyBatch(const v1::VerifyRequest& request);
+
+// What the acceptance decided for one sequence.
+struct Verdict {
+  std::vector<int32_t> committed;  // Accepted proposals, then the correction or bonus.
+  std::vector<int> accepted;       // Accepted proposal indices, a root-to-node path.
+  std::vector<float> logprobs;     // spec::CommittedLogProb of each committed token when
+                                   // the sequence's sampling asks for them, else empty.
+};
+
+// Verdicts in sequence order up to the first sequence whose acceptance fails (its
+// rule parameters are invalid, or a distribution to sample from is empty), whose error
+// is then the last entry.
+using Verdicts = std::vector<absl::StatusOr<Verdict>>;
+
+// Runs VerifyBatch(request) (`batch`) through executor->ForwardAccept with one
+// VerifyChain per sequence and fills *verdicts (appended to). Every sequence must be a
+// chain (no proposal_parents). Returns the forward's error, if any.
+absl::Status VerifyOnBackend(ModelExecutor* executor, const v1::VerifyRequest& request,
+                             const std::vector<SequenceInput>& batch, Verdicts* verdicts);
+
+// Runs `batch` through executor->Forward and the acceptance on the host; any request,
+// trees included. Rejection sampling is not offered on trees (validation answers
+// UNIMPLEMENTED): the best of several paths would not keep the target distribution.
+absl::Status VerifyOnHost(ModelExecutor* executor, const v1::VerifyRequest& request,
+                          const std::vector<SequenceInput>& batch, Verdicts* verdicts);
+
+}  // namespace worker
+}  // namespace tandem
+
+#endif  // TANDEM_WORKER_VERIFY_ACCEPTANCE_H_

@@ -1,0 +1,200 @@
+// The two acceptance paths of a verify step: on the backend (ForwardAccept) and on the
+// host (Forward, then the acceptance here) give the same verdicts and caches for chains
+// under every rule, and VerifyBatch lays out the forward pass as documented.
+#include "worker/verify_acceptance.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "spec/sampling.h"
+#include "worker/sequence_sampling.h"
+#include "worker/target_engine.h"
+#include "worker/test_util.h"
+
+namespace tandem {
+namespace worker {
+namespace {
+
+constexpr int kVocab = 128;  // kTpCheckpoint.
+
+TEST(VerifyBatchTest, ChainAndTreeLayout) {
+  v1::VerifyRequest request;
+  v1::VerifySequence* chain = request.add_sequences();
+  chain->set_sequence_id(4);
+  chain->set_start_position(7);
+  chain->mutable_tokens()->Add(10);
+  chain->mutable_tokens()->Add(11);
+  for (int32_t t : {20, 21}) *chain->add_proposals() = testing::PointProposal(t);
+  v1::VerifySequence* tree = request.add_sequences();
+  tree->set_sequence_id(5);
+  tree->mutable_tokens()->Add(12);
+  for (int32_t t : {30, 31, 32}) *tree->add_proposals() = testing::PointProposal(t);
+  for (int32_t p : {-1, -1, 0}) tree->add_proposal_parents(p);
+
+  const std::vector<SequenceInput> batch = VerifyBatch(request);
+  ASSERT_EQ(batch.size(), 2u);
+  EXPECT_EQ(batch[0].seq_id, 4u);
+  EXPECT_EQ(batch[0].start_position, 7);
+  EXPECT_EQ(batch[0].tokens, (std::vector<int32_t>{10, 11, 20, 21}));
+  EXPECT_EQ(batch[0].logit_indices, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_TRUE(batch[0].parents.empty());
+  EXPECT_EQ(batch[1].tokens, (std::vector<int32_t>{12, 30, 31, 32}));
+  EXPECT_EQ(batch[1].logit_indices, (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(batch[1].parents, (std::vector<int32_t>{-1, 0, 0, 1}));
+}
+
+class VerifyAcceptanceTest : public ::testing::Test {
+ protected:
+  static constexpr int kSequences = 7;
+
+  void SetUp() override {
+    for (testing::TestExecutor* executor : {&on_backend_, &on_host_}) {
+      auto loaded = testing::LoadTestExecutor(testing::kTpCheckpoint);
+      ASSERT_TRUE(loaded.ok()) << loaded.status();
+      *executor = *std::move(loaded);
+    }
+    auto reference = testing::LoadTestModel(testing::kTpCheckpoint);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    prompt_ = testing::Tokens(11, kVocab, 21);
+    greedy_ = testing::GreedyContinuation(*reference->model, prompt_, 5);
+    std::vector<int32_t> all = prompt_;
+    all.insert(all.end(), greedy_.begin(), greedy_.end());
+    target_logits_ = testing::DecodeLogits(*reference->model, all);
+    ASSERT_EQ(target_logits_.size(), all.size());
+
+    v1::PrefillRequest prefill;
+    for (int id = 1; id <= kSequences; ++id) {
+      v1::PrefillSequence* s = prefill.add_sequences();
+      s->set_sequence_id(id);
+      s->mutable_tokens()->Assign(prompt_.begin(), prompt_.end() - 1);
+    }
+    for (testing::TestExecutor* executor : {&on_backend_, &on_host_}) {
+      ASSERT_TRUE(RunPrefill(executor->executor.get(), prefill).ok());
+    }
+  }
+
+  // A chain after the prompt: K proposals along the greedy continuation, except that
+  // proposal `wrong` (if < K) is another token of its q. q is the top-8 of the
+  // target's distribution on the greedy context (the point mass for greedy), so
+  // proposals are often accepted.
+  v1::VerifySequence Chain(uint64_t id, int k, int wrong, const v1::SequenceSampling& sampling,
+                           uint32_t sample_index) const {
+    v1::VerifySequence seq;
+    seq.set_sequence_id(id);
+    seq.set_start_position(prompt_.size() - 1);
+    seq.add_tokens(prompt_.back());
+    seq.set_sample_index(sample_index);
+    *seq.mutable_sampling() = sampling;
+    std::vector<float> probs;
+    for (int i = 0; i < k; ++i) {
+      v1::ProposedToken* p = seq.add_proposals();
+      if (IsGreedy(sampling)) {
+        *p = testing::PointProposal(i == wrong ? (greedy_[i] + 1) % kVocab : greedy_[i]);
+        continue;
+      }
+      spec::ProcessLogits(target_logits_[prompt_.size() - 1 + i], ToSamplingConfig(sampling),
+                          &probs);
+      const spec::SparseDistribution q = spec::TopKSparse(probs, 8);
+      p->mutable_q_ids()->Assign(q.ids.begin(), q.ids.end());
+      p->mutable_q_probs()->Assign(q.probs.begin(), q.probs.end());
+      p->set_token(i == wrong ? q.ids[q.ids.size() > 1 ? 1 : 0] : q.ids[0]);
+    }
+    return seq;
+  }
+
+  // Runs `request` through both paths; checks that they agree and that each sequence's
+  // cache holds its fed tokens. Returns the backend's verdicts.
+  Verdicts RunBoth(const v1::VerifyRequest& request) {
+    const std::vector<SequenceInput> batch = VerifyBatch(request);
+    Verdicts backend, host;
+    absl::Status status = VerifyOnBackend(on_backend_.executor.get(), request, batch, &backend);
+    EXPECT_TRUE(status.ok()) << status;
+    status = VerifyOnHost(on_host_.executor.get(), request, batch, &host);
+    EXPECT_TRUE(status.ok()) << status;
+    EXPECT_EQ(backend.size(), host.size());
+    for (size_t s = 0; s < std::min(backend.size(), host.size()); ++s) {
+      SCOPED_TRACE("sequence " + std::to_string(request.sequences(s).sequence_id()));
+      EXPECT_EQ(backend[s].status(), host[s].status());
+      if (!backend[s].ok() || !host[s].ok()) continue;
+      EXPECT_EQ(backend[s]->committed, host[s]->committed);
+      EXPECT_EQ(backend[s]->accepted, host[s]->accepted);
+      EXPECT_EQ(backend[s]->logprobs.size(), host[s]->logprobs.size());
+      if (backend[s]->logprobs.size() != host[s]->logprobs.size()) continue;
+      EXPECT_EQ(std::memcmp(backend[s]->logprobs.data(), host[s]->logprobs.data(),
+                            host[s]->logprobs.size() * sizeof(float)),
+                0);
+    }
+    for (const SequenceInput& in : batch) {
+      const int fed = in.start_position + static_cast<int>(in.tokens.size());
+      EXPECT_EQ(on_backend_.executor->CachedLength(in.seq_id).value_or(-1), fed);
+      EXPECT_EQ(on_host_.executor->CachedLength(in.seq_id).value_or(-1), fed);
+    }
+    return backend;
+  }
+
+  testing::TestExecutor on_backend_, on_host_;
+  std::vector<int32_t> prompt_, greedy_;
+  std::vector<std::vector<float>> target_logits_;
+};
+
+TEST_F(VerifyAcceptanceTest, BackendAndHostAgreeForEveryRule) {
+  using testing::Sampled;
+  const v1::SequenceSampling samplings[kSequences] = {
+      testing::Greedy(true),
+      Sampled(1.0f, 5, v1::ACCEPTANCE_RULE_REJECTION, 0, 1.0f, true),
+      Sampled(0.8f, 6, v1::ACCEPTANCE_RULE_REJECTION, 12, 0.9f, false),
+      Sampled(0.7f, 7, v1::ACCEPTANCE_RULE_THRESHOLD, 0, 1.0f, true),
+      Sampled(1.1f, 8, v1::ACCEPTANCE_RULE_RATIO, 0, 0.8f, false),
+      Sampled(0.9f, 9, v1::ACCEPTANCE_RULE_POSITION, 20, 1.0f, true),
+      Sampled(1.0f, 10, v1::ACCEPTANCE_RULE_TYPICAL, 0, 1.0f, true),
+  };
+  int accepted = 0, rejected = 0;
+  for (int round = 0; round < 6; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    v1::VerifyRequest request;
+    for (int s = 0; s < kSequences; ++s) {
+      const int k = (round + s) % 5;
+      *request.add_sequences() = Chain(s + 1, k, (3 * round + s) % 6, samplings[s], round);
+    }
+    const Verdicts verdicts = RunBoth(request);
+    ASSERT_EQ(verdicts.size(), size_t(kSequences));
+    for (int s = 0; s < kSequences; ++s) {
+      ASSERT_TRUE(verdicts[s].ok()) << verdicts[s].status();
+      const Verdict& v = *verdicts[s];
+      const int k = request.sequences(s).proposals_size();
+      EXPECT_EQ(v.committed.size(), v.accepted.size() + 1);
+      EXPECT_EQ(v.logprobs.size(),
+                request.sequences(s).sampling().return_logprobs() ? v.committed.size() : 0u);
+      accepted += static_cast<int>(v.accepted.size());
+      rejected += k - static_cast<int>(v.accepted.size());
+    }
+  }
+  EXPECT_GT(accepted, 20);
+  EXPECT_GT(rejected, 10);
+}
+
+// A sequence whose rule parameters are invalid ends the verdicts on both paths, after
+// the sequences before it; the forward still covers the whole batch.
+TEST_F(VerifyAcceptanceTest, InvalidRuleParametersEndTheVerdictsAlike) {
+  v1::SequenceSampling unresolved = testing::Sampled(1.0f, 3);
+  unresolved.set_rule(v1::ACCEPTANCE_RULE_DEFAULT);
+  v1::VerifyRequest request;
+  *request.add_sequences() = Chain(1, 2, 5, testing::Greedy(), 0);
+  *request.add_sequences() = Chain(2, 3, 1, testing::Sampled(1.0f, 4), 0);
+  *request.add_sequences() = Chain(3, 1, 5, unresolved, 0);
+  *request.add_sequences() = Chain(4, 2, 5, testing::Greedy(), 0);
+  const Verdicts verdicts = RunBoth(request);
+  ASSERT_EQ(verdicts.size(), 3u);
+  EXPECT_TRUE(verdicts[0].ok());
+  EXPECT_TRUE(verdicts[1].ok());
+  EXPECT_EQ(verdicts[2].status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(verdicts[2].status(), ToAcceptanceParams(unresolved).status());
+}
+
+}  // namespace
+}  // namespace worker
+}  // namespace tandem
