@@ -195,7 +195,8 @@ std::string WorkerGroup::address(int rank) const {
 std::vector<std::string> WorkerGroup::Args(int rank) const {
   std::vector<std::string> args = {
       "--role=target",
-      "--model_dir=" + model_dir_,
+      model_dir_.rfind("synthetic:", 0) == 0 ? "--synthetic=" + model_dir_.substr(10)
+                                              : "--model_dir=" + model_dir_,
       absl::StrCat("--rank=", rank),
       absl::StrCat("--tp_size=", size()),
       "--listen=" + address(rank),

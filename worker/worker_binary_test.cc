@@ -58,6 +58,9 @@ TEST(WorkerBinaryTest, BadStartsExitTwoWithOneLine) {
       {{"--lease_timeout_s=0", model}, "--lease_timeout_s"},
       {{"--listen=nowhere", model}, "--listen"},
       {{"stray", model}, "unexpected argument 'stray'"},
+      {{"--synthetic=tiny", model}, "--synthetic: cannot be combined with --model_dir"},
+      {{"--synthetic=gpt-9"}, "--synthetic: "},
+      {{"--synthetic=tiny:1/2"}, "--synthetic: 'tiny:1/2' is rank 1 of 2"},
   };
   // Where a GPU exists the CUDA backend starts; elsewhere it is a start-up error.
   if (tandem::cuda::DeviceCount() == 0) {
@@ -75,6 +78,57 @@ TEST(WorkerBinaryTest, BadStartsExitTwoWithOneLine) {
     EXPECT_TRUE(absl::StrContains(output, c.expected)) << "want '" << c.expected << "' in "
                                                        << output;
   }
+}
+
+// --synthetic: a target with random weights of real shapes (here the tiny spec) starts,
+// says what it is on stderr and in Describe, and serves Prefill and Verify.
+TEST(WorkerBinaryTest, SyntheticTargetIsLabelledAndServes) {
+  const int port = testing::FreePort();
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  const std::string log = testing::TestTempDir() + "/synthetic.log";
+  auto process = testing::ChildProcess::Start(
+      testing::WorkerBinary(),
+      {"--role=target", "--synthetic=tiny", "--listen=" + address, "--threads=1",
+       "--kv_cache_mb=4"},
+      log);
+  ASSERT_TRUE(process.ok()) << process.status();
+  ASSERT_TRUE(testing::WaitForHealth(address, Health::kServing, absl::Seconds(20)))
+      << (*process)->LogTail();
+  EXPECT_TRUE(absl::StrContains(ReadFile(log), "SYNTHETIC WEIGHTS (tiny:0/1"))
+      << ReadFile(log);
+  auto stub = testing::WorkerStub(address);
+  {
+    grpc::ClientContext context;
+    v1::DescribeResponse d;
+    ASSERT_TRUE(stub->Describe(&context, v1::DescribeRequest(), &d).ok());
+    EXPECT_EQ(d.model().name(), "synthetic:tiny (NOT A MODEL)");
+    EXPECT_EQ(d.model().vocab_size(), 256u);
+    EXPECT_TRUE(d.model().synthetic());
+  }
+  {
+    grpc::ClientContext context;
+    v1::PrefillRequest request;
+    v1::PrefillSequence* s = request.add_sequences();
+    s->set_sequence_id(1);
+    for (int t : {1, 2, 3, 4}) s->add_tokens(t);
+    v1::PrefillResponse response;
+    ASSERT_TRUE(stub->Prefill(&context, request, &response).ok());
+  }
+  grpc::ClientContext context;
+  v1::VerifyRequest request;
+  v1::VerifySequence* s = request.add_sequences();
+  s->set_sequence_id(1);
+  s->set_start_position(4);
+  s->add_tokens(5);
+  for (int t : {6, 7, 8}) *s->add_proposals() = testing::PointProposal(t);
+  *s->mutable_sampling() = testing::Greedy();
+  v1::VerifyResponse response;
+  const grpc::Status status = stub->Verify(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(response.sequences_size(), 1);
+  const v1::VerifiedSequence& verified = response.sequences(0);
+  EXPECT_EQ(verified.committed_size(), verified.num_accepted() + 1);
+  EXPECT_EQ(verified.cached_length(), 5u + verified.num_accepted());
 }
 
 TEST(WorkerBinaryTest, DraftWorkerServesDraftsExpiresLeasesAndStops) {
@@ -97,6 +151,7 @@ TEST(WorkerBinaryTest, DraftWorkerServesDraftsExpiresLeasesAndStops) {
     EXPECT_EQ(d.role(), v1::WORKER_ROLE_DRAFT);
     EXPECT_EQ(d.lease_timeout_ms(), 500u);
     EXPECT_EQ(d.model().name(), "tiny_f16_hd20_kv1");
+    EXPECT_FALSE(d.model().synthetic());
   }
   v1::DraftRequest request;
   v1::DraftSequence* s = request.add_sequences();

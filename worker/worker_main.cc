@@ -28,6 +28,7 @@
 #include "common/tls.h"
 #include "kernels/backend_factory.h"
 #include "model/llama.h"
+#include "model/synthetic_weights.h"
 #include "model/weights.h"
 #include "worker/command_line.h"
 #include "worker/group_membership.h"
@@ -43,6 +44,10 @@ ABSL_FLAG(int, rank, 0, "Tensor-parallel rank of this process; 0 is the group le
 ABSL_FLAG(int, tp_size, 1, "Processes in the target group (1 for the draft).");
 ABSL_FLAG(std::string, model_dir, "",
           "Hugging Face model directory (config.json, model.safetensors or an index).");
+ABSL_FLAG(std::string, synthetic, "",
+          "Benchmarks only, instead of --model_dir: random weights with the real shapes of "
+          "llama-2-7b, llama-2-70b (or llama-2-70b-shard) or tiny, for this --rank of "
+          "--tp_size (or an explicit ':R/N'). NOT A MODEL: outputs are meaningless.");
 ABSL_FLAG(std::string, backend, "cpu", "Compute backend: cpu or cuda.");
 ABSL_FLAG(int, threads, 0, "Compute threads; 0 = one per hardware thread.");
 ABSL_FLAG(int, kv_cache_mb, 256, "KV cache budget of this rank, MiB.");
@@ -99,12 +104,14 @@ namespace {
 
 absl::Duration Seconds(double s) { return absl::Seconds(s); }
 
+
 WorkerOptions OptionsFromFlags() {
   WorkerOptions o;
   o.role = absl::GetFlag(FLAGS_role);
   o.rank = absl::GetFlag(FLAGS_rank);
   o.tp_size = absl::GetFlag(FLAGS_tp_size);
   o.model_dir = absl::GetFlag(FLAGS_model_dir);
+  o.synthetic = absl::GetFlag(FLAGS_synthetic);
   o.backend = absl::GetFlag(FLAGS_backend);
   o.threads = absl::GetFlag(FLAGS_threads);
   o.kv_cache_mb = absl::GetFlag(FLAGS_kv_cache_mb);
@@ -131,6 +138,36 @@ std::string BaseName(const std::string& path) {
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   const size_t slash = p.rfind('/');
   return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+// The checkpoint of --model_dir, or the synthetic weights of --synthetic (logged as
+// such). Errors name the flag.
+absl::StatusOr<LlamaWeights> LoadWeights(const WorkerOptions& options) {
+  if (!options.synthetic.empty()) {
+    absl::StatusOr<SyntheticModel> model = ResolveSyntheticModel(options);
+    if (!model.ok()) return model.status();
+    std::fprintf(stderr,
+                 "tandem-worker: SYNTHETIC WEIGHTS (%s, %.1f GB): random values with real "
+                 "shapes, NOT A MODEL; for benchmarks only\n",
+                 model->name.c_str(), SyntheticWeightBytes(*model) / 1e9);
+    return MakeSyntheticWeights(*model, /*seed=*/1);
+  }
+  absl::StatusOr<LlamaWeights> weights =
+      LoadLlamaWeights(options.model_dir, options.rank, options.tp_size);
+  if (!weights.ok()) {
+    return absl::Status(weights.status().code(), absl::StrCat("--model_dir=", options.model_dir,
+                                                              ": ", weights.status().message()));
+  }
+  return weights;
+}
+
+// The name the worker reports (Describe, logs): the model directory's base name, or
+// "synthetic:<model> (NOT A MODEL)".
+std::string ModelName(const WorkerOptions& options) {
+  if (!options.synthetic.empty()) {
+    return absl::StrCat("synthetic:", options.synthetic, " (NOT A MODEL)");
+  }
+  return BaseName(options.model_dir);
 }
 
 int Run(int argc, char** argv) {
@@ -177,14 +214,8 @@ int Run(int argc, char** argv) {
                                   backend_or.status().message())),
         2);
   }
-  absl::StatusOr<LlamaWeights> weights =
-      LoadLlamaWeights(options.model_dir, options.rank, options.tp_size);
-  if (!weights.ok()) {
-    Die(absl::Status(weights.status().code(),
-                     absl::StrCat("--model_dir=", options.model_dir, ": ",
-                                  weights.status().message())),
-        2);
-  }
+  absl::StatusOr<LlamaWeights> weights = LoadWeights(options);
+  if (!weights.ok()) Die(weights.status(), 2);
 
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
@@ -204,7 +235,7 @@ int Run(int argc, char** argv) {
       LlamaModel::Create(*weights, backend.get(), comm.get(), model_options);
   if (!model.ok()) Die(model.status(), 2);
   LOG(INFO) << "tandem-worker: " << options.role << " rank " << options.rank << " of "
-            << options.tp_size << ", model " << options.model_dir << " ("
+            << options.tp_size << ", model " << ModelName(options) << " ("
             << weights->config.NumParameters() << " parameters), KV "
             << (*model)->kv_stats().total_blocks << " blocks of " << options.block_size;
 
@@ -293,7 +324,8 @@ int Run(int argc, char** argv) {
   service_options.max_speculative_tokens = options.max_speculative_tokens;
   service_options.proposal_top_k = options.proposal_top_k;
   service_options.lease_timeout = options.lease_timeout;
-  service_options.model_name = BaseName(options.model_dir);
+  service_options.model_name = ModelName(options);
+  service_options.synthetic = !options.synthetic.empty();
   service_options.backend = options.backend;
   WorkerService service(executor.get(), service_options);
   auto server = GrpcServer::Start(server_options, {&service});

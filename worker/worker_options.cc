@@ -50,7 +50,13 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
   if (o.role == "draft" && o.tp_size != 1) {
     return Bad("tp_size", "the draft role runs on one process (--tp_size=1)");
   }
-  if (o.model_dir.empty()) return Bad("model_dir", "is required");
+  if (o.model_dir.empty() && o.synthetic.empty()) {
+    return Bad("model_dir", "is required (or --synthetic=<model> for benchmarks)");
+  }
+  if (!o.model_dir.empty() && !o.synthetic.empty()) {
+    return Bad("synthetic", "cannot be combined with --model_dir");
+  }
+  if (!o.synthetic.empty()) TANDEM_CHECK_OK(ResolveSyntheticModel(o).status());
   if (o.backend != "cpu" && o.backend != "cuda") {
     return Bad("backend", absl::StrCat("'", o.backend, "' is not cpu or cuda"));
   }
@@ -95,6 +101,20 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
   }
 #undef TANDEM_CHECK_OK
   return absl::OkStatus();
+}
+
+absl::StatusOr<SyntheticModel> ResolveSyntheticModel(const WorkerOptions& o) {
+  const bool has_rank = o.synthetic.find(':') != std::string::npos;
+  const std::string spec =
+      has_rank ? o.synthetic : absl::StrCat(o.synthetic, ":", o.rank, "/", o.tp_size);
+  absl::StatusOr<SyntheticModel> model = ParseSyntheticModel(spec);
+  if (!model.ok()) return Bad("synthetic", std::string(model.status().message()));
+  if (model->tp_rank != o.rank || model->tp_size != o.tp_size) {
+    return Bad("synthetic", absl::StrCat("'", o.synthetic, "' is rank ", model->tp_rank, " of ",
+                                         model->tp_size, " but this process is --rank=", o.rank,
+                                         " of --tp_size=", o.tp_size));
+  }
+  return model;
 }
 
 CommOptions GroupCommOptions(const WorkerOptions& o) {

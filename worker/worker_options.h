@@ -6,8 +6,10 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "comm/factory.h"
+#include "model/synthetic_weights.h"
 
 namespace tandem {
 namespace worker {
@@ -17,6 +19,7 @@ struct WorkerOptions {
   int rank = 0;                       // Tensor-parallel rank; 0 = leader.
   int tp_size = 1;                    // Ranks in the target group (1 for the draft).
   std::string model_dir;              // Hugging Face checkpoint directory.
+  std::string synthetic;              // Instead of model_dir: synthetic weights (benchmarks).
   std::string backend = "cpu";        // "cpu" or "cuda".
   int threads = 0;                    // Compute threads; 0 = one per hardware thread.
   int kv_cache_mb = 256;              // KV cache budget of this rank, MiB.
@@ -41,8 +44,14 @@ struct WorkerOptions {
 };
 
 // Checks every field (not the model directory, which loading checks):
-// INVALID_ARGUMENT naming the flag and the accepted values.
+// INVALID_ARGUMENT naming the flag and the accepted values. Exactly one of model_dir and
+// synthetic must be given.
 absl::Status ValidateWorkerOptions(const WorkerOptions& options);
+
+// The synthetic model of `options.synthetic` (model/synthetic_weights.h: real shapes,
+// random values, NOT A MODEL) for this process's rank: "<model>" takes --rank and
+// --tp_size; "<model>:R/N" must agree with them. INVALID_ARGUMENT naming --synthetic.
+absl::StatusOr<SyntheticModel> ResolveSyntheticModel(const WorkerOptions& options);
 
 // The collective options of this rank (rendezvous source, run id, hostname; the
 // connect timeout is the regroup timeout).

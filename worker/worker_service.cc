@@ -57,6 +57,7 @@ WorkerService::WorkerService(ModelExecutor* executor, const WorkerServiceOptions
   model->set_num_parameters(static_cast<uint64_t>(c.NumParameters()));
   model->set_tensor_parallel_size(executor_->tp_size());
   model->set_backend(options_.backend);
+  model->set_synthetic(options_.synthetic);
   description_.set_tp_rank(0);
   description_.set_tp_size(executor_->tp_size());
   description_.set_collective_backend(executor_->collective_backend());

@@ -41,6 +41,7 @@ struct WorkerServiceOptions {
   int proposal_top_k = 32;                      // Draft default when a request gives 0.
   absl::Duration lease_timeout = absl::Seconds(120);
   std::string model_name;                       // Reported in Describe.
+  bool synthetic = false;                       // Random weights (--synthetic): NOT a model.
   std::string backend = "cpu";                  // Compute backend, reported in Describe.
 };
 
