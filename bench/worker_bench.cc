@@ -11,6 +11,8 @@
 //   rpc         wall - busy: serialization, transport and scheduling
 //
 //   bazel run -c opt //bench:worker_bench -- --model_dir=$PWD/models/target
+//   (GPUs: --synthetic=llama-2-70b --backend=cuda --comm=nccl --tp=4: real shapes, random
+//   weights, NOT A MODEL)
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,10 +32,15 @@
 #include "absl/time/clock.h"
 #include "comm/factory.h"
 #include "model/config.h"
+#include "model/synthetic_weights.h"
 #include "worker/process_test_util.h"
 #include "worker/verify_scenario.h"
 
 ABSL_FLAG(std::string, model_dir, "models/target", "Target model directory.");
+ABSL_FLAG(std::string, synthetic, "",
+          "Instead of --model_dir: random weights of real shapes (tandem-worker --synthetic, "
+          "e.g. llama-2-7b or llama-2-70b). NOT A MODEL: only the timings mean anything.");
+ABSL_FLAG(std::string, backend, "cpu", "Compute backend of the workers: cpu or cuda.");
 ABSL_FLAG(std::string, tp, "1,2,4",
           "Comma-separated group sizes to measure (sizes the model does not divide by are "
           "skipped).");
@@ -206,8 +213,20 @@ std::string Indivisible(const LlamaConfig& c, int tp) {
 
 int Run(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
-  auto config = LoadLlamaConfig(model_dir);
+  const std::string synthetic = absl::GetFlag(FLAGS_synthetic);
+  const std::string model_dir =
+      synthetic.empty() ? absl::GetFlag(FLAGS_model_dir) : "synthetic:" + synthetic;
+  absl::StatusOr<LlamaConfig> config;
+  if (synthetic.empty()) {
+    config = LoadLlamaConfig(model_dir);
+  } else {
+    absl::StatusOr<SyntheticModel> model = ParseSyntheticModel(synthetic);
+    if (model.ok()) {
+      config = model->config;
+    } else {
+      config = model.status();
+    }
+  }
   if (!config.ok()) {
     std::fprintf(stderr, "worker_bench: %s\n", std::string(config.status().message()).c_str());
     return 2;
@@ -244,6 +263,7 @@ int Run(int argc, char** argv) {
     auto group = worker::testing::WorkerGroup::Start(
         model_dir, tp, absl::StrCat("bench-tp", tp),
         {absl::StrCat("--threads=", threads), "--comm=" + absl::GetFlag(FLAGS_comm),
+         "--backend=" + absl::GetFlag(FLAGS_backend),
          "--kv_cache_mb=256", "--max_batch_tokens=1024",
          "--step_timeout_s=60", "--lease_timeout_s=3600"},
         binary, log_dir);
