@@ -40,7 +40,10 @@
 #include "model/kv_cache.h"
 #include "model/llama.h"
 #include "model/synthetic_weights.h"
+#include "kernels/accept/verify_accept.h"
+#include "spec/acceptance.h"
 #include "spec/cost_model.h"
+#include "spec/sampling.h"
 
 ABSL_FLAG(std::string, backend, "cuda", "cuda, or cpu for a plumbing check");
 ABSL_FLAG(std::string, target, "llama-2-70b:0/4", "Synthetic target rank (see synthetic_weights.h)");
@@ -120,6 +123,50 @@ std::unique_ptr<Backend> NewBackend(const std::string& gemm) {
   return *std::move(backend);
 }
 
+// A verify step of K = min(5, max_k) proposals with its acceptance (rejection sampling,
+// temperature 0.8, top-p 0.9) run on the backend (ForwardAccept: only committed tokens
+// come back) versus on the host (Forward copies the K + 1 full-vocabulary logit rows
+// back, then the spec reference runs). `step_ms[k]` is the forward alone.
+json BenchAcceptance(LlamaModel& model, const LlamaConfig& c, int context, int max_k,
+                     const std::vector<double>& step_ms) {
+  const int k = std::min(5, max_k);
+  SequenceInput in;
+  in.seq_id = 1;
+  in.start_position = context;
+  VerifyChain chain;
+  chain.sampling = {0.8f, 0, 0.9f};
+  chain.params.rule = spec::AcceptanceRule::kRejection;
+  chain.key = {1, 0};
+  in.tokens.push_back(3);
+  for (int i = 0; i < k; ++i) {
+    spec::Proposal proposal;
+    proposal.token = 4 + i;
+    proposal.q = spec::PointMass(proposal.token);
+    chain.proposals.push_back(proposal);
+    in.tokens.push_back(proposal.token);
+  }
+  for (int i = 0; i <= k; ++i) in.logit_indices.push_back(i);
+  std::vector<VerifyOutcome> outcomes;
+  std::vector<float> logits;
+  const Timing device = Measure(
+      [&] { return model.ForwardAccept({in}, {chain}, &outcomes); }, "verify + device acceptance");
+  const Timing host = Measure(
+      [&] {
+        absl::Status s = model.Forward({in}, &logits);
+        return s.ok() ? HostVerifyAccept(logits, c.vocab_size, {chain}, &outcomes) : s;
+      },
+      "verify + host acceptance");
+  std::printf("verify %d positions: forward %.3f ms; with acceptance on the backend %.3f ms, "
+              "on the host (logits copied) %.3f ms\n",
+              k + 1, step_ms[k], device.median_ms, host.median_ms);
+  std::fflush(stdout);
+  return {{"positions", k + 1},
+          {"rule", "rejection, temperature 0.8, top_p 0.9"},
+          {"forward_ms", step_ms[k]},
+          {"backend_accept_ms", device.median_ms},
+          {"host_accept_ms", host.median_ms}};
+}
+
 // Times decode and verify steps of `spec` on a fresh backend; returns the figures.
 json BenchModel(const std::string& spec, const std::string& gemm, bool verify_steps) {
   auto model_spec = ParseSyntheticModel(spec);
@@ -193,6 +240,7 @@ json BenchModel(const std::string& spec, const std::string& gemm, bool verify_st
     std::fflush(stdout);
   }
   result["decode"] = result["decode"][0];
+  if (verify_steps && max_k > 0) result["accept"] = BenchAcceptance(**model, c, context, max_k, step_ms);
   return result;
 }
 
@@ -266,6 +314,14 @@ int Run() {
       text += absl::StrFormat("  target verify %d positions %.3f ms (nu %.3f)\n",
                               step["positions"].get<int>(), step["median_ms"].get<double>(),
                               step["nu"].get<double>());
+    }
+    if (target.contains("accept")) {
+      const json& a = target["accept"];
+      text += absl::StrFormat(
+          "  verify %d positions with acceptance: on the backend %.3f ms, on the host %.3f ms "
+          "(forward alone %.3f ms)\n",
+          a["positions"].get<int>(), a["backend_accept_ms"].get<double>(),
+          a["host_accept_ms"].get<double>(), a["forward_ms"].get<double>());
     }
     text += absl::StrFormat("  draft decode %.3f ms (%.2f TB/s)\n",
                             draft["decode"]["median_ms"].get<double>(),
