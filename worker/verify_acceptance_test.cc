@@ -4,7 +4,6 @@
 #include "worker/verify_acceptance.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -122,11 +121,7 @@ class VerifyAcceptanceTest : public ::testing::Test {
       if (!backend[s].ok() || !host[s].ok()) continue;
       EXPECT_EQ(backend[s]->committed, host[s]->committed);
       EXPECT_EQ(backend[s]->accepted, host[s]->accepted);
-      EXPECT_EQ(backend[s]->logprobs.size(), host[s]->logprobs.size());
-      if (backend[s]->logprobs.size() != host[s]->logprobs.size()) continue;
-      EXPECT_EQ(std::memcmp(backend[s]->logprobs.data(), host[s]->logprobs.data(),
-                            host[s]->logprobs.size() * sizeof(float)),
-                0);
+      EXPECT_EQ(backend[s]->logprobs, host[s]->logprobs);
     }
     for (const SequenceInput& in : batch) {
       const int fed = in.start_position + static_cast<int>(in.tokens.size());
