@@ -95,8 +95,8 @@ class LlamaModel {
 
   // Runs one forward pass over `batch` (distinct seq_ids) and replaces the contents of
   // `logits` with [num_requested, vocab_size] float32, row-major, full vocabulary, in
-  // batch order and, within a sequence, in logit_indices order (its capacity is reused). Afterwards each
-  // sequence's cached length is start_position + tokens.size().
+  // batch order and, within a sequence, in logit_indices order (its capacity is
+  // reused). Afterwards each sequence's cached length is start_position + tokens.size().
   // Errors: INVALID_ARGUMENT for bad input (empty batch or token list, token out of
   // range, start_position past the cached length, more than max_batch_tokens tokens,
   // a position >= max_position_embeddings, duplicate ids, bad parents or
