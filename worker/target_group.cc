@@ -164,13 +164,16 @@ absl::Status TargetGroupLeader::ForwardOnAllRanks(const std::vector<SequenceInpu
   message.commands.push_back(GroupCommand::Forward(batch));
   absl::Status status = Send(std::move(message));
   if (status.ok()) {
-    const int64_t failures = comm_->failures();
+    const int64_t calls = comm_->calls();
     status = local();
-    if (!status.ok() && comm_->failures() == failures) {
+    if (!status.ok() && comm_->calls() == calls) {
       // Rejected before any collective, identically on every rank: the group is fine.
       forward_ms_ += absl::ToDoubleMilliseconds(absl::Now() - start);
       return status;
     }
+    // A failure once collectives ran (in one, or after them on this rank only, e.g. the
+    // logits copy or the acceptance on the device) leaves the ranks' caches out of step:
+    // the group breaks and is re-formed.
   }
   forward_ms_ += absl::ToDoubleMilliseconds(absl::Now() - start);
   if (!status.ok()) {
@@ -326,10 +329,11 @@ absl::Status ServeGeneration(TimedCommunicator& comm, ModelShard& shard, uint64_
                                               " in generation ", generation));
     }
     for (const GroupCommand& command : message->commands) {
-      const int64_t failures = comm.failures();
+      const int64_t calls = comm.calls();
       status = shard.Execute(command, &logits);
       if (!status.ok()) {
-        if (comm.failures() != failures) return status;
+        // Once collectives ran this rank's cache may differ from the others': leave.
+        if (comm.calls() != calls) return status;
         // Rejected before any collective; the leader got the same answer.
         VLOG(1) << "target group follower: command rejected: " << status;
       }

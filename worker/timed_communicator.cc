@@ -17,6 +17,7 @@ std::unique_ptr<Communicator> TimedCommunicator::Reset(std::unique_ptr<Communica
 
 template <typename Fn>
 absl::Status TimedCommunicator::Timed(Fn&& fn) {
+  calls_.fetch_add(1, std::memory_order_relaxed);
   if (inner_ == nullptr) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     return absl::UnavailableError(

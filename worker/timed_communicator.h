@@ -43,6 +43,8 @@ class TimedCommunicator final : public Communicator {
 
   // Total wall time inside collectives since construction, nanoseconds.
   int64_t collective_ns() const { return collective_ns_.load(std::memory_order_relaxed); }
+  // Number of collective calls made (successful or not) since construction.
+  int64_t calls() const { return calls_.load(std::memory_order_relaxed); }
   // Number of collective calls that returned an error since construction.
   int64_t failures() const { return failures_.load(std::memory_order_relaxed); }
 
@@ -55,6 +57,7 @@ class TimedCommunicator final : public Communicator {
   const std::string backend_;
   std::unique_ptr<Communicator> inner_;
   std::atomic<int64_t> collective_ns_{0};
+  std::atomic<int64_t> calls_{0};
   std::atomic<int64_t> failures_{0};
 };
 

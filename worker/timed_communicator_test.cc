@@ -21,6 +21,7 @@ TEST(TimedCommunicatorTest, DetachedFailsWithUnavailable) {
   EXPECT_EQ(comm.AllReduceSum(&x, 1, absl::Seconds(1)).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(comm.Barrier(absl::Seconds(1)).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(comm.failures(), 2);
+  EXPECT_EQ(comm.calls(), 2);
 }
 
 TEST(TimedCommunicatorTest, ForwardsToTheAttachedGroupAndTimesIt) {
@@ -46,6 +47,7 @@ TEST(TimedCommunicatorTest, ForwardsToTheAttachedGroupAndTimesIt) {
   EXPECT_EQ(data[1], std::vector<float>({11, 22}));
   EXPECT_GE(timed[0]->collective_ns(), 40'000'000);  // The 50 ms wait, give or take.
   EXPECT_EQ(timed[0]->failures(), 0);
+  EXPECT_EQ(timed[0]->calls(), 2);
   // Detaching returns the communicator.
   EXPECT_NE(timed[0]->Reset(nullptr), nullptr);
   EXPECT_FALSE(timed[0]->attached());
