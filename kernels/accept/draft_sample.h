@@ -1,0 +1,56 @@
+// Draft proposals sampled where the logits are: for each draft row, the processed
+// distribution (temperature, top-k, top-p), its sparse top-q_size proposal distribution
+// q and a token drawn from q, so only the token and q (not the vocabulary-sized logits)
+// leave a GPU. Semantics are exactly those of the draft worker's host code:
+//   greedy (temperature 0): token = spec::Argmax(logits), q = spec::PointMass(token);
+//   otherwise: spec::ProcessLogits, q = spec::TopKSparse(probs, q_size),
+//              token = spec::SampleFromSparse(q, UniformDouble(seed, kDraftSample, position)).
+// HostSampleDrafts is that reference; Backend::SampleDrafts is tested against it.
+#ifndef TANDEM_KERNELS_ACCEPT_DRAFT_SAMPLE_H_
+#define TANDEM_KERNELS_ACCEPT_DRAFT_SAMPLE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "kernels/accept/verify_accept.h"
+#include "spec/sampling.h"
+
+namespace tandem {
+
+// Most entries of a proposal distribution q a backend must support per row.
+constexpr int kMaxDraftQSize = 1024;
+
+// One row of draft logits to sample a proposal from. Inputs are expected valid:
+// sampling passes spec::ValidateSamplingConfig, q_size in [1, kMaxDraftQSize].
+struct DraftRow {
+  int row = 0;                    // Logit row in the view.
+  spec::SamplingConfig sampling;  // temperature 0 = greedy.
+  int q_size = 32;                // Most tokens in q.
+  uint64_t seed = 0;              // The request's seed.
+  uint64_t position = 0;          // Generated-token index of this proposal.
+};
+
+// The proposal of one row. `status` is INVALID_ARGUMENT (token -1, q empty) when the
+// row has no token to propose (every logit NaN); other rows are unaffected.
+struct DraftProposal {
+  absl::Status status;
+  int32_t token = -1;
+  spec::SparseDistribution q;
+};
+
+// Checks rows against a view of `rows` rows: row in [0, rows), q_size in
+// [1, kMaxDraftQSize]. INVALID_ARGUMENT naming the draft row otherwise.
+absl::Status ValidateDraftRows(absl::Span<const DraftRow> drafts, int rows);
+
+// The reference over row-major host `logits` [rows, vocab]: one proposal per draft row,
+// in order (*proposals is replaced). Errors of the call itself (bad shapes, rows out of
+// range) are returned; a row without a proposal has its own status.
+absl::Status HostSampleDrafts(absl::Span<const float> logits, int vocab,
+                              absl::Span<const DraftRow> drafts,
+                              std::vector<DraftProposal>* proposals);
+
+}  // namespace tandem
+
+#endif  // TANDEM_KERNELS_ACCEPT_DRAFT_SAMPLE_H_
