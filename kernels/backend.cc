@@ -92,20 +92,36 @@ absl::Status ValidateStepPlan(const StepPlan& plan) {
   return absl::OkStatus();
 }
 
+absl::Status Backend::CopyLogitsToHost(const LogitsView& logits, std::vector<float>* row_major,
+                                       std::vector<float>* staging) {
+  absl::Status status = ValidateLogitsView(logits);
+  if (!status.ok()) return status;
+  std::vector<float> temporary;
+  if (staging == nullptr) staging = &temporary;
+  std::vector<float>* host = logits.parts == 1 ? row_major : staging;
+  host->resize(size_t(logits.rows) * logits.vocab);
+  status = CopyToHost(logits.data, host->data(), host->size() * sizeof(float));
+  if (!status.ok() || logits.parts == 1) return status;
+  LogitsView host_view = logits;
+  host_view.data = host->data();
+  return ToRowMajor(host_view, row_major);
+}
+
 absl::Status Backend::VerifyAccept(const LogitsView& logits,
                                    absl::Span<const VerifyChain> chains,
                                    std::vector<VerifyOutcome>* outcomes) {
-  absl::Status status = ValidateLogitsView(logits);
-  if (!status.ok()) return status;
-  std::vector<float> host(size_t(logits.rows) * logits.vocab);
-  status = CopyToHost(logits.data, host.data(), host.size() * sizeof(float));
-  if (!status.ok()) return status;
-  LogitsView host_view = logits;
-  host_view.data = host.data();
   std::vector<float> row_major;
-  status = ToRowMajor(host_view, &row_major);
+  absl::Status status = CopyLogitsToHost(logits, &row_major);
   if (!status.ok()) return status;
   return HostVerifyAccept(row_major, logits.vocab, chains, outcomes);
+}
+
+absl::Status Backend::SampleDrafts(const LogitsView& logits, absl::Span<const DraftRow> drafts,
+                                   std::vector<DraftProposal>* proposals) {
+  std::vector<float> row_major;
+  absl::Status status = CopyLogitsToHost(logits, &row_major);
+  if (!status.ok()) return status;
+  return HostSampleDrafts(row_major, logits.vocab, drafts, proposals);
 }
 
 }  // namespace tandem

@@ -29,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "kernels/accept/draft_sample.h"
 #include "kernels/accept/verify_accept.h"
 
 namespace tandem {
@@ -179,6 +180,15 @@ class Backend {
   virtual void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows,
                           float* out) = 0;
 
+  // ---- logits on the host ----
+  // Copies `logits` (backend memory: logits.rows * logits.vocab contiguous floats in
+  // the view's layout) to the host and replaces *row_major with them as row-major
+  // [rows, vocab] (its capacity is reused). A view of parts > 1 is first copied as it
+  // is into *staging (capacity reused; a temporary when staging is null). Errors:
+  // ValidateLogitsView's or CopyToHost's. Synchronizes.
+  absl::Status CopyLogitsToHost(const LogitsView& logits, std::vector<float>* row_major,
+                                std::vector<float>* staging = nullptr);
+
   // ---- verification (kernels/accept/verify_accept.h) ----
   // Runs the sampling transforms and acceptance rule of each chain over `logits`
   // (backend memory: logits.rows * logits.vocab contiguous floats in the view's
@@ -190,6 +200,17 @@ class Backend {
   virtual absl::Status VerifyAccept(const LogitsView& logits,
                                     absl::Span<const VerifyChain> chains,
                                     std::vector<VerifyOutcome>* outcomes);
+
+  // ---- draft proposals (kernels/accept/draft_sample.h) ----
+  // Samples one proposal (token and sparse q) per draft row from `logits` (backend
+  // memory, as for VerifyAccept) and replaces *proposals with one proposal per draft
+  // row, in order. Exactly HostSampleDrafts on the row-major logits: errors of the
+  // call (a malformed view, a row outside the view or a q_size outside [1,
+  // kMaxDraftQSize], a failed copy) are returned; a row with no token to propose has
+  // its own DraftProposal::status. Synchronizes. The default copies the logits to the
+  // host and runs HostSampleDrafts there.
+  virtual absl::Status SampleDrafts(const LogitsView& logits, absl::Span<const DraftRow> drafts,
+                                    std::vector<DraftProposal>* proposals);
 };
 
 }  // namespace tandem
