@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/accept/draft_sample.h"
 #include "kernels/accept/verify_accept.h"
 
 namespace tandem {
@@ -251,21 +252,6 @@ absl::StatusOr<LogitsView> LlamaModel::ComputeLogits() {
   return LogitsView{logits_gathered_.f32(), num_logits, c.vocab_size, tp_size_};
 }
 
-absl::Status LlamaModel::CopyLogitsToHost(const LogitsView& view, std::vector<float>* logits) {
-  const size_t count = size_t(view.rows) * view.vocab;
-  if (view.parts == 1) {
-    logits->resize(count);
-    return backend_->CopyToHost(view.data, logits->data(), count * sizeof(float));
-  }
-  host_gathered_.resize(count);
-  absl::Status status =
-      backend_->CopyToHost(view.data, host_gathered_.data(), count * sizeof(float));
-  if (!status.ok()) return status;
-  LogitsView host = view;
-  host.data = host_gathered_.data();
-  return ToRowMajor(host, logits);
-}
-
 void LlamaModel::RollBack(const std::vector<SequenceInput>& batch,
                           const std::vector<bool>& created) {
   for (size_t s = 0; s < batch.size(); ++s) {
@@ -319,7 +305,9 @@ absl::Status LlamaModel::Forward(const std::vector<SequenceInput>& batch,
   if (logits == nullptr) return absl::InvalidArgumentError("Forward: logits is null");
   absl::Status status = Validate(batch);
   if (!status.ok()) return status;
-  return Run(batch, [&](const LogitsView& view) { return CopyLogitsToHost(view, logits); });
+  return Run(batch, [&](const LogitsView& view) {
+    return backend_->CopyLogitsToHost(view, logits, &host_gathered_);
+  });
 }
 
 absl::Status LlamaModel::ForwardAccept(const std::vector<SequenceInput>& batch,
@@ -331,6 +319,20 @@ absl::Status LlamaModel::ForwardAccept(const std::vector<SequenceInput>& batch,
   if (!status.ok()) return status;
   return Run(batch, [&](const LogitsView& view) {
     return backend_->VerifyAccept(view, chains, outcomes);
+  });
+}
+
+absl::Status LlamaModel::ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
+                                             absl::Span<const DraftRow> drafts,
+                                             std::vector<DraftProposal>* proposals) {
+  if (proposals == nullptr) {
+    return absl::InvalidArgumentError("ForwardSampleDrafts: proposals is null");
+  }
+  absl::Status status = Validate(batch);
+  if (status.ok()) status = ValidateDraftRows(drafts, CountLogitRows(batch));
+  if (!status.ok()) return status;
+  return Run(batch, [&](const LogitsView& view) {
+    return backend_->SampleDrafts(view, drafts, proposals);
   });
 }
 

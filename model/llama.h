@@ -8,8 +8,8 @@
 // then logits = lm_head(rmsnorm(x)).
 // Tensor parallel: o_proj and down_proj outputs are all-reduced (two collectives per
 // layer); the vocab-parallel lm_head slices are all-gathered (one per forward). Every
-// rank must call Forward (or ForwardAccept)/Truncate/Release/KeepPath with the same
-// arguments in the same order.
+// rank must call Forward (or ForwardAccept / ForwardSampleDrafts)/Truncate/Release/
+// KeepPath with the same arguments in the same order.
 //
 // Batch invariance: the logits of a sequence are bitwise identical whether it is run
 // alone, as a multi-token chunk, or inside a batch with other sequences, because every
@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "comm/communicator.h"
+#include "kernels/accept/draft_sample.h"
 #include "kernels/accept/verify_accept.h"
 #include "kernels/backend.h"
 #include "model/config.h"
@@ -120,6 +121,16 @@ class LlamaModel {
                              absl::Span<const VerifyChain> chains,
                              std::vector<VerifyOutcome>* outcomes);
 
+  // Forward with the draft proposals sampled where the logits are, like ForwardAccept
+  // (same validation, cache effects, failure semantics and collectives) but running
+  // Backend::SampleDrafts over the logit rows: *proposals receives one proposal per
+  // draft row, in order; only those reach the host. INVALID_ARGUMENT, before anything
+  // changes, when a draft row does not fit the rows (ValidateDraftRows); a row without
+  // a token to propose has its own DraftProposal::status and changes nothing.
+  absl::Status ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
+                                   absl::Span<const DraftRow> drafts,
+                                   std::vector<DraftProposal>* proposals);
+
   // Shrinks the cache of `seq_id` to `length` (O(1) plus freeing whole blocks).
   // NOT_FOUND / INVALID_ARGUMENT as KvCache::Truncate.
   absl::Status Truncate(uint64_t seq_id, int length);
@@ -168,8 +179,6 @@ class LlamaModel {
   // backend memory (scratch, valid until the next call): logits_local_ for tp = 1,
   // else the all-gathered rank-major buffer (parts = tp_size).
   absl::StatusOr<LogitsView> ComputeLogits();
-  // Forward's consumer: copies `view` to the host as row-major [rows, vocab].
-  absl::Status CopyLogitsToHost(const LogitsView& view, std::vector<float>* logits);
   // Everything Forward does after Validate: grows the cache, plans, computes and hands
   // the logits to `consume`; rolls the batch back when either fails.
   absl::Status Run(const std::vector<SequenceInput>& batch,

@@ -1,7 +1,7 @@
 // LlamaModel on the CPU backend with random in-memory weights: agreement with a
 // double-precision reference, bitwise incremental/batch/rollback invariance, tree
-// verification and KeepPath, input validation (Forward and ForwardAccept) and KV cache
-// accounting.
+// verification and KeepPath, input validation (Forward, ForwardAccept and
+// ForwardSampleDrafts) and KV cache accounting.
 #include "model/llama.h"
 
 #include <cmath>
@@ -277,6 +277,7 @@ TEST_F(LlamaTest, InvalidInputIsRejectedAndChangesNothing) {
   };
   std::vector<float> logits;
   std::vector<VerifyOutcome> outcomes;
+  std::vector<DraftProposal> proposals;
   for (const auto& [name, batch] : cases) {
     absl::Status status = model_->Forward(batch, &logits);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name << ": " << status;
@@ -284,6 +285,9 @@ TEST_F(LlamaTest, InvalidInputIsRejectedAndChangesNothing) {
     status = model_->ForwardAccept(batch, {}, &outcomes);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name << ": " << status;
     expect_unchanged("ForwardAccept: " + name);
+    status = model_->ForwardSampleDrafts(batch, {}, &proposals);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name << ": " << status;
+    expect_unchanged("ForwardSampleDrafts: " + name);
   }
   EXPECT_EQ(model_->Forward({Seq(1, 10, {1}, {0})}, nullptr).code(),
             absl::StatusCode::kInvalidArgument);
@@ -297,6 +301,18 @@ TEST_F(LlamaTest, InvalidInputIsRejectedAndChangesNothing) {
                                                   {past_the_rows}, &outcomes);
   EXPECT_EQ(past.code(), absl::StatusCode::kInvalidArgument) << past;
   expect_unchanged("chain past the logit rows");
+  // ForwardSampleDrafts: no output, a row past the 3 logit rows, a q_size of 0.
+  EXPECT_EQ(model_->ForwardSampleDrafts({Seq(1, 10, {1}, {0})}, {}, nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+  DraftRow past_the_logit_rows, no_q;
+  past_the_logit_rows.row = 3;
+  no_q.q_size = 0;
+  for (const DraftRow& bad : {past_the_logit_rows, no_q}) {
+    const absl::Status status =
+        model_->ForwardSampleDrafts(with_valid(Seq(3, 0, {1}, {0})), {DraftRow(), bad}, &proposals);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    expect_unchanged("draft row past the logit rows or q_size 0");
+  }
 
   // Positions past max_position_embeddings (256): chain and tree depth.
   LlamaModelOptions options = DefaultOptions();

@@ -1,7 +1,8 @@
 // Tensor parallel in one process: tp = 2 and 4 ranks (one thread and one CPU backend
 // each, joined by the in-process LocalGroup communicator) give the tp = 1 logits
 // within float32 rounding, identical logits on every rank, and bitwise identical
-// results run to run. ForwardAccept (tp 1 and 2) equals Forward + HostVerifyAccept.
+// results run to run. ForwardAccept (tp 1 and 2) equals Forward + HostVerifyAccept and
+// ForwardSampleDrafts equals Forward + HostSampleDrafts.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -9,6 +10,7 @@
 
 #include "comm/local_communicator.h"
 #include "gtest/gtest.h"
+#include "kernels/accept/draft_sample.h"
 #include "kernels/accept/verify_accept.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "model/llama.h"
@@ -143,12 +145,17 @@ TEST(LlamaTensorParallelTest, ReplicatedKvHeadsMatchSingleRank) {
   }
 }
 
-// ---------------------------------------------------------------- ForwardAccept
+// ------------------------------------------------ ForwardAccept, ForwardSampleDrafts
 
-// What one rank saw of a verify step run with Forward or with ForwardAccept.
+// The call rank 0 makes for the verify step below (other ranks: Forward).
+enum class StepCall { kForward, kAccept, kSampleDrafts };
+
+// What one rank saw of a verify step run with Forward, ForwardAccept or
+// ForwardSampleDrafts.
 struct VerifyStepResult {
-  std::vector<float> logits;            // The verify step's logits (Forward).
-  std::vector<VerifyOutcome> outcomes;  // ForwardAccept.
+  std::vector<float> logits;              // The verify step's logits (Forward).
+  std::vector<VerifyOutcome> outcomes;    // ForwardAccept.
+  std::vector<DraftProposal> proposals;   // ForwardSampleDrafts.
   std::vector<int> cached;              // Cached lengths of sequences 1..3 afterwards.
   std::vector<float> next;              // Logits of the step after it.
 };
@@ -180,12 +187,29 @@ std::vector<VerifyChain> VerifyChains(const std::vector<int32_t>& a,
   return chains;
 }
 
+// Draft rows over the same 7 logit rows: greedy, sampled plain, with top-k and with
+// top-p, q_size 1, 8, 32 and more than the vocabulary, and row 2 drawn twice.
+std::vector<DraftRow> DraftRows() {
+  const spec::SamplingConfig configs[] = {
+      {0.0f, 0, 1.0f}, {0.8f, 0, 1.0f}, {1.2f, 20, 1.0f}, {0.7f, 0, 0.9f}};
+  const int q_sizes[] = {32, 1, 8, 200};
+  std::vector<DraftRow> drafts(8);
+  for (int r = 0; r < 8; ++r) {
+    drafts[r].row = r < 7 ? r : 2;
+    drafts[r].sampling = configs[r % 4];
+    drafts[r].q_size = q_sizes[r % 4];
+    drafts[r].seed = 100 + r;
+    drafts[r].position = 7 + r;
+  }
+  return drafts;
+}
+
 // Prefills sequences 1 and 2, then runs a verify step (sequence 1 verifies 3 tokens,
 // a prefill chunk of sequence 3 rides along, sequence 2 rolls back one token and
-// verifies 2) with ForwardAccept on rank 0 when `accept` (the other ranks run Forward,
-// as group followers do), then one more decode step.
+// verifies 2) with `call` on rank 0 (the other ranks run Forward, as group followers
+// do), then one more decode step.
 absl::StatusOr<VerifyStepResult> RunVerifyStep(const LlamaWeights& weights,
-                                               Communicator* comm, bool accept) {
+                                               Communicator* comm, StepCall call) {
   std::unique_ptr<Backend> backend = MakeCpuBackend(1);
   LlamaModelOptions options;
   options.block_size = 4;
@@ -207,10 +231,12 @@ absl::StatusOr<VerifyStepResult> RunVerifyStep(const LlamaWeights& weights,
   const std::vector<SequenceInput> verify = {Seq(1, 12, slice(a, 12, 16), {0, 1, 2, 3}),
                                              Seq(3, 0, slice(c, 0, 6), {}),
                                              Seq(2, 4, slice(b, 4, 7), {0, 1, 2})};
-  const std::vector<VerifyChain> chains = VerifyChains(a, b);
-  if (accept && (comm == nullptr || comm->rank() == 0)) {
-    result.logits.clear();
-    status = model.ForwardAccept(verify, chains, &result.outcomes);
+  const bool leader = comm == nullptr || comm->rank() == 0;
+  result.logits.clear();
+  if (leader && call == StepCall::kAccept) {
+    status = model.ForwardAccept(verify, VerifyChains(a, b), &result.outcomes);
+  } else if (leader && call == StepCall::kSampleDrafts) {
+    status = model.ForwardSampleDrafts(verify, DraftRows(), &result.proposals);
   } else {
     status = model.Forward(verify, &result.logits);
   }
@@ -224,7 +250,7 @@ absl::StatusOr<VerifyStepResult> RunVerifyStep(const LlamaWeights& weights,
 }
 
 // Runs RunVerifyStep on `tp` ranks; one result per rank.
-std::vector<VerifyStepResult> RunVerifyStepOnRanks(int tp, bool accept) {
+std::vector<VerifyStepResult> RunVerifyStepOnRanks(int tp, StepCall call) {
   std::vector<VerifyStepResult> results(tp);
   auto group = LocalGroup::Create(tp);
   EXPECT_TRUE(group.ok()) << group.status();
@@ -238,7 +264,7 @@ std::vector<VerifyStepResult> RunVerifyStepOnRanks(int tp, bool accept) {
         statuses[r] = weights.status();
         return;
       }
-      auto result = RunVerifyStep(*weights, tp > 1 ? (*group)[r].get() : nullptr, accept);
+      auto result = RunVerifyStep(*weights, tp > 1 ? (*group)[r].get() : nullptr, call);
       statuses[r] = result.status();
       if (result.ok()) results[r] = *std::move(result);
     });
@@ -248,6 +274,22 @@ std::vector<VerifyStepResult> RunVerifyStepOnRanks(int tp, bool accept) {
   return results;
 }
 
+// Every rank of `got` (rank 0 made another call than Forward) ends the verify step with
+// the KV state of `plain` (all ranks Forward), and followers saw rank 0's logits.
+void ExpectSameStateAsForward(const std::vector<VerifyStepResult>& got,
+                              const std::vector<VerifyStepResult>& plain) {
+  ASSERT_EQ(got.size(), plain.size());
+  for (size_t r = 0; r < got.size(); ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(got[r].cached, (std::vector<int>{16, 7, 6}));
+    EXPECT_EQ(got[r].cached, plain[r].cached);
+    EXPECT_TRUE(BitwiseEqual(got[r].next, plain[r].next)) << "KV state differs";
+    if (r > 0) {
+      EXPECT_TRUE(BitwiseEqual(got[r].logits, plain[0].logits));
+    }
+  }
+}
+
 // ForwardAccept on rank 0 (other ranks: Forward) commits exactly what Forward followed
 // by HostVerifyAccept commits, and leaves the same KV state on every rank.
 TEST(LlamaForwardAcceptTest, EqualsForwardThenHostVerifyAccept) {
@@ -255,8 +297,8 @@ TEST(LlamaForwardAcceptTest, EqualsForwardThenHostVerifyAccept) {
   const std::vector<VerifyChain> chains = VerifyChains(a, b);
   for (int tp : {1, 2}) {
     SCOPED_TRACE("tp = " + std::to_string(tp));
-    const std::vector<VerifyStepResult> plain = RunVerifyStepOnRanks(tp, false);
-    const std::vector<VerifyStepResult> accept = RunVerifyStepOnRanks(tp, true);
+    const std::vector<VerifyStepResult> plain = RunVerifyStepOnRanks(tp, StepCall::kForward);
+    const std::vector<VerifyStepResult> accept = RunVerifyStepOnRanks(tp, StepCall::kAccept);
     ASSERT_EQ(plain.size(), size_t(tp));
     ASSERT_EQ(accept.size(), size_t(tp));
     ASSERT_EQ(plain[0].logits.size(), size_t(7 * 128));
@@ -273,15 +315,36 @@ TEST(LlamaForwardAcceptTest, EqualsForwardThenHostVerifyAccept) {
       EXPECT_EQ(got[i].committed.size(), size_t(got[i].num_accepted) + 1);
       EXPECT_EQ(got[i].logprobs.size(), chains[i].want_logprobs ? got[i].committed.size() : 0u);
     }
-    for (int r = 0; r < tp; ++r) {
-      SCOPED_TRACE("rank " + std::to_string(r));
-      EXPECT_EQ(accept[r].cached, (std::vector<int>{16, 7, 6}));
-      EXPECT_EQ(accept[r].cached, plain[r].cached);
-      EXPECT_TRUE(BitwiseEqual(accept[r].next, plain[r].next)) << "KV state differs";
-      if (r > 0) {
-        EXPECT_TRUE(BitwiseEqual(accept[r].logits, plain[0].logits));
-      }
+    ExpectSameStateAsForward(accept, plain);
+  }
+}
+
+// ForwardSampleDrafts on rank 0 (other ranks: Forward) proposes exactly what Forward
+// followed by HostSampleDrafts proposes, and leaves the same KV state on every rank.
+TEST(LlamaForwardSampleDraftsTest, EqualsForwardThenHostSampleDrafts) {
+  const std::vector<DraftRow> drafts = DraftRows();
+  for (int tp : {1, 2}) {
+    SCOPED_TRACE("tp = " + std::to_string(tp));
+    const std::vector<VerifyStepResult> plain = RunVerifyStepOnRanks(tp, StepCall::kForward);
+    const std::vector<VerifyStepResult> sampled =
+        RunVerifyStepOnRanks(tp, StepCall::kSampleDrafts);
+    ASSERT_EQ(plain.size(), size_t(tp));
+    ASSERT_EQ(sampled.size(), size_t(tp));
+    ASSERT_EQ(plain[0].logits.size(), size_t(7 * 128));
+    std::vector<DraftProposal> want;
+    ASSERT_TRUE(HostSampleDrafts(plain[0].logits, 128, drafts, &want).ok());
+    const std::vector<DraftProposal>& got = sampled[0].proposals;
+    ASSERT_EQ(got.size(), drafts.size());
+    for (size_t i = 0; i < drafts.size(); ++i) {
+      SCOPED_TRACE("draft row " + std::to_string(i));
+      EXPECT_TRUE(got[i].status.ok()) << got[i].status;
+      EXPECT_EQ(got[i].token, want[i].token);
+      EXPECT_EQ(got[i].q.ids, want[i].q.ids);
+      EXPECT_EQ(got[i].q.probs, want[i].q.probs);
+      EXPECT_GE(got[i].q.ids.size(), 1u);
+      EXPECT_LE(got[i].q.ids.size(), size_t(drafts[i].q_size));
     }
+    ExpectSameStateAsForward(sampled, plain);
   }
 }
 
