@@ -1,45 +1,15 @@
 #include "worker/draft_engine.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/types/span.h"
-#include "spec/rng.h"
-#include "spec/sampling.h"
+#include "kernels/accept/draft_sample.h"
 #include "worker/sequence_sampling.h"
 
 namespace tandem {
 namespace worker {
-namespace {
-
-// Draws one proposal from a row of logits; fills `out`.
-absl::Status Propose(absl::Span<const float> logits, const v1::DraftSequence& seq,
-                     int top_k, int64_t position, std::vector<float>* probs,
-                     v1::ProposedToken* out) {
-  spec::SparseDistribution q;
-  int32_t token;
-  if (IsGreedy(seq.sampling())) {
-    token = spec::Argmax(logits);
-    q = spec::PointMass(token);
-  } else {
-    spec::ProcessLogits(logits, ToSamplingConfig(seq.sampling()), probs);
-    q = spec::TopKSparse(*probs, top_k);
-    const double u = spec::UniformDouble(seq.sampling().seed(), spec::RandomStream::kDraftSample,
-                                         static_cast<uint64_t>(position));
-    token = spec::SampleFromSparse(q, u);
-  }
-  if (token < 0) {
-    return absl::InternalError(absl::StrCat("draft: sequence ", seq.sequence_id(),
-                                            " has no finite logits at position ", position));
-  }
-  out->set_token(token);
-  out->mutable_q_ids()->Assign(q.ids.begin(), q.ids.end());
-  out->mutable_q_probs()->Assign(q.probs.begin(), q.probs.end());
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 DraftEngine::DraftEngine(ModelExecutor* executor, const DraftEngineOptions& options)
     : executor_(executor), options_(options) {}
@@ -66,12 +36,11 @@ absl::Status DraftEngine::CheckCapacity(const v1::DraftRequest& request) const {
 absl::StatusOr<v1::DraftResponse> DraftEngine::Draft(const v1::DraftRequest& request) {
   if (absl::Status status = CheckCapacity(request); !status.ok()) return status;
   const int n = request.sequences_size();
-  const int vocab = executor_->config().vocab_size;
   const double forward_ms_before = executor_->times().forward_ms;
 
   v1::DraftResponse response;
-  std::vector<int> top_k(n);
-  std::vector<int64_t> next_position(n);  // Position of the next proposal.
+  // Per sequence: its sampling, q size and seed, and the position of its next proposal.
+  std::vector<DraftRow> next_draft(n);
   int max_k = 0;
   std::vector<SequenceInput> batch;
   batch.reserve(n);
@@ -79,9 +48,11 @@ absl::StatusOr<v1::DraftResponse> DraftEngine::Draft(const v1::DraftRequest& req
     const v1::DraftSequence& seq = request.sequences(s);
     v1::DraftedSequence* out = response.add_sequences();
     out->set_sequence_id(seq.sequence_id());
-    top_k[s] = seq.proposal_top_k() > 0 ? static_cast<int>(seq.proposal_top_k())
-                                        : options_.default_proposal_top_k;
-    next_position[s] = int64_t{seq.start_position()} + seq.tokens_size();
+    next_draft[s].sampling = ToSamplingConfig(seq.sampling());
+    next_draft[s].q_size = seq.proposal_top_k() > 0 ? static_cast<int>(seq.proposal_top_k())
+                                                    : options_.default_proposal_top_k;
+    next_draft[s].seed = seq.sampling().seed();
+    next_draft[s].position = uint64_t{seq.start_position()} + seq.tokens_size();
     max_k = std::max(max_k, static_cast<int>(seq.num_draft_tokens()));
     SequenceInput in;
     in.seq_id = seq.sequence_id();
@@ -91,37 +62,50 @@ absl::StatusOr<v1::DraftResponse> DraftEngine::Draft(const v1::DraftRequest& req
     batch.push_back(std::move(in));
   }
 
-  std::vector<float> logits, probs;
-  std::vector<int> rows;  // Request index of each row of the current pass.
+  std::vector<int> rows;  // Request index of each logit row of the current pass.
   for (int s = 0; s < n; ++s) rows.push_back(s);
+  std::vector<DraftRow> drafts;
+  std::vector<int> drafted;  // Request index of each draft row.
+  std::vector<DraftProposal> proposals;
   for (int i = 0; i < max_k; ++i) {
-    absl::Status status = executor_->Forward(batch, &logits);
-    if (!status.ok()) return status;
-    std::vector<SequenceInput> next;
-    std::vector<int> next_rows;
+    drafts.clear();
+    drafted.clear();
     for (size_t r = 0; r < rows.size(); ++r) {
-      const int s = rows[r];
+      if (static_cast<uint32_t>(i) >= request.sequences(rows[r]).num_draft_tokens()) continue;
+      drafts.push_back(next_draft[rows[r]]);
+      drafts.back().row = static_cast<int>(r);
+      drafted.push_back(rows[r]);
+    }
+    absl::Status status = executor_->ForwardSampleDrafts(batch, drafts, &proposals);
+    if (!status.ok()) return status;
+    batch.clear();
+    rows.clear();
+    for (size_t d = 0; d < drafts.size(); ++d) {
+      const int s = drafted[d];
       const v1::DraftSequence& seq = request.sequences(s);
-      v1::DraftedSequence* out = response.mutable_sequences(s);
-      if (static_cast<uint32_t>(i) >= seq.num_draft_tokens()) continue;
-      absl::Span<const float> row(logits.data() + r * vocab, vocab);
-      status = Propose(row, seq, top_k[s], next_position[s], &probs, out->add_proposals());
-      if (!status.ok()) return status;
+      const DraftProposal& proposal = proposals[d];
+      if (!proposal.status.ok()) {
+        return absl::InternalError(absl::StrCat("draft: sequence ", seq.sequence_id(),
+                                                " has no finite logits at position ",
+                                                next_draft[s].position));
+      }
+      v1::ProposedToken* out = response.mutable_sequences(s)->add_proposals();
+      out->set_token(proposal.token);
+      out->mutable_q_ids()->Assign(proposal.q.ids.begin(), proposal.q.ids.end());
+      out->mutable_q_probs()->Assign(proposal.q.probs.begin(), proposal.q.probs.end());
       // Feed this proposal when the sequence needs another one.
       if (static_cast<uint32_t>(i + 1) < seq.num_draft_tokens()) {
         SequenceInput in;
         in.seq_id = seq.sequence_id();
-        in.start_position = static_cast<int>(next_position[s]);
-        in.tokens = {out->proposals(i).token()};
+        in.start_position = static_cast<int>(next_draft[s].position);
+        in.tokens = {proposal.token};
         in.logit_indices = {0};
-        next.push_back(std::move(in));
-        next_rows.push_back(s);
+        batch.push_back(std::move(in));
+        rows.push_back(s);
       }
-      ++next_position[s];
+      ++next_draft[s].position;
     }
-    if (next.empty()) break;
-    batch = std::move(next);
-    rows = std::move(next_rows);
+    if (batch.empty()) break;
   }
   for (int s = 0; s < n; ++s) {
     const v1::DraftSequence& seq = request.sequences(s);

@@ -7,12 +7,15 @@
 // spec::ProcessLogits) and turned into the sparse proposal q = TopKSparse(p, k)
 // (greedy: PointMass(argmax)); d_i is drawn from q with
 // UniformDouble(seed, kDraftSample, position of d_i) -- an absolute cache position, so
-// the draws never depend on batching. d_1 .. d_{K-1} are then fed one per forward pass
-// (each pass batching every sequence that still needs tokens), so K forward passes in
-// all; d_K is not fed, and the cache ends at start_position + tokens + K - 1.
+// the draws never depend on batching. The sampling runs where the logits are
+// (ModelExecutor::ForwardSampleDrafts, kernels/accept/draft_sample.h): only each token
+// and its q come back. d_1 .. d_{K-1} are then fed one per forward pass (each pass
+// batching every sequence that still needs tokens), so K forward passes in all; d_K is
+// not fed, and the cache ends at start_position + tokens + K - 1.
 //
-// Requests are expected to be valid (see request_validation.h); the engine still never
-// crashes on bad input (the model rejects it). Not thread-safe.
+// Requests are expected to be valid (see request_validation.h; q sizes must be in
+// [1, kMaxDraftQSize]); the engine still never crashes on bad input (the model rejects
+// it). Not thread-safe.
 #ifndef TANDEM_WORKER_DRAFT_ENGINE_H_
 #define TANDEM_WORKER_DRAFT_ENGINE_H_
 
@@ -33,9 +36,10 @@ class DraftEngine {
   DraftEngine(ModelExecutor* executor, const DraftEngineOptions& options);
 
   // Drafts every sequence of `request`. RESOURCE_EXHAUSTED (before any change) when
-  // the KV cache cannot hold all drafted positions; the model's error otherwise. On an
-  // error after the first forward pass, the sequences keep what was fed (the next
-  // step's start_position rolls them back).
+  // the KV cache cannot hold all drafted positions; INTERNAL ("draft: sequence <id> has
+  // no finite logits at position <p>") when a distribution has nothing to sample; the
+  // model's error otherwise. On an error after the first forward pass, the sequences
+  // keep what was fed (the next step's start_position rolls them back).
   absl::StatusOr<v1::DraftResponse> Draft(const v1::DraftRequest& request);
 
  private:

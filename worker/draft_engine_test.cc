@@ -1,11 +1,19 @@
-// Draft engine against an independent plain-decoding reference on its own model.
+// Draft engine against an independent plain-decoding reference on its own model, and
+// its error for a distribution with nothing to sample.
 #include "worker/draft_engine.h"
 
 #include <cmath>
+#include <limits>
+#include <memory>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "kernels/cpu/cpu_backend.h"
+#include "model/llama.h"
+#include "model/weights.h"
+#include "spec/rng.h"
+#include "spec/sampling.h"
 #include "worker/test_util.h"
 
 namespace tandem {
@@ -132,6 +140,11 @@ TEST_F(DraftEngineTest, SparseProposalsAreTheRenormalisedTopKOfTheModel) {
     }
     EXPECT_NEAR(sum, 1.0, 1e-5) << "proposal " << i;
     EXPECT_TRUE(has_token) << "proposal " << i << " token " << p.token() << " not in q";
+    // Drawn from q with the seed's kDraftSample stream at the proposal's position.
+    const spec::SparseDistribution q{{p.q_ids().begin(), p.q_ids().end()},
+                                     {p.q_probs().begin(), p.q_probs().end()}};
+    const double u = spec::UniformDouble(9, spec::RandomStream::kDraftSample, prompt.size() + i);
+    EXPECT_EQ(p.token(), spec::SampleFromSparse(q, u)) << "proposal " << i;
   }
 }
 
@@ -186,6 +199,51 @@ TEST_F(DraftEngineTest, KvExhaustionIsReportedBeforeAnyChange) {
   auto drafted = Draft(seqs);
   EXPECT_EQ(drafted.status().code(), absl::StatusCode::kResourceExhausted) << drafted.status();
   EXPECT_EQ(model_.executor->kv_stats().used_blocks, kv.used_blocks + 1);  // Only seq 5.
+}
+
+// Every logit of sequence 2 is NaN (its token kNanToken embeds to NaN): the step fails
+// with INTERNAL naming that sequence and the position of its proposal, whatever the
+// sampling, although sequence 1 before it in the batch drafts fine (also alone after).
+TEST(DraftEngineErrorTest, NoFiniteLogitsIsAnInternalErrorNamingTheSequence) {
+  constexpr int32_t kNanToken = 9;
+  absl::StatusOr<LlamaWeights> weights = LoadLlamaWeights(testing::kTpCheckpoint, 0, 1);
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  const HostTensor& embed = weights->embed_tokens;
+  auto nan_embed = std::make_shared<std::vector<float>>(embed.numel());
+  for (int64_t t = 0; t < embed.rows; ++t) {
+    for (int64_t j = 0; j < embed.cols; ++j) {
+      (*nan_embed)[t * embed.cols + j] =
+          t == kNanToken ? std::numeric_limits<float>::quiet_NaN() : embed.At(t, j);
+    }
+  }
+  weights->embed_tokens = {nan_embed->data(), DType::kF32, embed.rows, embed.cols, nan_embed};
+  std::unique_ptr<Backend> backend = MakeCpuBackend(1);
+  auto model = LlamaModel::Create(*weights, backend.get(), nullptr, LlamaModelOptions{});
+  ASSERT_TRUE(model.ok()) << model.status();
+  LocalExecutor executor(*std::move(model));
+  DraftEngine engine(&executor, DraftEngineOptions{});
+
+  const auto sequence = [](uint64_t id, std::vector<int32_t> tokens,
+                           const v1::SequenceSampling& sampling) {
+    v1::DraftSequence seq;
+    seq.set_sequence_id(id);
+    for (int32_t t : tokens) seq.add_tokens(t);
+    seq.set_num_draft_tokens(3);
+    *seq.mutable_sampling() = sampling;
+    return seq;
+  };
+  for (const v1::SequenceSampling& sampling : {Greedy(), Sampled(0.8f, 3)}) {
+    v1::DraftRequest request;
+    *request.add_sequences() = sequence(1, {5, 6, 7}, sampling);
+    *request.add_sequences() = sequence(2, {8, kNanToken}, sampling);
+    absl::StatusOr<v1::DraftResponse> drafted = engine.Draft(request);
+    EXPECT_EQ(drafted.status(),
+              absl::InternalError("draft: sequence 2 has no finite logits at position 2"));
+    request.mutable_sequences()->RemoveLast();
+    drafted = engine.Draft(request);
+    ASSERT_TRUE(drafted.ok()) << drafted.status();
+    EXPECT_EQ(drafted->sequences(0).proposals_size(), 3);
+  }
 }
 
 }  // namespace

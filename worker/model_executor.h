@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "kernels/accept/draft_sample.h"
 #include "kernels/accept/verify_accept.h"
 #include "model/config.h"
 #include "model/llama.h"
@@ -20,8 +21,8 @@ namespace worker {
 
 // Cumulative time counters of an executor, milliseconds since it started.
 struct ExecutorTimes {
-  double forward_ms = 0;     // Wall time in Forward and ForwardAccept calls
-                             // (collectives included).
+  double forward_ms = 0;     // Wall time in Forward, ForwardAccept and
+                             // ForwardSampleDrafts calls (collectives included).
   double collective_ms = 0;  // Wall time in collectives (broadcasts and the model's).
 };
 
@@ -39,6 +40,11 @@ class ModelExecutor {
   virtual absl::Status ForwardAccept(const std::vector<SequenceInput>& batch,
                                      absl::Span<const VerifyChain> chains,
                                      std::vector<VerifyOutcome>* outcomes) = 0;
+  // Forward with the draft proposals of `drafts` sampled where the logits are
+  // (LlamaModel::ForwardSampleDrafts): only the proposals come back.
+  virtual absl::Status ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
+                                           absl::Span<const DraftRow> drafts,
+                                           std::vector<DraftProposal>* proposals) = 0;
   virtual absl::Status Truncate(uint64_t seq_id, int length) = 0;
   virtual absl::Status Release(uint64_t seq_id) = 0;
   virtual absl::Status KeepPath(uint64_t seq_id, int start_position,
@@ -68,6 +74,9 @@ class LocalExecutor final : public ModelExecutor {
   absl::Status ForwardAccept(const std::vector<SequenceInput>& batch,
                              absl::Span<const VerifyChain> chains,
                              std::vector<VerifyOutcome>* outcomes) override;
+  absl::Status ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
+                                   absl::Span<const DraftRow> drafts,
+                                   std::vector<DraftProposal>* proposals) override;
   absl::Status Truncate(uint64_t seq_id, int length) override;
   absl::Status Release(uint64_t seq_id) override;
   absl::Status KeepPath(uint64_t seq_id, int start_position,
@@ -82,6 +91,10 @@ class LocalExecutor final : public ModelExecutor {
   std::string collective_backend() const override { return "local"; }
 
  private:
+  // Runs `forward` (a forward call of the model), adding its wall time to forward_ms.
+  template <typename Fn>
+  absl::Status Timed(Fn&& forward);
+
   std::unique_ptr<LlamaModel> model_;
   ExecutorTimes times_;
 };

@@ -31,6 +31,12 @@ absl::Status ModelShard::ForwardAccept(const std::vector<SequenceInput>& batch,
   return Tracked(batch, [&] { return model_->ForwardAccept(batch, chains, outcomes); });
 }
 
+absl::Status ModelShard::ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
+                                             absl::Span<const DraftRow> drafts,
+                                             std::vector<DraftProposal>* proposals) {
+  return Tracked(batch, [&] { return model_->ForwardSampleDrafts(batch, drafts, proposals); });
+}
+
 absl::Status ModelShard::Truncate(uint64_t seq_id, int length) {
   return model_->Truncate(seq_id, length);
 }

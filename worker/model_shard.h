@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "kernels/accept/draft_sample.h"
 #include "kernels/accept/verify_accept.h"
 #include "model/llama.h"
 #include "worker/group_protocol.h"
@@ -30,6 +31,9 @@ class ModelShard {
   absl::Status ForwardAccept(const std::vector<SequenceInput>& batch,
                              absl::Span<const VerifyChain> chains,
                              std::vector<VerifyOutcome>* outcomes);
+  absl::Status ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
+                                   absl::Span<const DraftRow> drafts,
+                                   std::vector<DraftProposal>* proposals);
   absl::Status Truncate(uint64_t seq_id, int length);
   absl::Status Release(uint64_t seq_id);
   absl::Status KeepPath(uint64_t seq_id, int start_position, const std::vector<int32_t>& rows);

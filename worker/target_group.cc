@@ -200,6 +200,19 @@ absl::Status TargetGroupLeader::ForwardAccept(const std::vector<SequenceInput>& 
                            [&] { return shard_->ForwardAccept(batch, chains, outcomes); });
 }
 
+absl::Status TargetGroupLeader::ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
+                                                    absl::Span<const DraftRow> drafts,
+                                                    std::vector<DraftProposal>* proposals) {
+  // As for ForwardAccept: the followers never see the draft rows.
+  if (proposals == nullptr) {
+    return absl::InvalidArgumentError("ForwardSampleDrafts: proposals is null");
+  }
+  absl::Status status = ValidateDraftRows(drafts, CountLogitRows(batch));
+  if (!status.ok()) return status;
+  return ForwardOnAllRanks(
+      batch, [&] { return shard_->ForwardSampleDrafts(batch, drafts, proposals); });
+}
+
 template <typename Fn>
 absl::Status TargetGroupLeader::ApplyAndQueue(GroupCommand command, Fn&& local) {
   absl::MutexLock lock(&mu_);

@@ -6,7 +6,8 @@
 // kGroupChunkBytes first broadcast that holds the whole message in the common case,
 // plus a second one only for a larger payload. Then every rank makes the same
 // LlamaModel call (collectives inside) and the leader alone runs acceptance (a verify
-// step is Forward on the followers and ForwardAccept on the leader). Calls
+// step is Forward on the followers and ForwardAccept on the leader; a draft forward,
+// ForwardSampleDrafts on the leader). Calls
 // without collectives (truncate, release, keep-path) are applied on the leader at once
 // and queued; the queue rides on the next message, before its forward, so a verify
 // step costs ONE broadcast plus the model's own collectives. After ~1 s without a
@@ -37,6 +38,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "kernels/accept/draft_sample.h"
 #include "kernels/accept/verify_accept.h"
 #include "worker/group_membership.h"
 #include "worker/group_protocol.h"
@@ -87,6 +89,11 @@ class TargetGroupLeader final : public ModelExecutor {
   absl::Status ForwardAccept(const std::vector<SequenceInput>& batch,
                              absl::Span<const VerifyChain> chains,
                              std::vector<VerifyOutcome>* outcomes) override;
+  // Likewise: the followers run Forward, the leader samples the draft proposals. Draft
+  // rows that do not fit the batch's logit rows are rejected before anything is sent.
+  absl::Status ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
+                                   absl::Span<const DraftRow> drafts,
+                                   std::vector<DraftProposal>* proposals) override;
   absl::Status Truncate(uint64_t seq_id, int length) override;
   absl::Status Release(uint64_t seq_id) override;
   absl::Status KeepPath(uint64_t seq_id, int start_position,
