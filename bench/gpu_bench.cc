@@ -40,6 +40,7 @@
 #include "model/kv_cache.h"
 #include "model/llama.h"
 #include "model/synthetic_weights.h"
+#include "kernels/accept/draft_sample.h"
 #include "kernels/accept/verify_accept.h"
 #include "spec/acceptance.h"
 #include "spec/cost_model.h"
@@ -167,6 +168,41 @@ json BenchAcceptance(LlamaModel& model, const LlamaConfig& c, int context, int m
           {"host_accept_ms", host.median_ms}};
 }
 
+// A draft decode step with its proposal sampled on the backend (ForwardSampleDrafts:
+// temperature 0.8, top-p 0.9, q of 32 tokens; only the token and q come back) versus
+// the logits copied back and the host reference run on them. `decode_ms` is the
+// forward alone.
+json BenchDraftSampling(LlamaModel& model, const LlamaConfig& c, int context, double decode_ms) {
+  SequenceInput in;
+  in.seq_id = 1;
+  in.start_position = context;
+  in.tokens = {3};
+  in.logit_indices = {0};
+  DraftRow draft;
+  draft.sampling = {0.8f, 0, 0.9f};
+  draft.q_size = 32;
+  draft.seed = 1;
+  std::vector<DraftProposal> proposals;
+  std::vector<float> logits;
+  const Timing device = Measure(
+      [&] { return model.ForwardSampleDrafts({in}, {draft}, &proposals); },
+      "draft step + sampling on the backend");
+  const Timing host = Measure(
+      [&] {
+        absl::Status s = model.Forward({in}, &logits);
+        return s.ok() ? HostSampleDrafts(logits, c.vocab_size, {draft}, &proposals) : s;
+      },
+      "draft step + host sampling");
+  std::printf("draft step: forward %.3f ms; with sampling on the backend %.3f ms, on the host "
+              "(logits copied) %.3f ms\n",
+              decode_ms, device.median_ms, host.median_ms);
+  std::fflush(stdout);
+  return {{"sampling", "temperature 0.8, top_p 0.9, q of 32"},
+          {"forward_ms", decode_ms},
+          {"backend_sampling_ms", device.median_ms},
+          {"host_sampling_ms", host.median_ms}};
+}
+
 // Times decode and verify steps of `spec` on a fresh backend; returns the figures.
 json BenchModel(const std::string& spec, const std::string& gemm, bool verify_steps) {
   auto model_spec = ParseSyntheticModel(spec);
@@ -241,6 +277,7 @@ json BenchModel(const std::string& spec, const std::string& gemm, bool verify_st
   }
   result["decode"] = result["decode"][0];
   if (verify_steps && max_k > 0) result["accept"] = BenchAcceptance(**model, c, context, max_k, step_ms);
+  if (!verify_steps) result["draft_sampling"] = BenchDraftSampling(**model, c, context, step_ms[0]);
   return result;
 }
 
@@ -326,6 +363,10 @@ int Run() {
     text += absl::StrFormat("  draft decode %.3f ms (%.2f TB/s)\n",
                             draft["decode"]["median_ms"].get<double>(),
                             draft["decode"]["hbm_tbs"].get<double>());
+    text += absl::StrFormat(
+        "  draft step with sampling: on the backend %.3f ms, on the host %.3f ms\n",
+        draft["draft_sampling"]["backend_sampling_ms"].get<double>(),
+        draft["draft_sampling"]["host_sampling_ms"].get<double>());
     json cost = CostModelFigures(target, draft, &text);
     report["modes"][mode] = {{"target", target}, {"draft", draft}, {"cost_model", cost}};
   }

@@ -51,6 +51,7 @@ enum RuleCode : int32_t {
   kRulePosition = 4,
   kRuleTypical = 5
 };
+constexpr uint32_t kStreamDraft = 0;
 constexpr uint32_t kStreamAccept = 1;
 constexpr uint32_t kStreamResample = 2;
 
@@ -211,13 +212,13 @@ TANDEM_HOST_DEVICE void KeepTopP(Block& block, int n, float top_p, double* w) {
 
 // spec::ProcessLogits of one row: logit(i) -> probs[i]; `w` is a double workspace.
 template <class Block, class Row>
-TANDEM_HOST_DEVICE void ProcessRow(Block& block, int n, Row logit, const PackedChain& chain,
-                                   float* probs, double* w) {
+TANDEM_HOST_DEVICE void ProcessRow(Block& block, int n, Row logit,
+                                   const PackedSampling& sampling, float* probs, double* w) {
   const auto one_hot = [&] {
     const int best = ArgMax(block, n, [&](int i) { return static_cast<double>(logit(i)); });
     block.ForEach(n, [&](int i) { probs[i] = i == best ? 1.0f : 0.0f; });
   };
-  if (!(chain.temperature > 0.0f)) return one_hot();
+  if (!(sampling.temperature > 0.0f)) return one_hot();
   const double max_finite = Max(block, n, [&](int i) {
     const double x = logit(i);
     return IsFinite(x) ? x : -kInf;
@@ -225,7 +226,7 @@ TANDEM_HOST_DEVICE void ProcessRow(Block& block, int n, Row logit, const PackedC
   const bool any_positive_infinity =
       Sum(block, n, [&](int i) { return logit(i) == INFINITY ? 1.0 : 0.0; }) > 0.0;
   if (max_finite == -kInf && !any_positive_infinity) return one_hot();
-  const double temperature = chain.temperature;
+  const double temperature = sampling.temperature;
   block.ForEach(n, [&](int i) {
     const double x = logit(i);
     if (any_positive_infinity) {
@@ -235,8 +236,8 @@ TANDEM_HOST_DEVICE void ProcessRow(Block& block, int n, Row logit, const PackedC
     }
   });
   if (!(Sum(block, n, [&](int i) { return w[i] > 0.0 ? 1.0 : 0.0; }) > 0.0)) return one_hot();
-  if (chain.top_k > 0 && chain.top_k < n) KeepTopK(block, n, chain.top_k, w);
-  if (chain.top_p < 1.0f) KeepTopP(block, n, chain.top_p, w);
+  if (sampling.top_k > 0 && sampling.top_k < n) KeepTopK(block, n, sampling.top_k, w);
+  if (sampling.top_p < 1.0f) KeepTopP(block, n, sampling.top_p, w);
   const double total = Sum(block, n, [&](int i) { return w[i]; });
   block.ForEach(n, [&](int i) { probs[i] = static_cast<float>(w[i] / total); });
 }
@@ -271,21 +272,18 @@ template <class Block>
 TANDEM_HOST_DEVICE void AcceptChain(Block& block, const BatchView& view, int c) {
   using namespace detail;  // NOLINT: the helpers above, local to this header.
   const PackedChain chain = view.chains[c];
-  const int n = view.vocab, k = chain.num_proposals;
-  const int slice = view.vocab / view.parts;
+  const int n = view.logits.vocab, k = chain.num_proposals;
   float* probs = view.probs + size_t(c) * n;
   double* w = view.weights + size_t(c) * n;
   int32_t* out_tokens = view.out_tokens + chain.output_begin;
   float* out_logprobs = view.out_logprobs + chain.output_begin;
-  const bool greedy_sampling = !(chain.temperature > 0.0f);
+  const bool greedy_sampling = !(chain.sampling.temperature > 0.0f);
   int committed = 0;
 
-  // Processes logit row `i` of the chain into probs; returns its accessor.
+  // The accessor of logit row `i` of the chain.
   const auto row = [&](int i) {
     const size_t r = size_t(chain.first_row) + i;
-    return [&view, r, slice](int v) {
-      return view.logits[(size_t(v / slice) * view.rows + r) * slice + v % slice];
-    };
+    return [&view, r](int v) { return view.logits.At(r, v); };
   };
   const auto commit = [&](int i, int token) {
     double logprob = 0.0;
@@ -319,7 +317,7 @@ TANDEM_HOST_DEVICE void AcceptChain(Block& block, const BatchView& view, int c) 
   };
 
   for (int i = 0; i < k; ++i) {
-    ProcessRow(block, n, row(i), chain, probs, w);
+    ProcessRow(block, n, row(i), chain.sampling, probs, w);
     const int token = view.tokens[chain.proposal_begin + i];
     const double p_token = probs[token];
     const uint64_t position = chain.sample_index + i;
@@ -396,11 +394,79 @@ TANDEM_HOST_DEVICE void AcceptChain(Block& block, const BatchView& view, int c) 
     commit(i, correction);
     return finish(-1);
   }
-  ProcessRow(block, n, row(k), chain, probs, w);
+  ProcessRow(block, n, row(k), chain.sampling, probs, w);
   const int bonus = emit(chain.rule == kRuleGreedy, chain.sample_index + k);
   if (bonus < 0) return finish(k);
   commit(k, bonus);
   finish(-1);
+}
+
+// Samples the proposal of draft row `index` of `view` on `block` (draft_sample.h):
+// greedy: the argmax with a point-mass q; otherwise the processed row, its q_size most
+// likely tokens (descending, ties to the lower id; repeated block argmax) renormalised
+// and a token drawn from them with the kDraftSample uniform. The renormalisation and
+// the draw over q run on the leader in spec's sequential order. Writes out_tokens,
+// out_q_counts and the q slots of the row.
+template <class Block>
+TANDEM_HOST_DEVICE void SampleDraftRow(Block& block, const DraftView& view, int index) {
+  using namespace detail;  // NOLINT: the helpers above, local to this header.
+  const PackedDraftRow draft = view.drafts[index];
+  const int n = view.logits.vocab;
+  const size_t r = draft.row;
+  const auto logit = [&view, r](int v) { return view.logits.At(r, v); };
+  float* probs = view.probs + size_t(index) * n;
+  double* w = view.weights + size_t(index) * n;
+  int32_t* ids = view.out_q_ids + draft.output_begin;
+  float* q = view.out_q_probs + draft.output_begin;
+  const auto finish = [&](int token, int count) {
+    if (block.leader()) {
+      view.out_tokens[index] = token;
+      view.out_q_counts[index] = token >= 0 ? count : 0;
+    }
+  };
+  if (!(draft.sampling.temperature > 0.0f)) {
+    const int best = ArgMax(block, n, [&](int v) { return static_cast<double>(logit(v)); });
+    if (block.leader() && best >= 0) {
+      ids[0] = best;
+      q[0] = 1.0f;
+    }
+    return finish(best, 1);
+  }
+  ProcessRow(block, n, logit, draft.sampling, probs, w);
+  block.ForEach(n, [&](int v) { w[v] = probs[v]; });
+  int count = 0;
+  for (; count < draft.q_size; ++count) {  // Taken entries become -1.
+    const int best = ArgMax(block, n, [&](int v) { return w[v]; });
+    if (best < 0 || !(w[best] > 0.0)) break;
+    if (block.leader()) ids[count] = best;
+    block.ForEach(1, [&](int) { w[best] = -1.0; });
+  }
+  if (!block.leader()) return;
+  double total = 0.0;
+  for (int j = 0; j < count; ++j) total += probs[ids[j]];
+  for (int j = 0; j < count; ++j) q[j] = static_cast<float>(probs[ids[j]] / total);
+  // spec::SampleFromProbs over q in its order.
+  int last = -1;
+  double mass = 0.0;
+  for (int j = 0; j < count; ++j) {
+    if (q[j] > 0.0f && IsFinite(q[j])) {
+      mass += q[j];
+      last = j;
+    }
+  }
+  int chosen = last;
+  const double target =
+      Mul(spec::philox::Uniform(draft.seed, kStreamDraft, draft.position, 0), mass);
+  double cumulative = 0.0;
+  for (int j = 0; j < last; ++j) {
+    if (!(q[j] > 0.0f && IsFinite(q[j]))) continue;
+    cumulative += q[j];
+    if (target < cumulative) {
+      chosen = j;
+      break;
+    }
+  }
+  finish(chosen >= 0 ? ids[chosen] : -1, count);
 }
 
 }  // namespace accept

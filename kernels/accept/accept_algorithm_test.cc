@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kernels/accept/accept_test_util.h"
+#include "kernels/accept/draft_sample.h"
 #include "kernels/accept/emulated_verify_accept.h"
 #include "kernels/accept/host_block.h"
 #include "kernels/accept/verify_accept.h"
@@ -54,14 +55,14 @@ TEST(AcceptAlgorithmTest, ProcessRowMatchesSpecProcessLogits) {
       const spec::SamplingConfig config = RandomSampling(rng, vocab, trial % 5 == 0);
       std::vector<float> expected;
       spec::ProcessLogits(logits, config, &expected);
-      PackedChain chain;
-      chain.temperature = config.temperature;
-      chain.top_k = config.top_k;
-      chain.top_p = config.top_p;
+      PackedSampling sampling;
+      sampling.temperature = config.temperature;
+      sampling.top_k = config.top_k;
+      sampling.top_p = config.top_p;
       std::vector<float> got(vocab, -1.0f);
       std::vector<double> work(vocab);
       HostBlock block;
-      detail::ProcessRow(block, vocab, [&](int i) { return logits[i]; }, chain, got.data(),
+      detail::ProcessRow(block, vocab, [&](int i) { return logits[i]; }, sampling, got.data(),
                          work.data());
       ExpectSameDistribution(expected, got,
                              absl::StrCat("vocab ", vocab, " trial ", trial, " kind ", kind,
@@ -79,15 +80,15 @@ TEST(AcceptAlgorithmTest, TopKAndTopPKeepTiesByLowerIndex) {
   std::vector<float> logits = {std::log(0.1f), std::log(0.3f), -kInf, -kInf,
                                std::log(0.3f), -kInf,          std::log(0.3f)};
   for (int mode = 0; mode < 2; ++mode) {
-    PackedChain chain;
-    chain.temperature = 1.0f;
-    chain.top_k = mode == 0 ? 2 : 0;
-    chain.top_p = mode == 0 ? 1.0f : 0.5f;
+    PackedSampling sampling;
+    sampling.temperature = 1.0f;
+    sampling.top_k = mode == 0 ? 2 : 0;
+    sampling.top_p = mode == 0 ? 1.0f : 0.5f;
     std::vector<float> probs(logits.size());
     std::vector<double> work(logits.size());
     HostBlock block;
     detail::ProcessRow(block, static_cast<int>(logits.size()),
-                       [&](int i) { return logits[i]; }, chain, probs.data(), work.data());
+                       [&](int i) { return logits[i]; }, sampling, probs.data(), work.data());
     for (int i = 0; i < static_cast<int>(logits.size()); ++i) {
       EXPECT_EQ(probs[i] > 0.0f, i == 1 || i == 4) << "mode " << mode << " index " << i;
     }
@@ -100,13 +101,13 @@ TEST(AcceptAlgorithmTest, ExactBoundariesFollowTheReference) {
   // crossing entry is the last one kept), and an inverse-CDF draw at u = 0.5 lands
   // exactly on a bucket edge (the next bucket is taken).
   const std::vector<float> logits = {0.0f, 0.0f, 0.0f, 0.0f};
-  PackedChain chain;
-  chain.temperature = 1.0f;
-  chain.top_p = 0.5f;
+  PackedSampling sampling;
+  sampling.temperature = 1.0f;
+  sampling.top_p = 0.5f;
   std::vector<float> probs(4), expected;
   std::vector<double> work(4);
   HostBlock block;
-  detail::ProcessRow(block, 4, [&](int i) { return logits[i]; }, chain, probs.data(),
+  detail::ProcessRow(block, 4, [&](int i) { return logits[i]; }, sampling, probs.data(),
                      work.data());
   spec::ProcessLogits(logits, {1.0f, 0, 0.5f}, &expected);
   EXPECT_EQ(probs, expected);
@@ -218,6 +219,53 @@ TEST(AcceptAlgorithmTest, LargeVocabularyWithTopP) {
   ASSERT_TRUE(HostVerifyAccept(logits, kVocab, chains, &expected).ok());
   ASSERT_TRUE(EmulatedVerifyAccept(LogitsView{logits.data(), rows, kVocab, 1}, chains, &got).ok());
   ExpectSameOutcomes(expected, got, "vocab 32000");
+}
+
+TEST(AcceptAlgorithmTest, DraftSamplingMatchesTheReference) {
+  std::mt19937_64 rng(31);
+  int rows_checked = 0, failures = 0, sampled = 0;
+  for (int vocab : {8, 300, 1000}) {
+    for (int parts : {1, 2, 4}) {
+      std::vector<float> logits;
+      std::vector<DraftRow> drafts;
+      const int rows = 24;
+      for (int r = 0; r < rows; ++r) {
+        const std::vector<float> row = RandomRow(rng, vocab, r % 7);
+        logits.insert(logits.end(), row.begin(), row.end());
+        DraftRow draft;
+        draft.row = (r * 5) % rows;  // Rows out of order, some twice.
+        draft.sampling = RandomSampling(rng, vocab, r % 4 == 0);
+        const int q_sizes[] = {1, 8, 32, 1024};
+        draft.q_size = q_sizes[rng() % 4];
+        draft.seed = rng();
+        draft.position = rng() % 5000;
+        drafts.push_back(draft);
+        sampled += draft.sampling.temperature > 0.0f;
+      }
+      const std::vector<float> sliced = Sliced(logits, rows, vocab, parts);
+      std::vector<DraftProposal> expected, got;
+      ASSERT_TRUE(HostSampleDrafts(logits, vocab, drafts, &expected).ok());
+      ASSERT_TRUE(
+          EmulatedSampleDrafts(LogitsView{sliced.data(), rows, vocab, parts}, drafts, &got).ok());
+      ASSERT_EQ(expected.size(), got.size());
+      for (size_t i = 0; i < expected.size(); ++i) {
+        const std::string where = absl::StrCat("vocab ", vocab, " parts ", parts, " draft ", i);
+        ASSERT_EQ(expected[i].status, got[i].status) << where;
+        ASSERT_EQ(expected[i].token, got[i].token) << where;
+        ASSERT_EQ(expected[i].q.ids, got[i].q.ids) << where;
+        ASSERT_EQ(expected[i].q.probs.size(), got[i].q.probs.size()) << where;
+        for (size_t j = 0; j < expected[i].q.probs.size(); ++j) {
+          ASSERT_NEAR(expected[i].q.probs[j], got[i].q.probs[j], 1e-6f * expected[i].q.probs[j])
+              << where << " q entry " << j;
+        }
+        ++rows_checked;
+        failures += !expected[i].status.ok();
+      }
+    }
+  }
+  EXPECT_EQ(rows_checked, 3 * 3 * 24);
+  EXPECT_GT(failures, 0);  // All-NaN rows have no proposal.
+  EXPECT_GT(sampled, rows_checked / 2);
 }
 
 TEST(AcceptAlgorithmTest, BadViewsAndRowsAreRejected) {

@@ -5,6 +5,11 @@
 
 namespace tandem {
 
+absl::Status NoDraftTokenError(size_t index) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("draft row ", index, ": no token to propose (no finite logits)"));
+}
+
 absl::Status ValidateDraftRows(absl::Span<const DraftRow> drafts, int rows) {
   for (size_t i = 0; i < drafts.size(); ++i) {
     if (drafts[i].row < 0 || drafts[i].row >= rows) {
@@ -47,8 +52,7 @@ absl::Status HostSampleDrafts(absl::Span<const float> logits, int vocab,
     }
     if (out.token < 0) {
       out.q = spec::SparseDistribution();
-      out.status = absl::InvalidArgumentError(
-          absl::StrCat("draft row ", i, ": no token to propose (no finite logits)"));
+      out.status = NoDraftTokenError(i);
     }
   }
   return absl::OkStatus();

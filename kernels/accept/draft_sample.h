@@ -40,6 +40,9 @@ struct DraftProposal {
   spec::SparseDistribution q;
 };
 
+// The per-row status of draft row `index` without a token to propose.
+absl::Status NoDraftTokenError(size_t index);
+
 // Checks rows against a view of `rows` rows: row in [0, rows), q_size in
 // [1, kMaxDraftQSize]. INVALID_ARGUMENT naming the draft row otherwise.
 absl::Status ValidateDraftRows(absl::Span<const DraftRow> drafts, int rows);

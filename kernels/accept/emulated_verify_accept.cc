@@ -8,6 +8,14 @@
 namespace tandem {
 namespace accept {
 
+namespace {
+
+LogitsRef Ref(const LogitsView& logits) {
+  return LogitsRef{logits.data, logits.rows, logits.vocab, logits.parts};
+}
+
+}  // namespace
+
 absl::Status EmulatedVerifyAccept(const LogitsView& logits, absl::Span<const VerifyChain> chains,
                                   std::vector<VerifyOutcome>* outcomes) {
   absl::Status status = ValidateLogitsView(logits);
@@ -20,10 +28,7 @@ absl::Status EmulatedVerifyAccept(const LogitsView& logits, absl::Span<const Ver
   std::vector<float> probs(chains.size() * size_t(logits.vocab));
   std::vector<double> weights(probs.size());
   BatchView view;
-  view.logits = logits.data;
-  view.rows = logits.rows;
-  view.vocab = logits.vocab;
-  view.parts = logits.parts;
+  view.logits = Ref(logits);
   view.chains = batch.chains.data();
   view.num_chains = static_cast<int32_t>(batch.chains.size());
   view.tokens = batch.tokens.data();
@@ -38,6 +43,32 @@ absl::Status EmulatedVerifyAccept(const LogitsView& logits, absl::Span<const Ver
   HostBlock block;
   for (int c = 0; c < view.num_chains; ++c) AcceptChain(block, view, c);
   return UnpackOutcomes(batch, outputs, outcomes);
+}
+
+absl::Status EmulatedSampleDrafts(const LogitsView& logits, absl::Span<const DraftRow> drafts,
+                                  std::vector<DraftProposal>* proposals) {
+  absl::Status status = ValidateLogitsView(logits);
+  if (!status.ok()) return status;
+  status = ValidateDraftRows(drafts, logits.rows);
+  if (!status.ok()) return status;
+  const PackedDrafts packed = PackDrafts(drafts);
+  PackedDraftOutputs outputs;
+  ResizeDraftOutputs(packed, &outputs);
+  std::vector<float> probs(drafts.size() * size_t(logits.vocab));
+  std::vector<double> weights(probs.size());
+  DraftView view;
+  view.logits = Ref(logits);
+  view.drafts = packed.rows.data();
+  view.num_drafts = static_cast<int32_t>(packed.rows.size());
+  view.probs = probs.data();
+  view.weights = weights.data();
+  view.out_tokens = outputs.tokens.data();
+  view.out_q_counts = outputs.q_counts.data();
+  view.out_q_ids = outputs.q_ids.data();
+  view.out_q_probs = outputs.q_probs.data();
+  HostBlock block;
+  for (int i = 0; i < view.num_drafts; ++i) SampleDraftRow(block, view, i);
+  return UnpackDrafts(packed, outputs, proposals);
 }
 
 }  // namespace accept

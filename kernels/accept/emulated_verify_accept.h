@@ -1,7 +1,7 @@
-// The block-parallel acceptance (accept_algorithm.h) run on the host with HostBlock:
-// the exact algorithm and reduction order of the CUDA kernel, on any machine. Tests
-// compare it with the reference (HostVerifyAccept) here and with the GPU where there is
-// one.
+// The block-parallel acceptance and draft sampling (accept_algorithm.h) run on the host
+// with HostBlock: the exact algorithms and reduction order of the CUDA kernels, on any
+// machine. Tests compare them with the references (HostVerifyAccept, HostSampleDrafts)
+// here and with the GPU where there is one.
 #ifndef TANDEM_KERNELS_ACCEPT_EMULATED_VERIFY_ACCEPT_H_
 #define TANDEM_KERNELS_ACCEPT_EMULATED_VERIFY_ACCEPT_H_
 
@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "kernels/accept/draft_sample.h"
 #include "kernels/accept/verify_accept.h"
 
 namespace tandem {
@@ -19,6 +20,10 @@ namespace accept {
 // VerifyOutcome::status.
 absl::Status EmulatedVerifyAccept(const LogitsView& logits, absl::Span<const VerifyChain> chains,
                                   std::vector<VerifyOutcome>* outcomes);
+
+// Same contract as Backend::SampleDrafts with `logits.data` in host memory.
+absl::Status EmulatedSampleDrafts(const LogitsView& logits, absl::Span<const DraftRow> drafts,
+                                  std::vector<DraftProposal>* proposals);
 
 }  // namespace accept
 }  // namespace tandem

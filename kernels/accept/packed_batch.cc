@@ -16,9 +16,22 @@ static_assert(kRuleGreedy == static_cast<int>(spec::AcceptanceRule::kGreedy) &&
                   kRulePosition == static_cast<int>(spec::AcceptanceRule::kPosition) &&
                   kRuleTypical == static_cast<int>(spec::AcceptanceRule::kTypical),
               "accept_algorithm.h rule codes follow spec::AcceptanceRule");
-static_assert(kStreamAccept == static_cast<uint32_t>(spec::RandomStream::kAccept) &&
+static_assert(kStreamDraft == static_cast<uint32_t>(spec::RandomStream::kDraftSample) &&
+                  kStreamAccept == static_cast<uint32_t>(spec::RandomStream::kAccept) &&
                   kStreamResample == static_cast<uint32_t>(spec::RandomStream::kResample),
               "accept_algorithm.h streams follow spec::RandomStream");
+
+namespace {
+
+PackedSampling Pack(const spec::SamplingConfig& config) {
+  PackedSampling packed;
+  packed.temperature = config.temperature;
+  packed.top_k = config.top_k;
+  packed.top_p = config.top_p;
+  return packed;
+}
+
+}  // namespace
 
 PackedBatch PackChains(absl::Span<const VerifyChain> chains) {
   PackedBatch batch;
@@ -30,9 +43,7 @@ PackedBatch PackChains(absl::Span<const VerifyChain> chains) {
     packed.num_proposals = static_cast<int32_t>(chain.proposals.size());
     packed.proposal_begin = static_cast<int32_t>(batch.tokens.size());
     packed.output_begin = batch.num_outputs;
-    packed.temperature = chain.sampling.temperature;
-    packed.top_k = chain.sampling.top_k;
-    packed.top_p = chain.sampling.top_p;
+    packed.sampling = Pack(chain.sampling);
     packed.rule = static_cast<int32_t>(chain.params.rule);
     packed.alpha = spec::AlphaOrDefault(chain.params);
     packed.theta_first = chain.params.theta_first;
@@ -94,6 +105,56 @@ absl::Status UnpackOutcomes(const PackedBatch& batch, const PackedOutputs& outpu
       const auto lp = outputs.logprobs.begin() + chain.output_begin;
       out.logprobs.assign(lp, lp + status.num_committed);
     }
+  }
+  return absl::OkStatus();
+}
+
+PackedDrafts PackDrafts(absl::Span<const DraftRow> drafts) {
+  PackedDrafts packed;
+  packed.rows.reserve(drafts.size());
+  for (const DraftRow& draft : drafts) {
+    PackedDraftRow row;
+    row.row = draft.row;
+    row.q_size = draft.q_size;
+    row.output_begin = packed.num_q_slots;
+    row.sampling = Pack(draft.sampling);
+    row.seed = draft.seed;
+    row.position = draft.position;
+    packed.num_q_slots += draft.q_size;
+    packed.rows.push_back(row);
+  }
+  return packed;
+}
+
+void ResizeDraftOutputs(const PackedDrafts& drafts, PackedDraftOutputs* outputs) {
+  outputs->tokens.assign(drafts.rows.size(), -1);
+  outputs->q_counts.assign(drafts.rows.size(), 0);
+  outputs->q_ids.assign(drafts.num_q_slots, -1);
+  outputs->q_probs.assign(drafts.num_q_slots, 0.0f);
+}
+
+absl::Status UnpackDrafts(const PackedDrafts& drafts, const PackedDraftOutputs& outputs,
+                          std::vector<DraftProposal>* proposals) {
+  proposals->clear();
+  proposals->resize(drafts.rows.size());
+  for (size_t i = 0; i < drafts.rows.size(); ++i) {
+    const PackedDraftRow& row = drafts.rows[i];
+    DraftProposal& out = (*proposals)[i];
+    const int count = outputs.q_counts[i];
+    out.token = outputs.tokens[i];
+    if (out.token < 0) {
+      out.token = -1;
+      out.status = NoDraftTokenError(i);
+      continue;
+    }
+    if (count < 1 || count > row.q_size) {
+      return absl::InternalError(absl::StrCat("draft sampling: row ", i, " reports ", count,
+                                              " q entries for q_size ", row.q_size));
+    }
+    const auto ids = outputs.q_ids.begin() + row.output_begin;
+    const auto probs = outputs.q_probs.begin() + row.output_begin;
+    out.q.ids.assign(ids, ids + count);
+    out.q.probs.assign(probs, probs + count);
   }
   return absl::OkStatus();
 }

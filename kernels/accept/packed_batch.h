@@ -1,6 +1,6 @@
-// A batch of verified chains (verify_accept.h) packed into flat plain-old-data arrays:
-// the form the block-parallel acceptance (accept_algorithm.h) reads, uploaded as is to
-// a GPU, and the flat outputs it writes. Host code; PackChains/UnpackOutcomes convert.
+// Verified chains (verify_accept.h) and draft rows (draft_sample.h) packed into flat
+// plain-old-data arrays: the form the block-parallel algorithms (accept_algorithm.h)
+// read, uploaded as is to a GPU, and the flat outputs they write. Host code.
 #ifndef TANDEM_KERNELS_ACCEPT_PACKED_BATCH_H_
 #define TANDEM_KERNELS_ACCEPT_PACKED_BATCH_H_
 
@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "kernels/accept/draft_sample.h"
 #include "kernels/accept/packed_types.h"
 #include "kernels/accept/verify_accept.h"
 
@@ -45,6 +46,31 @@ void ResizeOutputs(const PackedBatch& batch, PackedOutputs* outputs);
 // range: a kernel bug, never silently accepted).
 absl::Status UnpackOutcomes(const PackedBatch& batch, const PackedOutputs& outputs,
                             std::vector<VerifyOutcome>* outcomes);
+
+// Host arrays of packed draft rows; num_q_slots = sum of q_size.
+struct PackedDrafts {
+  std::vector<PackedDraftRow> rows;
+  int32_t num_q_slots = 0;
+};
+
+// Flat draft outputs (DraftView's out_* arrays).
+struct PackedDraftOutputs {
+  std::vector<int32_t> tokens;    // One per row.
+  std::vector<int32_t> q_counts;  // One per row.
+  std::vector<int32_t> q_ids;     // num_q_slots.
+  std::vector<float> q_probs;     // num_q_slots.
+};
+
+// Packs `drafts` (expected valid, see DraftRow). Never fails.
+PackedDrafts PackDrafts(absl::Span<const DraftRow> drafts);
+
+// Sizes `outputs` for `drafts`.
+void ResizeDraftOutputs(const PackedDrafts& drafts, PackedDraftOutputs* outputs);
+
+// The proposals the outputs describe (a row without a token gets the reference's
+// per-row INVALID_ARGUMENT). INTERNAL when a count is out of range (a kernel bug).
+absl::Status UnpackDrafts(const PackedDrafts& drafts, const PackedDraftOutputs& outputs,
+                          std::vector<DraftProposal>* proposals);
 
 }  // namespace accept
 }  // namespace tandem

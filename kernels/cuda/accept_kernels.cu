@@ -110,18 +110,39 @@ __global__ void __launch_bounds__(kAcceptThreads) VerifyAcceptKernel(accept::Bat
   accept::AcceptChain(block, view, static_cast<int>(blockIdx.x));
 }
 
+__global__ void __launch_bounds__(kAcceptThreads) SampleDraftsKernel(accept::DraftView view) {
+  __shared__ double2 scratch[kAcceptThreads + 1];
+  DeviceBlock block(scratch);
+  accept::SampleDraftRow(block, view, static_cast<int>(blockIdx.x));
+}
+
+bool ValidLogits(const accept::LogitsRef& logits) {
+  return logits.data != nullptr && logits.rows > 0 && logits.vocab > 0 && logits.parts > 0 &&
+         logits.vocab % logits.parts == 0;
+}
+
 }  // namespace
 
 cudaError_t LaunchVerifyAccept(const accept::BatchView& view, cudaStream_t stream) {
   if (view.num_chains == 0) return cudaSuccess;
-  if (view.num_chains < 0 || view.vocab <= 0 || view.parts <= 0 ||
-      view.vocab % view.parts != 0 || view.rows <= 0 || view.logits == nullptr ||
+  if (view.num_chains < 0 || !ValidLogits(view.logits) ||
       view.chains == nullptr || view.q_begin == nullptr || view.probs == nullptr ||
       view.weights == nullptr || view.out_tokens == nullptr || view.out_logprobs == nullptr ||
       view.out_status == nullptr) {
     return cudaErrorInvalidValue;
   }
   VerifyAcceptKernel<<<view.num_chains, kAcceptThreads, 0, stream>>>(view);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchSampleDrafts(const accept::DraftView& view, cudaStream_t stream) {
+  if (view.num_drafts == 0) return cudaSuccess;
+  if (view.num_drafts < 0 || !ValidLogits(view.logits) || view.drafts == nullptr ||
+      view.probs == nullptr || view.weights == nullptr || view.out_tokens == nullptr ||
+      view.out_q_counts == nullptr || view.out_q_ids == nullptr || view.out_q_probs == nullptr) {
+    return cudaErrorInvalidValue;
+  }
+  SampleDraftsKernel<<<view.num_drafts, kAcceptThreads, 0, stream>>>(view);
   return cudaGetLastError();
 }
 

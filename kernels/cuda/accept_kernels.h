@@ -1,8 +1,9 @@
-// The verify acceptance on the GPU: accept::AcceptChain (kernels/accept/
-// accept_algorithm.h) for every chain of a packed batch, one block of 256 threads per
-// chain, writing only the committed tokens, their log-probabilities and a status per
-// chain. The same algorithm runs on the host with accept::HostBlock, which the tests
-// compare this kernel with.
+// Sampling where the logits are, on the GPU (kernels/accept/accept_algorithm.h, one
+// block of 256 threads per item): the verify acceptance (accept::AcceptChain per chain,
+// writing only the committed tokens, their log-probabilities and a status) and the
+// draft proposals (accept::SampleDraftRow per row, writing the token and its sparse q).
+// The same algorithms run on the host with accept::HostBlock, which the tests compare
+// these kernels with.
 //
 // Never executed on a GPU in the environment this was written in.
 #ifndef TANDEM_KERNELS_CUDA_ACCEPT_KERNELS_H_
@@ -22,6 +23,11 @@ constexpr int kAcceptThreads = 256;
 // malformed view (null pointers, vocab <= 0, parts not dividing vocab); a batch without
 // chains launches nothing.
 cudaError_t LaunchVerifyAccept(const accept::BatchView& view, cudaStream_t stream);
+
+// Enqueues the sampling of every draft row of `view` on `stream` (device pointers,
+// workspaces [num_drafts, vocab]). cudaErrorInvalidValue for a malformed view; no rows
+// launch nothing.
+cudaError_t LaunchSampleDrafts(const accept::DraftView& view, cudaStream_t stream);
 
 }  // namespace tandem::cuda
 

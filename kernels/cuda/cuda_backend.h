@@ -114,6 +114,11 @@ class CudaBackend : public Backend {
   // reference up to the rounding noted in kernels/accept/accept_algorithm.h.
   absl::Status VerifyAccept(const LogitsView& logits, absl::Span<const VerifyChain> chains,
                             std::vector<VerifyOutcome>* outcomes) override;
+  // Samples the draft proposals on the device (kernels/cuda/accept_kernels.h): only each
+  // row's token and sparse q come back. Same results as the reference up to the
+  // rounding noted in kernels/accept/accept_algorithm.h.
+  absl::Status SampleDrafts(const LogitsView& logits, absl::Span<const DraftRow> drafts,
+                            std::vector<DraftProposal>* proposals) override;
 
   // Free and total bytes of device memory (cudaMemGetInfo).
   absl::Status MemoryInfo(size_t* free_bytes, size_t* total_bytes);

@@ -65,6 +65,10 @@ absl::Status CudaBackend::VerifyAccept(const LogitsView&, absl::Span<const Verif
                                        std::vector<VerifyOutcome>*) {
   return NotBuilt();
 }
+absl::Status CudaBackend::SampleDrafts(const LogitsView&, absl::Span<const DraftRow>,
+                                       std::vector<DraftProposal>*) {
+  return NotBuilt();
+}
 absl::Status CudaBackend::MemoryInfo(size_t*, size_t*) { return NotBuilt(); }
 
 }  // namespace tandem

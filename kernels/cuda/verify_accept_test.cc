@@ -1,4 +1,4 @@
-// CudaBackend::VerifyAccept (the acceptance kernel) against the same algorithm run on
+// CudaBackend::VerifyAccept and SampleDrafts (the kernels) against the same algorithms run on
 // the host (accept::EmulatedVerifyAccept: identical reduction order, so tokens must be
 // equal and log-probabilities agree to float rounding of exp/log) and against the CPU
 // backend (the spec reference), on random batches over every rule, sampling setting and
@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/accept/accept_test_util.h"
+#include "kernels/accept/draft_sample.h"
 #include "kernels/accept/emulated_verify_accept.h"
 #include "kernels/accept/verify_accept.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -52,6 +53,55 @@ TEST_F(CudaVerifyAcceptTest, RandomBatchesMatchTheHostAlgorithmAndTheCpuBackend)
     }
   }
   EXPECT_EQ(chains, (8 + 8 + 2) * 2 * 8);
+}
+
+TEST_F(CudaVerifyAcceptTest, DraftSamplingMatchesTheHostAlgorithmAndTheCpuBackend) {
+  std::mt19937_64 rng(77);
+  CpuBackend cpu(1);
+  int checked = 0;
+  for (int vocab : {8, 1000, 32000}) {
+    for (int parts : {1, 4}) {
+      const int rows = vocab == 32000 ? 6 : 24;
+      std::vector<float> logits;
+      std::vector<DraftRow> drafts;
+      for (int r = 0; r < rows; ++r) {
+        const std::vector<float> row = accept::testing::RandomRow(rng, vocab, r % 7);
+        logits.insert(logits.end(), row.begin(), row.end());
+        DraftRow draft;
+        draft.row = r;
+        draft.sampling = accept::testing::RandomSampling(rng, vocab, r % 4 == 0);
+        draft.q_size = r % 3 == 0 ? 1 : 32;
+        draft.seed = rng();
+        draft.position = rng() % 5000;
+        drafts.push_back(draft);
+      }
+      const std::vector<float> sliced = accept::testing::Sliced(logits, rows, vocab, parts);
+      const LogitsView host_view{sliced.data(), rows, vocab, parts};
+      std::vector<DraftProposal> emulated, reference, got;
+      ASSERT_TRUE(accept::EmulatedSampleDrafts(host_view, drafts, &emulated).ok());
+      ASSERT_TRUE(cpu.SampleDrafts(host_view, drafts, &reference).ok());
+      const Buffer device = ToDevice(sliced);
+      const absl::Status status =
+          backend_->SampleDrafts(LogitsView{device.f32(), rows, vocab, parts}, drafts, &got);
+      ASSERT_TRUE(status.ok()) << status;
+      ASSERT_EQ(got.size(), drafts.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        const std::string where = absl::StrCat("vocab ", vocab, " parts ", parts, " row ", i);
+        for (const std::vector<DraftProposal>* want : {&emulated, &reference}) {
+          ASSERT_EQ((*want)[i].status, got[i].status) << where;
+          ASSERT_EQ((*want)[i].token, got[i].token) << where;
+          ASSERT_EQ((*want)[i].q.ids, got[i].q.ids) << where;
+          ASSERT_EQ((*want)[i].q.probs.size(), got[i].q.probs.size()) << where;
+          for (size_t j = 0; j < got[i].q.probs.size(); ++j) {
+            ASSERT_NEAR((*want)[i].q.probs[j], got[i].q.probs[j], 1e-5f * got[i].q.probs[j])
+                << where << " q entry " << j;
+          }
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, (24 + 24 + 6) * 2);
 }
 
 TEST_F(CudaVerifyAcceptTest, BadViewsAndEmptyBatches) {
