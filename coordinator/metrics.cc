@@ -1,9 +1,16 @@
 #include "coordinator/metrics.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <exception>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -50,6 +57,32 @@ absl::StatusOr<int> ParsePort(const std::string& address) {
         "\" is not \"host:port\" with a port in [0, 65535] (0 = pick a free port)"));
   }
   return port;
+}
+
+// The host a local client reaches the listener of `address` ("host:port") on: the
+// address's host, or loopback for a wildcard.
+std::string LocalHost(const std::string& address) {
+  std::string host = address.substr(0, address.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty() || host == "0.0.0.0") return "127.0.0.1";
+  if (host == "::") return "::1";
+  return host;
+}
+
+// Opens and closes one TCP connection to host:port (best effort).
+void Knock(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return;
+  const int fd = socket(found->ai_family, found->ai_socktype, found->ai_protocol);
+  if (fd >= 0) {
+    (void)connect(fd, found->ai_addr, found->ai_addrlen);
+    close(fd);
+  }
+  freeaddrinfo(found);
 }
 
 void ObserveMs(prometheus::Histogram* histogram, std::optional<double> ms) {
@@ -191,6 +224,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
                                                  options.listen_address, ": ", e.what()));
     }
     m->exposer_->RegisterCollectable(m->registry_, "/metrics");
+    m->local_host_ = LocalHost(options.listen_address);
     const std::vector<int> ports = m->exposer_->GetListeningPorts();
     m->port_ = ports.empty() ? *requested_port : ports.front();
     if (m->port_ == 0) {
@@ -202,7 +236,22 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
   return m;
 }
 
-CoordinatorMetrics::~CoordinatorMetrics() = default;
+CoordinatorMetrics::~CoordinatorMetrics() {
+  if (exposer_ == nullptr) return;
+  // The embedded HTTP server (civetweb) notices a stop request only when its accept
+  // poll returns, which without traffic takes its 2 s quantum: knock on the port until
+  // the stop is through, so shutting down takes milliseconds.
+  std::atomic<bool> stopped{false};
+  std::thread knocker([&] {
+    while (!stopped.load()) {
+      Knock(local_host_, port_);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  exposer_.reset();
+  stopped.store(true);
+  knocker.join();
+}
 
 std::string CoordinatorMetrics::Serialize() const {
   std::ostringstream out;

@@ -123,6 +123,7 @@ class CoordinatorMetrics {
 
   int max_k_ = 0;
   int port_ = 0;
+  std::string local_host_;  // Where this process reaches the listener (for shutdown).
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
 

@@ -6,12 +6,15 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <map>
 #include <string>
 
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -187,6 +190,25 @@ TEST(CoordinatorMetricsTest, ServesRecordedValuesOverHttp) {
   EXPECT_EQ(Get(later, "tandem_draft_available"), 0);
   EXPECT_EQ(Get(later, "tandem_kv_blocks_used{worker=\"target\"}"), 12);
   EXPECT_EQ(Get(later, "tandem_requests_total{status=\"ok\"}"), 2);
+}
+
+// Shutdown is prompt: the HTTP listener stops without waiting out the embedded
+// server's 2 s poll quantum (a coordinator's SIGTERM exit waits for this).
+TEST(CoordinatorMetricsTest, StopsTheListenerPromptly) {
+  for (const char* address : {"127.0.0.1:0", "0.0.0.0:0"}) {
+    absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> created =
+        CoordinatorMetrics::Create({address, 6});
+    ASSERT_TRUE(created.ok()) << created.status();
+    const int port = (*created)->port();
+    ASSERT_THAT(HttpGet(port, "/metrics"), HasSubstr("200 OK"));
+    const absl::Time start = absl::Now();
+    created->reset();
+    const absl::Duration took = absl::Now() - start;
+    std::printf("%s: metrics listener stopped in %s\n", address,
+                absl::FormatDuration(took).c_str());
+    EXPECT_LT(took, absl::Seconds(1)) << address;
+    EXPECT_EQ(HttpGet(port, "/metrics"), "") << "still serving on " << port;
+  }
 }
 
 TEST(CoordinatorMetricsTest, ClampsBadInputs) {
