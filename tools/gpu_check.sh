@@ -151,14 +151,14 @@ if [ "$BUILD_STATUS" = passed ]; then
   timeout "$(budget 150)" bazel test "${BAZEL_CONFIG[@]}" --test_output=errors "${TESTS[@]}" \
     >"$OUT_DIR/test.log" 2>&1 || TEST_STATUS=failed
   mkdir -p "$OUT_DIR/test_logs"
-  for dir in bazel-testlogs/kernels/cuda bazel-testlogs/kernels/backend_factory_test \
-             bazel-testlogs/comm/nccl_communicator_test; do
-    while read -r f; do
-      name=${f#bazel-testlogs/}
-      name=${name%/test.log}
-      cp "$f" "$OUT_DIR/test_logs/${name//\//_}.log"
-    done < <(find -L "$dir" -name test.log 2>/dev/null)
-  done
+  # The logs of the test targets that exist now (not stale ones of removed tests).
+  query="tests($(IFS=+; echo "${TESTS[*]}"))"
+  while read -r label; do
+    path=${label#//}
+    path=${path/://}
+    [ -e "bazel-testlogs/$path/test.log" ] &&
+      cp "bazel-testlogs/$path/test.log" "$OUT_DIR/test_logs/${path//\//_}.log"
+  done < <(bazel query --noshow_progress --ui_event_filters=-info "$query" 2>/dev/null)
   TEST_LINES=$(test_counts)
   if [ "$CPU_PLUMBING" -eq 0 ] && grep -rl 'SKIPPED: no CUDA device' "$OUT_DIR/test_logs" >/dev/null 2>&1; then
     log "GPU tests skipped for lack of a device although a GPU is present:"
