@@ -72,9 +72,11 @@ absl::StatusOr<std::vector<float>> RunScenario(const LlamaWeights& weights,
   return all;
 }
 
-// Runs the scenario on `tp` ranks, one thread each; returns each rank's logits.
-std::vector<std::vector<float>> RunTensorParallel(int tp, const char* checkpoint = kCheckpoint) {
-  std::vector<std::vector<float>> results(tp);
+// Runs `run(weights of rank r, communicator or nullptr at tp 1)` on `tp` ranks, one thread
+// each, over `checkpoint`; returns each rank's result (failures are reported).
+template <typename T, typename Run>
+std::vector<T> RunOnRanks(int tp, const char* checkpoint, Run run) {
+  std::vector<T> results(tp);
   auto group = LocalGroup::Create(tp);
   EXPECT_TRUE(group.ok()) << group.status();
   if (!group.ok()) return {};
@@ -87,15 +89,20 @@ std::vector<std::vector<float>> RunTensorParallel(int tp, const char* checkpoint
         statuses[r] = weights.status();
         return;
       }
-      Communicator* comm = tp > 1 ? (*group)[r].get() : nullptr;
-      auto logits = RunScenario(*weights, comm);
-      statuses[r] = logits.status();
-      if (logits.ok()) results[r] = *std::move(logits);
+      absl::StatusOr<T> result = run(*weights, tp > 1 ? (*group)[r].get() : nullptr);
+      statuses[r] = result.status();
+      if (result.ok()) results[r] = *std::move(result);
     });
   }
   for (std::thread& t : threads) t.join();
   for (int r = 0; r < tp; ++r) EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r];
   return results;
+}
+
+// Runs the scenario on `tp` ranks; returns each rank's logits.
+std::vector<std::vector<float>> RunTensorParallel(int tp, const char* checkpoint = kCheckpoint) {
+  return RunOnRanks<std::vector<float>>(
+      tp, checkpoint, [](const LlamaWeights& w, Communicator* comm) { return RunScenario(w, comm); });
 }
 
 bool BitwiseEqual(const std::vector<float>& a, const std::vector<float>& b) {
@@ -251,27 +258,10 @@ absl::StatusOr<VerifyStepResult> RunVerifyStep(const LlamaWeights& weights,
 
 // Runs RunVerifyStep on `tp` ranks; one result per rank.
 std::vector<VerifyStepResult> RunVerifyStepOnRanks(int tp, StepCall call) {
-  std::vector<VerifyStepResult> results(tp);
-  auto group = LocalGroup::Create(tp);
-  EXPECT_TRUE(group.ok()) << group.status();
-  if (!group.ok()) return {};
-  std::vector<absl::Status> statuses(tp);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < tp; ++r) {
-    threads.emplace_back([&, r] {
-      auto weights = LoadLlamaWeights(kCheckpoint, r, tp);
-      if (!weights.ok()) {
-        statuses[r] = weights.status();
-        return;
-      }
-      auto result = RunVerifyStep(*weights, tp > 1 ? (*group)[r].get() : nullptr, call);
-      statuses[r] = result.status();
-      if (result.ok()) results[r] = *std::move(result);
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (int r = 0; r < tp; ++r) EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r];
-  return results;
+  return RunOnRanks<VerifyStepResult>(tp, kCheckpoint,
+                                      [call](const LlamaWeights& w, Communicator* comm) {
+                                        return RunVerifyStep(w, comm, call);
+                                      });
 }
 
 // Every rank of `got` (rank 0 made another call than Forward) ends the verify step with
