@@ -24,30 +24,30 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "comm/communicator.h"
+#include "kernels/accept/draft_sample.h"
+#include "kernels/accept/verify_accept.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device.h"
 #include "model/kv_cache.h"
 #include "model/llama.h"
 #include "model/synthetic_weights.h"
-#include "kernels/accept/draft_sample.h"
-#include "kernels/accept/verify_accept.h"
 #include "spec/acceptance.h"
 #include "spec/cost_model.h"
 #include "spec/sampling.h"
 
 ABSL_FLAG(std::string, backend, "cuda", "cuda, or cpu for a plumbing check");
-ABSL_FLAG(std::string, target, "llama-2-70b:0/4", "Synthetic target rank (see synthetic_weights.h)");
+ABSL_FLAG(std::string, target, "llama-2-70b:0/4",
+          "Synthetic target rank (see synthetic_weights.h)");
 ABSL_FLAG(std::string, draft, "llama-2-7b", "Synthetic draft model");
 ABSL_FLAG(std::string, gemm, "both", "CUDA GEMM modes: batch_invariant, cublas or both");
 ABSL_FLAG(int, context, 1024, "Cached tokens before each timed step");
@@ -149,17 +149,18 @@ json BenchAcceptance(LlamaModel& model, const LlamaConfig& c, int context, int m
   for (int i = 0; i <= k; ++i) in.logit_indices.push_back(i);
   std::vector<VerifyOutcome> outcomes;
   std::vector<float> logits;
-  const Timing device = Measure(
-      [&] { return model.ForwardAccept({in}, {chain}, &outcomes); }, "verify + device acceptance");
+  const Timing device = Measure([&] { return model.ForwardAccept({in}, {chain}, &outcomes); },
+                                "verify + device acceptance");
   const Timing host = Measure(
       [&] {
         absl::Status s = model.Forward({in}, &logits);
         return s.ok() ? HostVerifyAccept(logits, c.vocab_size, {chain}, &outcomes) : s;
       },
       "verify + host acceptance");
-  std::printf("verify %d positions: forward %.3f ms; with acceptance on the backend %.3f ms, "
-              "on the host (logits copied) %.3f ms\n",
-              k + 1, step_ms[k], device.median_ms, host.median_ms);
+  std::printf(
+      "verify %d positions: forward %.3f ms; with acceptance on the backend %.3f ms, "
+      "on the host (logits copied) %.3f ms\n",
+      k + 1, step_ms[k], device.median_ms, host.median_ms);
   std::fflush(stdout);
   return {{"positions", k + 1},
           {"rule", "rejection, temperature 0.8, top_p 0.9"},
@@ -184,18 +185,19 @@ json BenchDraftSampling(LlamaModel& model, const LlamaConfig& c, int context, do
   draft.seed = 1;
   std::vector<DraftProposal> proposals;
   std::vector<float> logits;
-  const Timing device = Measure(
-      [&] { return model.ForwardSampleDrafts({in}, {draft}, &proposals); },
-      "draft step + sampling on the backend");
+  const Timing device =
+      Measure([&] { return model.ForwardSampleDrafts({in}, {draft}, &proposals); },
+              "draft step + sampling on the backend");
   const Timing host = Measure(
       [&] {
         absl::Status s = model.Forward({in}, &logits);
         return s.ok() ? HostSampleDrafts(logits, c.vocab_size, {draft}, &proposals) : s;
       },
       "draft step + host sampling");
-  std::printf("draft step: forward %.3f ms; with sampling on the backend %.3f ms, on the host "
-              "(logits copied) %.3f ms\n",
-              decode_ms, device.median_ms, host.median_ms);
+  std::printf(
+      "draft step: forward %.3f ms; with sampling on the backend %.3f ms, on the host "
+      "(logits copied) %.3f ms\n",
+      decode_ms, device.median_ms, host.median_ms);
   std::fflush(stdout);
   return {{"sampling", "temperature 0.8, top_p 0.9, q of 32"},
           {"forward_ms", decode_ms},
@@ -248,8 +250,8 @@ json BenchModel(const std::string& spec, const std::string& gemm, bool verify_st
 
   // Bytes a step must read at least: every weight once (the embedding only for the
   // rows used) and the context's K and V once.
-  const double weight_bytes = double(SyntheticWeightBytes(*model_spec)) -
-                              2.0 * c.vocab_size * double(c.hidden_size);
+  const double weight_bytes =
+      double(SyntheticWeightBytes(*model_spec)) - 2.0 * c.vocab_size * double(c.hidden_size);
   const double kv_bytes = double(KvBytesPerBlock(c.num_layers, 1, kv_heads, c.head_dim)) * context;
   json result;
   result["model"] = spec;
@@ -265,18 +267,22 @@ json BenchModel(const std::string& spec, const std::string& gemm, bool verify_st
                              absl::StrCat(spec, " step of ", rows));
     const double bytes = weight_bytes + kv_bytes + 2.0 * rows * c.hidden_size;
     const double tbs = bytes / (t.median_ms * 1e-3) / 1e12;
-    json step = {{"positions", rows},        {"median_ms", t.median_ms}, {"best_ms", t.best_ms},
-                 {"hbm_tbs", tbs},           {"hbm_fraction", tbs / peak}};
+    json step = {{"positions", rows},
+                 {"median_ms", t.median_ms},
+                 {"best_ms", t.best_ms},
+                 {"hbm_tbs", tbs},
+                 {"hbm_fraction", tbs / peak}};
     if (k > 0) step["nu"] = t.median_ms / step_ms[0];
     step_ms.push_back(t.median_ms);
     result[k == 0 ? "decode" : "verify"].push_back(step);
     std::printf("[%s, %s] %d position%s: %.3f ms (best %.3f), %.2f TB/s = %.0f%% of %.1f\n",
-                spec.c_str(), gemm.c_str(), rows, rows == 1 ? "" : "s", t.median_ms,
-                t.best_ms, tbs, 100 * tbs / peak, peak);
+                spec.c_str(), gemm.c_str(), rows, rows == 1 ? "" : "s", t.median_ms, t.best_ms, tbs,
+                100 * tbs / peak, peak);
     std::fflush(stdout);
   }
   result["decode"] = result["decode"][0];
-  if (verify_steps && max_k > 0) result["accept"] = BenchAcceptance(**model, c, context, max_k, step_ms);
+  if (verify_steps && max_k > 0)
+    result["accept"] = BenchAcceptance(**model, c, context, max_k, step_ms);
   if (!verify_steps) result["draft_sampling"] = BenchDraftSampling(**model, c, context, step_ms[0]);
   return result;
 }
@@ -339,7 +345,8 @@ int Run() {
   std::string text = absl::StrFormat(
       "gpu_bench on %s: target %s, draft %s, context %d (synthetic weights, not a model; "
       "collectives excluded)\n",
-      device, absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_draft), absl::GetFlag(FLAGS_context));
+      device, absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_draft),
+      absl::GetFlag(FLAGS_context));
   for (const std::string& mode : modes) {
     json target = BenchModel(absl::GetFlag(FLAGS_target), mode, true);
     json draft = BenchModel(absl::GetFlag(FLAGS_draft), mode, false);
@@ -363,10 +370,10 @@ int Run() {
     text += absl::StrFormat("  draft decode %.3f ms (%.2f TB/s)\n",
                             draft["decode"]["median_ms"].get<double>(),
                             draft["decode"]["hbm_tbs"].get<double>());
-    text += absl::StrFormat(
-        "  draft step with sampling: on the backend %.3f ms, on the host %.3f ms\n",
-        draft["draft_sampling"]["backend_sampling_ms"].get<double>(),
-        draft["draft_sampling"]["host_sampling_ms"].get<double>());
+    text +=
+        absl::StrFormat("  draft step with sampling: on the backend %.3f ms, on the host %.3f ms\n",
+                        draft["draft_sampling"]["backend_sampling_ms"].get<double>(),
+                        draft["draft_sampling"]["host_sampling_ms"].get<double>());
     json cost = CostModelFigures(target, draft, &text);
     report["modes"][mode] = {{"target", target}, {"draft", draft}, {"cost_model", cost}};
   }

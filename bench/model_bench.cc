@@ -100,11 +100,23 @@ std::vector<int32_t> Iota(int n) {
 // A Backend that forwards to another and adds up the wall time of each op kind.
 class TimingBackend : public Backend {
  public:
-  enum Op { kPrepare, kEmbedding, kRmsNorm, kMatMul, kRope, kWriteKv, kAttention, kSiluMul,
-            kAdd, kGatherRows, kCopy, kNumOps };
-  static constexpr const char* kNames[kNumOps] = {
-      "Prepare", "Embedding", "RmsNorm", "MatMul", "Rope", "WriteKv", "Attention",
-      "SiluMul", "Add", "GatherRows", "Copy"};
+  enum Op {
+    kPrepare,
+    kEmbedding,
+    kRmsNorm,
+    kMatMul,
+    kRope,
+    kWriteKv,
+    kAttention,
+    kSiluMul,
+    kAdd,
+    kGatherRows,
+    kCopy,
+    kNumOps
+  };
+  static constexpr const char* kNames[kNumOps] = {"Prepare", "Embedding",  "RmsNorm",   "MatMul",
+                                                  "Rope",    "WriteKv",    "Attention", "SiluMul",
+                                                  "Add",     "GatherRows", "Copy"};
 
   explicit TimingBackend(Backend* inner) : inner_(inner) {}
   // Runs fn() and adds its wall time to `op`.
@@ -131,45 +143,69 @@ class TimingBackend : public Backend {
     return Time(kCopy, [&] { return inner_->CopyOnDevice(s, d, n); });
   }
   absl::Status Synchronize() override { return inner_->Synchronize(); }
-  absl::StatusOr<Weight> UploadWeight(const void* data, DType dtype, int64_t rows,
-                                      int64_t cols, std::shared_ptr<const void> owner) override {
+  absl::StatusOr<Weight> UploadWeight(const void* data, DType dtype, int64_t rows, int64_t cols,
+                                      std::shared_ptr<const void> owner) override {
     return inner_->UploadWeight(data, dtype, rows, cols, std::move(owner));
   }
   absl::StatusOr<std::unique_ptr<PreparedStep>> Prepare(const StepPlan& plan) override {
     return Time(kPrepare, [&] { return inner_->Prepare(plan); });
   }
   void Embedding(const PreparedStep& step, const Weight& table, float* out) override {
-    Time(kEmbedding, [&] { inner_->Embedding(step, table, out); return 0; });
+    Time(kEmbedding, [&] {
+      inner_->Embedding(step, table, out);
+      return 0;
+    });
   }
-  void RmsNorm(const float* x, const Weight& w, int rows, int dim, float eps,
-               float* out) override {
-    Time(kRmsNorm, [&] { inner_->RmsNorm(x, w, rows, dim, eps, out); return 0; });
+  void RmsNorm(const float* x, const Weight& w, int rows, int dim, float eps, float* out) override {
+    Time(kRmsNorm, [&] {
+      inner_->RmsNorm(x, w, rows, dim, eps, out);
+      return 0;
+    });
   }
   void MatMul(const float* x, int rows, const Weight& w, float* out) override {
-    Time(kMatMul, [&] { inner_->MatMul(x, rows, w, out); return 0; });
+    Time(kMatMul, [&] {
+      inner_->MatMul(x, rows, w, out);
+      return 0;
+    });
   }
   void Rope(const PreparedStep& step, float* x, int heads, int head_dim,
             const float* inv_freq) override {
-    Time(kRope, [&] { inner_->Rope(step, x, heads, head_dim, inv_freq); return 0; });
+    Time(kRope, [&] {
+      inner_->Rope(step, x, heads, head_dim, inv_freq);
+      return 0;
+    });
   }
   void WriteKv(const PreparedStep& step, const float* k, const float* v, const KvLayout& layout,
                float* kc, float* vc) override {
-    Time(kWriteKv, [&] { inner_->WriteKv(step, k, v, layout, kc, vc); return 0; });
+    Time(kWriteKv, [&] {
+      inner_->WriteKv(step, k, v, layout, kc, vc);
+      return 0;
+    });
   }
-  void Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
-                 const float* kc, const float* vc, int heads, float scale,
-                 float* out) override {
-    Time(kAttention, [&] { inner_->Attention(step, q, layout, kc, vc, heads, scale, out); return 0; });
+  void Attention(const PreparedStep& step, const float* q, const KvLayout& layout, const float* kc,
+                 const float* vc, int heads, float scale, float* out) override {
+    Time(kAttention, [&] {
+      inner_->Attention(step, q, layout, kc, vc, heads, scale, out);
+      return 0;
+    });
   }
   void SiluMul(const float* g, const float* u, size_t n, float* out) override {
-    Time(kSiluMul, [&] { inner_->SiluMul(g, u, n, out); return 0; });
+    Time(kSiluMul, [&] {
+      inner_->SiluMul(g, u, n, out);
+      return 0;
+    });
   }
   void Add(float* x, const float* y, size_t n) override {
-    Time(kAdd, [&] { inner_->Add(x, y, n); return 0; });
+    Time(kAdd, [&] {
+      inner_->Add(x, y, n);
+      return 0;
+    });
   }
-  void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows,
-                  float* out) override {
-    Time(kGatherRows, [&] { inner_->GatherRows(x, dim, rows, out); return 0; });
+  void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows, float* out) override {
+    Time(kGatherRows, [&] {
+      inner_->GatherRows(x, dim, rows, out);
+      return 0;
+    });
   }
 
  private:
@@ -199,8 +235,9 @@ void Profile(const LlamaWeights& weights, Backend* inner, int context, int k,
     constexpr int kCalls = 200;
     const auto start = Clock::now();
     for (int i = 0; i < kCalls; ++i) {
-      if (!(*model)->Forward({Seq(1, context, slice(context, context + rows), Iota(rows))},
-                             &logits).ok()) {
+      if (!(*model)
+               ->Forward({Seq(1, context, slice(context, context + rows), Iota(rows))}, &logits)
+               .ok()) {
         std::exit(1);
       }
     }
@@ -261,16 +298,17 @@ void BenchModel(const std::string& dir, int threads, double peak_gflops) {
   }
   LlamaModel& model = **model_or;
   std::vector<float> logits;
-  const std::vector<int32_t> tokens = RandomTokens(std::max(prompt, context + max_k + 1),
-                                                   c.vocab_size, 1);
+  const std::vector<int32_t> tokens =
+      RandomTokens(std::max(prompt, context + max_k + 1), c.vocab_size, 1);
   const auto slice = [&](int begin, int end) {
     return std::vector<int32_t>(tokens.begin() + begin, tokens.begin() + end);
   };
 
-  std::printf("\n== %s: %d layers, hidden %d, heads %d/%d, vocab %d, %.2fM parameters, "
-              "%d threads\n",
-              dir.c_str(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads,
-              c.vocab_size, c.NumParameters() / 1e6, threads);
+  std::printf(
+      "\n== %s: %d layers, hidden %d, heads %d/%d, vocab %d, %.2fM parameters, "
+      "%d threads\n",
+      dir.c_str(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.vocab_size,
+      c.NumParameters() / 1e6, threads);
 
   // Prefill: the whole prompt in one forward, logits of the last position.
   const double t_prefill = MedianSeconds(
@@ -278,13 +316,12 @@ void BenchModel(const std::string& dir, int threads, double peak_gflops) {
   // Matmul parameters (everything but the embedding table and norms).
   const double matmul_params =
       double(c.num_layers) *
-          (double(c.hidden_size) * (c.num_heads + 2 * c.num_kv_heads) * c.head_dim +
-           double(c.num_heads) * c.head_dim * c.hidden_size +
-           3.0 * c.hidden_size * c.intermediate_size);
-  const double prefill_flops = 2.0 * matmul_params * prompt +
-                               2.0 * c.hidden_size * c.vocab_size +
-                               2.0 * c.num_layers * c.num_heads * c.head_dim *
-                                   double(prompt) * (prompt + 1);  // QK^T and PV, causal.
+      (double(c.hidden_size) * (c.num_heads + 2 * c.num_kv_heads) * c.head_dim +
+       double(c.num_heads) * c.head_dim * c.hidden_size +
+       3.0 * c.hidden_size * c.intermediate_size);
+  const double prefill_flops = 2.0 * matmul_params * prompt + 2.0 * c.hidden_size * c.vocab_size +
+                               2.0 * c.num_layers * c.num_heads * c.head_dim * double(prompt) *
+                                   (prompt + 1);  // QK^T and PV, causal.
   std::printf("prefill %d tokens: %8.2f ms  %9.0f tokens/s  %6.2f GFLOP/s (%.0f%% of peak)\n",
               prompt, t_prefill * 1e3, prompt / t_prefill, prefill_flops / t_prefill * 1e-9,
               100.0 * prefill_flops / t_prefill * 1e-9 / peak_gflops);

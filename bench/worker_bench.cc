@@ -195,7 +195,7 @@ absl::StatusOr<Row> Measure(const std::string& address, int tp, int batch, int v
     collective.push_back(response.collective_ms());
     rpc.push_back(wall_ms - (*busy_after - *busy_before));
   }
-  return Row{tp, batch, Median(wall), Median(busy), Median(compute), Median(collective),
+  return Row{tp,         batch, Median(wall), Median(busy), Median(compute), Median(collective),
              Median(rpc)};
 }
 
@@ -236,11 +236,12 @@ int Run(int argc, char** argv) {
   char dir_template[] = "/tmp/worker_bench.XXXXXX";
   const std::string log_dir = mkdtemp(dir_template);
   const int threads = absl::GetFlag(FLAGS_threads);
-  std::printf("worker_bench: model %s (%lld parameters, hidden %d, %d layers, vocab %d), K = %d, "
-              "%d threads per process, %s collectives, %d timed steps (median), logs in %s\n",
-              model_dir.c_str(), config->NumParameters(), config->hidden_size,
-              config->num_layers, config->vocab_size, absl::GetFlag(FLAGS_k), threads,
-              absl::GetFlag(FLAGS_comm).c_str(), absl::GetFlag(FLAGS_steps), log_dir.c_str());
+  std::printf(
+      "worker_bench: model %s (%lld parameters, hidden %d, %d layers, vocab %d), K = %d, "
+      "%d threads per process, %s collectives, %d timed steps (median), logs in %s\n",
+      model_dir.c_str(), config->NumParameters(), config->hidden_size, config->num_layers,
+      config->vocab_size, absl::GetFlag(FLAGS_k), threads, absl::GetFlag(FLAGS_comm).c_str(),
+      absl::GetFlag(FLAGS_steps), log_dir.c_str());
   std::vector<int> sizes;
   for (int tp : IntList(absl::GetFlag(FLAGS_tp))) {
     const std::string reason = Indivisible(*config, tp);
@@ -263,9 +264,8 @@ int Run(int argc, char** argv) {
     auto group = worker::testing::WorkerGroup::Start(
         model_dir, tp, absl::StrCat("bench-tp", tp),
         {absl::StrCat("--threads=", threads), "--comm=" + absl::GetFlag(FLAGS_comm),
-         "--backend=" + absl::GetFlag(FLAGS_backend),
-         "--kv_cache_mb=256", "--max_batch_tokens=1024",
-         "--step_timeout_s=60", "--lease_timeout_s=3600"},
+         "--backend=" + absl::GetFlag(FLAGS_backend), "--kv_cache_mb=256",
+         "--max_batch_tokens=1024", "--step_timeout_s=60", "--lease_timeout_s=3600"},
         binary, log_dir);
     if (!group.ok()) {
       std::fprintf(stderr, "worker_bench: %s\n", std::string(group.status().message()).c_str());
@@ -295,8 +295,10 @@ int Run(int argc, char** argv) {
     (*group)->process(0).Signal(SIGTERM);
     for (int r = 0; r < tp; ++r) (*group)->process(r).Wait(absl::Seconds(20));
   }
-  std::printf("\n| tp | batch | positions | wall ms | busy ms | compute ms | collective ms | rpc ms |\n");
-  std::printf("|---:|------:|----------:|--------:|--------:|-----------:|--------------:|-------:|\n");
+  std::printf(
+      "\n| tp | batch | positions | wall ms | busy ms | compute ms | collective ms | rpc ms |\n");
+  std::printf(
+      "|---:|------:|----------:|--------:|--------:|-----------:|--------------:|-------:|\n");
   for (const Row& r : rows) {
     std::printf("| %d | %d | %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", r.tp, r.batch,
                 r.batch * (absl::GetFlag(FLAGS_k) + 1), r.wall, r.busy, r.compute, r.collective,
@@ -304,11 +306,12 @@ int Run(int argc, char** argv) {
   }
   const int per_step = 2 * config->num_layers + 2;
   for (const auto& [tp, us] : probes) {
-    std::printf("\nraw %s AllReduceSum, %d processes, %d floats (one verify row set): %.0f us "
-                "per call; a verify step makes %d collectives (1 broadcast, %d all-reduces, "
-                "1 all-gather)\n",
-                absl::GetFlag(FLAGS_comm).c_str(), tp, (absl::GetFlag(FLAGS_k) + 1) * config->hidden_size, us, per_step,
-                2 * config->num_layers);
+    std::printf(
+        "\nraw %s AllReduceSum, %d processes, %d floats (one verify row set): %.0f us "
+        "per call; a verify step makes %d collectives (1 broadcast, %d all-reduces, "
+        "1 all-gather)\n",
+        absl::GetFlag(FLAGS_comm).c_str(), tp, (absl::GetFlag(FLAGS_k) + 1) * config->hidden_size,
+        us, per_step, 2 * config->num_layers);
   }
   return 0;
 }

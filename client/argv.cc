@@ -29,8 +29,8 @@ absl::StatusOr<NormalizedArgs> NormalizeArgs(const std::string& program,
     }
     const size_t dashes = absl::StartsWith(arg, "--") ? 2 : 1;
     const size_t eq = arg.find('=');
-    const std::string typed = arg.substr(dashes, eq == std::string::npos ? std::string::npos
-                                                                         : eq - dashes);
+    const std::string typed =
+        arg.substr(dashes, eq == std::string::npos ? std::string::npos : eq - dashes);
     const std::string name = CanonicalFlagName(typed);
     if (name == "help" || name == "h" || name == "helpfull" || name == "helpshort") {
       out.help = true;

@@ -10,8 +10,11 @@ using ::testing::ElementsAre;
 
 FlagSpec Spec() {
   FlagSpec spec;
-  spec.flags = {{"max_tokens", false}, {"server", false}, {"cpu_affinity", true},
-                {"stop", false}, {"temperature", false}};
+  spec.flags = {{"max_tokens", false},
+                {"server", false},
+                {"cpu_affinity", true},
+                {"stop", false},
+                {"temperature", false}};
   spec.repeatable = {"stop"};
   return spec;
 }
@@ -24,8 +27,7 @@ TEST(CanonicalFlagNameTest, DashesBecomeUnderscores) {
 
 TEST(NormalizeArgsTest, DashedAndUnderscoreFormsBothWork) {
   auto n = NormalizeArgs("tandem generate",
-                         {"--max-tokens=5", "--server", "h:1", "--max_tokens", "7", "hi"},
-                         Spec());
+                         {"--max-tokens=5", "--server", "h:1", "--max_tokens", "7", "hi"}, Spec());
   ASSERT_TRUE(n.ok()) << n.status();
   EXPECT_THAT(n->argv, ElementsAre("tandem generate", "--max_tokens=5", "--server=h:1",
                                    "--max_tokens=7", "hi"));
@@ -34,8 +36,8 @@ TEST(NormalizeArgsTest, DashedAndUnderscoreFormsBothWork) {
 }
 
 TEST(NormalizeArgsTest, BooleanFlagsDoNotSwallowTheNextArgument) {
-  auto n = NormalizeArgs("p", {"--cpu-affinity", "prompt", "--nocpu-affinity", "-cpu_affinity=false"},
-                         Spec());
+  auto n = NormalizeArgs(
+      "p", {"--cpu-affinity", "prompt", "--nocpu-affinity", "-cpu_affinity=false"}, Spec());
   ASSERT_TRUE(n.ok()) << n.status();
   EXPECT_THAT(n->argv, ElementsAre("p", "--cpu_affinity", "prompt", "--nocpu_affinity",
                                    "--cpu_affinity=false"));

@@ -1,5 +1,7 @@
 #include "client/bench_command.h"
 
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -7,9 +9,6 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-
-#include <google/protobuf/util/json_util.h>
-#include <grpcpp/grpcpp.h>
 #include <nlohmann/json.hpp>
 
 #include "absl/flags/flag.h"
@@ -58,13 +57,15 @@ void Say(const std::string& line) {
 std::atomic<bool> g_interrupted{false};
 void OnInterrupt(int) { g_interrupted = true; }
 
-std::string Iso(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
+std::string Iso(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
+}
 
 nlohmann::json MachineJson() {
   MachineInfo m = GetMachineInfo();
-  return {{"hostname", m.hostname}, {"kernel", m.kernel}, {"cpu_model", m.cpu_model},
-          {"online_cpus", m.online_cpus}, {"allowed_cpus", m.allowed_cpus},
-          {"memory_gib", m.memory_gib}};
+  return {{"hostname", m.hostname},         {"kernel", m.kernel},
+          {"cpu_model", m.cpu_model},       {"online_cpus", m.online_cpus},
+          {"allowed_cpus", m.allowed_cpus}, {"memory_gib", m.memory_gib}};
 }
 
 nlohmann::json ProtoJson(const google::protobuf::Message& message) {
@@ -81,7 +82,8 @@ std::vector<PrometheusSample> Scrape(const std::string& address) {
   if (address.empty()) return {};
   absl::StatusOr<std::string> body = HttpGet(address, "/metrics", absl::Seconds(5));
   absl::StatusOr<std::vector<PrometheusSample>> samples =
-      body.ok() ? ParsePrometheusText(*body) : absl::StatusOr<std::vector<PrometheusSample>>(body.status());
+      body.ok() ? ParsePrometheusText(*body)
+                : absl::StatusOr<std::vector<PrometheusSample>>(body.status());
   if (!samples.ok()) {
     if (!warned) Say(absl::StrCat("cannot read metrics: ", samples.status().message()));
     warned = true;
@@ -128,7 +130,8 @@ ConfigRun RunConfig(v1::Tandem::Stub* stub, const BenchSettings& s, const Config
         ++done;
         if (r.code != absl::StatusCode::kOk) ++failed;
         bar.Update(static_cast<double>(done) / requests,
-                   absl::StrCat(done, "/", requests, failed ? absl::StrCat(" (", failed, " failed)") : ""));
+                   absl::StrCat(done, "/", requests,
+                                failed ? absl::StrCat(" (", failed, " failed)") : ""));
       },
       &g_interrupted);
   run.wall_s = absl::ToDoubleSeconds(absl::Now() - start);
@@ -145,7 +148,8 @@ absl::Status Plot(const std::string& python, const std::string& json_path,
   const int fd = mkstemp(script_path);
   if (fd < 0) return absl::InternalError("cannot create a temporary file for the plot script");
   const std::string script = kPlotScript;
-  const bool written = write(fd, script.data(), script.size()) == static_cast<ssize_t>(script.size());
+  const bool written =
+      write(fd, script.data(), script.size()) == static_cast<ssize_t>(script.size());
   close(fd);
   std::string log = std::string(script_path) + ".log";
   absl::Status status;
@@ -241,21 +245,18 @@ int RunSoak(v1::Tandem::Stub* stub, const BenchSettings& s, const ConfigKey& key
   for (const auto& [code, count] : row.errors) std::printf("    %s: %d\n", code.c_str(), count);
   std::printf("  throughput: %.1f tok/s, %.2f req/s; latency p50/p90/p99: %s/%s/%s ms\n",
               row.throughput_tok_s, row.requests_per_s, FormatNumber(row.latency_ms.p50, 0).c_str(),
-              FormatNumber(row.latency_ms.p90, 0).c_str(), FormatNumber(row.latency_ms.p99, 0).c_str());
+              FormatNumber(row.latency_ms.p90, 0).c_str(),
+              FormatNumber(row.latency_ms.p99, 0).c_str());
   nlohmann::json rss_json = nlohmann::json::object();
   for (const auto& [pid, r] : rss) {
     std::printf("  pid %d RSS: start %ld KiB, end %ld KiB, max %ld KiB\n", pid, r.start, r.end,
                 r.max);
     rss_json[absl::StrCat(pid)] = {{"start_kib", r.start}, {"end_kib", r.end}, {"max_kib", r.max}};
   }
-  report["soak"] = {{"start", Iso(start)},
-                    {"end", Iso(end)},
-                    {"duration_s", run.wall_s},
-                    {"interrupted", g_interrupted.load()},
-                    {"requests_served", row.ok},
-                    {"requests_failed", row.requests - row.ok},
-                    {"errors", row.errors},
-                    {"rss", rss_json},
+  report["soak"] = {{"start", Iso(start)},       {"end", Iso(end)},
+                    {"duration_s", run.wall_s},  {"interrupted", g_interrupted.load()},
+                    {"requests_served", row.ok}, {"requests_failed", row.requests - row.ok},
+                    {"errors", row.errors},      {"rss", rss_json},
                     {"result", ToJson(row)}};
   const std::string out = absl::GetFlag(FLAGS_out);
   if (!out.empty()) {
@@ -290,7 +291,8 @@ int RunBench(const Invocation& inv) {
   for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_pids), ',', absl::SkipEmpty())) {
     int pid = 0;
     if (!absl::SimpleAtoi(p, &pid) || pid <= 0) {
-      return usage_error(absl::InvalidArgumentError(absl::StrCat("--pids: '", p, "' is not a pid")));
+      return usage_error(
+          absl::InvalidArgumentError(absl::StrCat("--pids: '", p, "' is not a pid")));
     }
     pids.push_back(pid);
   }
@@ -362,8 +364,13 @@ int RunBench(const Invocation& inv) {
     LoadSpec spec;
     spec.requests = absl::GetFlag(FLAGS_warmup);
     spec.request_timeout = s.timeout;
-    RunLoad(stub.get(), spec, [&](int n) { int p; return MakeRequest(s, warm, n, &p); },
-            [](int, const RequestResult&) {}, &g_interrupted);
+    RunLoad(
+        stub.get(), spec,
+        [&](int n) {
+          int p;
+          return MakeRequest(s, warm, n, &p);
+        },
+        [](int, const RequestResult&) {}, &g_interrupted);
   }
 
   if (absl::GetFlag(FLAGS_soak) > absl::ZeroDuration()) {
@@ -380,9 +387,9 @@ int RunBench(const Invocation& inv) {
       if (method == v1::SPECULATION_METHOD_NONE && p > 0) continue;
       for (int c : *concurrency) {
         if (g_interrupted) break;
-        ConfigKey key{method,
-                      method == v1::SPECULATION_METHOD_NONE ? v1::PIPELINING_DEFAULT : (*pipelining)[p],
-                      c};
+        ConfigKey key{
+            method,
+            method == v1::SPECULATION_METHOD_NONE ? v1::PIPELINING_DEFAULT : (*pipelining)[p], c};
         const std::vector<PrometheusSample> before = Scrape(metrics);
         ConfigRun run = RunConfig(stub.get(), s, key, absl::GetFlag(FLAGS_requests));
         const std::vector<PrometheusSample> after = Scrape(metrics);
@@ -404,8 +411,10 @@ int RunBench(const Invocation& inv) {
     if (check.compared == 0) {
       std::printf("Output check: nothing to compare (needs `none` and another configuration)\n");
     } else if (check.ok()) {
-      std::printf("Output check: all %d outputs identical to `none` for the same prompt "
-                  "(greedy is lossless)\n", check.compared);
+      std::printf(
+          "Output check: all %d outputs identical to `none` for the same prompt "
+          "(greedy is lossless)\n",
+          check.compared);
     } else {
       std::printf("Output check: FAILED, %zu of %d outputs differ from `none`:\n",
                   check.mismatches.size(), check.compared);
@@ -486,24 +495,28 @@ Command BenchCommand() {
       "finished is reported.";
   c.flags = {
       {"server", "HOST:PORT", "Tandem server (coordinator) address."},
-      {"prompts", "FILE", "Prompts, one per line: JSON objects with \"prompt\", JSON "
-                          "strings, or plain text."},
+      {"prompts", "FILE",
+       "Prompts, one per line: JSON objects with \"prompt\", JSON "
+       "strings, or plain text."},
       {"concurrency", "N[,N...]", "Requests in flight at once; one run per level."},
       {"requests", "M", "Requests per configuration."},
       {"methods", "M[,M...]", "Speculation methods: none, draft, prompt_lookup, auto."},
-      {"pipelining", "MODE[,MODE...]", "Draft/verify overlap per request: default, on, off; "
-                                       "one run per mode (`none` runs once)."},
+      {"pipelining", "MODE[,MODE...]",
+       "Draft/verify overlap per request: default, on, off; "
+       "one run per mode (`none` runs once)."},
       {"max_tokens", "N", "Tokens to generate per request."},
       {"temperature", "T", "Sampling temperature; 0 = greedy (enables the output check)."},
       {"k", "N", "Fixed draft length K; unset = the server's adaptive K."},
       {"ignore_eos", "", "Generate exactly --max-tokens per request."},
       {"warmup", "N", "Unmeasured `none` requests before the first configuration."},
-      {"metrics", "HOST:PORT", "Coordinator's Prometheus endpoint, for draft/target busy "
-                               "fractions (the growth of the draft step time, and of the "
-                               "verify + collective step time, over each run)."},
+      {"metrics", "HOST:PORT",
+       "Coordinator's Prometheus endpoint, for draft/target busy "
+       "fractions (the growth of the draft step time, and of the "
+       "verify + collective step time, over each run)."},
       {"out", "FILE", "Write all results, the command line and machine info as JSON."},
-      {"plot", "FILE.png", "Draw throughput, speedup and acceptance vs concurrency per "
-                           "method (needs python3-matplotlib)."},
+      {"plot", "FILE.png",
+       "Draw throughput, speedup and acceptance vs concurrency per "
+       "method (needs python3-matplotlib)."},
       {"python", "PATH", "Python interpreter used for --plot."},
       {"timeout", "SECONDS", "Deadline of each request."},
       {"soak", "DURATION", "Soak mode for this long, e.g. 30s, 10m, 2h."},

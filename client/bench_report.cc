@@ -18,8 +18,8 @@ nlohmann::json Number(double v) {
 }
 
 nlohmann::json ToJson(const Distribution& d) {
-  return {{"count", d.count}, {"mean", Number(d.mean)}, {"p50", Number(d.p50)},
-          {"p90", Number(d.p90)}, {"p99", Number(d.p99)}, {"min", Number(d.min)},
+  return {{"count", d.count},     {"mean", Number(d.mean)}, {"p50", Number(d.p50)},
+          {"p90", Number(d.p90)}, {"p99", Number(d.p99)},   {"min", Number(d.min)},
           {"max", Number(d.max)}};
 }
 
@@ -116,9 +116,8 @@ OutputCheck CheckOutputsAgainstNone(const std::vector<ConfigRun>& runs) {
       }
       ++check.compared;
       if (r.text != *it->second) {
-        check.mismatches.push_back(absl::StrCat(Describe(run.key), " prompt ",
-                                                run.prompt_index[i], ": ",
-                                                FirstDifference(*it->second, r.text)));
+        check.mismatches.push_back(absl::StrCat(Describe(run.key), " prompt ", run.prompt_index[i],
+                                                ": ", FirstDifference(*it->second, r.text)));
       }
     }
   }
@@ -160,8 +159,7 @@ BusyFractions BusyBetween(const std::vector<PrometheusSample>& before,
 std::string RenderResultsTable(const std::vector<ConfigResult>& rows) {
   TextTable t;
   t.AddRow({"method", "pipe", "conc", "ok/req", "tok/s", "req/s", "ttft p50", "p90", "p99",
-            "tpot p50", "p90", "p99", "accept", "acc.len", "speedup", "draft busy",
-            "target busy"});
+            "tpot p50", "p90", "p99", "accept", "acc.len", "speedup", "draft busy", "target busy"});
   for (const ConfigResult& r : rows) {
     t.AddRow({MethodName(r.key.method), PipeliningName(r.key.pipelining),
               absl::StrCat(r.key.concurrency), absl::StrCat(r.ok, "/", r.requests),
@@ -170,12 +168,12 @@ std::string RenderResultsTable(const std::vector<ConfigResult>& rows) {
               FormatNumber(r.ttft_ms.p99, 1), FormatNumber(r.tpot_ms.p50, 1),
               FormatNumber(r.tpot_ms.p90, 1), FormatNumber(r.tpot_ms.p99, 1),
               FormatPercent(r.acceptance_rate), FormatNumber(r.mean_accepted_length, 2),
-              std::isfinite(r.speedup_vs_none) ? absl::StrFormat("%.2fx", r.speedup_vs_none)
-                                               : "-",
+              std::isfinite(r.speedup_vs_none) ? absl::StrFormat("%.2fx", r.speedup_vs_none) : "-",
               FormatPercent(r.busy.draft), FormatPercent(r.busy.target)});
   }
-  return t.Render() + "(times in ms; ttft = time to first token, tpot = time per output "
-                      "token, both as the client sees them)\n";
+  return t.Render() +
+         "(times in ms; ttft = time to first token, tpot = time per output "
+         "token, both as the client sees them)\n";
 }
 
 nlohmann::json ToJson(const ConfigResult& r) {

@@ -5,11 +5,10 @@
 #define TANDEM_CLIENT_BENCH_REPORT_H_
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "client/load_runner.h"
 #include "client/prometheus_text.h"
@@ -46,9 +45,9 @@ struct ConfigResult {
   int ok = 0;
   std::map<std::string, int> errors;  // Status code name ("deadline_exceeded") -> count.
   double wall_s = 0;
-  long long generated_tokens = 0;     // Over successful requests.
-  double throughput_tok_s = 0;        // generated_tokens / wall_s.
-  double requests_per_s = 0;          // ok / wall_s.
+  long long generated_tokens = 0;  // Over successful requests.
+  double throughput_tok_s = 0;     // generated_tokens / wall_s.
+  double requests_per_s = 0;       // ok / wall_s.
   Distribution ttft_ms, tpot_ms, latency_ms;
   double acceptance_rate = NAN;       // Accepted / proposed over the run; NaN if none proposed.
   double mean_accepted_length = NAN;  // Tokens committed per target step over the run.

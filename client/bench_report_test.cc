@@ -1,9 +1,9 @@
 #include "client/bench_report.h"
 
-#include <cmath>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace tandem::client {
 namespace {
@@ -34,7 +34,7 @@ RequestResult Failed(absl::StatusCode code) {
 }
 
 ConfigRun MakeRun(v1::SpeculationMethod method, int concurrency, double wall_s,
-              std::vector<RequestResult> results, std::vector<int> prompts) {
+                  std::vector<RequestResult> results, std::vector<int> prompts) {
   ConfigRun run;
   run.key.method = method;
   run.key.concurrency = concurrency;
@@ -45,12 +45,12 @@ ConfigRun MakeRun(v1::SpeculationMethod method, int concurrency, double wall_s,
 }
 
 TEST(AggregateTest, PoolsTokensAcceptanceAndLatencies) {
-  ConfigRun run = MakeRun(v1::SPECULATION_METHOD_DRAFT, 2, 2.0,
-                      {Ok("a", 40, 40, 30, 10, 10, 5), Ok("b", 20, 20, 5, 10, 30, 7),
-                       Failed(absl::StatusCode::kDeadlineExceeded),
-                       Failed(absl::StatusCode::kDeadlineExceeded),
-                       Failed(absl::StatusCode::kUnavailable)},
-                      {0, 1, 2, 3, 4});
+  ConfigRun run =
+      MakeRun(v1::SPECULATION_METHOD_DRAFT, 2, 2.0,
+              {Ok("a", 40, 40, 30, 10, 10, 5), Ok("b", 20, 20, 5, 10, 30, 7),
+               Failed(absl::StatusCode::kDeadlineExceeded),
+               Failed(absl::StatusCode::kDeadlineExceeded), Failed(absl::StatusCode::kUnavailable)},
+              {0, 1, 2, 3, 4});
   ConfigResult r = Aggregate(run);
   EXPECT_EQ(r.requests, 5);
   EXPECT_EQ(r.ok, 2);
@@ -69,7 +69,8 @@ TEST(AggregateTest, PoolsTokensAcceptanceAndLatencies) {
 }
 
 TEST(AggregateTest, NoProposalsMeansNoAcceptanceRate) {
-  ConfigResult r = Aggregate(MakeRun(v1::SPECULATION_METHOD_NONE, 1, 1.0, {Ok("a", 8, 0, 0, 8, 1, 1)}, {0}));
+  ConfigResult r =
+      Aggregate(MakeRun(v1::SPECULATION_METHOD_NONE, 1, 1.0, {Ok("a", 8, 0, 0, 8, 1, 1)}, {0}));
   EXPECT_TRUE(std::isnan(r.acceptance_rate));
   EXPECT_DOUBLE_EQ(r.mean_accepted_length, 1.0);
 }
@@ -94,19 +95,18 @@ TEST(SpeedupTest, RatioToNoneAtTheSameConcurrency) {
 
 TEST(OutputCheckTest, EveryMethodMustReproduceNone) {
   std::vector<ConfigRun> runs;
-  runs.push_back(MakeRun(v1::SPECULATION_METHOD_NONE, 1, 1, {Ok("alpha", 1, 0, 0, 1, 1, 1),
-                                                         Ok("beta", 1, 0, 0, 1, 1, 1)},
-                     {0, 1}));
+  runs.push_back(MakeRun(v1::SPECULATION_METHOD_NONE, 1, 1,
+                         {Ok("alpha", 1, 0, 0, 1, 1, 1), Ok("beta", 1, 0, 0, 1, 1, 1)}, {0, 1}));
   runs.push_back(MakeRun(v1::SPECULATION_METHOD_DRAFT, 2, 1,
-                     {Ok("alpha", 1, 1, 1, 1, 1, 1), Ok("beta", 1, 1, 1, 1, 1, 1),
-                      Ok("alpha", 1, 1, 1, 1, 1, 1), Failed(absl::StatusCode::kInternal)},
-                     {0, 1, 0, 1}));
+                         {Ok("alpha", 1, 1, 1, 1, 1, 1), Ok("beta", 1, 1, 1, 1, 1, 1),
+                          Ok("alpha", 1, 1, 1, 1, 1, 1), Failed(absl::StatusCode::kInternal)},
+                         {0, 1, 0, 1}));
   OutputCheck good = CheckOutputsAgainstNone(runs);
   EXPECT_EQ(good.compared, 3);
   EXPECT_TRUE(good.ok());
 
-  runs.push_back(MakeRun(v1::SPECULATION_METHOD_PROMPT_LOOKUP, 1, 1, {Ok("betx", 1, 1, 1, 1, 1, 1)},
-                     {1}));
+  runs.push_back(
+      MakeRun(v1::SPECULATION_METHOD_PROMPT_LOOKUP, 1, 1, {Ok("betx", 1, 1, 1, 1, 1, 1)}, {1}));
   OutputCheck bad = CheckOutputsAgainstNone(runs);
   EXPECT_EQ(bad.compared, 4);
   ASSERT_EQ(bad.mismatches.size(), 1u);
@@ -144,7 +144,8 @@ TEST(BusyBetweenTest, UsesTheGrowthOfStepLatencySums) {
 }
 
 TEST(BusyBetweenTest, FallsBackToGaugesThenToNothing) {
-  auto gauges = ParsePrometheusText("tandem_draft_busy_fraction 0.4\ntandem_target_busy_fraction 0.6\n");
+  auto gauges =
+      ParsePrometheusText("tandem_draft_busy_fraction 0.4\ntandem_target_busy_fraction 0.6\n");
   ASSERT_TRUE(gauges.ok());
   BusyFractions busy = BusyBetween({}, *gauges, 1.0);
   EXPECT_DOUBLE_EQ(busy.draft, 0.4);

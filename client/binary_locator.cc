@@ -12,8 +12,7 @@
 namespace tandem::client {
 
 std::vector<std::string> BinaryCandidates(const std::string& self, const std::string& package,
-                                          const std::string& name,
-                                          const std::string& runfiles_dir,
+                                          const std::string& name, const std::string& runfiles_dir,
                                           const std::string& test_srcdir,
                                           const std::string& path_env) {
   std::vector<std::string> out;
@@ -52,9 +51,9 @@ absl::StatusOr<std::string> FindBinary(const std::string& package, const std::st
       return realpath(c.c_str(), resolved) != nullptr ? std::string(resolved) : c;
     }
   }
-  return absl::NotFoundError(absl::StrCat(
-      "cannot find ", name, " (build it with `bazel build //", package, ":", name,
-      "` or pass its path); looked in: ", absl::StrJoin(candidates, ", ")));
+  return absl::NotFoundError(
+      absl::StrCat("cannot find ", name, " (build it with `bazel build //", package, ":", name,
+                   "` or pass its path); looked in: ", absl::StrJoin(candidates, ", ")));
 }
 
 }  // namespace tandem::client

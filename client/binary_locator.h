@@ -15,8 +15,7 @@ namespace tandem::client {
 // (<self>.runfiles/tandem/<package>/<name>, $RUNFILES_DIR and $TEST_SRCDIR likewise),
 // then each directory of `path_env` (PATH). Pure: checks nothing.
 std::vector<std::string> BinaryCandidates(const std::string& self, const std::string& package,
-                                          const std::string& name,
-                                          const std::string& runfiles_dir,
+                                          const std::string& name, const std::string& runfiles_dir,
                                           const std::string& test_srcdir,
                                           const std::string& path_env);
 

@@ -12,10 +12,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "absl/time/clock.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 
 namespace tandem::client {
 namespace {
@@ -52,11 +52,16 @@ namespace {
 
 const char* StepName(int step) {
   switch (step) {
-    case 1: return "prctl(PR_SET_PDEATHSIG)";
-    case 2: return "setpgid";
-    case 3: return "sched_setaffinity";
-    case 4: return "redirecting output";
-    default: return "exec";
+    case 1:
+      return "prctl(PR_SET_PDEATHSIG)";
+    case 2:
+      return "setpgid";
+    case 3:
+      return "sched_setaffinity";
+    case 4:
+      return "redirecting output";
+    default:
+      return "exec";
   }
 }
 
@@ -64,8 +69,7 @@ const char* StepName(int step) {
 
 absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const ChildOptions& o) {
   if (access(o.binary.c_str(), X_OK) != 0) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot execute ", o.binary, ": ", strerror(errno)));
+    return absl::NotFoundError(absl::StrCat("cannot execute ", o.binary, ": ", strerror(errno)));
   }
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
@@ -123,8 +127,8 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const ChildOpt
   child->pgid_ = getpgid(pid) > 0 ? getpgid(pid) : pgid;
   if (n == static_cast<ssize_t>(sizeof(msg))) {
     child->WaitFor(absl::Seconds(5));
-    return absl::InternalError(absl::StrCat("starting ", o.binary, ": ", StepName(msg[0]),
-                                            " failed: ", strerror(msg[1])));
+    return absl::InternalError(
+        absl::StrCat("starting ", o.binary, ": ", StepName(msg[0]), " failed: ", strerror(msg[1])));
   }
   return child;
 }

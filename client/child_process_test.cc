@@ -1,5 +1,7 @@
 #include "client/child_process.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -7,9 +9,6 @@
 
 #include <cstdlib>
 #include <fstream>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "absl/time/clock.h"
 #include "client/cpu_set.h"

@@ -1,9 +1,8 @@
 #include "client/cluster_config.h"
 
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -90,14 +89,14 @@ class ObjectReader {
   std::vector<std::string> seen_;
 };
 
-#define RETURN_IF_ERROR(expr)          \
-  do {                                 \
-    absl::Status _s = (expr);          \
-    if (!_s.ok()) return _s;           \
+#define RETURN_IF_ERROR(expr) \
+  do {                        \
+    absl::Status _s = (expr); \
+    if (!_s.ok()) return _s;  \
   } while (false)
 
-absl::Status ReadWorker(const json& object, const std::string& path, WorkerConfig* worker,
-                        int* tp, std::string* comm) {
+absl::Status ReadWorker(const json& object, const std::string& path, WorkerConfig* worker, int* tp,
+                        std::string* comm) {
   if (!object.is_object()) return absl::InvalidArgumentError(path + ": expected an object");
   ObjectReader r(object, path);
   RETURN_IF_ERROR(r.String("model", &worker->model));
@@ -166,8 +165,11 @@ absl::Status CheckWorker(const char* role, const WorkerConfig& w) {
 }
 
 json WorkerToJson(const WorkerConfig& w) {
-  return json{{"model", w.model}, {"backend", w.backend}, {"threads", w.threads},
-              {"kv_cache_mb", w.kv_cache_mb}, {"args", w.args}};
+  return json{{"model", w.model},
+              {"backend", w.backend},
+              {"threads", w.threads},
+              {"kv_cache_mb", w.kv_cache_mb},
+              {"args", w.args}};
 }
 
 }  // namespace
@@ -189,7 +191,8 @@ absl::StatusOr<ClusterConfig> ParseClusterConfig(const std::string& json_text) {
       RETURN_IF_ERROR(ReadWorker(*d, "draft", &config.draft, nullptr, nullptr));
     }
   }
-  if (const json* c = r.Find("coordinator")) RETURN_IF_ERROR(ReadCoordinator(*c, &config.coordinator));
+  if (const json* c = r.Find("coordinator"))
+    RETURN_IF_ERROR(ReadCoordinator(*c, &config.coordinator));
   if (const json* a = r.Find("cpu_affinity")) RETURN_IF_ERROR(ReadAffinity(*a, &config));
   RETURN_IF_ERROR(r.String("log_dir", &config.log_dir));
   RETURN_IF_ERROR(r.Double("startup_timeout_s", &config.startup_timeout_s));

@@ -14,30 +14,30 @@ namespace tandem::client {
 
 // One worker role (draft, or every rank of the target group).
 struct WorkerConfig {
-  std::string model;                // Hugging Face model directory.
-  std::string backend = "cpu";      // "cpu" or "cuda".
-  int threads = 0;                  // Compute threads per process; 0 = the cores it gets.
-  int kv_cache_mb = 256;            // KV cache budget per process, MiB.
-  std::vector<std::string> args;    // Extra tandem-worker flags, passed as given.
+  std::string model;              // Hugging Face model directory.
+  std::string backend = "cpu";    // "cpu" or "cuda".
+  int threads = 0;                // Compute threads per process; 0 = the cores it gets.
+  int kv_cache_mb = 256;          // KV cache budget per process, MiB.
+  std::vector<std::string> args;  // Extra tandem-worker flags, passed as given.
 };
 
 struct CoordinatorConfig {
-  int port = 50051;           // Public API port; 0 = a free port.
-  int metrics_port = 0;       // Prometheus /metrics port; 0 = a free port; -1 = off.
-  int rendezvous_port = 0;    // Target group rendezvous port; 0 = a free port.
-  bool pipelining = true;     // Draft/verify overlap (coordinator --pipelining).
-  int max_k = 8;              // Largest draft length K.
-  int max_running = 64;       // Sequences decoding at once.
-  int max_queue = 256;        // Admission queue bound.
+  int port = 50051;               // Public API port; 0 = a free port.
+  int metrics_port = 0;           // Prometheus /metrics port; 0 = a free port; -1 = off.
+  int rendezvous_port = 0;        // Target group rendezvous port; 0 = a free port.
+  bool pipelining = true;         // Draft/verify overlap (coordinator --pipelining).
+  int max_k = 8;                  // Largest draft length K.
+  int max_running = 64;           // Sequences decoding at once.
+  int max_queue = 256;            // Admission queue bound.
   std::vector<std::string> args;  // Extra tandem-coordinator flags, passed as given.
 };
 
 struct ClusterConfig {
   std::string host = "127.0.0.1";  // Address every process listens on and is reached at.
   WorkerConfig target;
-  int tp = 4;                      // Target group size (tensor-parallel ranks).
-  std::string comm = "tcp";        // Collective backend of the target group.
-  bool with_draft = true;          // False: no draft worker (speculation by prompt lookup).
+  int tp = 4;                // Target group size (tensor-parallel ranks).
+  std::string comm = "tcp";  // Collective backend of the target group.
+  bool with_draft = true;    // False: no draft worker (speculation by prompt lookup).
   WorkerConfig draft;
   CoordinatorConfig coordinator;
   bool cpu_affinity = false;       // Pin draft and target group to disjoint cores.

@@ -1,10 +1,10 @@
 #include "client/cluster_config.h"
 
-#include <cstdio>
-#include <fstream>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
 
 namespace tandem::client {
 namespace {

@@ -8,9 +8,7 @@
 namespace tandem::client {
 namespace {
 
-std::string Address(const std::string& host, int port) {
-  return absl::StrCat(host, ":", port);
-}
+std::string Address(const std::string& host, int port) { return absl::StrCat(host, ":", port); }
 
 // Threads for a process owning `cores` cores shared by `sharers` processes.
 int DefaultThreads(int configured, size_t cores, int sharers) {
@@ -35,8 +33,8 @@ std::string Quote(const std::string& s) {
 
 absl::StatusOr<ClusterPlan> PlanCluster(const ClusterConfig& c, const ClusterPorts& ports,
                                         const std::string& coordinator_binary,
-                                        const std::string& worker_binary,
-                                        const std::string& run_id, const std::string& log_dir,
+                                        const std::string& worker_binary, const std::string& run_id,
+                                        const std::string& log_dir,
                                         const std::vector<int>& allowed_cpus) {
   if (absl::Status s = ValidateClusterConfig(c); !s.ok()) return s;
   if (static_cast<int>(ports.target.size()) != c.tp || ports.coordinator <= 0 ||
@@ -100,8 +98,8 @@ absl::StatusOr<ClusterPlan> PlanCluster(const ClusterConfig& c, const ClusterPor
     int threads;
     if (c.cpu_affinity) {
       rank.cpus = affinity.target_ranks[r];
-      const int sharers = static_cast<int>(std::count(affinity.target_ranks.begin(),
-                                                      affinity.target_ranks.end(), rank.cpus));
+      const int sharers = static_cast<int>(
+          std::count(affinity.target_ranks.begin(), affinity.target_ranks.end(), rank.cpus));
       threads = DefaultThreads(c.target.threads, rank.cpus.size(), sharers);
     } else {
       threads = DefaultThreads(c.target.threads, all_cores, c.tp);

@@ -47,8 +47,8 @@ struct ClusterPlan {
 // asked for but cannot be honoured, or ports are missing.
 absl::StatusOr<ClusterPlan> PlanCluster(const ClusterConfig& config, const ClusterPorts& ports,
                                         const std::string& coordinator_binary,
-                                        const std::string& worker_binary,
-                                        const std::string& run_id, const std::string& log_dir,
+                                        const std::string& worker_binary, const std::string& run_id,
+                                        const std::string& log_dir,
                                         const std::vector<int>& allowed_cpus);
 
 // A shell-style rendering of one process's command line (for logs and --dry-run).

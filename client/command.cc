@@ -37,8 +37,9 @@ bool IsBoolFlag(const std::string& name) {
 }  // namespace
 
 std::string CommandHelp(const Command& command) {
-  std::string out = absl::StrCat(command.usage, "\n\nFlags (--name=value or --name value; "
-                                                "--name_with_underscores works too):\n");
+  std::string out = absl::StrCat(command.usage,
+                                 "\n\nFlags (--name=value or --name value; "
+                                 "--name_with_underscores works too):\n");
   for (const CommandFlag& f : command.flags) {
     std::string head = absl::StrCat("  --", Dashed(f.name));
     if (!f.value.empty()) absl::StrAppend(&head, "=", f.value);

@@ -23,18 +23,18 @@ struct CommandFlag {
 
 // What a subcommand receives after flag parsing.
 struct Invocation {
-  std::vector<std::string> positional;  // Arguments that are not flags.
-  std::set<std::string> specified;      // Flags given on the command line.
+  std::vector<std::string> positional;                       // Arguments that are not flags.
+  std::set<std::string> specified;                           // Flags given on the command line.
   std::map<std::string, std::vector<std::string>> repeated;  // --stop values etc.
-  std::vector<std::string> command_line;  // argv as typed (for reports).
+  std::vector<std::string> command_line;                     // argv as typed (for reports).
 };
 
 struct Command {
-  std::string name;      // "generate"
-  std::string summary;   // One line for `tandem --help`.
-  std::string usage;     // Synopsis and description for `tandem NAME --help`.
+  std::string name;     // "generate"
+  std::string summary;  // One line for `tandem --help`.
+  std::string usage;    // Synopsis and description for `tandem NAME --help`.
   std::vector<CommandFlag> flags;
-  std::set<std::string> repeatable;  // Flags that may be given several times.
+  std::set<std::string> repeatable;           // Flags that may be given several times.
   std::function<int(const Invocation&)> run;  // Returns the exit code.
 };
 

@@ -20,7 +20,8 @@ Command Echo(Invocation* seen) {
   c.name = "echo";
   c.summary = "Echoes.";
   c.usage = "Usage: tandem echo [flags] WORDS";
-  c.flags = {{"test_count", "N", "How many."}, {"test_loud", "", "Shout."},
+  c.flags = {{"test_count", "N", "How many."},
+             {"test_loud", "", "Shout."},
              {"test_word", "TEXT", "A word."}};
   c.repeatable = {"test_word"};
   c.run = [seen](const Invocation& inv) {

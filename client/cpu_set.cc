@@ -62,14 +62,15 @@ absl::StatusOr<AffinityPlan> PlanAffinityFrom(const std::vector<int>& draft,
                                               const std::vector<int>& target, int tp) {
   if (tp < 1) return absl::InvalidArgumentError(absl::StrCat("tp must be >= 1, got ", tp));
   if (draft.empty() || target.empty()) {
-    return absl::InvalidArgumentError("CPU affinity needs at least one core for the draft "
-                                      "and one for the target group");
+    return absl::InvalidArgumentError(
+        "CPU affinity needs at least one core for the draft "
+        "and one for the target group");
   }
   for (int c : draft) {
     if (std::find(target.begin(), target.end(), c) != target.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("CPU ", c, " is in both the draft (", FormatCpuList(draft),
-                       ") and the target (", FormatCpuList(target), ") core lists"));
+      return absl::InvalidArgumentError(absl::StrCat("CPU ", c, " is in both the draft (",
+                                                     FormatCpuList(draft), ") and the target (",
+                                                     FormatCpuList(target), ") core lists"));
     }
   }
   AffinityPlan plan;
@@ -91,8 +92,8 @@ absl::StatusOr<AffinityPlan> PlanAffinityFrom(const std::vector<int>& draft,
 absl::StatusOr<AffinityPlan> PlanAffinity(const std::vector<int>& cpus, int tp) {
   if (tp < 1) return absl::InvalidArgumentError(absl::StrCat("tp must be >= 1, got ", tp));
   if (cpus.size() < 2) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--cpu-affinity needs at least 2 cores, this process may use ", cpus.size()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("--cpu-affinity needs at least 2 cores, this process may use ", cpus.size()));
   }
   const int n = static_cast<int>(cpus.size());
   const int draft_cores = std::max(1, n / (tp + 1));

@@ -1,9 +1,9 @@
 #include "client/cpu_set.h"
 
-#include <set>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <set>
 
 namespace tandem::client {
 namespace {

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "absl/time/clock.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace tandem::client::testing {
 

@@ -1,13 +1,12 @@
 #include "client/free_port.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <set>
-
-#include <gtest/gtest.h>
 
 namespace tandem::client {
 namespace {

@@ -1,12 +1,11 @@
 #include "client/generate_command.h"
 
+#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
 #include <iterator>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -14,8 +13,8 @@
 #include "absl/time/clock.h"
 #include "client/request_options.h"
 #include "client/server_channel.h"
-#include "tandem/v1/tandem.grpc.pb.h"
 #include "client/shared_flags.h"
+#include "tandem/v1/tandem.grpc.pb.h"
 
 ABSL_FLAG(std::optional<double>, top_p, std::nullopt, "Nucleus sampling mass.");
 ABSL_FLAG(int, top_k, 0, "Top-k sampling; 0 = no limit.");
@@ -47,8 +46,9 @@ int RunGenerate(const Invocation& inv) {
   std::string prompt = absl::StrJoin(inv.positional, " ");
   if (prompt.empty() || prompt == "-") {
     if (isatty(STDIN_FILENO) && prompt.empty()) {
-      std::fprintf(stderr, "tandem generate: give a PROMPT (or `-` to read it from stdin); "
-                           "see `tandem generate --help`\n");
+      std::fprintf(stderr,
+                   "tandem generate: give a PROMPT (or `-` to read it from stdin); "
+                   "see `tandem generate --help`\n");
       return 2;
     }
     prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
@@ -93,8 +93,7 @@ int RunGenerate(const Invocation& inv) {
   }
   auto stub = v1::Tandem::NewStub(*channel);
   grpc::ClientContext ctx;
-  ctx.set_deadline(
-      absl::ToChronoTime(absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_timeout))));
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_timeout))));
   const absl::Time start = absl::Now();
   auto reader = stub->GenerateStream(&ctx, *request);
   v1::GenerateStreamResponse message;
@@ -123,9 +122,9 @@ int RunGenerate(const Invocation& inv) {
     if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
       hint = absl::StrCat(" (is a server running at ", server, "? `tandem up` starts one)");
     }
-    return Fail(absl::StrCat(absl::StatusCodeToString(
-                                 static_cast<absl::StatusCode>(status.error_code())),
-                             ": ", status.error_message(), hint));
+    return Fail(
+        absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
+                     ": ", status.error_message(), hint));
   }
   if (have_stats && !absl::GetFlag(FLAGS_quiet)) {
     std::fprintf(stderr, "%s\n", FormatStats(stats, finish, seconds).c_str());
@@ -154,20 +153,24 @@ Command GenerateCommand() {
       {"top_p", "P", "Nucleus sampling mass in (0, 1]; unset = no limit."},
       {"top_k", "N", "Sample among the N most likely tokens; 0 = no limit."},
       {"seed", "N", "Sampling seed; unset = the server picks one (shown in stats)."},
-      {"method", "M", "Speculation method: auto, none, draft, prompt_lookup (also medusa, "
-                      "lookahead where the server has them)."},
+      {"method", "M",
+       "Speculation method: auto, none, draft, prompt_lookup (also medusa, "
+       "lookahead where the server has them)."},
       {"k", "N", "Draft length K per step; 0 disables speculation; unset = adaptive K."},
-      {"accept", "RULE", "Acceptance rule: default, greedy, rejection (lossless), threshold, "
-                         "ratio, position, typical (lossy, opt-in)."},
-      {"alpha", "A", "threshold: probability bound (default 0.3); ratio: ratio bound "
-                     "(default 0.5)."},
+      {"accept", "RULE",
+       "Acceptance rule: default, greedy, rejection (lossless), threshold, "
+       "ratio, position, typical (lossy, opt-in)."},
+      {"alpha", "A",
+       "threshold: probability bound (default 0.3); ratio: ratio bound "
+       "(default 0.5)."},
       {"theta_first", "T", "position: threshold of the first proposal (default 0.95)."},
       {"theta_last", "T", "position: threshold of the last proposal (default 0.70)."},
       {"epsilon", "E", "typical: hard probability cap (default 0.09)."},
       {"delta", "D", "typical: entropy scale (default 0.3)."},
       {"stop", "TEXT", "Stop generating when the text contains TEXT (not printed)."},
-      {"pipelining", "MODE", "Draft/verify overlap for this request: default (server's "
-                             "choice), on or off. Changes timing only, never the text."},
+      {"pipelining", "MODE",
+       "Draft/verify overlap for this request: default (server's "
+       "choice), on or off. Changes timing only, never the text."},
       {"ignore_eos", "", "Keep generating past the end-of-sequence token."},
       {"timeout", "SECONDS", "Deadline of the request."},
       {"quiet", "", "Do not print the statistics line."},

@@ -2,8 +2,8 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "absl/time/clock.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace tandem::client {
@@ -19,13 +19,13 @@ absl::Status CheckServing(const std::string& address, absl::Duration timeout) {
   grpc::health::v1::HealthCheckResponse response;
   grpc::Status st = stub->Check(&ctx, request, &response);
   if (!st.ok()) {
-    return absl::UnavailableError(absl::StrCat(address, ": ", st.error_message().empty()
-                                                                   ? "no answer"
-                                                                   : st.error_message()));
+    return absl::UnavailableError(
+        absl::StrCat(address, ": ", st.error_message().empty() ? "no answer" : st.error_message()));
   }
   if (response.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
-    return absl::UnavailableError(absl::StrCat(
-        address, ": ", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status())));
+    return absl::UnavailableError(
+        absl::StrCat(address, ": ",
+                     grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status())));
   }
   return absl::OkStatus();
 }

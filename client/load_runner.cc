@@ -1,13 +1,13 @@
 #include "client/load_runner.h"
 
+#include <grpcpp/grpcpp.h>
+
 #include <cmath>
 #include <thread>
 #include <vector>
 
-#include <grpcpp/grpcpp.h>
-
-#include "absl/time/clock.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 
 namespace tandem::client {
 

@@ -16,12 +16,12 @@ namespace tandem::client {
 // One finished request (successful or not).
 struct RequestResult {
   absl::StatusCode code = absl::StatusCode::kOk;
-  std::string error;           // Status message when not OK.
-  std::string text;            // Concatenated text deltas.
-  double latency_ms = 0;       // Send to end of stream.
-  double ttft_ms = 0;          // Send to the first message carrying text or tokens.
-  double tpot_ms = 0;          // (last - first token message) / (tokens - 1); NaN if < 2.
-  bool has_stats = false;      // The final message carried stats.
+  std::string error;       // Status message when not OK.
+  std::string text;        // Concatenated text deltas.
+  double latency_ms = 0;   // Send to end of stream.
+  double ttft_ms = 0;      // Send to the first message carrying text or tokens.
+  double tpot_ms = 0;      // (last - first token message) / (tokens - 1); NaN if < 2.
+  bool has_stats = false;  // The final message carried stats.
   v1::RequestStats stats;
   v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED;
 };
@@ -31,9 +31,9 @@ RequestResult StreamOne(v1::Tandem::Stub* stub, const v1::GenerateRequest& reque
                         absl::Duration timeout);
 
 struct LoadSpec {
-  int concurrency = 1;            // Requests in flight at once (client threads).
-  int requests = 1;               // Total requests, when duration is zero.
-  absl::Duration duration;        // Non-zero: keep issuing until it passes (soak).
+  int concurrency = 1;      // Requests in flight at once (client threads).
+  int requests = 1;         // Total requests, when duration is zero.
+  absl::Duration duration;  // Non-zero: keep issuing until it passes (soak).
   absl::Duration request_timeout = absl::Minutes(10);
 };
 

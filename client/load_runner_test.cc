@@ -1,11 +1,11 @@
 #include "client/load_runner.h"
 
-#include <cmath>
-#include <map>
-
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
 
 #include "absl/time/clock.h"
 #include "client/fake_tandem_service.h"
@@ -22,8 +22,8 @@ class LoadRunnerTest : public ::testing::Test {
     auto server = GrpcServer::Start(options, {&service_});
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    stub_ = v1::Tandem::NewStub(grpc::CreateChannel(
-        "127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials()));
+    stub_ = v1::Tandem::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                                    grpc::InsecureChannelCredentials()));
   }
   void TearDown() override { server_->Shutdown(absl::Seconds(1)); }
 
@@ -68,8 +68,7 @@ TEST_F(LoadRunnerTest, RunsTheRequestedNumberAtTheRequestedConcurrency) {
   spec.concurrency = 3;
   spec.requests = 9;
   RunLoad(
-      stub_.get(), spec,
-      [](int number) { return Request("r" + std::to_string(number), 4); },
+      stub_.get(), spec, [](int number) { return Request("r" + std::to_string(number), 4); },
       [&texts](int number, const RequestResult& r) {
         EXPECT_EQ(r.code, absl::StatusCode::kOk);
         texts[number] = r.text;

@@ -4,10 +4,10 @@
 
 #include <set>
 
-#include "absl/time/clock.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
 #include "client/health.h"
 
 namespace tandem::client {
@@ -47,8 +47,8 @@ LocalCluster::~LocalCluster() { Stop(); }
 
 std::string LocalCluster::ExitReport(size_t i) const {
   const ProcessSpec& spec = specs_[i];
-  std::string report = absl::StrCat(spec.name, " (pid ", children_[i]->pid(), ") ",
-                                    children_[i]->ExitDescription());
+  std::string report =
+      absl::StrCat(spec.name, " (pid ", children_[i]->pid(), ") ", children_[i]->ExitDescription());
   if (!spec.log_path.empty()) {
     const std::string tail = TailOfFile(spec.log_path, 15);
     absl::StrAppend(&report, "; last lines of ", spec.log_path, ":\n  ",
@@ -94,9 +94,8 @@ absl::Status LocalCluster::WaitHealthy(absl::Duration timeout,
       for (size_t i = 0; i < children_.size(); ++i) {
         if (!healthy[i]) waiting.push_back(absl::StrCat(specs_[i].name, " (", last_answer[i], ")"));
       }
-      return absl::DeadlineExceededError(absl::StrCat("not healthy after ",
-                                                      absl::FormatDuration(timeout), ": ",
-                                                      absl::StrJoin(waiting, ", ")));
+      return absl::DeadlineExceededError(absl::StrCat(
+          "not healthy after ", absl::FormatDuration(timeout), ": ", absl::StrJoin(waiting, ", ")));
     }
     if (wait(absl::Milliseconds(250))) return absl::CancelledError("interrupted");
   }
@@ -124,10 +123,9 @@ void LocalCluster::Stop() {
     if (children_[i]->Poll()) continue;
     any_left = true;
     if (options_.note) {
-      options_.note(absl::StrCat(specs_[i].name, " (pid ", children_[i]->pid(),
-                                 ") did not exit within ",
-                                 absl::FormatDuration(options_.stop_grace),
-                                 " of SIGTERM; killing it"));
+      options_.note(
+          absl::StrCat(specs_[i].name, " (pid ", children_[i]->pid(), ") did not exit within ",
+                       absl::FormatDuration(options_.stop_grace), " of SIGTERM; killing it"));
     }
   }
   // The group exists while a member lives; kill it whole (and anything they spawned).

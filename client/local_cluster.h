@@ -42,8 +42,7 @@ class LocalCluster {
   // `wait(interval)`, which sleeps and returns true to give up (a signal arrived):
   // CANCELLED. A process that exits first: FAILED_PRECONDITION with its report (see
   // ExitReport). Past `timeout`: DEADLINE_EXCEEDED naming the processes not healthy.
-  absl::Status WaitHealthy(absl::Duration timeout,
-                           const std::function<bool(absl::Duration)>& wait);
+  absl::Status WaitHealthy(absl::Duration timeout, const std::function<bool(absl::Duration)>& wait);
 
   // Report of a process that has exited and was not reported before, else nullopt.
   std::optional<std::string> FindExited();

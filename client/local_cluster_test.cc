@@ -1,15 +1,14 @@
 #include "client/local_cluster.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "absl/time/clock.h"
 
@@ -51,8 +50,8 @@ TEST(LocalClusterTest, BecomesHealthyAndStopsEveryProcess) {
   };
   std::vector<std::string> notes;
   options.note = [&notes](const std::string& line) { notes.push_back(line); };
-  auto cluster = LocalCluster::Start({Shell("a", "exec sleep 60"), Shell("b", "exec sleep 60")},
-                                     options);
+  auto cluster =
+      LocalCluster::Start({Shell("a", "exec sleep 60"), Shell("b", "exec sleep 60")}, options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   EXPECT_TRUE((*cluster)->WaitHealthy(absl::Seconds(20), NoWait).ok());
   EXPECT_EQ(probes.load(), 3);
@@ -133,8 +132,8 @@ TEST(LocalClusterTest, ProcessDyingDuringStartUpIsReportedWithItsLog) {
 TEST(LocalClusterTest, DeathAfterStartUpIsFoundOnce) {
   LocalClusterOptions options;
   options.probe = [](const std::string&) { return absl::OkStatus(); };
-  auto cluster = LocalCluster::Start({Shell("a", "exec sleep 60"), Shell("draft", "exec sleep 60")},
-                                     options);
+  auto cluster =
+      LocalCluster::Start({Shell("a", "exec sleep 60"), Shell("draft", "exec sleep 60")}, options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   ASSERT_TRUE((*cluster)->WaitHealthy(absl::Seconds(5), NoWait).ok());
   kill((*cluster)->pids()[1], SIGKILL);

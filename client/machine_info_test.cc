@@ -1,10 +1,9 @@
 #include "client/machine_info.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace tandem::client {
 namespace {

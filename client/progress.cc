@@ -10,14 +10,13 @@
 
 namespace tandem::client {
 
-std::string RenderProgressBar(const std::string& label, double fraction,
-                              const std::string& counter, absl::Duration elapsed, int width) {
+std::string RenderProgressBar(const std::string& label, double fraction, const std::string& counter,
+                              absl::Duration elapsed, int width) {
   if (!(fraction >= 0)) fraction = 0;
   fraction = std::min(fraction, 1.0);
   const int filled = static_cast<int>(std::floor(fraction * width));
   return absl::StrFormat("%s [%s%s] %s %.1fs", label, std::string(filled, '#'),
-                         std::string(width - filled, '.'), counter,
-                         absl::ToDoubleSeconds(elapsed));
+                         std::string(width - filled, '.'), counter, absl::ToDoubleSeconds(elapsed));
 }
 
 ProgressBar::ProgressBar(FILE* out, std::string label)
@@ -28,7 +27,8 @@ void ProgressBar::Update(double fraction, const std::string& counter) {
   const absl::Time now = absl::Now();
   if (now - last_draw_ < absl::Milliseconds(100) && fraction < 1.0) return;
   last_draw_ = now;
-  std::fprintf(out_, "\r%s\033[K", RenderProgressBar(label_, fraction, counter, now - start_, 30).c_str());
+  std::fprintf(out_, "\r%s\033[K",
+               RenderProgressBar(label_, fraction, counter, now - start_, 30).c_str());
   std::fflush(out_);
 }
 

@@ -11,8 +11,8 @@ namespace tandem::client {
 
 // "LABEL [#######.......]  7/15  12.3s" with `width` bar cells; fraction is clamped
 // to [0, 1]. `counter` is shown as given (e.g. "7/15" or "42 req").
-std::string RenderProgressBar(const std::string& label, double fraction,
-                              const std::string& counter, absl::Duration elapsed, int width);
+std::string RenderProgressBar(const std::string& label, double fraction, const std::string& counter,
+                              absl::Duration elapsed, int width);
 
 // Redraws the bar in place (carriage return) at most 10 times a second when `out` is
 // a terminal; otherwise prints nothing until Finish.

@@ -1,9 +1,9 @@
 #include "client/progress.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdio>
-
-#include <gtest/gtest.h>
 
 namespace tandem::client {
 namespace {

@@ -1,9 +1,9 @@
 #include "client/prometheus_text.h"
 
-#include <cmath>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace tandem::client {
 namespace {
@@ -46,8 +46,8 @@ TEST(PrometheusTextTest, SpecialValues) {
 }
 
 TEST(PrometheusTextTest, MalformedLinesNameTheLine) {
-  for (const char* bad : {"x\nname{a=\"1\" 2", "name", "name abc", "{a=\"b\"} 1", "n{a=b} 1",
-                          "n 1 2 3"}) {
+  for (const char* bad :
+       {"x\nname{a=\"1\" 2", "name", "name abc", "{a=\"b\"} 1", "n{a=b} 1", "n 1 2 3"}) {
     auto samples = ParsePrometheusText(bad);
     EXPECT_FALSE(samples.ok()) << bad;
   }

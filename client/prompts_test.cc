@@ -17,8 +17,8 @@ TEST(ParsePromptsTest, JsonLinesStringsAndPlainText) {
       "plain text line   \n"
       "{\"text\": \"other key\"}\n");
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_THAT(*p, ElementsAre("def f():\n    return", "a json string", "plain text line",
-                              "other key"));
+  EXPECT_THAT(*p,
+              ElementsAre("def f():\n    return", "a json string", "plain text line", "other key"));
 }
 
 TEST(ParsePromptsTest, ErrorsNameTheLine) {

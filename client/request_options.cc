@@ -27,9 +27,9 @@ struct RuleEntry {
   v1::AcceptanceRule value;
 };
 constexpr RuleEntry kRules[] = {
-    {"default", v1::ACCEPTANCE_RULE_DEFAULT},   {"greedy", v1::ACCEPTANCE_RULE_GREEDY},
+    {"default", v1::ACCEPTANCE_RULE_DEFAULT},     {"greedy", v1::ACCEPTANCE_RULE_GREEDY},
     {"rejection", v1::ACCEPTANCE_RULE_REJECTION}, {"threshold", v1::ACCEPTANCE_RULE_THRESHOLD},
-    {"ratio", v1::ACCEPTANCE_RULE_RATIO},       {"position", v1::ACCEPTANCE_RULE_POSITION},
+    {"ratio", v1::ACCEPTANCE_RULE_RATIO},         {"position", v1::ACCEPTANCE_RULE_POSITION},
     {"typical", v1::ACCEPTANCE_RULE_TYPICAL},
 };
 
@@ -75,9 +75,9 @@ absl::StatusOr<v1::AcceptanceRule> ParseAcceptanceRule(const std::string& name) 
   for (const auto& r : kRules) {
     if (n == r.name) return r.value;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown acceptance rule '", name,
-      "' (default, greedy, rejection, threshold, ratio, position, typical)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown acceptance rule '", name,
+                   "' (default, greedy, rejection, threshold, ratio, position, typical)"));
 }
 
 absl::StatusOr<v1::Pipelining> ParsePipelining(const std::string& name) {
@@ -91,9 +91,12 @@ absl::StatusOr<v1::Pipelining> ParsePipelining(const std::string& name) {
 
 std::string PipeliningName(v1::Pipelining pipelining) {
   switch (pipelining) {
-    case v1::PIPELINING_ON: return "on";
-    case v1::PIPELINING_OFF: return "off";
-    default: return "default";
+    case v1::PIPELINING_ON:
+      return "on";
+    case v1::PIPELINING_OFF:
+      return "off";
+    default:
+      return "default";
   }
 }
 
@@ -157,15 +160,13 @@ absl::StatusOr<v1::GenerateRequest> BuildRequest(const RequestOptions& o,
   return req;
 }
 
-std::string FormatStats(const v1::RequestStats& s, v1::FinishReason finish,
-                        double client_seconds) {
+std::string FormatStats(const v1::RequestStats& s, v1::FinishReason finish, double client_seconds) {
   const double seconds = client_seconds > 0 ? client_seconds : s.total_time_ms() / 1000.0;
   const double tokens_per_s = seconds > 0 ? s.generated_tokens() / seconds : 0;
   std::string finish_name = v1::FinishReason_Name(finish);
   if (finish_name.rfind("FINISH_REASON_", 0) == 0) finish_name = finish_name.substr(14);
-  std::string out = absl::StrFormat(
-      "method=%s tokens=%u prompt_tokens=%u", MethodName(s.method()), s.generated_tokens(),
-      s.prompt_tokens());
+  std::string out = absl::StrFormat("method=%s tokens=%u prompt_tokens=%u", MethodName(s.method()),
+                                    s.generated_tokens(), s.prompt_tokens());
   if (s.draft_tokens_proposed() > 0) {
     absl::StrAppendFormat(&out, " acceptance=%.1f%% (%u/%u)", 100.0 * s.acceptance_rate(),
                           s.draft_tokens_accepted(), s.draft_tokens_proposed());

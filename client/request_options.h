@@ -31,13 +31,13 @@ absl::StatusOr<std::vector<v1::Pipelining>> ParsePipeliningList(const std::strin
 absl::StatusOr<std::vector<int>> ParsePositiveIntList(const std::string& list);
 
 struct RequestOptions {
-  int max_tokens = 128;                 // 1.. (the server checks its own limit)
-  float temperature = 0;                // 0 = greedy
+  int max_tokens = 128;   // 1.. (the server checks its own limit)
+  float temperature = 0;  // 0 = greedy
   std::optional<float> top_p;
   int top_k = 0;
   std::optional<uint64_t> seed;
   v1::SpeculationMethod method = v1::SPECULATION_METHOD_AUTO;
-  std::optional<int> k;                 // unset = adaptive
+  std::optional<int> k;  // unset = adaptive
   v1::AcceptanceRule accept = v1::ACCEPTANCE_RULE_DEFAULT;
   std::optional<float> alpha, theta_first, theta_last, epsilon, delta;
   std::vector<std::string> stop;

@@ -16,8 +16,7 @@ TEST(ParseTest, MethodsRoundTripAndAcceptDashes) {
     EXPECT_EQ(MethodName(*m), name);
   }
   EXPECT_EQ(*ParseMethod("Prompt-Lookup"), v1::SPECULATION_METHOD_PROMPT_LOOKUP);
-  EXPECT_THAT(std::string(ParseMethod("draft_model").status().message()),
-              HasSubstr("draft_model"));
+  EXPECT_THAT(std::string(ParseMethod("draft_model").status().message()), HasSubstr("draft_model"));
 }
 
 TEST(ParseTest, AcceptanceRulesAndPipelining) {

@@ -23,8 +23,9 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> ServerChannel(const std::string& 
       MakeChannelCredentials(tls);
   if (!credentials.ok()) {
     // The CLI spells its flags with dashes.
-    return absl::Status(credentials.status().code(),
-                        absl::StrReplaceAll(credentials.status().message(), {{"--tls_", "--tls-"}}));
+    return absl::Status(
+        credentials.status().code(),
+        absl::StrReplaceAll(credentials.status().message(), {{"--tls_", "--tls-"}}));
   }
   absl::StatusOr<std::string> token =
       TokenFromFlags(absl::GetFlag(FLAGS_token_file), absl::GetFlag(FLAGS_token_env),
@@ -39,13 +40,15 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> ServerChannel(const std::string& 
 
 std::vector<CommandFlag> ConnectionFlags() {
   return {
-      {"tls", "", "Use TLS; the server's certificate is checked against the system's root "
-                  "certificates unless --tls-ca is given."},
+      {"tls", "",
+       "Use TLS; the server's certificate is checked against the system's root "
+       "certificates unless --tls-ca is given."},
       {"tls_ca", "FILE", "PEM CA bundle the server's certificate must chain to (implies --tls)."},
       {"tls_cert", "FILE", "PEM client certificate, for servers that require one (mutual TLS)."},
       {"tls_key", "FILE", "PEM private key of --tls-cert."},
-      {"tls_server_name", "NAME", "Name to verify in the server's certificate instead of the "
-                                  "host of --server."},
+      {"tls_server_name", "NAME",
+       "Name to verify in the server's certificate instead of the "
+       "host of --server."},
       {"token_file", "FILE", "Send the bearer token in FILE with every call."},
       {"token_env", "NAME", "Send the bearer token held in environment variable NAME."},
   };

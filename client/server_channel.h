@@ -4,11 +4,11 @@
 #ifndef TANDEM_CLIENT_SERVER_CHANNEL_H_
 #define TANDEM_CLIENT_SERVER_CHANNEL_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "client/command.h"

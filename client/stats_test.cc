@@ -1,9 +1,9 @@
 #include "client/stats.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <random>
-
-#include <gtest/gtest.h>
 
 namespace tandem::client {
 namespace {

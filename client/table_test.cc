@@ -1,8 +1,8 @@
 #include "client/table.h"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace tandem::client {
 namespace {

@@ -129,10 +129,9 @@ int RunUp(const Invocation& inv) {
   }
   std::string coordinator_bin = absl::GetFlag(FLAGS_coordinator_bin);
   std::string worker_bin = absl::GetFlag(FLAGS_worker_bin);
-  for (auto [path, package, name] :
-       {std::tuple<std::string*, const char*, const char*>{&coordinator_bin, "coordinator",
-                                                           "tandem-coordinator"},
-        {&worker_bin, "worker", "tandem-worker"}}) {
+  for (auto [path, package, name] : {std::tuple<std::string*, const char*, const char*>{
+                                         &coordinator_bin, "coordinator", "tandem-coordinator"},
+                                     {&worker_bin, "worker", "tandem-worker"}}) {
     if (!path->empty()) continue;
     absl::StatusOr<std::string> found = FindBinary(package, name);
     if (!found.ok()) {
@@ -191,11 +190,11 @@ int RunUp(const Invocation& inv) {
     return 1;
   }
   int signal_seen = 0;
-  absl::Status healthy = (*cluster)->WaitHealthy(
-      absl::Seconds(config->startup_timeout_s), [&signal_seen](absl::Duration d) {
-        signal_seen = WaitForStopSignal(d);
-        return signal_seen != 0;
-      });
+  absl::Status healthy = (*cluster)->WaitHealthy(absl::Seconds(config->startup_timeout_s),
+                                                 [&signal_seen](absl::Duration d) {
+                                                   signal_seen = WaitForStopSignal(d);
+                                                   return signal_seen != 0;
+                                                 });
   if (!healthy.ok()) {
     if (absl::IsCancelled(healthy)) {
       Say(absl::StrCat("got ", strsignal(signal_seen), " while starting; stopping"));
@@ -208,7 +207,8 @@ int RunUp(const Invocation& inv) {
   }
 
   std::string ready = absl::StrCat(plan->endpoint, "\n");
-  if (!plan->metrics_endpoint.empty()) absl::StrAppend(&ready, "metrics=", plan->metrics_endpoint, "\n");
+  if (!plan->metrics_endpoint.empty())
+    absl::StrAppend(&ready, "metrics=", plan->metrics_endpoint, "\n");
   std::vector<std::string> pids;
   for (pid_t pid : (*cluster)->pids()) pids.push_back(absl::StrCat(pid));
   absl::StrAppend(&ready, "pids=", absl::StrJoin(pids, ","), "\n", "logs=", log_dir, "\n");
@@ -268,7 +268,8 @@ absl::StatusOr<ClusterConfig> ConfigFromFlags(const std::set<std::string>& given
     if (c.target.backend == "cuda" && (c.comm == "tcp" || c.comm == "gloo")) c.comm = "nccl";
   }
   if (set("threads")) c.target.threads = c.draft.threads = absl::GetFlag(FLAGS_threads);
-  if (set("kv_cache_mb")) c.target.kv_cache_mb = c.draft.kv_cache_mb = absl::GetFlag(FLAGS_kv_cache_mb);
+  if (set("kv_cache_mb"))
+    c.target.kv_cache_mb = c.draft.kv_cache_mb = absl::GetFlag(FLAGS_kv_cache_mb);
   if (set("cpu_affinity")) c.cpu_affinity = absl::GetFlag(FLAGS_cpu_affinity);
   if (set("draft_cpus")) c.draft_cpus = absl::GetFlag(FLAGS_draft_cpus);
   if (set("target_cpus")) c.target_cpus = absl::GetFlag(FLAGS_target_cpus);
@@ -315,27 +316,33 @@ Command UpCommand() {
       {"draft", "DIR", "Draft model directory; `none` starts no draft worker."},
       {"tp", "N", "Target tensor-parallel ranks (processes)."},
       {"backend", "B", "Compute backend of the workers: cpu or cuda."},
-      {"threads", "N", "Compute threads per worker process; 0 = the cores it gets (pinned), "
-                       "or all cores split between the ranks."},
+      {"threads", "N",
+       "Compute threads per worker process; 0 = the cores it gets (pinned), "
+       "or all cores split between the ranks."},
       {"kv_cache_mb", "MB", "KV cache budget per worker process."},
-      {"cpu_affinity", "", "Pin the draft worker and the target group to disjoint cores "
-                           "(2 cores: draft on core 0, every target rank on core 1); the "
-                           "coordinator is not pinned."},
-      {"draft_cpus", "LIST", "Cores of the draft worker, e.g. 0 or 0-1 (implies "
-                             "--cpu-affinity; give --target-cpus too)."},
+      {"cpu_affinity", "",
+       "Pin the draft worker and the target group to disjoint cores "
+       "(2 cores: draft on core 0, every target rank on core 1); the "
+       "coordinator is not pinned."},
+      {"draft_cpus", "LIST",
+       "Cores of the draft worker, e.g. 0 or 0-1 (implies "
+       "--cpu-affinity; give --target-cpus too)."},
       {"target_cpus", "LIST", "Cores of the target group, e.g. 1-3."},
-      {"log_dir", "DIR", "Directory of the process logs; default: a new /tmp/tandem-up-* "
-                         "directory."},
+      {"log_dir", "DIR",
+       "Directory of the process logs; default: a new /tmp/tandem-up-* "
+       "directory."},
       {"host", "ADDR", "IPv4 address every process listens on."},
       {"port", "N", "Public API port; 0 = a free port."},
-      {"metrics_port", "N", "Prometheus /metrics port of the coordinator; 0 = a free port; "
-                            "-1 = off."},
+      {"metrics_port", "N",
+       "Prometheus /metrics port of the coordinator; 0 = a free port; "
+       "-1 = off."},
       {"max_k", "N", "Largest draft length K (coordinator)."},
       {"pipelining", "MODE", "Coordinator's draft/verify overlap: on, off, or default (on)."},
       {"ready_file", "PATH", "Write the endpoint (and metrics, pids, logs) here once healthy."},
       {"startup_timeout", "SECONDS", "Give up if the cluster is not healthy by then."},
-      {"coordinator_bin", "PATH", "tandem-coordinator to run; default: found next to this "
-                                  "program, in the Bazel tree, or on PATH."},
+      {"coordinator_bin", "PATH",
+       "tandem-coordinator to run; default: found next to this "
+       "program, in the Bazel tree, or on PATH."},
       {"worker_bin", "PATH", "tandem-worker to run (found like --coordinator-bin)."},
       {"dry_run", "", "Print the cluster description and command lines, start nothing."},
   };

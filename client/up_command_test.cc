@@ -1,10 +1,10 @@
 #include "client/up_command.h"
 
-#include <cstdlib>
-#include <fstream>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"

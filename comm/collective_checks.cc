@@ -1,12 +1,12 @@
 #include "comm/collective_checks.h"
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 namespace tandem::testing {
 

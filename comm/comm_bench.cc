@@ -9,6 +9,11 @@
 //
 //   bazel run //comm:comm_bench -- --ranks=4 --counts=1,4096,65536,1048576 --iters=200
 //   taskset -c 0 bazel-bin/comm/comm_bench --processes --ranks=2 --counts=1280
+#include <gloo/allreduce.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/hash_store.h>
+#include <gloo/transport/tcp/device.h>
 #include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,12 +26,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gloo/allreduce.h>
-#include <gloo/math.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/hash_store.h>
-#include <gloo/transport/tcp/device.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -61,8 +60,7 @@ Stats Summarize(std::vector<double> us) {
   std::sort(us.begin(), us.end());
   double sum = 0;
   for (double v : us) sum += v;
-  return {us[us.size() / 2], sum / us.size(),
-          us[std::min(us.size() - 1, us.size() * 99 / 100)]};
+  return {us[us.size() / 2], sum / us.size(), us[std::min(us.size() - 1, us.size() * 99 / 100)]};
 }
 
 // Runs op(rank) `iters` times (after 20 warm-up calls) for each rank in `local`, each
@@ -163,8 +161,8 @@ void NativeGlooAllReduce(int ranks, const std::vector<size_t>& counts, int iters
 }
 
 // Measures every backend for the ranks in `local`; rank 0 prints.
-void Measure(int ranks, const std::vector<int>& local, const std::vector<size_t>& counts,
-             int iters, const std::vector<std::string>& backends, std::shared_ptr<Store> store) {
+void Measure(int ranks, const std::vector<int>& local, const std::vector<size_t>& counts, int iters,
+             const std::vector<std::string>& backends, std::shared_ptr<Store> store) {
   const absl::Duration timeout = absl::Seconds(60);
   for (const std::string& name : backends) {
     auto comms = Connect(name, ranks, local, store);
@@ -182,8 +180,8 @@ void Measure(int ranks, const std::vector<int>& local, const std::vector<size_t>
       });
       Print(name, "AllReduceSum (deterministic)", ranks, count, reduce);
       auto gather = TimeOnRanks(local, iters, [&](int r) {
-        absl::Status s = comms[r]->AllGather(data[r].data(), gathered[r].data(),
-                                             count * sizeof(float), timeout);
+        absl::Status s =
+            comms[r]->AllGather(data[r].data(), gathered[r].data(), count * sizeof(float), timeout);
         if (!s.ok()) Die(s.ToString());
       });
       Print(name, "AllGather (same floats)", ranks, count, gather);
@@ -217,10 +215,11 @@ int Main() {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   sched_getaffinity(0, sizeof(allowed), &allowed);
-  std::printf("comm_bench: %d ranks as %s, %u hardware threads, %d allowed CPU(s), %d calls "
-              "per size\n",
-              ranks, processes ? "processes" : "threads", std::thread::hardware_concurrency(),
-              CPU_COUNT(&allowed), iters);
+  std::printf(
+      "comm_bench: %d ranks as %s, %u hardware threads, %d allowed CPU(s), %d calls "
+      "per size\n",
+      ranks, processes ? "processes" : "threads", std::thread::hardware_concurrency(),
+      CPU_COUNT(&allowed), iters);
   if (!processes) {
     std::vector<int> all;
     for (int r = 0; r < ranks; ++r) all.push_back(r);

@@ -108,8 +108,8 @@ int Main() {
   const absl::Time give_up = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_max_seconds));
   std::vector<float> x(4096, 1.0f);
   while (absl::Now() < give_up) {
-    absl::Status s = (*comm)->AllReduceSum(
-        x.data(), x.size(), absl::Seconds(absl::GetFlag(FLAGS_call_timeout_s)));
+    absl::Status s = (*comm)->AllReduceSum(x.data(), x.size(),
+                                           absl::Seconds(absl::GetFlag(FLAGS_call_timeout_s)));
     if (!s.ok()) {
       std::printf("peer rank %d: failed as expected: %s\n", options.rank, s.ToString().c_str());
       if (absl::IsUnavailable(s)) return 3;

@@ -45,8 +45,7 @@ class Communicator {
                                  absl::Duration timeout) = 0;
 
   // Copies `bytes` at `data` on rank `root` to `data` on every rank.
-  virtual absl::Status Broadcast(void* data, size_t bytes, int root,
-                                 absl::Duration timeout) = 0;
+  virtual absl::Status Broadcast(void* data, size_t bytes, int root, absl::Duration timeout) = 0;
 
   virtual absl::Status Barrier(absl::Duration timeout) = 0;
 };

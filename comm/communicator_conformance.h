@@ -16,13 +16,13 @@
 #ifndef TANDEM_COMM_COMMUNICATOR_CONFORMANCE_H_
 #define TANDEM_COMM_COMMUNICATOR_CONFORMANCE_H_
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "absl/status/statusor.h"
 #include "comm/communicator.h"
@@ -63,8 +63,7 @@ class CommunicatorConformanceTest : public ::testing::TestWithParam<ConformanceG
 // thread (ranks that rendezvous wait for each other). A rank whose create fails is
 // reported as a test failure and left null.
 std::vector<std::unique_ptr<Communicator>> CreateRanksConcurrently(
-    int size,
-    const std::function<absl::StatusOr<std::unique_ptr<Communicator>>(int rank)>& create);
+    int size, const std::function<absl::StatusOr<std::unique_ptr<Communicator>>(int rank)>& create);
 
 // For backends that rendezvous through a Store: a group of 3 connected through a fresh
 // FileStore (under TEST_TMPDIR) reduces correctly.

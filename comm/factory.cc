@@ -33,10 +33,10 @@ absl::StatusOr<std::shared_ptr<Store>> OpenRendezvousStore(const CommOptions& op
   const int sources = (options.store != nullptr) + !options.rendezvous_address.empty() +
                       !options.store_directory.empty();
   if (sources != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "comm: set exactly one rendezvous source (store, rendezvous_address or "
-        "store_directory); ",
-        sources, " set"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("comm: set exactly one rendezvous source (store, rendezvous_address or "
+                     "store_directory); ",
+                     sources, " set"));
   }
   if (absl::Status status = ValidateRunId(options.run_id); !status.ok()) return status;
   std::shared_ptr<Store> base;
@@ -57,8 +57,8 @@ absl::StatusOr<std::shared_ptr<Store>> OpenRendezvousStore(const CommOptions& op
 
 absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const CommOptions& options) {
   if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
-    return absl::InvalidArgumentError(absl::StrCat("comm: rank ", options.rank,
-                                                   " is not in a group of size ", options.size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("comm: rank ", options.rank, " is not in a group of size ", options.size));
   }
   if (options.connect_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("comm: connect_timeout must be positive");

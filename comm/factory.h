@@ -3,11 +3,11 @@
 #ifndef TANDEM_COMM_FACTORY_H_
 #define TANDEM_COMM_FACTORY_H_
 
+#include <grpcpp/security/credentials.h>
+
 #include <functional>
 #include <memory>
 #include <string>
-
-#include <grpcpp/security/credentials.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"

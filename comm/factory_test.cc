@@ -2,9 +2,9 @@
 // built through each kind of rendezvous source.
 #include "comm/factory.h"
 
-#include <cstdlib>
-
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 #include "comm/collective_checks.h"
 #include "comm/file_store.h"

@@ -60,8 +60,8 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
     data.append(chunk, static_cast<size_t>(n));
     if (data.size() > kMaxStoreValueBytes) {
       ::close(fd);
-      return absl::DataLossError(absl::StrCat("file store: '", path, "' holds more than ",
-                                              kMaxStoreValueBytes, " bytes"));
+      return absl::DataLossError(
+          absl::StrCat("file store: '", path, "' holds more than ", kMaxStoreValueBytes, " bytes"));
     }
   }
   ::close(fd);
@@ -70,8 +70,8 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view value) {
   static std::atomic<uint64_t> counter{0};
-  std::string temp = absl::StrFormat("%s.tmp.%d.%d", path, static_cast<int>(::getpid()),
-                                     counter.fetch_add(1));
+  std::string temp =
+      absl::StrFormat("%s.tmp.%d.%d", path, static_cast<int>(::getpid()), counter.fetch_add(1));
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError("cannot create", temp, errno);
   size_t written = 0;
@@ -141,9 +141,9 @@ absl::Status FileStore::Set(absl::string_view key, absl::string_view value) {
   }
   std::string path = PathFor(key);
   if (path.size() - directory_.size() - 1 > 240) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "file store Set: key '", key.substr(0, 64),
-        "...' is too long for a file name once escaped; use a shorter key"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("file store Set: key '", key.substr(0, 64),
+                     "...' is too long for a file name once escaped; use a shorter key"));
   }
   return WriteFileAtomically(path, value);
 }
@@ -177,10 +177,10 @@ absl::StatusOr<std::vector<std::string>> FileStore::Get(const std::vector<std::s
     if (missing == 0) return values;
     absl::Time now = absl::Now();
     if (now >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "file store Get in '", directory_, "': ", missing, " of ", keys.size(),
-          " keys missing after waiting ", absl::FormatDuration(now - start),
-          ", first missing: '", first_missing->substr(0, 128), "'"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("file store Get in '", directory_, "': ", missing, " of ", keys.size(),
+                       " keys missing after waiting ", absl::FormatDuration(now - start),
+                       ", first missing: '", first_missing->substr(0, 128), "'"));
     }
     absl::SleepFor(std::min(pause, deadline - now));
     pause = std::min(pause * 2, absl::Milliseconds(20));

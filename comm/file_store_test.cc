@@ -2,12 +2,11 @@
 // any bytes, waiting, timeouts, fresh directories.
 #include "comm/file_store.h"
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 namespace tandem {
 namespace {

@@ -1,11 +1,5 @@
 #include "comm/gloo_communicator.h"
 
-#include <chrono>
-#include <cstring>
-#include <exception>
-#include <utility>
-#include <vector>
-
 #include <gloo/allgather.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
@@ -13,6 +7,12 @@
 #include <gloo/common/logging.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
+
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -89,8 +89,7 @@ class GlooCommunicator final : public Communicator {
     return absl::OkStatus();
   }
 
-  absl::Status AllGather(const void* in, void* out, size_t bytes,
-                         absl::Duration timeout) override {
+  absl::Status AllGather(const void* in, void* out, size_t bytes, absl::Duration timeout) override {
     const std::string op = Name("AllGather");
     if (absl::Status s = Check(in, bytes, timeout, op); !s.ok()) return s;
     if (absl::Status s = CheckBuffer(out, bytes * size(), op); !s.ok()) return s;
@@ -171,8 +170,9 @@ class GlooCommunicator final : public Communicator {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
-    int rank, int size, Store& store, const GlooOptions& options) {
+absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(int rank, int size,
+                                                                     Store& store,
+                                                                     const GlooOptions& options) {
   if (size < 1 || rank < 0 || rank >= size) {
     return absl::InvalidArgumentError(
         absl::StrCat("gloo: rank ", rank, " is not in a group of size ", size));
@@ -190,16 +190,15 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": set a hostname or an interface to bind"));
   }
-  const std::string endpoint =
-      options.interface.empty() ? absl::StrCat("host '", options.hostname, "'")
-                                : absl::StrCat("interface '", options.interface, "'");
+  const std::string endpoint = options.interface.empty()
+                                   ? absl::StrCat("host '", options.hostname, "'")
+                                   : absl::StrCat("interface '", options.interface, "'");
   std::shared_ptr<gloo::transport::Device> device;
   try {
     device = gloo::transport::tcp::CreateDevice(attr);
   } catch (...) {
     absl::Status status = StatusFromException(
-        absl::StrCat(where, ": cannot open a TCP device on ", endpoint),
-        std::current_exception());
+        absl::StrCat(where, ": cannot open a TCP device on ", endpoint), std::current_exception());
     return absl::Status(absl::StatusCode::kInvalidArgument, status.message());
   }
   auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
@@ -213,15 +212,13 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
                           absl::StrCat(where, ": rendezvous failed: ", store_error.message()));
     }
     absl::Status status = StatusFromException(
-        absl::StrCat(where, ": connecting the full mesh via ", endpoint),
-        std::current_exception());
+        absl::StrCat(where, ": connecting the full mesh via ", endpoint), std::current_exception());
     return absl::Status(status.code(),
                         absl::StrCat(status.message(),
                                      " (a peer is down, unreachable, or the run id was reused "
                                      "and a stale address was read)"));
   }
-  return std::unique_ptr<Communicator>(
-      new GlooCommunicator(std::move(device), std::move(context)));
+  return std::unique_ptr<Communicator>(new GlooCommunicator(std::move(device), std::move(context)));
 }
 
 }  // namespace tandem

@@ -37,8 +37,9 @@ struct GlooOptions {
 // id): stale keys from an earlier run would make ranks connect to dead addresses.
 // Borrows `store` only during the call. Blocks until all ranks have connected or
 // `connect_timeout` passes (DEADLINE_EXCEEDED naming what is missing).
-absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
-    int rank, int size, Store& store, const GlooOptions& options);
+absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(int rank, int size,
+                                                                     Store& store,
+                                                                     const GlooOptions& options);
 
 }  // namespace tandem
 

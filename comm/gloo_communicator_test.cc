@@ -63,8 +63,8 @@ TEST(GlooTest, PeerThatStopsCallingMakesOthersTimeOut) {
 
 TEST(GlooTest, BadCreateArgumentsAreRejected) {
   PrefixStore store(std::make_shared<InMemoryStore>(), "args");
-  EXPECT_TRUE(absl::IsInvalidArgument(
-      CreateGlooCommunicator(2, 2, store, LoopbackOptions()).status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(CreateGlooCommunicator(2, 2, store, LoopbackOptions()).status()));
   GlooOptions bad_iface = LoopbackOptions();
   bad_iface.interface = "no-such-interface0";
   EXPECT_TRUE(absl::IsInvalidArgument(CreateGlooCommunicator(0, 1, store, bad_iface).status()));

@@ -1,8 +1,8 @@
 #include "comm/gloo_store_adapter.h"
 
-#include <algorithm>
-
 #include <gloo/common/error.h>
+
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 
@@ -38,14 +38,14 @@ void GlooStoreAdapter::wait(const std::vector<std::string>& keys,
                             const std::chrono::milliseconds& timeout) {
   if (keys.empty()) return;
   // gloo uses a zero timeout for "none given".
-  absl::Duration budget =
-      timeout.count() > 0 ? absl::FromChrono(timeout) : default_timeout_;
+  absl::Duration budget = timeout.count() > 0 ? absl::FromChrono(timeout) : default_timeout_;
   const absl::Time deadline = absl::Now() + budget;
   // The store takes at most kMaxStoreKeysPerGet keys per call.
   for (size_t begin = 0; begin < keys.size(); begin += kMaxStoreKeysPerGet) {
     size_t end = std::min(keys.size(), begin + kMaxStoreKeysPerGet);
     std::vector<std::string> batch(keys.begin() + begin, keys.begin() + end);
-    absl::StatusOr<std::vector<std::string>> values = store_.Get(batch, std::max(deadline - absl::Now(), absl::ZeroDuration()));
+    absl::StatusOr<std::vector<std::string>> values =
+        store_.Get(batch, std::max(deadline - absl::Now(), absl::ZeroDuration()));
     if (!values.ok()) Fail(values.status());
   }
 }

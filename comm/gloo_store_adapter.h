@@ -5,11 +5,11 @@
 #ifndef TANDEM_COMM_GLOO_STORE_ADAPTER_H_
 #define TANDEM_COMM_GLOO_STORE_ADAPTER_H_
 
+#include <gloo/rendezvous/store.h>
+
 #include <chrono>
 #include <string>
 #include <vector>
-
-#include <gloo/rendezvous/store.h>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"

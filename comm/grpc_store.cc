@@ -25,13 +25,13 @@ absl::StatusOr<std::unique_ptr<GrpcStore>> GrpcStore::Connect(
     const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials,
     absl::Duration set_timeout, std::function<bool()> cancelled) {
   if (address.empty() || address.find(':') == std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rendezvous address must be \"host:port\", got \"", address, "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rendezvous address must be \"host:port\", got \"", address, "\""));
   }
   if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(static_cast<int>(kMaxStoreKeysPerGet * kMaxStoreValueBytes +
-                                                 (1 << 20)));
+  args.SetMaxReceiveMessageSize(
+      static_cast<int>(kMaxStoreKeysPerGet * kMaxStoreValueBytes + (1 << 20)));
   return std::make_unique<GrpcStore>(grpc::CreateCustomChannel(address, credentials, args),
                                      set_timeout, std::move(cancelled));
 }

@@ -10,12 +10,12 @@
 #ifndef TANDEM_COMM_GRPC_STORE_H_
 #define TANDEM_COMM_GRPC_STORE_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "comm/store.h"

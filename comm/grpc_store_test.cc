@@ -2,9 +2,9 @@
 // set/get, waiting for a key, timeouts, size limits and shutdown.
 #include "comm/grpc_store.h"
 
-#include <thread>
-
 #include <gtest/gtest.h>
+
+#include <thread>
 
 #include "comm/rendezvous_service.h"
 #include "common/server.h"

@@ -18,10 +18,14 @@ enum class OpKind { kAllReduceSum, kAllGather, kBroadcast, kBarrier };
 
 const char* OpName(OpKind op) {
   switch (op) {
-    case OpKind::kAllReduceSum: return "AllReduceSum";
-    case OpKind::kAllGather: return "AllGather";
-    case OpKind::kBroadcast: return "Broadcast";
-    case OpKind::kBarrier: return "Barrier";
+    case OpKind::kAllReduceSum:
+      return "AllReduceSum";
+    case OpKind::kAllGather:
+      return "AllGather";
+    case OpKind::kBroadcast:
+      return "Broadcast";
+    case OpKind::kBarrier:
+      return "Barrier";
   }
   return "?";
 }
@@ -40,8 +44,7 @@ struct Contribution {
 // slots per rank are enough and no second barrier is needed.
 class SharedGroup {
  public:
-  explicit SharedGroup(int size)
-      : size_(size), arrived_(static_cast<size_t>(size), -1) {
+  explicit SharedGroup(int size) : size_(size), arrived_(static_cast<size_t>(size), -1) {
     for (auto& slots : contributions_) slots.resize(static_cast<size_t>(size));
   }
 
@@ -72,10 +75,10 @@ class SharedGroup {
     for (int r = 0; r < size_; ++r) {
       if (arrived_[static_cast<size_t>(r)] < call) missing.push_back(r);
     }
-    broken_ = absl::DeadlineExceededError(absl::StrCat(
-        "local ", OpName(op), " #", call, ": rank ", rank, " waited ",
-        absl::FormatDuration(absl::Now() - start), " for rank(s) ",
-        absl::StrJoin(missing, ","), " that did not arrive"));
+    broken_ = absl::DeadlineExceededError(
+        absl::StrCat("local ", OpName(op), " #", call, ": rank ", rank, " waited ",
+                     absl::FormatDuration(absl::Now() - start), " for rank(s) ",
+                     absl::StrJoin(missing, ","), " that did not arrive"));
     return broken_;
   }
 
@@ -88,9 +91,9 @@ class SharedGroup {
 
  private:
   absl::Status Broken(int rank) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return absl::Status(broken_.code(), absl::StrCat("local group rank ", rank,
-                                                     ": group failed earlier: ",
-                                                     broken_.message()));
+    return absl::Status(
+        broken_.code(),
+        absl::StrCat("local group rank ", rank, ": group failed earlier: ", broken_.message()));
   }
 
   const int size_;
@@ -126,8 +129,7 @@ class LocalCommunicator final : public Communicator {
     return absl::OkStatus();
   }
 
-  absl::Status AllGather(const void* in, void* out, size_t bytes,
-                         absl::Duration timeout) override {
+  absl::Status AllGather(const void* in, void* out, size_t bytes, absl::Duration timeout) override {
     std::string op = Name("AllGather");
     if (absl::Status s = Check(in, bytes, timeout, op); !s.ok()) return s;
     if (absl::Status s = CheckBuffer(out, bytes * size(), op); !s.ok()) return s;
@@ -200,8 +202,8 @@ class LocalCommunicator final : public Communicator {
         // Every rank compares against rank 0's view, so all report the same error.
         const Contribution& first = group_->Slot(call_, 0);
         return group_->Break(absl::InvalidArgumentError(absl::StrCat(
-            "local call #", call_, ": ranks disagree, rank 0 called ", OpName(first.op),
-            " (", first.bytes, " bytes, root ", first.root, ") and rank ", r, " called ",
+            "local call #", call_, ": ranks disagree, rank 0 called ", OpName(first.op), " (",
+            first.bytes, " bytes, root ", first.root, ") and rank ", r, " called ",
             OpName(other.op), " (", other.bytes, " bytes, root ", other.root, ")")));
       }
     }

@@ -2,6 +2,7 @@
 // or "tcp"): four comm_test_peer processes rendezvous through the file store and
 // through the Rendezvous gRPC service hosted here, and run the collective checks; a
 // killed rank makes the others fail within a bounded time.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -10,8 +11,6 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
 #include "comm/file_store.h"

@@ -1,7 +1,5 @@
 // The NCCL backend: host code only (compiled by nvcc for its CUDA include setup).
 // Built only with CUDA; see nccl_communicator_stub.cc otherwise.
-#include "comm/nccl_communicator.h"
-
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -11,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "comm/nccl_communicator.h"
 #include "comm/op_checks.h"
 #include "comm/rank_order_sum_cuda.h"
 
@@ -20,8 +19,8 @@ namespace {
 constexpr char kUniqueIdKey[] = "nccl_unique_id";
 
 absl::Status CudaError(absl::string_view what, cudaError_t err) {
-  return absl::InternalError(absl::StrCat(what, ": CUDA error ", cudaGetErrorName(err), ": ",
-                                          cudaGetErrorString(err)));
+  return absl::InternalError(
+      absl::StrCat(what, ": CUDA error ", cudaGetErrorName(err), ": ", cudaGetErrorString(err)));
 }
 
 absl::Status NcclError(absl::string_view what, ncclResult_t result) {
@@ -110,8 +109,7 @@ class NcclCommunicator final : public Communicator {
         });
   }
 
-  absl::Status AllGather(const void* in, void* out, size_t bytes,
-                         absl::Duration timeout) override {
+  absl::Status AllGather(const void* in, void* out, size_t bytes, absl::Duration timeout) override {
     const std::string op = Name("AllGather");
     if (absl::Status s = Check(in, bytes, timeout, op); !s.ok()) return s;
     if (absl::Status s = CheckBuffer(out, bytes * size_, op); !s.ok()) return s;
@@ -139,8 +137,8 @@ class NcclCommunicator final : public Communicator {
         },
         [&]() -> absl::Status {
           if (!on_host) return absl::OkStatus();
-          cudaError_t err = cudaMemcpyAsync(out, receive, bytes * size_, cudaMemcpyDeviceToHost,
-                                            stream_);
+          cudaError_t err =
+              cudaMemcpyAsync(out, receive, bytes * size_, cudaMemcpyDeviceToHost, stream_);
           if (err != cudaSuccess) return CudaError(op, err);
           return absl::OkStatus();
         });
@@ -255,8 +253,7 @@ class NcclCommunicator final : public Communicator {
   // for the stream while polling NCCL's error state. On timeout or error aborts the
   // NCCL communicator and breaks this one.
   template <typename Enqueue, typename After>
-  absl::Status Run(absl::string_view op, absl::Duration timeout, Enqueue&& enqueue,
-                   After&& after) {
+  absl::Status Run(absl::string_view op, absl::Duration timeout, Enqueue&& enqueue, After&& after) {
     const absl::Time start = absl::Now();
     const absl::Time deadline = start + timeout;
     if (cudaError_t err = cudaSetDevice(device_); err != cudaSuccess) {
@@ -280,9 +277,9 @@ class NcclCommunicator final : public Communicator {
       }
       const absl::Time now = absl::Now();
       if (now >= deadline) {
-        status = absl::DeadlineExceededError(absl::StrCat(
-            op, ": not complete after ", absl::FormatDuration(timeout),
-            " (a peer is missing or stalled)"));
+        status = absl::DeadlineExceededError(absl::StrCat(op, ": not complete after ",
+                                                          absl::FormatDuration(timeout),
+                                                          " (a peer is missing or stalled)"));
         break;
       }
       // Spin briefly (most collectives finish within microseconds), then back off.
@@ -358,9 +355,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(int rank, i
   } else {
     absl::StatusOr<std::string> value = store.GetOne(kUniqueIdKey, options.connect_timeout);
     if (!value.ok()) {
-      return absl::Status(value.status().code(),
-                          absl::StrCat(where, ": reading rank 0's unique id: ",
-                                       value.status().message()));
+      return absl::Status(
+          value.status().code(),
+          absl::StrCat(where, ": reading rank 0's unique id: ", value.status().message()));
     }
     if (value->size() != sizeof(id)) {
       return absl::DataLossError(absl::StrCat(where, ": the unique id in the store has ",

@@ -3,12 +3,12 @@
 // say why; what can be checked without a device still runs.
 #include "comm/nccl_communicator.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "comm/rank_order_sum.h"
 #include "kernels/cuda/device.h"
@@ -50,7 +50,8 @@ TEST(NcclCommunicatorTest, RejectsBadRanks) {
   if (!NcclCompiledIn()) GTEST_SKIP() << "built without CUDA";
   InMemoryStore store;
   EXPECT_TRUE(absl::IsInvalidArgument(CreateNcclCommunicator(1, 1, store, NcclOptions()).status()));
-  EXPECT_TRUE(absl::IsInvalidArgument(CreateNcclCommunicator(-1, 2, store, NcclOptions()).status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(CreateNcclCommunicator(-1, 2, store, NcclOptions()).status()));
 }
 
 #if TANDEM_COMM_TEST_CUDA

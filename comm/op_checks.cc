@@ -8,8 +8,7 @@ namespace tandem {
 
 absl::Status CheckBuffer(const void* data, size_t bytes, absl::string_view op) {
   if (data == nullptr && bytes > 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": null buffer for ", bytes, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat(op, ": null buffer for ", bytes, " bytes"));
   }
   return absl::OkStatus();
 }

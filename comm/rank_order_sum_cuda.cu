@@ -1,12 +1,12 @@
-#include "comm/rank_order_sum_cuda.h"
-
 #include <algorithm>
+
+#include "comm/rank_order_sum_cuda.h"
 
 namespace tandem::cuda {
 namespace {
 
-__global__ void SumInRankOrderKernel(const float* gathered, int num_ranks,
-                                     size_t count, float* out) {
+__global__ void SumInRankOrderKernel(const float* gathered, int num_ranks, size_t count,
+                                     float* out) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t e = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
        e += stride) {
@@ -21,8 +21,8 @@ __global__ void SumInRankOrderKernel(const float* gathered, int num_ranks,
 
 }  // namespace
 
-cudaError_t LaunchSumInRankOrder(const float* gathered, int num_ranks, size_t count,
-                                 float* out, cudaStream_t stream) {
+cudaError_t LaunchSumInRankOrder(const float* gathered, int num_ranks, size_t count, float* out,
+                                 cudaStream_t stream) {
   if (count == 0 || num_ranks <= 0) return cudaSuccess;
   constexpr int kThreads = 256;
   const size_t needed = (count + kThreads - 1) / kThreads;

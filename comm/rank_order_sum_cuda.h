@@ -4,17 +4,17 @@
 #ifndef TANDEM_COMM_RANK_ORDER_SUM_CUDA_H_
 #define TANDEM_COMM_RANK_ORDER_SUM_CUDA_H_
 
-#include <cstddef>
-
 #include <cuda_runtime_api.h>
+
+#include <cstddef>
 
 namespace tandem::cuda {
 
 // gathered: device memory, `num_ranks` consecutive blocks of `count` floats; out: device
 // memory for `count` floats (may alias block 0, must not alias a later block). Enqueues
 // on `stream`; returns the launch error, if any.
-cudaError_t LaunchSumInRankOrder(const float* gathered, int num_ranks, size_t count,
-                                 float* out, cudaStream_t stream);
+cudaError_t LaunchSumInRankOrder(const float* gathered, int num_ranks, size_t count, float* out,
+                                 cudaStream_t stream);
 
 }  // namespace tandem::cuda
 

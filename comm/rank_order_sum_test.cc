@@ -1,12 +1,12 @@
 // SumInRankOrder against a naive per-element loop, across tile boundaries.
 #include "comm/rank_order_sum.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace tandem {
 namespace {

@@ -15,8 +15,7 @@ grpc::Status RendezvousService::Set(grpc::ServerContext* /*context*/,
                                     tandem::v1::SetResponse* /*response*/) {
   absl::Status status = store_.Set(request->key(), request->value());
   if (!status.ok()) {
-    return ToGrpcStatus(
-        absl::Status(status.code(), absl::StrCat("Rendezvous ", status.message())));
+    return ToGrpcStatus(absl::Status(status.code(), absl::StrCat("Rendezvous ", status.message())));
   }
   return grpc::Status::OK;
 }

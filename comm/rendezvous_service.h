@@ -12,9 +12,9 @@
 #ifndef TANDEM_COMM_RENDEZVOUS_SERVICE_H_
 #define TANDEM_COMM_RENDEZVOUS_SERVICE_H_
 
-#include <cstddef>
-
 #include <grpcpp/grpcpp.h>
+
+#include <cstddef>
 
 #include "comm/store.h"
 #include "common/grpc_status.h"

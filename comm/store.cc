@@ -14,9 +14,8 @@ absl::StatusOr<std::string> Store::GetOne(absl::string_view key, absl::Duration 
 
 absl::Status ValidateStoreKey(absl::string_view key, absl::string_view where) {
   if (key.empty() || key.size() > kMaxStoreKeyBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": key must be 1..", kMaxStoreKeyBytes, " bytes, got ",
-                     key.size(), " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat(where, ": key must be 1..", kMaxStoreKeyBytes,
+                                                   " bytes, got ", key.size(), " bytes"));
   }
   return absl::OkStatus();
 }
@@ -24,17 +23,17 @@ absl::Status ValidateStoreKey(absl::string_view key, absl::string_view where) {
 absl::Status ValidateStoreValue(absl::string_view key, absl::string_view value,
                                 absl::string_view where) {
   if (value.size() > kMaxStoreValueBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": value for key '", key.substr(0, 64), "' is ", value.size(),
-                     " bytes, the limit is ", kMaxStoreValueBytes));
+    return absl::InvalidArgumentError(absl::StrCat(where, ": value for key '", key.substr(0, 64),
+                                                   "' is ", value.size(), " bytes, the limit is ",
+                                                   kMaxStoreValueBytes));
   }
   return absl::OkStatus();
 }
 
 absl::Status ValidateStoreKeys(const std::vector<std::string>& keys, absl::string_view where) {
   if (keys.empty() || keys.size() > kMaxStoreKeysPerGet) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": expected 1..", kMaxStoreKeysPerGet, " keys, got ", keys.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": expected 1..", kMaxStoreKeysPerGet, " keys, got ", keys.size()));
   }
   for (const std::string& key : keys) {
     if (absl::Status status = ValidateStoreKey(key, where); !status.ok()) return status;
@@ -74,9 +73,9 @@ absl::Status InMemoryStore::Set(absl::string_view key, absl::string_view value) 
   size_t old_bytes = it == values_.end() ? 0 : key.size() + it->second.size();
   size_t new_total = total_bytes_ - old_bytes + key.size() + value.size();
   if (new_total > max_total_bytes_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("store Set: holding key '", key.substr(0, 64), "' would use ", new_total,
-                     " bytes, the limit is ", max_total_bytes_));
+    return absl::ResourceExhaustedError(absl::StrCat("store Set: holding key '", key.substr(0, 64),
+                                                     "' would use ", new_total,
+                                                     " bytes, the limit is ", max_total_bytes_));
   }
   total_bytes_ = new_total;
   values_[key] = std::string(value);
@@ -104,10 +103,10 @@ absl::Status InMemoryStore::WaitSlice(const std::vector<std::string>& keys, absl
     }
   }
   if (missing > 0) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "store Get: ", missing, " of ", keys.size(), " keys missing after waiting ",
-        absl::FormatDuration(absl::Now() - start), ", first missing: '",
-        first_missing->substr(0, 128), "'"));
+    return absl::DeadlineExceededError(
+        absl::StrCat("store Get: ", missing, " of ", keys.size(), " keys missing after waiting ",
+                     absl::FormatDuration(absl::Now() - start), ", first missing: '",
+                     first_missing->substr(0, 128), "'"));
   }
   out->clear();
   out->reserve(keys.size());

@@ -87,9 +87,10 @@ class InMemoryStore final : public Store {
   // polled at least every `poll` while waiting. Used by servers to notice callers
   // that went away.
   template <typename CancelledFn>
-  absl::StatusOr<std::vector<std::string>> GetUnlessCancelled(
-      const std::vector<std::string>& keys, absl::Duration timeout, absl::Duration poll,
-      CancelledFn cancelled);
+  absl::StatusOr<std::vector<std::string>> GetUnlessCancelled(const std::vector<std::string>& keys,
+                                                              absl::Duration timeout,
+                                                              absl::Duration poll,
+                                                              CancelledFn cancelled);
 
   // Wakes every waiter and makes current and future waits fail with UNAVAILABLE.
   void Shutdown();
@@ -100,8 +101,8 @@ class InMemoryStore final : public Store {
   // Waits until all keys exist (OK, values in `*out`), `until` passes
   // (DEADLINE_EXCEEDED naming a missing key and the time waited since `start`), or the
   // store shuts down (UNAVAILABLE).
-  absl::Status WaitSlice(const std::vector<std::string>& keys, absl::Time start,
-                         absl::Time until, std::vector<std::string>* out);
+  absl::Status WaitSlice(const std::vector<std::string>& keys, absl::Time start, absl::Time until,
+                         std::vector<std::string>* out);
 
   const size_t max_total_bytes_;
   mutable absl::Mutex mu_;
@@ -119,8 +120,7 @@ absl::StatusOr<std::vector<std::string>> InMemoryStore::GetUnlessCancelled(
   const absl::Time deadline = start + timeout;
   std::vector<std::string> values;
   while (true) {
-    absl::Status status =
-        WaitSlice(keys, start, std::min(deadline, absl::Now() + poll), &values);
+    absl::Status status = WaitSlice(keys, start, std::min(deadline, absl::Now() + poll), &values);
     if (status.ok()) return values;
     if (!absl::IsDeadlineExceeded(status) || absl::Now() >= deadline) return status;
     if (cancelled()) {

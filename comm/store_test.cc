@@ -1,9 +1,9 @@
 // InMemoryStore and PrefixStore: set/get, waiting, timeouts, limits, shutdown.
 #include "comm/store.h"
 
-#include <thread>
-
 #include <gtest/gtest.h>
+
+#include <thread>
 
 namespace tandem {
 namespace {

@@ -16,11 +16,16 @@ constexpr unsigned char kHeaderVersion = 1;
 
 const char* KindName(unsigned kind) {
   switch (kind) {
-    case 1: return "AllGather";
-    case 2: return "AllReduceSum";
-    case 3: return "Broadcast";
-    case 4: return "Barrier";
-    default: return "an unknown call";
+    case 1:
+      return "AllGather";
+    case 2:
+      return "AllReduceSum";
+    case 3:
+      return "Broadcast";
+    case 4:
+      return "Barrier";
+    default:
+      return "an unknown call";
   }
 }
 
@@ -110,9 +115,9 @@ absl::Status TcpExchange::PushOut(int peer, absl::string_view op) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return absl::OkStatus();
-    return absl::UnavailableError(absl::StrCat(
-        op, ": sending to rank ", peer, ": ", ErrnoText(errno),
-        " (that rank exited or its communicator failed)"));
+    return absl::UnavailableError(absl::StrCat(op, ": sending to rank ", peer, ": ",
+                                               ErrnoText(errno),
+                                               " (that rank exited or its communicator failed)"));
   }
   t.active = false;
   --active_;
@@ -143,8 +148,8 @@ absl::Status TcpExchange::PullIn(int peer, absl::string_view op) {
     }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return absl::OkStatus();
-    return absl::UnavailableError(absl::StrCat(op, ": receiving from rank ", peer, ": ",
-                                               ErrnoText(errno)));
+    return absl::UnavailableError(
+        absl::StrCat(op, ": receiving from rank ", peer, ": ", ErrnoText(errno)));
   }
   t.active = false;
   --active_;
@@ -160,11 +165,11 @@ absl::Status TcpExchange::CheckHeader(int peer, absl::string_view op) const {
       t.header[5] == kHeaderVersion) {
     return absl::OkStatus();
   }
-  return absl::FailedPreconditionError(absl::StrCat(
-      op, ": rank ", peer, " sent ", KindName(kind), " of ", bytes, " bytes as call ", call,
-      " (header version ", t.header[5], ") while this rank is in ",
-      KindName(static_cast<unsigned>(kind_)), " of ", t.bytes, " bytes as call ", call_,
-      "; the ranks issued different sequences of collective calls"));
+  return absl::FailedPreconditionError(
+      absl::StrCat(op, ": rank ", peer, " sent ", KindName(kind), " of ", bytes, " bytes as call ",
+                   call, " (header version ", t.header[5], ") while this rank is in ",
+                   KindName(static_cast<unsigned>(kind_)), " of ", t.bytes, " bytes as call ",
+                   call_, "; the ranks issued different sequences of collective calls"));
 }
 
 absl::Status TcpExchange::TimeoutError(absl::Time deadline, absl::string_view op) const {
@@ -181,10 +186,9 @@ absl::Status TcpExchange::TimeoutError(absl::Time deadline, absl::string_view op
                       " of ", kHeaderBytes + out.bytes, " bytes)");
     }
   }
-  return absl::DeadlineExceededError(
-      absl::StrCat(op, ": timed out after ", absl::FormatDuration(deadline - started_),
-                   " in call ", call_, " waiting for ", waiting,
-                   " (that rank is stalled, slow, or did not make this call)"));
+  return absl::DeadlineExceededError(absl::StrCat(
+      op, ": timed out after ", absl::FormatDuration(deadline - started_), " in call ", call_,
+      " waiting for ", waiting, " (that rank is stalled, slow, or did not make this call)"));
 }
 
 absl::Status TcpExchange::Fail(absl::Status status) {

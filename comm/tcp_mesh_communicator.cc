@@ -54,8 +54,7 @@ class TcpMeshCommunicator final : public Communicator {
     return absl::OkStatus();
   }
 
-  absl::Status AllGather(const void* in, void* out, size_t bytes,
-                         absl::Duration timeout) override {
+  absl::Status AllGather(const void* in, void* out, size_t bytes, absl::Duration timeout) override {
     if (absl::Status s = Check(in, bytes, timeout, all_gather_); !s.ok()) return s;
     if (absl::Status s = CheckBuffer(out, bytes * size(), all_gather_); !s.ok()) return s;
     if (bytes == 0 || !broken_.ok()) return broken_;

@@ -47,8 +47,7 @@ INSTANTIATE_TEST_SUITE_P(Tcp, CommunicatorConformanceTest,
                          ::testing::ValuesIn(GroupsOfOneTwoAndFour({"tcp", ConnectGroup})));
 
 // AllReduceSum of `size` ranks of `backend` on MakeRankInput(seed); rank 0's result.
-std::vector<float> ReduceWith(const std::string& backend, int size, size_t count,
-                              uint32_t seed) {
+std::vector<float> ReduceWith(const std::string& backend, int size, size_t count, uint32_t seed) {
   std::vector<std::unique_ptr<Communicator>> owned;
   std::unique_ptr<Store> store = FreshStore();
   if (backend == "local") {
@@ -183,8 +182,7 @@ TEST(TcpTest, RanksOutOfStepFailInsteadOfMixingUpData) {
     EXPECT_FALSE(statuses[r].ok()) << "rank " << r;
     if (absl::IsFailedPrecondition(statuses[r])) {
       ++out_of_step;
-      EXPECT_TRUE(absl::StrContains(statuses[r].message(), "different sequences"))
-          << statuses[r];
+      EXPECT_TRUE(absl::StrContains(statuses[r].message(), "different sequences")) << statuses[r];
     }
   }
   EXPECT_GE(out_of_step, 1);
@@ -250,15 +248,13 @@ TEST(TcpTest, StaleAddressIsRefused) {
 
 TEST(TcpTest, BadCreateArgumentsAreRejected) {
   std::unique_ptr<Store> store = FreshStore();
-  EXPECT_TRUE(absl::IsInvalidArgument(
-      CreateTcpMeshCommunicator(2, 2, *store, LoopbackOptions()).status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(CreateTcpMeshCommunicator(2, 2, *store, LoopbackOptions()).status()));
   TcpMeshOptions bad_iface = LoopbackOptions();
   bad_iface.interface = "no-such-interface0";
-  EXPECT_TRUE(
-      absl::IsInvalidArgument(CreateTcpMeshCommunicator(0, 1, *store, bad_iface).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(CreateTcpMeshCommunicator(0, 1, *store, bad_iface).status()));
   TcpMeshOptions long_run = LoopbackOptions(std::string(200, 'x'));
-  EXPECT_TRUE(
-      absl::IsInvalidArgument(CreateTcpMeshCommunicator(0, 1, *store, long_run).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(CreateTcpMeshCommunicator(0, 1, *store, long_run).status()));
 }
 
 }  // namespace

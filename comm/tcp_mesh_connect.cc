@@ -29,22 +29,29 @@ constexpr size_t kReplyBytes = 8 + 4 + 4;
 
 enum Verdict : uint32_t {
   kAccepted = 0,
-  kNotTandem = 1,      // wrong magic or protocol version
+  kNotTandem = 1,  // wrong magic or protocol version
   kWrongGroupSize = 2,
-  kStaleAddress = 3,   // meant for another rank or another listener (nonce)
+  kStaleAddress = 3,  // meant for another rank or another listener (nonce)
   kWrongRunId = 4,
-  kUnexpectedRank = 5, // not a higher rank, or already connected
+  kUnexpectedRank = 5,  // not a higher rank, or already connected
 };
 
 const char* VerdictText(uint32_t verdict) {
   switch (verdict) {
-    case kAccepted: return "accepted";
-    case kNotTandem: return "not a tandem tcp hello of this protocol version";
-    case kWrongGroupSize: return "group sizes differ";
-    case kStaleAddress: return "stale address: the listener there is not the one published";
-    case kWrongRunId: return "run ids differ";
-    case kUnexpectedRank: return "the sender is not an expected higher rank";
-    default: return "unknown verdict";
+    case kAccepted:
+      return "accepted";
+    case kNotTandem:
+      return "not a tandem tcp hello of this protocol version";
+    case kWrongGroupSize:
+      return "group sizes differ";
+    case kStaleAddress:
+      return "stale address: the listener there is not the one published";
+    case kWrongRunId:
+      return "run ids differ";
+    case kUnexpectedRank:
+      return "the sender is not an expected higher rank";
+    default:
+      return "unknown verdict";
   }
 }
 
@@ -128,14 +135,14 @@ absl::Status ConnectToLowerRanks(int rank, int size, Store& store, const TcpMesh
         store.Get(keys, std::max(absl::ZeroDuration(), deadline - absl::Now()));
     if (!values.ok()) {
       return absl::Status(values.status().code(),
-                          absl::StrCat(where, ": waiting for the addresses of ranks ", first,
-                                       "..", last - 1, ": ", values.status().message()));
+                          absl::StrCat(where, ": waiting for the addresses of ranks ", first, "..",
+                                       last - 1, ": ", values.status().message()));
     }
     for (int p = first; p < last; ++p) {
       absl::StatusOr<PublishedAddress> address = ParseAddress((*values)[p - first], p);
       if (!address.ok()) return address.status();
-      const std::string what = absl::StrCat(where, ": rank ", p, " at ", address->host, " port ",
-                                            address->port);
+      const std::string what =
+          absl::StrCat(where, ": rank ", p, " at ", address->host, " port ", address->port);
       absl::StatusOr<ScopedFd> fd = ConnectBefore(address->host, address->port, deadline);
       if (!fd.ok()) {
         return absl::Status(fd.status().code(),
@@ -224,8 +231,8 @@ absl::Status AcceptHigherRanks(int rank, int size, int listen_fd, uint64_t nonce
         if (!(*peers)[p].valid()) absent.push_back(p);
       }
       return absl::DeadlineExceededError(absl::StrCat(
-          where, ": timed out waiting for rank(s) ", absl::StrJoin(absent, ", "),
-          " to connect", last_refusal.empty() ? "" : "; refused a connection: ", last_refusal));
+          where, ": timed out waiting for rank(s) ", absl::StrJoin(absent, ", "), " to connect",
+          last_refusal.empty() ? "" : "; refused a connection: ", last_refusal));
     }
     // Read hellos first (indices shift when a pending entry is dropped).
     for (size_t i = pending.size(); i-- > 0;) {
@@ -251,8 +258,8 @@ absl::Status AcceptHigherRanks(int rank, int size, int listen_fd, uint64_t nonce
         (*peers)[hello.from] = std::move(h.fd);
         --missing;
       } else if (verdict != kAccepted) {
-        last_refusal = absl::StrCat("hello from rank ", hello.from, " of run '",
-                                    hello.run_id, "': ", VerdictText(verdict));
+        last_refusal = absl::StrCat("hello from rank ", hello.from, " of run '", hello.run_id,
+                                    "': ", VerdictText(verdict));
       }
       pending.erase(pending.begin() + static_cast<long>(i));
     }
@@ -314,8 +321,8 @@ absl::StatusOr<std::vector<ScopedFd>> ConnectTcpMesh(int rank, int size, Store& 
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = AcceptHigherRanks(rank, size, listener->get(), nonce, options, deadline,
-                                         where, &peers);
+  if (absl::Status s =
+          AcceptHigherRanks(rank, size, listener->get(), nonce, options, deadline, where, &peers);
       !s.ok()) {
     return s;
   }

@@ -24,8 +24,8 @@ namespace {
 absl::Status SetSocketOptions(int fd, bool tcp) {
   int flags = fcntl(fd, F_GETFL, 0);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-    return absl::InternalError(absl::StrCat("cannot make a socket non-blocking: ",
-                                            ErrnoText(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot make a socket non-blocking: ", ErrnoText(errno)));
   }
   if (tcp) {
     int one = 1;
@@ -57,8 +57,7 @@ absl::StatusOr<SocketAddress> InterfaceAddress(const std::string& interface) {
   SocketAddress found;
   for (int want : {AF_INET, AF_INET6}) {
     for (ifaddrs* a = list; a != nullptr && found.length == 0; a = a->ifa_next) {
-      if (a->ifa_addr == nullptr || interface != a->ifa_name ||
-          a->ifa_addr->sa_family != want) {
+      if (a->ifa_addr == nullptr || interface != a->ifa_name || a->ifa_addr->sa_family != want) {
         continue;
       }
       found.length = want == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
@@ -104,8 +103,8 @@ absl::StatusOr<SocketAddress> ResolveListenAddress(const std::string& hostname,
   addrinfo* results = nullptr;
   int err = getaddrinfo(hostname.c_str(), nullptr, &hints, &results);
   if (err != 0 || results == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot resolve host '", hostname,
-                                                   "': ", gai_strerror(err)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot resolve host '", hostname, "': ", gai_strerror(err)));
   }
   SocketAddress address;
   address.length = results->ai_addrlen;
@@ -143,8 +142,7 @@ absl::StatusOr<ScopedFd> ListenOnEphemeralPort(const SocketAddress& address, int
   } else {
     reinterpret_cast<sockaddr_in6*>(&any_port.storage)->sin6_port = 0;
   }
-  if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&any_port.storage), any_port.length) !=
-      0) {
+  if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&any_port.storage), any_port.length) != 0) {
     // Typically an address that is not this host's: a configuration error.
     return absl::InvalidArgumentError(absl::StrCat(where, ": bind: ", ErrnoText(errno)));
   }
@@ -153,8 +151,7 @@ absl::StatusOr<ScopedFd> ListenOnEphemeralPort(const SocketAddress& address, int
   }
   if (absl::Status s = SetSocketOptions(fd.get(), /*tcp=*/false); !s.ok()) return s;
   bound->length = sizeof(bound->storage);
-  if (getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound->storage), &bound->length) !=
-      0) {
+  if (getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound->storage), &bound->length) != 0) {
     return absl::UnavailableError(absl::StrCat(where, ": getsockname: ", ErrnoText(errno)));
   }
   return fd;
@@ -252,9 +249,8 @@ absl::Status ReceiveAllBefore(int fd, void* data, size_t bytes, absl::Time deadl
       continue;
     }
     if (n == 0) {
-      return absl::UnavailableError(
-          absl::StrCat(what, ": the peer closed the connection after ", done, " of ", bytes,
-                       " bytes"));
+      return absl::UnavailableError(absl::StrCat(what, ": the peer closed the connection after ",
+                                                 done, " of ", bytes, " bytes"));
     }
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) {

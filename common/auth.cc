@@ -1,13 +1,13 @@
 #include "common/auth.h"
 
+#include <grpcpp/support/client_interceptor.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <vector>
-
-#include <grpcpp/support/client_interceptor.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -36,8 +36,7 @@ class TokenInterceptor final : public grpc::experimental::Interceptor {
   const std::string header_;
 };
 
-class TokenInterceptorFactory final
-    : public grpc::experimental::ClientInterceptorFactoryInterface {
+class TokenInterceptorFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {
  public:
   explicit TokenInterceptorFactory(const std::string& token)
       : header_(absl::StrCat(kBearerPrefix, token)) {}
@@ -57,8 +56,8 @@ absl::Status ValidateToken(absl::string_view token, absl::string_view source) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": the token is empty"));
   }
   if (token.size() > kMaxTokenBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": the token is ", token.size(),
-                                                   " bytes; at most ", kMaxTokenBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": the token is ", token.size(), " bytes; at most ", kMaxTokenBytes));
   }
   for (size_t i = 0; i < token.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(token[i]);
@@ -93,8 +92,7 @@ absl::StatusOr<std::string> ReadTokenEnv(const std::string& name) {
     return absl::NotFoundError(absl::StrCat("environment variable ", name, " is not set"));
   }
   std::string token(absl::StripAsciiWhitespace(value));
-  if (absl::Status s = ValidateToken(token, absl::StrCat("environment variable ", name));
-      !s.ok()) {
+  if (absl::Status s = ValidateToken(token, absl::StrCat("environment variable ", name)); !s.ok()) {
     return s;
   }
   return token;
@@ -149,7 +147,8 @@ absl::Status BearerTokenVerifier::Check(
   for (auto it = range.first; it != range.second; ++it, ++seen) {
     absl::string_view value(it->second.data(), it->second.size());
     constexpr size_t kPrefix = sizeof(kBearerPrefix) - 1;
-    if (value.size() < kPrefix || !absl::EqualsIgnoreCase(value.substr(0, kPrefix), kBearerPrefix)) {
+    if (value.size() < kPrefix ||
+        !absl::EqualsIgnoreCase(value.substr(0, kPrefix), kBearerPrefix)) {
       continue;
     }
     match |= ConstantTimeEquals(value.substr(kPrefix), token_);

@@ -12,11 +12,11 @@
 #ifndef TANDEM_COMMON_AUTH_H_
 #define TANDEM_COMMON_AUTH_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <map>
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -42,8 +42,7 @@ absl::StatusOr<std::string> ReadTokenEnv(const std::string& name);
 // authentication) when both are empty. `file_flag` and `env_flag` name the flags in
 // error messages.
 absl::StatusOr<std::string> TokenFromFlags(const std::string& file, const std::string& env,
-                                           absl::string_view file_flag,
-                                           absl::string_view env_flag);
+                                           absl::string_view file_flag, absl::string_view env_flag);
 
 // a == b, in time that depends on the lengths only, not on where they differ.
 bool ConstantTimeEquals(absl::string_view a, absl::string_view b);

@@ -3,11 +3,11 @@
 // UNAUTHENTICATED without the token while health stays open.
 #include "common/auth.h"
 
-#include <cstdlib>
-#include <fstream>
-
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
 
 #include "absl/strings/match.h"
 #include "common/server.h"
@@ -24,9 +24,16 @@ std::string TempPath(const std::string& name) {
 
 TEST(ConstantTimeEqualsTest, ComparesLikeOperatorEquals) {
   const std::vector<std::pair<std::string, std::string>> pairs = {
-      {"", ""},       {"a", ""},       {"", "a"},         {"abc", "abc"},
-      {"abc", "abd"}, {"abc", "abcd"}, {"abcd", "abc"},   {"xbc", "abc"},
-      {std::string("a\0b", 3), std::string("a\0c", 3)},   {"secret", "secret"}};
+      {"", ""},
+      {"a", ""},
+      {"", "a"},
+      {"abc", "abc"},
+      {"abc", "abd"},
+      {"abc", "abcd"},
+      {"abcd", "abc"},
+      {"xbc", "abc"},
+      {std::string("a\0b", 3), std::string("a\0c", 3)},
+      {"secret", "secret"}};
   for (const auto& [a, b] : pairs) {
     EXPECT_EQ(ConstantTimeEquals(a, b), a == b) << "'" << a << "' vs '" << b << "'";
   }
@@ -58,8 +65,7 @@ TEST(TokenTest, FileAndEnvironment) {
   ASSERT_TRUE(env.ok()) << env.status();
   EXPECT_EQ(*env, "xyz");
   unsetenv("TANDEM_TEST_TOKEN_UNSET");
-  EXPECT_EQ(ReadTokenEnv("TANDEM_TEST_TOKEN_UNSET").status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ReadTokenEnv("TANDEM_TEST_TOKEN_UNSET").status().code(), absl::StatusCode::kNotFound);
 
   EXPECT_EQ(*TokenFromFlags("", "", "--f", "--e"), "");
   EXPECT_EQ(*TokenFromFlags(path, "", "--f", "--e"), "abc123");
@@ -110,8 +116,7 @@ TEST(BearerTokenVerifierTest, ChecksTheAuthorizationHeader) {
 class ProtectedStore final : public v1::Rendezvous::Service {
  public:
   explicit ProtectedStore(const BearerTokenVerifier* v) : verifier_(v) {}
-  grpc::Status Set(grpc::ServerContext* context, const v1::SetRequest*,
-                   v1::SetResponse*) override {
+  grpc::Status Set(grpc::ServerContext* context, const v1::SetRequest*, v1::SetResponse*) override {
     return verifier_->Check(*context);
   }
 

@@ -7,7 +7,8 @@ namespace {
 
 TEST(GrpcStatusTest, EveryCanonicalCodeRoundTrips) {
   for (int code = 0; code <= 16; ++code) {
-    absl::Status s(static_cast<absl::StatusCode>(code), code == 0 ? "" : "msg " + std::to_string(code));
+    absl::Status s(static_cast<absl::StatusCode>(code),
+                   code == 0 ? "" : "msg " + std::to_string(code));
     grpc::Status g = ToGrpcStatus(s);
     EXPECT_EQ(static_cast<int>(g.error_code()), code);
     absl::Status back = FromGrpcStatus(g);

@@ -1,14 +1,13 @@
 #include "common/server.h"
 
 #include <fcntl.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -62,9 +61,8 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
   }
   self->server_ = builder.BuildAndStart();
   if (self->server_ == nullptr || self->port_ == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options.listen_address,
-                     " (address in use, or not a valid host:port)"));
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen_address,
+                                               " (address in use, or not a valid host:port)"));
   }
   self->address_ = absl::StrCat(HostPart(options.listen_address), ":", self->port_);
   self->SetServing(false);

@@ -2,13 +2,13 @@
 // clients: health checking, server reflection, message size limits, shutdown.
 #include "common/server.h"
 
-#include <thread>
-
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/client_context.h>
 #include <grpcpp/impl/codegen/rpc_method.h>
 #include <grpcpp/impl/codegen/sync_stream.h>
 #include <gtest/gtest.h>
+
+#include <thread>
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tandem/v1/rendezvous.grpc.pb.h"
@@ -68,13 +68,11 @@ TEST(GrpcServerTest, ReflectionListsRegisteredServices) {
   ASSERT_TRUE(server.ok()) << server.status();
   auto ch = Connect(**server);
 
-  grpc::internal::RpcMethod method(
-      "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-      grpc::internal::RpcMethod::BIDI_STREAMING);
+  grpc::internal::RpcMethod method("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                                   grpc::internal::RpcMethod::BIDI_STREAMING);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  std::unique_ptr<grpc::ClientReaderWriter<testing::ReflectionRequest,
-                                           testing::ReflectionResponse>>
+  std::unique_ptr<grpc::ClientReaderWriter<testing::ReflectionRequest, testing::ReflectionResponse>>
       stream(grpc::internal::ClientReaderWriterFactory<
              testing::ReflectionRequest, testing::ReflectionResponse>::Create(ch.get(), method,
                                                                               &ctx));

@@ -32,9 +32,9 @@ absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string&
   buffer << in.rdbuf();
   std::string data = buffer.str();
   if (data.size() > kMaxPemBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, "=", path, ": ", data.size(), " bytes; a PEM file over ",
-                     kMaxPemBytes, " bytes is not a certificate or key"));
+    return absl::InvalidArgumentError(absl::StrCat(flag, "=", path, ": ", data.size(),
+                                                   " bytes; a PEM file over ", kMaxPemBytes,
+                                                   " bytes is not a certificate or key"));
   }
   return data;
 }
@@ -99,9 +99,7 @@ absl::Status CheckValidity(const std::string& flag, const std::string& path, X50
 
 }  // namespace
 
-bool ServerTlsEnabled(const TlsFiles& files) {
-  return !files.cert.empty() || !files.key.empty();
-}
+bool ServerTlsEnabled(const TlsFiles& files) { return !files.cert.empty() || !files.key.empty(); }
 
 bool ClientTlsEnabled(const TlsFiles& files) {
   return files.client_tls || !files.ca.empty() || !files.cert.empty() || !files.key.empty();
@@ -112,9 +110,9 @@ absl::StatusOr<TlsMaterial> LoadTlsMaterial(const TlsFiles& files, bool require_
   const std::string key_flag = Flag(files, "key");
   const std::string ca_flag = Flag(files, "ca");
   if (files.cert.empty() != files.key.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        files.cert.empty() ? key_flag : cert_flag, " is set but ",
-        files.cert.empty() ? cert_flag : key_flag, " is not; give both or neither"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(files.cert.empty() ? key_flag : cert_flag, " is set but ",
+                     files.cert.empty() ? cert_flag : key_flag, " is not; give both or neither"));
   }
   if (require_cert && files.cert.empty()) {
     return absl::InvalidArgumentError(
@@ -136,14 +134,13 @@ absl::StatusOr<TlsMaterial> LoadTlsMaterial(const TlsFiles& files, bool require_
     KeyPtr pkey(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
     if (pkey == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
-          key_flag, "=", files.key, ": not an unencrypted PEM private key (", OpenSslError(),
-          ")"));
+          key_flag, "=", files.key, ": not an unencrypted PEM private key (", OpenSslError(), ")"));
     }
     if (X509_check_private_key(leaf.get(), pkey.get()) != 1) {
       ERR_clear_error();
-      return absl::InvalidArgumentError(
-          absl::StrCat(key_flag, "=", files.key, " is not the private key of the certificate ",
-                       cert_flag, "=", files.cert));
+      return absl::InvalidArgumentError(absl::StrCat(key_flag, "=", files.key,
+                                                     " is not the private key of the certificate ",
+                                                     cert_flag, "=", files.cert));
     }
     m.cert_pem = *std::move(cert);
     m.key_pem = *std::move(key);

@@ -13,11 +13,11 @@
 #ifndef TANDEM_COMMON_TLS_H_
 #define TANDEM_COMMON_TLS_H_
 
-#include <memory>
-#include <string>
-
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
+
+#include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 

@@ -2,11 +2,11 @@
 // between an in-process GrpcServer and clients, with certificates made by openssl.
 #include "common/tls.h"
 
-#include <cstdlib>
-#include <fstream>
-
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
@@ -63,18 +63,26 @@ TEST_F(TlsTest, BadMaterialFailsWithAMessageNamingFlagAndFile) {
     std::vector<std::string> words;  // Each must appear in the message.
   };
   const std::vector<Case> cases = {
-      {"cert without key", {pki_->server.cert, "", "", "worker_tls"}, false,
+      {"cert without key",
+       {pki_->server.cert, "", "", "worker_tls"},
+       false,
        {"--worker_tls_cert", "--worker_tls_key"}},
       {"key without cert", {"", pki_->server.key, ""}, false, {"--tls_key", "--tls_cert"}},
       {"ca without cert on a server", {"", "", pki_->ca}, true, {"--tls_ca", "--tls_cert"}},
-      {"missing cert file", {"/nonexistent/c.pem", pki_->server.key, ""}, false,
+      {"missing cert file",
+       {"/nonexistent/c.pem", pki_->server.key, ""},
+       false,
        {"--tls_cert=/nonexistent/c.pem", "cannot read"}},
-      {"missing ca file", {"", "", "/nonexistent/ca.pem"}, false,
+      {"missing ca file",
+       {"", "", "/nonexistent/ca.pem"},
+       false,
        {"--tls_ca=/nonexistent/ca.pem", "cannot read"}},
       {"cert is not PEM", {text, pki_->server.key, ""}, false, {"--tls_cert", "no PEM"}},
       {"ca is not PEM", {"", "", text}, false, {"--tls_ca", "no PEM"}},
       {"key is not PEM", {pki_->server.cert, text, ""}, false, {"--tls_key", "private key"}},
-      {"key of another certificate", {pki_->server.cert, pki_->client.key, ""}, false,
+      {"key of another certificate",
+       {pki_->server.cert, pki_->client.key, ""},
+       false,
        {"--tls_key", "is not the private key of the certificate"}},
   };
   for (const Case& c : cases) {

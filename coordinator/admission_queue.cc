@@ -5,10 +5,10 @@
 namespace tandem::coordinator {
 
 absl::Status AdmissionQueueFullError(size_t capacity, absl::string_view limit_flag) {
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "server overloaded: the admission queue is full (", capacity,
-      " requests waiting, the limit); retry later, or raise the limit with ", limit_flag,
-      " on the coordinator"));
+  return absl::ResourceExhaustedError(
+      absl::StrCat("server overloaded: the admission queue is full (", capacity,
+                   " requests waiting, the limit); retry later, or raise the limit with ",
+                   limit_flag, " on the coordinator"));
 }
 
 absl::Status AdmissionQueueDuplicateError(uint64_t id) {

@@ -1,10 +1,10 @@
 #include "coordinator/engine.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <future>
 #include <optional>
-
-#include <glog/logging.h>
 
 #include "absl/strings/str_cat.h"
 
@@ -56,8 +56,8 @@ absl::Status Engine::Start(absl::Duration wait, const std::function<bool()>& can
     }
     if (absl::Now() > give_up) {
       return absl::UnavailableError(absl::StrCat(
-          "target worker ", target_->address(), " not ready: ",
-          d.ok() ? "not serving yet" : std::string(d.status().message())));
+          "target worker ", target_->address(),
+          " not ready: ", d.ok() ? "not serving yet" : std::string(d.status().message())));
     }
     absl::SleepFor(absl::Milliseconds(200));
   }
@@ -123,13 +123,12 @@ int Engine::BlocksFor(const Sequence& s, int block_size) const {
 
 absl::StatusOr<std::shared_ptr<Sequence>> Engine::Submit(ValidatedRequest request,
                                                          std::vector<int32_t> prompt,
-                                                         int max_new_tokens,
-                                                         absl::Time deadline,
+                                                         int max_new_tokens, absl::Time deadline,
                                                          std::shared_ptr<OutputChannel> output) {
   const uint64_t id = next_id_.fetch_add(1);
-  auto seq = std::make_shared<Sequence>(id, std::move(request), std::move(prompt),
-                                        max_new_tokens, tokenizer_, options_.eos_token_id,
-                                        options_.adaptive_k, absl::Now(), std::move(output));
+  auto seq = std::make_shared<Sequence>(id, std::move(request), std::move(prompt), max_new_tokens,
+                                        tokenizer_, options_.eos_token_id, options_.adaptive_k,
+                                        absl::Now(), std::move(output));
   seq->deadline = deadline;
   const int target_need = BlocksFor(*seq, cluster_.target.kv_block_size());
   if (target_need > static_cast<int>(cluster_.target.kv_total_blocks())) {
@@ -200,7 +199,8 @@ void Engine::AdmitWaiting(absl::Time now) {
 void Engine::RecordFinished(const Sequence& s, absl::Time now) {
   if (metrics_ == nullptr) return;
   v1::RequestStats st = s.PublicStats(now);
-  if (st.time_to_first_token_ms() > 0) metrics_->RecordTimeToFirstToken(st.time_to_first_token_ms());
+  if (st.time_to_first_token_ms() > 0)
+    metrics_->RecordTimeToFirstToken(st.time_to_first_token_ms());
   if (st.generated_tokens() > 1) metrics_->RecordTimePerOutputToken(st.time_per_output_token_ms());
   metrics_->RecordQueueTime(st.queue_time_ms());
 }
@@ -215,9 +215,9 @@ void Engine::ReapSequences(absl::Time now) {
         s->Fail(absl::DeadlineExceededError("request deadline exceeded"), now);
       } else if (!target_available_.load() && s->paused_since != absl::InfinitePast() &&
                  now - s->paused_since > options_.target_recovery_timeout) {
-        s->Fail(absl::UnavailableError(absl::StrCat(
-                    "target group unavailable for more than ",
-                    absl::FormatDuration(options_.target_recovery_timeout))),
+        s->Fail(absl::UnavailableError(
+                    absl::StrCat("target group unavailable for more than ",
+                                 absl::FormatDuration(options_.target_recovery_timeout))),
                 now);
       }
     }
@@ -364,8 +364,7 @@ void Engine::RunPhase(PhasePlan& plan) {
           const v1::DraftSequence& req = plan.draft.sequences(i);
           std::vector<v1::ProposedToken> drafted(resp.sequences(i).proposals().begin(),
                                                  resp.sequences(i).proposals().end());
-          s->OnDrafted(req.start_position(), {req.tokens().begin(), req.tokens().end()},
-                       drafted);
+          s->OnDrafted(req.start_position(), {req.tokens().begin(), req.tokens().end()}, drafted);
           if (plan.draft_is_continuation[i]) {
             s->continuation = std::move(drafted);
           } else {
@@ -428,7 +427,8 @@ void Engine::RunPhase(PhasePlan& plan) {
   if (metrics_) {
     const double phase_ms = Ms(absl::Now() - phase_start);
     double worker_ms = 0;
-    if (latency.verify_ms) worker_ms = std::max(worker_ms, *latency.verify_ms + latency.rpc_ms.value_or(0));
+    if (latency.verify_ms)
+      worker_ms = std::max(worker_ms, *latency.verify_ms + latency.rpc_ms.value_or(0));
     if (latency.draft_ms) worker_ms = std::max(worker_ms, *latency.draft_ms);
     latency.overhead_ms = std::max(0.0, phase_ms - worker_ms);
     metrics_->RecordStepLatency(latency);
@@ -458,9 +458,9 @@ void Engine::OnTargetFailure(const absl::Status& status, const std::vector<Seque
   // reason instead of retrying forever.
   LOG(ERROR) << "target rejected a step: " << status;
   for (Sequence* s : batch) {
-    s->Fail(absl::Status(absl::IsResourceExhausted(status) ? status.code()
-                                                           : absl::StatusCode::kInternal,
-                         absl::StrCat("target worker rejected the step: ", status.message())),
+    s->Fail(absl::Status(
+                absl::IsResourceExhausted(status) ? status.code() : absl::StatusCode::kInternal,
+                absl::StrCat("target worker rejected the step: ", status.message())),
             now);
   }
 }

@@ -39,8 +39,8 @@ namespace tandem::coordinator {
 struct EngineOptions {
   PlannerOptions planner;
   spec::AdaptiveKConfig adaptive_k;
-  int max_running = 64;            // Sequences decoding at once.
-  int max_queue = 256;             // Waiting requests; beyond: RESOURCE_EXHAUSTED.
+  int max_running = 64;  // Sequences decoding at once.
+  int max_queue = 256;   // Waiting requests; beyond: RESOURCE_EXHAUSTED.
   // How long sequences wait for an unavailable target group before failing.
   absl::Duration target_recovery_timeout = absl::Seconds(60);
   absl::Duration monitor_interval = absl::Milliseconds(200);
@@ -76,8 +76,8 @@ class Engine {
   // Queues a validated, tokenised request. RESOURCE_EXHAUSTED when the queue is full
   // or when the request could never fit in the workers' KV caches.
   absl::StatusOr<std::shared_ptr<Sequence>> Submit(ValidatedRequest request,
-                                                   std::vector<int32_t> prompt,
-                                                   int max_new_tokens, absl::Time deadline,
+                                                   std::vector<int32_t> prompt, int max_new_tokens,
+                                                   absl::Time deadline,
                                                    std::shared_ptr<OutputChannel> output);
   // Takes a cancelled request out of the queue if it is still there (then it is
   // failed here); running ones are ended by the engine at its next step.

@@ -1,9 +1,9 @@
 // tandem-coordinator: serves tandem.v1.Tandem (and the rendezvous service the target
 // group uses to form), and drives the draft worker and the target group.
+#include <glog/logging.h>
+
 #include <cstdio>
 #include <memory>
-
-#include <glog/logging.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -56,8 +56,7 @@ ABSL_FLAG(bool, measured_costs, false,
           "--verify_cost_slope and --overhead_cost.");
 ABSL_FLAG(double, draft_cost, 0.1,
           "Cost model c = T(draft token) / T(target step), for adaptive K.");
-ABSL_FLAG(double, verify_cost_slope, 0.15,
-          "Cost model nu(K) = 1 + slope * K, for adaptive K.");
+ABSL_FLAG(double, verify_cost_slope, 0.15, "Cost model nu(K) = 1 + slope * K, for adaptive K.");
 ABSL_FLAG(double, overhead_cost, 0.1, "Cost model o = overhead / T(target step).");
 ABSL_FLAG(int, max_message_bytes, 4 << 20,
           "Largest public API message (request or response), bytes; larger ones are "
@@ -126,9 +125,9 @@ int Run() {
     }
     rendezvous_credentials = MakeServerCredentials(worker_tls);
   }
-  auto token = TokenFromFlags(absl::GetFlag(FLAGS_auth_token_file),
-                              absl::GetFlag(FLAGS_auth_token_env), "--auth_token_file",
-                              "--auth_token_env");
+  auto token =
+      TokenFromFlags(absl::GetFlag(FLAGS_auth_token_file), absl::GetFlag(FLAGS_auth_token_env),
+                     "--auth_token_file", "--auth_token_env");
   for (const absl::Status& s : {public_credentials.status(), worker_credentials.status(),
                                 rendezvous_credentials.status(), token.status()}) {
     if (!s.ok()) {
@@ -232,8 +231,8 @@ int Run() {
   ServerLimits limits;
   limits.context_length = static_cast<int>(cluster.target.context_length());
   limits.max_new_tokens_limit = absl::GetFlag(FLAGS_max_new_tokens_limit);
-  limits.max_speculative_tokens = std::min<int>(absl::GetFlag(FLAGS_max_k),
-                                                cluster.target.max_speculative_tokens());
+  limits.max_speculative_tokens =
+      std::min<int>(absl::GetFlag(FLAGS_max_k), cluster.target.max_speculative_tokens());
   limits.vocab_size = static_cast<int>(cluster.target.model().vocab_size());
   limits.available_methods = {v1::SPECULATION_METHOD_PROMPT_LOOKUP};
   if (cluster.has_draft) limits.available_methods.insert(v1::SPECULATION_METHOD_DRAFT);

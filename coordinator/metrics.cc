@@ -42,8 +42,8 @@ const prometheus::Histogram::BucketBoundaries kStepLatencyBucketsMs = {
     0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000};
 const prometheus::Histogram::BucketBoundaries kRequestLatencyBucketsMs = {
     1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000, 120000};
-const prometheus::Histogram::BucketBoundaries kPerTokenBucketsMs = {
-    0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000};
+const prometheus::Histogram::BucketBoundaries kPerTokenBucketsMs = {0.5, 1,   2,   5,   10,   20,
+                                                                    50,  100, 200, 500, 1000, 2000};
 
 // "host:port" with a numeric port in [0, 65535].
 absl::StatusOr<int> ParsePort(const std::string& address) {
@@ -52,9 +52,9 @@ absl::StatusOr<int> ParsePort(const std::string& address) {
   if (colon == std::string::npos || colon == 0 ||
       !absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) || port < 0 ||
       port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "metrics listen address \"", address,
-        "\" is not \"host:port\" with a port in [0, 65535] (0 = pick a free port)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics listen address \"", address,
+                     "\" is not \"host:port\" with a port in [0, 65535] (0 = pick a free port)"));
   }
   return port;
 }
@@ -108,9 +108,8 @@ std::string MethodLabel(tandem::v1::SpeculationMethod method) {
 absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
     const MetricsOptions& options) {
   if (options.max_speculative_tokens < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("metrics: max_speculative_tokens = ",
-                                                   options.max_speculative_tokens,
-                                                   " must be >= 1"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics: max_speculative_tokens = ", options.max_speculative_tokens, " must be >= 1"));
   }
   std::unique_ptr<CoordinatorMetrics> m(new CoordinatorMetrics());
   m->max_k_ = options.max_speculative_tokens;
@@ -152,14 +151,16 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
                              .Name("tandem_fallback_steps_total")
                              .Help("Target steps run without the requested proposer, by reason.")
                              .Register(r);
-  auto& position_proposed = prometheus::BuildCounter()
-                                .Name("tandem_position_proposed_total")
-                                .Help("Proposed tokens verified at each draft position (1 = first).")
-                                .Register(r);
-  auto& position_accepted = prometheus::BuildCounter()
-                                .Name("tandem_position_accepted_total")
-                                .Help("Proposed tokens accepted at each draft position (1 = first).")
-                                .Register(r);
+  auto& position_proposed =
+      prometheus::BuildCounter()
+          .Name("tandem_position_proposed_total")
+          .Help("Proposed tokens verified at each draft position (1 = first).")
+          .Register(r);
+  auto& position_accepted =
+      prometheus::BuildCounter()
+          .Name("tandem_position_accepted_total")
+          .Help("Proposed tokens accepted at each draft position (1 = first).")
+          .Register(r);
   for (int position = 1; position <= m->max_k_; ++position) {
     const std::string label = absl::StrCat(position);
     m->position_proposed_.push_back(&position_proposed.Add({{"position", label}}));
@@ -167,8 +168,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
   }
   m->accepted_length_ = &prometheus::BuildHistogram()
                              .Name("tandem_accepted_length")
-                             .Help("Proposals accepted per speculative step (tokens committed "
-                                   "in the step = this + 1).")
+                             .Help(
+                                 "Proposals accepted per speculative step (tokens committed "
+                                 "in the step = this + 1).")
                              .Register(r)
                              .Add({}, AcceptedLengthBuckets());
   auto& latency = prometheus::BuildHistogram()
@@ -220,16 +222,15 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
     try {
       m->exposer_ = std::make_unique<prometheus::Exposer>(options.listen_address, 2);
     } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("metrics: cannot listen on ",
-                                                 options.listen_address, ": ", e.what()));
+      return absl::UnavailableError(
+          absl::StrCat("metrics: cannot listen on ", options.listen_address, ": ", e.what()));
     }
     m->exposer_->RegisterCollectable(m->registry_, "/metrics");
     m->local_host_ = LocalHost(options.listen_address);
     const std::vector<int> ports = m->exposer_->GetListeningPorts();
     m->port_ = ports.empty() ? *requested_port : ports.front();
     if (m->port_ == 0) {
-      return absl::UnavailableError(absl::StrCat("metrics: listening on ",
-                                                 options.listen_address,
+      return absl::UnavailableError(absl::StrCat("metrics: listening on ", options.listen_address,
                                                  " but the bound port is unknown"));
     }
   }

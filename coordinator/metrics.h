@@ -67,8 +67,7 @@ class CoordinatorMetrics {
   // Builds the registry and, when asked, starts the HTTP listener. INVALID_ARGUMENT for
   // a malformed address or max_speculative_tokens < 1; UNAVAILABLE when the address
   // cannot be bound.
-  static absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> Create(
-      const MetricsOptions& options);
+  static absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> Create(const MetricsOptions& options);
   ~CoordinatorMetrics();
 
   CoordinatorMetrics(const CoordinatorMetrics&) = delete;
@@ -127,11 +126,11 @@ class CoordinatorMetrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
 
-  std::vector<prometheus::Counter*> requests_by_code_;   // Index: absl::StatusCode.
+  std::vector<prometheus::Counter*> requests_by_code_;  // Index: absl::StatusCode.
   prometheus::Counter* generated_tokens_ = nullptr;
   prometheus::Counter* proposed_ = nullptr;
   prometheus::Counter* accepted_ = nullptr;
-  std::vector<prometheus::Counter*> steps_by_method_;    // Index: SpeculationMethod.
+  std::vector<prometheus::Counter*> steps_by_method_;  // Index: SpeculationMethod.
   prometheus::Family<prometheus::Counter>* fallback_family_ = nullptr;
   std::vector<prometheus::Counter*> position_proposed_;  // Index: position - 1.
   std::vector<prometheus::Counter*> position_accepted_;

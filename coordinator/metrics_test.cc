@@ -77,10 +77,8 @@ TEST(CoordinatorMetricsTest, ServesRecordedValuesOverHttp) {
   m.RecordRequest(absl::StatusCode::kResourceExhausted);
 
   const CoordinatorMetrics::StepRecord steps[] = {
-      {v1::SPECULATION_METHOD_DRAFT, 4, 2, 3},
-      {v1::SPECULATION_METHOD_DRAFT, 4, 4, 5},
-      {v1::SPECULATION_METHOD_PROMPT_LOOKUP, 3, 0, 1},
-      {v1::SPECULATION_METHOD_NONE, 0, 0, 1},
+      {v1::SPECULATION_METHOD_DRAFT, 4, 2, 3},         {v1::SPECULATION_METHOD_DRAFT, 4, 4, 5},
+      {v1::SPECULATION_METHOD_PROMPT_LOOKUP, 3, 0, 1}, {v1::SPECULATION_METHOD_NONE, 0, 0, 1},
       {v1::SPECULATION_METHOD_DRAFT, 8, 7, 6},  // K above the 6 tracked positions.
   };
   for (const auto& step : steps) m.RecordStep(step);
@@ -215,7 +213,7 @@ TEST(CoordinatorMetricsTest, ClampsBadInputs) {
   absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> created = CoordinatorMetrics::Create({});
   ASSERT_TRUE(created.ok()) << created.status();
   CoordinatorMetrics& m = **created;
-  EXPECT_EQ(m.port(), 0);  // No listener.
+  EXPECT_EQ(m.port(), 0);                                  // No listener.
   m.RecordStep({v1::SPECULATION_METHOD_DRAFT, 3, 5, -2});  // accepted > proposed.
   m.RecordStep({static_cast<v1::SpeculationMethod>(42), -1, -1, 1});
   m.RecordRequest(static_cast<absl::StatusCode>(99));

@@ -17,10 +17,10 @@
 namespace tandem::coordinator {
 
 struct OutputChunk {
-  std::string text;                 // Text delta (valid UTF-8, stop strings removed).
-  std::vector<int32_t> token_ids;   // Tokens committed with this delta.
-  std::vector<float> logprobs;      // Per token, when requested.
-  bool final = false;               // Last chunk of the request.
+  std::string text;                // Text delta (valid UTF-8, stop strings removed).
+  std::vector<int32_t> token_ids;  // Tokens committed with this delta.
+  std::vector<float> logprobs;     // Per token, when requested.
+  bool final = false;              // Last chunk of the request.
   // On the final chunk: OK with a finish reason, or the error that ended the request.
   absl::Status status;
   v1::FinishReason finish_reason = v1::FINISH_REASON_UNSPECIFIED;

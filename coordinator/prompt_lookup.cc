@@ -17,15 +17,15 @@ absl::StatusOr<PromptLookup> PromptLookup::Create(const PromptLookupOptions& opt
       options.max_ngram > PromptLookupOptions::kMaxNgram) {
     return absl::InvalidArgumentError(absl::StrCat(
         "prompt lookup n-gram sizes min_ngram=", options.min_ngram,
-        ", max_ngram=", options.max_ngram, " are invalid; need 1 <= min_ngram <= max_ngram <= ",
-        PromptLookupOptions::kMaxNgram));
+        ", max_ngram=", options.max_ngram,
+        " are invalid; need 1 <= min_ngram <= max_ngram <= ", PromptLookupOptions::kMaxNgram));
   }
   return PromptLookup(options);
 }
 
 absl::string_view PromptLookup::KeyAt(size_t start, int n) const {
   return absl::string_view(reinterpret_cast<const char*>(context_.data() + start),
-                          static_cast<size_t>(n) * sizeof(int32_t));
+                           static_cast<size_t>(n) * sizeof(int32_t));
 }
 
 void PromptLookup::Append(absl::Span<const int32_t> tokens) {

@@ -59,9 +59,7 @@ TEST(PromptLookupTest, EmptyAndTinyContexts) {
   EXPECT_THAT(lookup.Propose(-1), IsEmpty());
 }
 
-TEST(PromptLookupTest, NoMatch) {
-  EXPECT_THAT(Make({1, 2, 3, 4, 5}).Propose(3), IsEmpty());
-}
+TEST(PromptLookupTest, NoMatch) { EXPECT_THAT(Make({1, 2, 3, 4, 5}).Propose(3), IsEmpty()); }
 
 TEST(PromptLookupTest, LongestNgramPreferredOverMoreRecentShorterOne) {
   // Suffix [1 2 3]: trigram occurs at 0 (followed by 10 11); the bigram [2 3] and the

@@ -88,8 +88,8 @@ absl::Status ValidatePrompt(const GenerateRequest& request, const ServerLimits& 
       }
       for (int i = 0; i < ids.size(); ++i) {
         if (ids[i] < 0 || ids[i] >= limits.vocab_size) {
-          return Invalid("token_ids.ids[", i, "] = ", ids[i], " is outside [0, ",
-                         limits.vocab_size, ") (the vocabulary size)");
+          return Invalid("token_ids.ids[", i, "] = ", ids[i], " is outside [0, ", limits.vocab_size,
+                         ") (the vocabulary size)");
         }
       }
       out->prompt_is_text = false;
@@ -173,8 +173,7 @@ absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLim
   out->pipelining = sp.pipelining();
   const SpeculationMethod method = sp.method();
   if (method != tandem::v1::SPECULATION_METHOD_AUTO &&
-      method != tandem::v1::SPECULATION_METHOD_NONE &&
-      !limits.available_methods.contains(method)) {
+      method != tandem::v1::SPECULATION_METHOD_NONE && !limits.available_methods.contains(method)) {
     std::vector<std::string> enabled = {"SPECULATION_METHOD_AUTO", "SPECULATION_METHOD_NONE"};
     for (int m = 0; m <= tandem::v1::SpeculationMethod_MAX; ++m) {
       const auto candidate = static_cast<SpeculationMethod>(m);
@@ -216,9 +215,10 @@ absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLim
                                : tandem::v1::ACCEPTANCE_RULE_REJECTION;
   }
   if (rule == tandem::v1::ACCEPTANCE_RULE_GREEDY && temperature > 0.0f) {
-    return Invalid("speculation.acceptance_rule = ACCEPTANCE_RULE_GREEDY requires "
-                   "sampling.temperature = 0 (got ",
-                   temperature, "); use ACCEPTANCE_RULE_REJECTION (lossless) or DEFAULT");
+    return Invalid(
+        "speculation.acceptance_rule = ACCEPTANCE_RULE_GREEDY requires "
+        "sampling.temperature = 0 (got ",
+        temperature, "); use ACCEPTANCE_RULE_REJECTION (lossless) or DEFAULT");
   }
   out->rule = rule;
 
@@ -234,19 +234,24 @@ absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLim
   const ParamSpec specs[] = {
       {{"alpha", sp.has_alpha(), sp.alpha(), 0.0f, 1.0f, true, is_threshold,
         is_threshold ? kDefaultThresholdAlpha : kDefaultRatioAlpha, &out->alpha},
-       is_threshold || is_ratio, "ACCEPTANCE_RULE_THRESHOLD and ACCEPTANCE_RULE_RATIO"},
+       is_threshold || is_ratio,
+       "ACCEPTANCE_RULE_THRESHOLD and ACCEPTANCE_RULE_RATIO"},
       {{"theta_first", sp.has_theta_first(), sp.theta_first(), 0.0f, 1.0f, true, false,
         kDefaultThetaFirst, &out->theta_first},
-       is_position, "ACCEPTANCE_RULE_POSITION"},
+       is_position,
+       "ACCEPTANCE_RULE_POSITION"},
       {{"theta_last", sp.has_theta_last(), sp.theta_last(), 0.0f, 1.0f, true, false,
         kDefaultThetaLast, &out->theta_last},
-       is_position, "ACCEPTANCE_RULE_POSITION"},
-      {{"epsilon", sp.has_epsilon(), sp.epsilon(), 0.0f, 1.0f, true, false,
-        kDefaultTypicalEpsilon, &out->epsilon},
-       is_typical, "ACCEPTANCE_RULE_TYPICAL"},
+       is_position,
+       "ACCEPTANCE_RULE_POSITION"},
+      {{"epsilon", sp.has_epsilon(), sp.epsilon(), 0.0f, 1.0f, true, false, kDefaultTypicalEpsilon,
+        &out->epsilon},
+       is_typical,
+       "ACCEPTANCE_RULE_TYPICAL"},
       {{"delta", sp.has_delta(), sp.delta(), 0.0f, 1.0f, true, false, kDefaultTypicalDelta,
         &out->delta},
-       is_typical, "ACCEPTANCE_RULE_TYPICAL"},
+       is_typical,
+       "ACCEPTANCE_RULE_TYPICAL"},
   };
   for (const ParamSpec& spec : specs) {
     const RuleParam& p = spec.param;
@@ -262,8 +267,8 @@ absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLim
     if (p.present && !InRange(p.value, p.lo, p.hi, p.lo_open, p.hi_open)) {
       return Invalid("speculation.", p.name, " = ", p.value, " is out of range for ",
                      tandem::v1::AcceptanceRule_Name(rule), "; valid range ",
-                     RangeText(p.lo, p.hi, p.lo_open, p.hi_open), " (default ",
-                     p.default_value, ")");
+                     RangeText(p.lo, p.hi, p.lo_open, p.hi_open), " (default ", p.default_value,
+                     ")");
     }
     *p.destination = p.present ? p.value : p.default_value;
   }
@@ -294,8 +299,9 @@ absl::Status ValidateServerLimits(const ServerLimits& limits) {
   }
   if (limits.max_prompt_bytes < 1 || limits.max_stop_strings < 0 || limits.max_stop_bytes < 1 ||
       limits.max_request_id_chars < 0) {
-    return Invalid("server limits: max_prompt_bytes, max_stop_bytes must be >= 1 and "
-                   "max_stop_strings, max_request_id_chars >= 0");
+    return Invalid(
+        "server limits: max_prompt_bytes, max_stop_bytes must be >= 1 and "
+        "max_stop_strings, max_request_id_chars >= 0");
   }
   for (SpeculationMethod m : limits.available_methods) {
     if (!tandem::v1::SpeculationMethod_IsValid(m)) {
@@ -320,13 +326,11 @@ absl::StatusOr<ValidatedRequest> ValidateRequest(const GenerateRequest& request,
 
   if (request.max_new_tokens() > static_cast<uint32_t>(limits.max_new_tokens_limit)) {
     return Invalid("max_new_tokens = ", request.max_new_tokens(), " is over the server limit ",
-                   limits.max_new_tokens_limit, "; valid range [1, ",
-                   limits.max_new_tokens_limit, "] (0 = server default ",
-                   limits.default_max_new_tokens, ")");
+                   limits.max_new_tokens_limit, "; valid range [1, ", limits.max_new_tokens_limit,
+                   "] (0 = server default ", limits.default_max_new_tokens, ")");
   }
-  out.max_new_tokens = request.max_new_tokens() == 0
-                           ? limits.default_max_new_tokens
-                           : static_cast<int>(request.max_new_tokens());
+  out.max_new_tokens = request.max_new_tokens() == 0 ? limits.default_max_new_tokens
+                                                     : static_cast<int>(request.max_new_tokens());
 
   if (absl::Status s = ValidateStops(request, limits, &out); !s.ok()) return s;
   if (absl::Status s = ValidateSampling(request, limits, random, &out.sampling); !s.ok()) {

@@ -44,14 +44,14 @@ namespace tandem::coordinator {
 
 // Limits of this server (also reported by GetModelInfo).
 struct ServerLimits {
-  int context_length = 0;           // Max prompt + generated tokens per sequence, >= 2.
-  int max_new_tokens_limit = 4096;  // Upper bound of GenerateRequest.max_new_tokens.
-  int default_max_new_tokens = 128; // Used when max_new_tokens is 0.
-  int max_speculative_tokens = 8;   // Upper bound of K.
-  int vocab_size = 0;               // Target vocabulary size, >= 1.
-  int max_prompt_bytes = 1 << 20;   // Prompt text size limit.
+  int context_length = 0;            // Max prompt + generated tokens per sequence, >= 2.
+  int max_new_tokens_limit = 4096;   // Upper bound of GenerateRequest.max_new_tokens.
+  int default_max_new_tokens = 128;  // Used when max_new_tokens is 0.
+  int max_speculative_tokens = 8;    // Upper bound of K.
+  int vocab_size = 0;                // Target vocabulary size, >= 1.
+  int max_prompt_bytes = 1 << 20;    // Prompt text size limit.
   int max_stop_strings = 8;
-  int max_stop_bytes = 256;         // Per stop string.
+  int max_stop_bytes = 256;  // Per stop string.
   int max_request_id_chars = 128;
   // Methods this server can run besides AUTO and NONE (always accepted).
   absl::flat_hash_set<tandem::v1::SpeculationMethod> available_methods = {
@@ -97,14 +97,14 @@ struct ResolvedSpeculation {
 };
 
 struct ValidatedRequest {
-  std::string request_id;            // Client's, or assigned when it sent none.
+  std::string request_id;  // Client's, or assigned when it sent none.
   bool request_id_assigned = false;
-  bool prompt_is_text = false;       // Which of the two fields below holds the prompt.
-  std::string prompt_text;           // Valid UTF-8, 1 .. max_prompt_bytes bytes.
+  bool prompt_is_text = false;            // Which of the two fields below holds the prompt.
+  std::string prompt_text;                // Valid UTF-8, 1 .. max_prompt_bytes bytes.
   std::vector<int32_t> prompt_token_ids;  // 1 .. context_length - 1 ids in [0, vocab).
-  int max_new_tokens = 0;            // [1, max_new_tokens_limit], default applied;
-                                     // clamp to the context with CheckPromptLength.
-  std::vector<std::string> stop;     // Non-empty valid UTF-8 strings.
+  int max_new_tokens = 0;                 // [1, max_new_tokens_limit], default applied;
+                                          // clamp to the context with CheckPromptLength.
+  std::vector<std::string> stop;          // Non-empty valid UTF-8 strings.
   ResolvedSampling sampling;
   ResolvedSpeculation speculation;
   bool return_token_ids = false;

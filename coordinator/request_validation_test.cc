@@ -12,8 +12,8 @@
 namespace tandem::coordinator {
 namespace {
 
-using ::testing::HasSubstr;
 using tandem::v1::GenerateRequest;
+using ::testing::HasSubstr;
 namespace v1 = tandem::v1;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -122,11 +122,12 @@ INSTANTIATE_TEST_SUITE_P(
         RejectCase{"temperature_negative",
                    [](auto& r) { r.mutable_sampling()->set_temperature(-0.5f); }, kInvalid,
                    "sampling.temperature = -0.5"},
-        RejectCase{"temperature_over", [](auto& r) { r.mutable_sampling()->set_temperature(100.5f); },
-                   kInvalid, "sampling.temperature = 100.5"},
+        RejectCase{"temperature_over",
+                   [](auto& r) { r.mutable_sampling()->set_temperature(100.5f); }, kInvalid,
+                   "sampling.temperature = 100.5"},
         // top_k
-        RejectCase{"top_k_negative", [](auto& r) { r.mutable_sampling()->set_top_k(-1); },
-                   kInvalid, "sampling.top_k = -1 is out of range; valid range [0, 100]"},
+        RejectCase{"top_k_negative", [](auto& r) { r.mutable_sampling()->set_top_k(-1); }, kInvalid,
+                   "sampling.top_k = -1 is out of range; valid range [0, 100]"},
         RejectCase{"top_k_over_vocab", [](auto& r) { r.mutable_sampling()->set_top_k(101); },
                    kInvalid, "sampling.top_k = 101"},
         // top_p
@@ -134,15 +135,16 @@ INSTANTIATE_TEST_SUITE_P(
                    "sampling.top_p = 0 is out of range; valid range (0, 1]"},
         RejectCase{"top_p_nan", [](auto& r) { r.mutable_sampling()->set_top_p(kNaN); }, kInvalid,
                    "sampling.top_p = nan"},
-        RejectCase{"top_p_over", [](auto& r) { r.mutable_sampling()->set_top_p(1.01f); },
-                   kInvalid, "sampling.top_p = 1.01"},
+        RejectCase{"top_p_over", [](auto& r) { r.mutable_sampling()->set_top_p(1.01f); }, kInvalid,
+                   "sampling.top_p = 1.01"},
         RejectCase{"top_p_negative", [](auto& r) { r.mutable_sampling()->set_top_p(-0.2f); },
                    kInvalid, "sampling.top_p = -0.2"},
         // K
         RejectCase{"k_negative",
                    [](auto& r) { r.mutable_speculation()->set_num_speculative_tokens(-1); },
                    kInvalid, "num_speculative_tokens = -1 is out of range; valid range [0, 8]"},
-        RejectCase{"k_over", [](auto& r) { r.mutable_speculation()->set_num_speculative_tokens(9); },
+        RejectCase{"k_over",
+                   [](auto& r) { r.mutable_speculation()->set_num_speculative_tokens(9); },
                    kInvalid, "num_speculative_tokens = 9 is out of range"},
         RejectCase{"k_with_method_none",
                    [](auto& r) {
@@ -161,14 +163,13 @@ INSTANTIATE_TEST_SUITE_P(
                      r.mutable_speculation()->set_pipelining(static_cast<v1::Pipelining>(9));
                    },
                    kInvalid, "speculation.pipelining = 9 is not a known Pipelining value"},
-        RejectCase{"method_not_enabled",
-                   [](auto& r) {
-                     r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_MEDUSA);
-                   },
-                   absl::StatusCode::kFailedPrecondition,
-                   "SPECULATION_METHOD_MEDUSA is not enabled on this server; enabled methods: "
-                   "SPECULATION_METHOD_AUTO, SPECULATION_METHOD_NONE, SPECULATION_METHOD_DRAFT, "
-                   "SPECULATION_METHOD_PROMPT_LOOKUP"},
+        RejectCase{
+            "method_not_enabled",
+            [](auto& r) { r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_MEDUSA); },
+            absl::StatusCode::kFailedPrecondition,
+            "SPECULATION_METHOD_MEDUSA is not enabled on this server; enabled methods: "
+            "SPECULATION_METHOD_AUTO, SPECULATION_METHOD_NONE, SPECULATION_METHOD_DRAFT, "
+            "SPECULATION_METHOD_PROMPT_LOOKUP"},
         // rule
         RejectCase{"rule_unknown",
                    [](auto& r) {

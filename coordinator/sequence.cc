@@ -178,10 +178,10 @@ v1::RequestStats Sequence::PublicStats(absl::Time now) const {
   s.set_total_time_ms(Ms(now - stats_.arrival));
   v1::SpeculationMethod method = request_.speculation.method;
   if (method == v1::SPECULATION_METHOD_AUTO) {
-    method = stats_.draft_steps >= stats_.prompt_lookup_steps
-                 ? (stats_.draft_steps > 0 ? v1::SPECULATION_METHOD_DRAFT
-                                           : v1::SPECULATION_METHOD_NONE)
-                 : v1::SPECULATION_METHOD_PROMPT_LOOKUP;
+    method =
+        stats_.draft_steps >= stats_.prompt_lookup_steps
+            ? (stats_.draft_steps > 0 ? v1::SPECULATION_METHOD_DRAFT : v1::SPECULATION_METHOD_NONE)
+            : v1::SPECULATION_METHOD_PROMPT_LOOKUP;
   }
   s.set_method(method);
   s.set_seed(request_.sampling.seed);

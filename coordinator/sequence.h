@@ -29,9 +29,9 @@ namespace tandem::coordinator {
 struct SequenceStats {
   int draft_tokens_proposed = 0;
   int draft_tokens_accepted = 0;
-  int target_steps = 0;        // Verify steps (each commits 1..K+1 tokens).
-  int speculative_steps = 0;   // Steps that verified at least one proposal.
-  int fallback_steps = 0;      // Steps without the requested proposer.
+  int target_steps = 0;       // Verify steps (each commits 1..K+1 tokens).
+  int speculative_steps = 0;  // Steps that verified at least one proposal.
+  int fallback_steps = 0;     // Steps without the requested proposer.
   int draft_steps = 0;
   int prompt_lookup_steps = 0;
   absl::Time arrival;
@@ -44,10 +44,9 @@ class Sequence {
  public:
   // `prompt` is the tokenised prompt (BOS included when wanted); `max_new_tokens`
   // is already clamped to the context. `tokenizer` must outlive the sequence.
-  Sequence(uint64_t id, ValidatedRequest request, std::vector<int32_t> prompt,
-           int max_new_tokens, const Tokenizer* tokenizer, int eos_token_id,
-           const spec::AdaptiveKConfig& adaptive_k, absl::Time arrival,
-           std::shared_ptr<OutputChannel> output);
+  Sequence(uint64_t id, ValidatedRequest request, std::vector<int32_t> prompt, int max_new_tokens,
+           const Tokenizer* tokenizer, int eos_token_id, const spec::AdaptiveKConfig& adaptive_k,
+           absl::Time arrival, std::shared_ptr<OutputChannel> output);
 
   uint64_t id() const { return id_; }
   const ValidatedRequest& request() const { return request_; }

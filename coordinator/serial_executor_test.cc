@@ -1,9 +1,9 @@
 #include "coordinator/serial_executor.h"
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace tandem::coordinator {
 namespace {

@@ -175,8 +175,8 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
     // verified during the draft phase too instead of idling the target.
     if (!need_draft.empty()) {
       for (size_t i = 0; i < ready.size(); ++i) {
-        const bool draft_user = ready[i]->has_proposals &&
-                                ready[i]->proposal_method == v1::SPECULATION_METHOD_DRAFT;
+        const bool draft_user =
+            ready[i]->has_proposals && ready[i]->proposal_method == v1::SPECULATION_METHOD_DRAFT;
         verify_now[i] = pipelined && !draft_user;
       }
     }

@@ -31,15 +31,15 @@
 namespace tandem::coordinator {
 
 struct PlannerOptions {
-  bool pipelining = true;          // Server default; requests may turn it off.
-  bool optimistic = true;          // Optimistic continuation in lockstep mode.
-  int optimistic_max_batch = 16;   // Running sequences up to which it is used.
+  bool pipelining = true;         // Server default; requests may turn it off.
+  bool optimistic = true;         // Optimistic continuation in lockstep mode.
+  int optimistic_max_batch = 16;  // Running sequences up to which it is used.
   // Ping-pong when T(draft phase) / T(verify phase) reaches this (measured).
   double pingpong_min_ratio = 0.4;
-  int max_k = 8;                   // Upper bound of K.
-  int speculation_max_batch = 32;  // Above this many running: adaptive K -> 0.
-  int prefill_chunk = 256;         // Target prefill tokens per sequence and phase.
-  int prefill_budget = 512;        // Target prefill tokens per phase in total.
+  int max_k = 8;                       // Upper bound of K.
+  int speculation_max_batch = 32;      // Above this many running: adaptive K -> 0.
+  int prefill_chunk = 256;             // Target prefill tokens per sequence and phase.
+  int prefill_budget = 512;            // Target prefill tokens per phase in total.
   int target_max_batch_tokens = 1024;  // Rows per Verify (from Describe).
   int draft_max_batch_tokens = 1024;   // Rows per Draft forward (from Describe).
   int draft_max_k = 16;                // Draft worker's max proposals per call.
@@ -63,10 +63,10 @@ struct PhasePlan {
   // Draft side (normal drafts and continuations in one call).
   v1::PrefillRequest draft_prefill;
   v1::DraftRequest draft;
-  std::vector<Sequence*> draft_sequences;   // Parallel to draft.sequences().
+  std::vector<Sequence*> draft_sequences;  // Parallel to draft.sequences().
   std::vector<bool> draft_is_continuation;
-  bool pipelined = false;                   // Pipelining allowed for this phase.
-  bool ping_pong = false;                   // Ping-pong mode chosen.
+  bool pipelined = false;  // Pipelining allowed for this phase.
+  bool ping_pong = false;  // Ping-pong mode chosen.
 
   bool empty() const {
     return target_prefill.sequences_size() == 0 && verify.sequences_size() == 0 &&

@@ -1,10 +1,10 @@
 // Policy tests of PlanPhase on plain Sequence objects (no workers, no I/O).
 #include "coordinator/step_planner.h"
 
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <numeric>
-
-#include <gtest/gtest.h>
 
 namespace tandem::coordinator {
 namespace {
@@ -188,8 +188,8 @@ TEST(StepPlannerTest, KIsBoundedByTokensLeftAndMethodNone) {
   r.speculation.method = v1::SPECULATION_METHOD_PROMPT_LOOKUP;
   r.speculation.fixed_k = 8;
   const std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 5, 6};  // A match with 3 followers.
-  Sequence nearly_done(1, r, prompt, /*max_new_tokens=*/2, nullptr, 2,
-                       spec::AdaptiveKConfig(), absl::Now(), std::make_shared<OutputChannel>());
+  Sequence nearly_done(1, r, prompt, /*max_new_tokens=*/2, nullptr, 2, spec::AdaptiveKConfig(),
+                       absl::Now(), std::make_shared<OutputChannel>());
   Sequence roomy(2, r, prompt, 64, nullptr, 2, spec::AdaptiveKConfig(), absl::Now(),
                  std::make_shared<OutputChannel>());
   r.speculation.method = v1::SPECULATION_METHOD_NONE;

@@ -82,8 +82,12 @@ TEST(StopMatcherTest, MultiByteStopAndCharactersNeverSplit) {
   EXPECT_EQ(r.emit, "caf");  // Incomplete é held back.
   r = m.Feed("\xA9 \xE2\x82");
   EXPECT_EQ(r.emit, "\xC3\xA9 ");  // Partial € could begin the stop string.
-  r = m.Feed("\xAC" "5");
-  EXPECT_EQ(r.emit, "\xE2\x82\xAC" "5");
+  r = m.Feed(
+      "\xAC"
+      "5");
+  EXPECT_EQ(r.emit,
+            "\xE2\x82\xAC"
+            "5");
   r = m.Feed("\xE2\x82\xAC\xE2");
   EXPECT_EQ(r.emit, "");
   r = m.Feed("\x82\xAC!");
@@ -136,8 +140,8 @@ NaiveState NaiveAfter(const std::string& full, const std::vector<std::string>& s
 
 TEST(StopMatcherTest, RandomizedEquivalenceWithWholeTextSearch) {
   std::mt19937 rng(42);
-  const std::vector<std::string> chars = {"a", "b", "c", " ", "\xC3\xA9", "\xE2\x82\xAC",
-                                          "\xF0\x9F\x98\x80"};
+  const std::vector<std::string> chars = {
+      "a", "b", "c", " ", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80"};
   auto random_text = [&](int n) {
     std::string s;
     for (int i = 0; i < n; ++i) s += chars[rng() % chars.size()];

@@ -31,8 +31,7 @@ grpc::Status TandemService::Finish(const absl::Status& status) {
   return ToGrpcStatus(status);
 }
 
-absl::Status TandemService::Start(grpc::ServerContext* context,
-                                  const v1::GenerateRequest& request,
+absl::Status TandemService::Start(grpc::ServerContext* context, const v1::GenerateRequest& request,
                                   std::shared_ptr<Sequence>* sequence,
                                   std::shared_ptr<OutputChannel>* channel,
                                   std::string* request_id) {
@@ -133,8 +132,7 @@ grpc::Status TandemService::GenerateStream(grpc::ServerContext* context,
 }
 
 grpc::Status TandemService::GetModelInfo(grpc::ServerContext* context,
-                                         const v1::GetModelInfoRequest*,
-                                         v1::ModelInfo* response) {
+                                         const v1::GetModelInfoRequest*, v1::ModelInfo* response) {
   if (auth_ != nullptr) {
     if (grpc::Status denied = auth_->Check(*context); !denied.ok()) return denied;
   }

@@ -33,8 +33,8 @@ class TandemService final : public v1::Tandem::Service {
  private:
   // Validates, tokenises and submits; on success fills `sequence` and `channel`.
   absl::Status Start(grpc::ServerContext* context, const v1::GenerateRequest& request,
-                     std::shared_ptr<Sequence>* sequence,
-                     std::shared_ptr<OutputChannel>* channel, std::string* request_id);
+                     std::shared_ptr<Sequence>* sequence, std::shared_ptr<OutputChannel>* channel,
+                     std::string* request_id);
   grpc::Status Finish(const absl::Status& status);
 
   Engine* engine_;

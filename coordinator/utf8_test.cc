@@ -81,11 +81,11 @@ TEST(Utf8Test, KnownExamples) {
   EXPECT_TRUE(IsValidUtf8(""));
   EXPECT_TRUE(IsValidUtf8("plain ascii"));
   EXPECT_TRUE(IsValidUtf8("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80"));  // é € 😀
-  EXPECT_EQ(FindInvalidUtf8("ab\xC0\xAF"), 2u);          // Overlong '/'.
-  EXPECT_EQ(FindInvalidUtf8("\xED\xA0\x80"), 0u);        // Surrogate U+D800.
-  EXPECT_EQ(FindInvalidUtf8("x\xF4\x90\x80\x80"), 1u);   // U+110000.
-  EXPECT_EQ(FindInvalidUtf8("abc\xE2\x82"), 3u);         // Cut short.
-  EXPECT_EQ(FindInvalidUtf8("\x80"), 0u);                // Lone continuation.
+  EXPECT_EQ(FindInvalidUtf8("ab\xC0\xAF"), 2u);                            // Overlong '/'.
+  EXPECT_EQ(FindInvalidUtf8("\xED\xA0\x80"), 0u);                          // Surrogate U+D800.
+  EXPECT_EQ(FindInvalidUtf8("x\xF4\x90\x80\x80"), 1u);                     // U+110000.
+  EXPECT_EQ(FindInvalidUtf8("abc\xE2\x82"), 3u);                           // Cut short.
+  EXPECT_EQ(FindInvalidUtf8("\x80"), 0u);                                  // Lone continuation.
   EXPECT_EQ(FindInvalidUtf8(std::string("a\0b", 3)), std::string::npos);
 
   EXPECT_EQ(IncompleteUtf8SuffixLength("abc"), 0u);
@@ -93,7 +93,7 @@ TEST(Utf8Test, KnownExamples) {
   EXPECT_EQ(IncompleteUtf8SuffixLength("ab\xE2\x82"), 2u);
   EXPECT_EQ(IncompleteUtf8SuffixLength("ab\xE2\x82\xAC"), 0u);  // Complete.
   EXPECT_EQ(IncompleteUtf8SuffixLength("\xF0\x9F\x98"), 3u);
-  EXPECT_EQ(IncompleteUtf8SuffixLength("\xED\xA0"), 0u);       // Would be a surrogate.
+  EXPECT_EQ(IncompleteUtf8SuffixLength("\xED\xA0"), 0u);  // Would be a surrogate.
   EXPECT_EQ(IncompleteUtf8SuffixLength("a\x80"), 0u);
 }
 

@@ -12,8 +12,7 @@ void SetDeadline(grpc::ClientContext* ctx, absl::Duration timeout) {
 
 // Prefixes errors with the worker address so logs and client messages say which
 // worker failed.
-absl::Status Annotate(const grpc::Status& status, const std::string& address,
-                      const char* call) {
+absl::Status Annotate(const grpc::Status& status, const std::string& address, const char* call) {
   absl::Status s = FromGrpcStatus(status);
   if (s.ok()) return s;
   return absl::Status(s.code(), absl::StrCat(call, " on worker ", address, ": ", s.message()));

@@ -3,11 +3,11 @@
 #ifndef TANDEM_COORDINATOR_WORKER_CLIENT_H_
 #define TANDEM_COORDINATOR_WORKER_CLIENT_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -17,12 +17,12 @@
 namespace tandem::coordinator {
 
 struct WorkerClientOptions {
-  std::string address;                        // "host:port"
+  std::string address;                                    // "host:port"
   std::shared_ptr<grpc::ChannelCredentials> credentials;  // null = plaintext
   // With TLS: the name to verify in the worker's certificate instead of the host part
   // of `address` (empty = the host part).
   std::string tls_server_name;
-  absl::Duration step_timeout = absl::Seconds(30);  // Prefill/Draft/Verify deadline.
+  absl::Duration step_timeout = absl::Seconds(30);    // Prefill/Draft/Verify deadline.
   absl::Duration control_timeout = absl::Seconds(5);  // Describe/Release/Stats/health.
   int max_message_bytes = 64 << 20;
 };

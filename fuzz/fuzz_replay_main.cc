@@ -77,7 +77,8 @@ void Mutate(std::mt19937_64& random, const std::vector<std::string>& seeds, std:
     default:  // Duplicate a range.
       if (!b->empty()) {
         const size_t at = pick(b->size());
-        b->insert(pick(b->size() + 1), b->substr(at, 1 + pick(std::min<size_t>(16, b->size() - at))));
+        b->insert(pick(b->size() + 1),
+                  b->substr(at, 1 + pick(std::min<size_t>(16, b->size() - at))));
       }
       break;
   }

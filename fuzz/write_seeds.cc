@@ -190,7 +190,8 @@ void WorkerSeeds() {
 void TokenizerSeeds() {
   Write("tokenizer", "code", "def fibonacci(n):\n    if n < 2:\n        return n\n");
   Write("tokenizer", "spaces", "  leading and trailing  \t\n");
-  Write("tokenizer", "unicode", "caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x98\x80 \xe2\x82\xac");
+  Write("tokenizer", "unicode",
+        "caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x98\x80 \xe2\x82\xac");
   Write("tokenizer", "invalid_utf8", "ok \xc3\x28 \xed\xa0\x80 \xff\xfe");
   Write("tokenizer", "controls", std::string("\0\x01\x1b[0m<s></s><0x0A>", 18));
   Write("tokenizer", "one_byte", "x");

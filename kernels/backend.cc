@@ -107,8 +107,7 @@ absl::Status Backend::CopyLogitsToHost(const LogitsView& logits, std::vector<flo
   return ToRowMajor(host_view, row_major);
 }
 
-absl::Status Backend::VerifyAccept(const LogitsView& logits,
-                                   absl::Span<const VerifyChain> chains,
+absl::Status Backend::VerifyAccept(const LogitsView& logits, absl::Span<const VerifyChain> chains,
                                    std::vector<VerifyOutcome>* outcomes) {
   std::vector<float> row_major;
   absl::Status status = CopyLogitsToHost(logits, &row_major);

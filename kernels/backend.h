@@ -84,12 +84,12 @@ struct StepPlan {
     std::vector<int32_t> block_table;  // Physical block ids covering all keys.
     std::vector<int32_t> parents;      // Empty = chain; else row_count entries.
   };
-  int block_size = 16;                // Tokens per KV block.
-  std::vector<int32_t> tokens;        // [rows] token ids.
-  std::vector<int32_t> positions;     // [rows] RoPE positions (context_length + depth).
-  std::vector<int64_t> kv_slots;      // [rows] physical slot of each new key/value.
+  int block_size = 16;             // Tokens per KV block.
+  std::vector<int32_t> tokens;     // [rows] token ids.
+  std::vector<int32_t> positions;  // [rows] RoPE positions (context_length + depth).
+  std::vector<int64_t> kv_slots;   // [rows] physical slot of each new key/value.
   std::vector<Sequence> sequences;
-  std::vector<int32_t> logit_rows;    // Rows whose logits are wanted, ascending.
+  std::vector<int32_t> logit_rows;  // Rows whose logits are wanted, ascending.
 
   int num_rows() const { return static_cast<int>(tokens.size()); }
 };
@@ -141,8 +141,7 @@ class Backend {
   // elements; `owner` keeps it alive. A backend may keep the host pointer (cpu, f32)
   // or convert and copy it (cuda: bf16 in device memory).
   virtual absl::StatusOr<Weight> UploadWeight(const void* data, DType dtype, int64_t rows,
-                                              int64_t cols,
-                                              std::shared_ptr<const void> owner) = 0;
+                                              int64_t cols, std::shared_ptr<const void> owner) = 0;
 
   // Prepares the metadata of one forward pass; valid until destroyed.
   virtual absl::StatusOr<std::unique_ptr<PreparedStep>> Prepare(const StepPlan& plan) = 0;
@@ -170,8 +169,8 @@ class Backend {
   // num_kv_heads)). Keys are reduced in logical index order. q: [rows, num_heads *
   // head_dim]; out: same shape. scale is usually 1/sqrt(head_dim).
   virtual void Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
-                         const float* k_cache, const float* v_cache, int num_heads,
-                         float scale, float* out) = 0;
+                         const float* k_cache, const float* v_cache, int num_heads, float scale,
+                         float* out) = 0;
   // out[i] = silu(gate[i]) * up[i] for i < n.
   virtual void SiluMul(const float* gate, const float* up, size_t n, float* out) = 0;
   // x[i] += y[i] for i < n.
@@ -197,8 +196,7 @@ class Backend {
   // call (a malformed view, a chain outside the rows, a failed copy) are returned,
   // per-chain acceptance errors are in VerifyOutcome::status. Synchronizes.
   // The default copies the logits to the host and runs HostVerifyAccept there.
-  virtual absl::Status VerifyAccept(const LogitsView& logits,
-                                    absl::Span<const VerifyChain> chains,
+  virtual absl::Status VerifyAccept(const LogitsView& logits, absl::Span<const VerifyChain> chains,
                                     std::vector<VerifyOutcome>* outcomes);
 
   // ---- draft proposals (kernels/accept/draft_sample.h) ----

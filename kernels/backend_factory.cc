@@ -11,8 +11,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const std::string& name, in
                                                      int device) {
   if (name == "cpu") return MakeCpuBackend(threads);
   if (name != "cuda") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown backend '", name, "' (cpu or cuda)"));
+    return absl::InvalidArgumentError(absl::StrCat("unknown backend '", name, "' (cpu or cuda)"));
   }
   if (device < 0) {
     return absl::InvalidArgumentError(absl::StrCat("CUDA device ", device, " is negative"));

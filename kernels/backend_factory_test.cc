@@ -27,9 +27,8 @@ TEST(BackendFactoryTest, Cuda) {
   auto backend = MakeBackend("cuda", 1, devices + 1);
   if (devices == 0) {
     ASSERT_FALSE(backend.ok());
-    EXPECT_EQ(backend.status().code(), cuda::CompiledWithCuda()
-                                           ? absl::StatusCode::kUnavailable
-                                           : absl::StatusCode::kUnimplemented);
+    EXPECT_EQ(backend.status().code(), cuda::CompiledWithCuda() ? absl::StatusCode::kUnavailable
+                                                                : absl::StatusCode::kUnimplemented);
     EXPECT_EQ(backend.status().message().rfind("CUDA backend not available", 0), 0u)
         << backend.status();
     std::printf("no CUDA device: %s\n", backend.status().ToString().c_str());

@@ -5,15 +5,15 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 #include "model/utf8.h"
 
 namespace tandem {
 namespace internal {
 namespace {
 
-constexpr absl::string_view kSpaceSymbol = "\xE2\x96\x81";  // U+2581 "▁"
+constexpr absl::string_view kSpaceSymbol = "\xE2\x96\x81";           // U+2581 "▁"
 constexpr absl::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
 
 // Length of the character at the start of `text` (which is well-formed; 1 for a
@@ -100,8 +100,7 @@ std::string Normalize(const SentencePieceModel& model, absl::string_view text) {
   return normalized;
 }
 
-std::vector<int> EncodeNormalized(const SentencePieceModel& model,
-                                  absl::string_view normalized) {
+std::vector<int> EncodeNormalized(const SentencePieceModel& model, absl::string_view normalized) {
   std::vector<Symbol> symbols;
   for (size_t begin = 0; begin < normalized.size();) {
     const absl::string_view rest = normalized.substr(begin);
@@ -160,8 +159,8 @@ std::vector<int> EncodeNormalized(const SentencePieceModel& model,
       const absl::string_view piece = stack.back();
       stack.pop_back();
       const int id = model.PieceToId(piece);
-      const auto origin = model.type(id) == PieceType::kUnused ? unused_origin.find(piece)
-                                                                : unused_origin.end();
+      const auto origin =
+          model.type(id) == PieceType::kUnused ? unused_origin.find(piece) : unused_origin.end();
       if (origin == unused_origin.end()) {
         pieces.emplace_back(piece, id);
       } else {
@@ -204,8 +203,7 @@ std::string DecodeIds(const SentencePieceModel& model, absl::Span<const int> ids
     }
     bytes.clear();
   };
-  const bool strip_leading_space =
-      model.add_dummy_prefix() || model.remove_extra_whitespaces();
+  const bool strip_leading_space = model.add_dummy_prefix() || model.remove_extra_whitespaces();
   bool at_start = at_text_start;  // Still expecting the dummy-prefix space.
   bool stripped_space = false;    // The previous piece lost its leading "▁".
   for (const int id : ids) {
@@ -225,8 +223,8 @@ std::string DecodeIds(const SentencePieceModel& model, absl::Span<const int> ids
     absl::string_view piece = model.piece(id);
     if (at_start && strip_leading_space) {
       // With remove_extra_whitespaces every leading "▁" goes, not only the first.
-      stripped_space = absl::ConsumePrefix(&piece, kSpaceSymbol) &&
-                       !model.remove_extra_whitespaces();
+      stripped_space =
+          absl::ConsumePrefix(&piece, kSpaceSymbol) && !model.remove_extra_whitespaces();
     }
     text += absl::StrReplaceAll(piece, {{kSpaceSymbol, " "}});
   }

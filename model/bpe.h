@@ -29,8 +29,7 @@ std::string Normalize(const SentencePieceModel& model, absl::string_view text);
 // from. A symbol outside the vocabulary becomes its UTF-8 bytes' <0xNN> pieces with
 // byte fallback, else the unknown id (one for each run of unknown symbols).
 // O(n log n) in the length of the text.
-std::vector<int> EncodeNormalized(const SentencePieceModel& model,
-                                  absl::string_view normalized);
+std::vector<int> EncodeNormalized(const SentencePieceModel& model, absl::string_view normalized);
 
 // Text of `ids` (each in [0, vocab_size())). "▁" decodes to a space, control pieces
 // to nothing, the unknown piece to the model's unk_surface (" ⁇ " by default). Each

@@ -1,10 +1,10 @@
 #include "model/bpe.h"
 
-#include <string>
-#include <vector>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 #include "model/sentencepiece_test_models.h"
 
@@ -104,14 +104,20 @@ TEST(BpeEncodeTest, UnknownCharactersBecomeBytesOrOneUnknownPerRun) {
   EXPECT_THAT(Pieces(*with_bytes, "<s>"), ElementsAre("<0x3C>", "<0x73>", "<0x3E>"));
 
   const auto without_bytes = ParseOrDie(Letters(/*byte_fallback=*/false));
-  EXPECT_THAT(EncodeNormalized(*without_bytes, "\xC3\xA9\xE2\x82\xAC" "a\xC3\xA9"),
+  EXPECT_THAT(EncodeNormalized(*without_bytes,
+                               "\xC3\xA9\xE2\x82\xAC"
+                               "a\xC3\xA9"),
               ElementsAre(0, without_bytes->FindMergeable("a"), 0));
 }
 
 TEST(BpeNormalizeTest, DummyPrefixEscapingAndExtraWhitespace) {
   TestModelProto proto = Letters();
   const auto plain = ParseOrDie(proto);
-  EXPECT_EQ(Normalize(*plain, " a  b\t"), "\xE2\x96\x81" "a" "\xE2\x96\x81\xE2\x96\x81" "b\t");
+  EXPECT_EQ(Normalize(*plain, " a  b\t"),
+            "\xE2\x96\x81"
+            "a"
+            "\xE2\x96\x81\xE2\x96\x81"
+            "b\t");
   EXPECT_EQ(Normalize(*plain, ""), "");
 
   proto.mutable_normalizer_spec()->set_add_dummy_prefix(true);
@@ -179,8 +185,7 @@ TEST(BpeDecodeTest, ByteRunsBecomeUtf8WithReplacementForBadBytes) {
   EXPECT_EQ(DecodeIds(*model, bytes("\xE4\xB8"), true), fffd + fffd);
   EXPECT_EQ(DecodeIds(*model, bytes("\xC0\x80"), true), fffd + fffd);
   EXPECT_EQ(DecodeIds(*model, bytes("\xED\xA0\x80"), true), fffd + fffd + fffd);
-  EXPECT_EQ(DecodeIds(*model, bytes("\xE4\xB8\xE4\xB8\x96"), true),
-            fffd + fffd + "\xE4\xB8\x96");
+  EXPECT_EQ(DecodeIds(*model, bytes("\xE4\xB8\xE4\xB8\x96"), true), fffd + fffd + "\xE4\xB8\x96");
   EXPECT_EQ(DecodeIds(*model, bytes("\xEF\xBF\xBD"), true), fffd);
   // A piece between bytes splits the run: E2 | 82 AC are decoded separately.
   std::vector<int> split = bytes("\xE2");

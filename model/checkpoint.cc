@@ -3,9 +3,8 @@
 #include <sys/stat.h>
 
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -49,10 +48,10 @@ absl::StatusOr<std::map<std::string, std::string>> ReadIndex(const std::string& 
   std::map<std::string, std::string> weight_map;
   for (const auto& [tensor, shard] : root["weight_map"].items()) {
     if (!shard.is_string() || !IsSafeRelativePath(shard.get<std::string>())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": weight_map entry \"", tensor,
-          "\" must name a shard file inside the model directory, got ",
-          shard.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": weight_map entry \"", tensor,
+                       "\" must name a shard file inside the model directory, got ",
+                       shard.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     }
     weight_map[tensor] = shard.get<std::string>();
   }
@@ -79,8 +78,8 @@ absl::StatusOr<Checkpoint> Checkpoint::Open(const std::string& model_dir) {
     return checkpoint;
   }
   if (!FileExists(index_path)) {
-    return absl::NotFoundError(absl::StrCat(model_dir, ": neither ", kSingleFile, " nor ",
-                                            kIndexFile, " exists"));
+    return absl::NotFoundError(
+        absl::StrCat(model_dir, ": neither ", kSingleFile, " nor ", kIndexFile, " exists"));
   }
   auto weight_map = ReadIndex(index_path);
   if (!weight_map.ok()) return weight_map.status();
@@ -91,8 +90,7 @@ absl::StatusOr<Checkpoint> Checkpoint::Open(const std::string& model_dir) {
       const std::string shard_path = absl::StrCat(model_dir, "/", shard_name);
       if (!FileExists(shard_path)) {
         return absl::NotFoundError(absl::StrCat(index_path, ": shard \"", shard_name,
-                                                "\" (for tensor \"", tensor,
-                                                "\") does not exist"));
+                                                "\" (for tensor \"", tensor, "\") does not exist"));
       }
       auto file = SafetensorsFile::Open(shard_path);
       if (!file.ok()) return file.status();
@@ -101,8 +99,8 @@ absl::StatusOr<Checkpoint> Checkpoint::Open(const std::string& model_dir) {
     }
     if (!it->second->Contains(tensor)) {
       return absl::InvalidArgumentError(absl::StrCat(index_path, ": tensor \"", tensor,
-                                                     "\" is assigned to shard \"",
-                                                     shard_name, "\", which lacks it"));
+                                                     "\" is assigned to shard \"", shard_name,
+                                                     "\", which lacks it"));
     }
     checkpoint.tensor_to_file_[tensor] = it->second;
   }
@@ -128,8 +126,7 @@ std::string Checkpoint::FileOf(absl::string_view name) const {
 absl::StatusOr<SafetensorsTensorView> Checkpoint::Find(absl::string_view name) const {
   auto it = tensor_to_file_.find(name);
   if (it == tensor_to_file_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat(dir_, ": checkpoint has no tensor \"", name, "\""));
+    return absl::NotFoundError(absl::StrCat(dir_, ": checkpoint has no tensor \"", name, "\""));
   }
   return it->second->Find(name);
 }

@@ -4,9 +4,8 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -31,8 +30,7 @@ constexpr long long kMaxPositions = 1LL << 26;
 class FieldReader {
  public:
   // `field_prefix` is prepended to field names in messages (e.g. "rope_scaling.").
-  FieldReader(const Json& object, const std::string& source,
-              const std::string& field_prefix = "")
+  FieldReader(const Json& object, const std::string& source, const std::string& field_prefix = "")
       : object_(object), source_(source), field_prefix_(field_prefix) {}
 
   absl::Status Error(const std::string& field, const std::string& what) const {
@@ -58,14 +56,13 @@ class FieldReader {
     return IntValue(object_.at(field), field, min_value, max_value, out);
   }
 
-  absl::Status IntValue(const Json& value, const std::string& field,
-                        long long min_value, long long max_value, int* out) const {
+  absl::Status IntValue(const Json& value, const std::string& field, long long min_value,
+                        long long max_value, int* out) const {
     long long parsed = 0;
     if (value.is_number_unsigned()) {
       const auto unsigned_value = value.get<unsigned long long>();
       if (unsigned_value > static_cast<unsigned long long>(max_value)) {
-        return Error(field, absl::StrCat("is ", unsigned_value, ", above the limit ",
-                                         max_value));
+        return Error(field, absl::StrCat("is ", unsigned_value, ", above the limit ", max_value));
       }
       parsed = static_cast<long long>(unsigned_value);
     } else if (value.is_number_integer()) {
@@ -74,16 +71,15 @@ class FieldReader {
       return Error(field, absl::StrCat("must be an integer, got ", value.dump()));
     }
     if (parsed < min_value || parsed > max_value) {
-      return Error(field, absl::StrCat("is ", parsed, ", outside [", min_value, ", ",
-                                       max_value, "]"));
+      return Error(field,
+                   absl::StrCat("is ", parsed, ", outside [", min_value, ", ", max_value, "]"));
     }
     *out = static_cast<int>(parsed);
     return absl::OkStatus();
   }
 
   // Positive finite number; `fallback` when absent.
-  absl::Status PositiveNumber(const std::string& field, const double* fallback,
-                              double* out) const {
+  absl::Status PositiveNumber(const std::string& field, const double* fallback, double* out) const {
     if (!Has(field)) {
       if (fallback == nullptr) return Error(field, "is missing");
       *out = *fallback;
@@ -152,8 +148,7 @@ absl::Status ParseArchitecture(const FieldReader& reader, LlamaConfig* config) {
                           "is missing (and so is model_type): cannot tell whether this "
                           "is a Llama-family model");
     }
-    config->architecture =
-        model_type == "mistral" ? "MistralForCausalLM" : "LlamaForCausalLM";
+    config->architecture = model_type == "mistral" ? "MistralForCausalLM" : "LlamaForCausalLM";
     return absl::OkStatus();
   }
   const Json& list = reader.object().at("architectures");
@@ -173,9 +168,9 @@ absl::Status ParseArchitecture(const FieldReader& reader, LlamaConfig* config) {
       }
     }
   }
-  return reader.Error("architectures",
-                      absl::StrCat("is ", list.dump(),
-                                   "; supported: LlamaForCausalLM, MistralForCausalLM"));
+  return reader.Error(
+      "architectures",
+      absl::StrCat("is ", list.dump(), "; supported: LlamaForCausalLM, MistralForCausalLM"));
 }
 
 absl::Status ParseRopeScaling(const FieldReader& reader, RopeScaling* scaling) {
@@ -195,9 +190,8 @@ absl::Status ParseRopeScaling(const FieldReader& reader, RopeScaling* scaling) {
   }
   if (type == "default") return absl::OkStatus();
   if (type != "linear" && type != "llama3") {
-    return fields.Error(type_field,
-                        absl::StrCat("has type \"", type,
-                                     "\"; supported: default, linear, llama3"));
+    return fields.Error(
+        type_field, absl::StrCat("has type \"", type, "\"; supported: default, linear, llama3"));
   }
   double factor = 0;
   if (auto status = fields.PositiveNumber("factor", nullptr, &factor); !status.ok()) {
@@ -214,14 +208,13 @@ absl::Status ParseRopeScaling(const FieldReader& reader, RopeScaling* scaling) {
   absl::Status status = fields.PositiveNumber("low_freq_factor", nullptr, &low);
   if (status.ok()) status = fields.PositiveNumber("high_freq_factor", nullptr, &high);
   if (status.ok()) {
-    status = fields.Int("original_max_position_embeddings", 1, kMaxPositions, nullptr,
-                        &original_max);
+    status =
+        fields.Int("original_max_position_embeddings", 1, kMaxPositions, nullptr, &original_max);
   }
   if (!status.ok()) return status;
   if (!(low < high)) {
     return fields.Error("low_freq_factor",
-                        absl::StrCat("(", low, ") must be below high_freq_factor (", high,
-                                     ")"));
+                        absl::StrCat("(", low, ") must be below high_freq_factor (", high, ")"));
   }
   scaling->low_freq_factor = static_cast<float>(low);
   scaling->high_freq_factor = static_cast<float>(high);
@@ -255,8 +248,7 @@ absl::Status ParseTokenIds(const FieldReader& reader, LlamaConfig* config) {
     return absl::OkStatus();
   }
   int id = 0;
-  if (auto status = reader.IntValue(value, "eos_token_id", 0, kMaxVocab - 1, &id);
-      !status.ok()) {
+  if (auto status = reader.IntValue(value, "eos_token_id", 0, kMaxVocab - 1, &id); !status.ok()) {
     return status;
   }
   config->eos_token_ids.push_back(id);
@@ -280,41 +272,39 @@ absl::Status CheckUnsupportedFeatures(const FieldReader& reader) {
 }
 
 absl::Status ParseSizes(const FieldReader& reader, LlamaConfig* config) {
-  absl::Status status =
-      reader.Int("vocab_size", 1, kMaxVocab, nullptr, &config->vocab_size);
-  if (status.ok()) status = reader.Int("hidden_size", 1, kMaxHidden, nullptr,
-                                       &config->hidden_size);
-  if (status.ok()) status = reader.Int("intermediate_size", 1, kMaxIntermediate, nullptr,
-                                       &config->intermediate_size);
-  if (status.ok()) status = reader.Int("num_hidden_layers", 1, kMaxLayers, nullptr,
-                                       &config->num_layers);
-  if (status.ok()) status = reader.Int("num_attention_heads", 1, kMaxHeads, nullptr,
-                                       &config->num_heads);
-  if (status.ok()) status = reader.Int("num_key_value_heads", 1, kMaxHeads,
-                                       &config->num_heads, &config->num_kv_heads);
+  absl::Status status = reader.Int("vocab_size", 1, kMaxVocab, nullptr, &config->vocab_size);
+  if (status.ok()) status = reader.Int("hidden_size", 1, kMaxHidden, nullptr, &config->hidden_size);
+  if (status.ok())
+    status =
+        reader.Int("intermediate_size", 1, kMaxIntermediate, nullptr, &config->intermediate_size);
+  if (status.ok())
+    status = reader.Int("num_hidden_layers", 1, kMaxLayers, nullptr, &config->num_layers);
+  if (status.ok())
+    status = reader.Int("num_attention_heads", 1, kMaxHeads, nullptr, &config->num_heads);
+  if (status.ok())
+    status =
+        reader.Int("num_key_value_heads", 1, kMaxHeads, &config->num_heads, &config->num_kv_heads);
   if (!status.ok()) return status;
   if (config->num_heads % config->num_kv_heads != 0) {
-    return reader.Error("num_key_value_heads",
-                        absl::StrCat("(", config->num_kv_heads,
-                                     ") must divide num_attention_heads (",
-                                     config->num_heads, ")"));
+    return reader.Error("num_key_value_heads", absl::StrCat("(", config->num_kv_heads,
+                                                            ") must divide num_attention_heads (",
+                                                            config->num_heads, ")"));
   }
   if (reader.Has("head_dim")) {
     status = reader.Int("head_dim", 1, kMaxHeadDim, nullptr, &config->head_dim);
     if (!status.ok()) return status;
   } else {
     if (config->hidden_size % config->num_heads != 0) {
-      return reader.Error("hidden_size",
-                          absl::StrCat("(", config->hidden_size,
-                                       ") is not divisible by num_attention_heads (",
-                                       config->num_heads,
-                                       ") and head_dim is not given"));
+      return reader.Error(
+          "hidden_size",
+          absl::StrCat("(", config->hidden_size, ") is not divisible by num_attention_heads (",
+                       config->num_heads, ") and head_dim is not given"));
     }
     config->head_dim = config->hidden_size / config->num_heads;
   }
   if (config->head_dim % 2 != 0) {
-    return reader.Error("head_dim", absl::StrCat("(", config->head_dim,
-                                                 ") must be even for rotary embeddings"));
+    return reader.Error(
+        "head_dim", absl::StrCat("(", config->head_dim, ") must be even for rotary embeddings"));
   }
   const int default_max_positions = 2048;
   return reader.Int("max_position_embeddings", 1, kMaxPositions, &default_max_positions,
@@ -337,12 +327,10 @@ absl::Status ParseConfigObject(const FieldReader& reader, LlamaConfig* config) {
   }
   const double default_eps = 1e-6, default_theta = 10000.0;
   double eps = 0, theta = 0;
-  if (auto status = reader.PositiveNumber("rms_norm_eps", &default_eps, &eps);
-      !status.ok()) {
+  if (auto status = reader.PositiveNumber("rms_norm_eps", &default_eps, &eps); !status.ok()) {
     return status;
   }
-  if (auto status = reader.PositiveNumber("rope_theta", &default_theta, &theta);
-      !status.ok()) {
+  if (auto status = reader.PositiveNumber("rope_theta", &default_theta, &theta); !status.ok()) {
     return status;
   }
   config->rms_norm_eps = static_cast<float>(eps);
@@ -363,8 +351,8 @@ absl::Status ParseConfigObject(const FieldReader& reader, LlamaConfig* config) {
   }
   if (config->bos_token_id >= config->vocab_size) {
     return reader.Error("bos_token_id",
-                        absl::StrCat("(", config->bos_token_id,
-                                     ") is not below vocab_size (", config->vocab_size, ")"));
+                        absl::StrCat("(", config->bos_token_id, ") is not below vocab_size (",
+                                     config->vocab_size, ")"));
   }
   return reader.String("torch_dtype", &config->torch_dtype);
 }
@@ -375,10 +363,10 @@ long long LlamaConfig::NumParameters() const {
   const long long hidden = hidden_size;
   const long long q_width = static_cast<long long>(num_heads) * head_dim;
   const long long kv_width = static_cast<long long>(num_kv_heads) * head_dim;
-  const long long per_layer = 2 * hidden                      // two RMSNorm weights
-                              + hidden * q_width              // q_proj
-                              + 2 * hidden * kv_width         // k_proj, v_proj
-                              + q_width * hidden              // o_proj
+  const long long per_layer = 2 * hidden                         // two RMSNorm weights
+                              + hidden * q_width                 // q_proj
+                              + 2 * hidden * kv_width            // k_proj, v_proj
+                              + q_width * hidden                 // o_proj
                               + 3 * hidden * intermediate_size;  // gate, up, down
   const long long embeddings = static_cast<long long>(vocab_size) * hidden;
   return embeddings * (tie_word_embeddings ? 1 : 2) + hidden + num_layers * per_layer;

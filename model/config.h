@@ -20,14 +20,14 @@ struct RopeScaling {
 };
 
 struct LlamaConfig {
-  std::string architecture;      // "LlamaForCausalLM" (also Mistral-style GQA models).
+  std::string architecture;  // "LlamaForCausalLM" (also Mistral-style GQA models).
   int vocab_size = 0;
   int hidden_size = 0;
   int intermediate_size = 0;
-  int num_layers = 0;            // num_hidden_layers
-  int num_heads = 0;             // num_attention_heads
-  int num_kv_heads = 0;          // num_key_value_heads (defaults to num_heads)
-  int head_dim = 0;              // head_dim, or hidden_size / num_heads
+  int num_layers = 0;    // num_hidden_layers
+  int num_heads = 0;     // num_attention_heads
+  int num_kv_heads = 0;  // num_key_value_heads (defaults to num_heads)
+  int head_dim = 0;      // head_dim, or hidden_size / num_heads
   float rms_norm_eps = 1e-6f;
   float rope_theta = 10000.0f;
   RopeScaling rope_scaling;
@@ -35,7 +35,7 @@ struct LlamaConfig {
   int max_position_embeddings = 2048;
   int bos_token_id = 1;
   std::vector<int> eos_token_ids;  // At least one.
-  std::string torch_dtype;       // As stored in config.json (informational).
+  std::string torch_dtype;         // As stored in config.json (informational).
 
   // Parameters of the whole (unsharded) model.
   long long NumParameters() const;

@@ -1,10 +1,10 @@
 #include "model/config.h"
 
-#include <cmath>
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
 
 namespace tandem {
 namespace {
@@ -222,9 +222,9 @@ TEST(RopeTest, Llama3ThreeBandsByHand) {
   config.rope_scaling = {RopeScaling::Type::kLlama3, 8.0f, 1.0f, 4.0f, 1000};
   auto frequencies = RopeInverseFrequencies(config);
   ASSERT_EQ(frequencies.size(), 3u);
-  EXPECT_FLOAT_EQ(frequencies[0], 1.0f);                    // unchanged
-  EXPECT_FLOAT_EQ(frequencies[1], 0.0464158883f);           // unchanged
-  EXPECT_FLOAT_EQ(frequencies[2], 0.00215443469f / 8.0f);   // divided by factor
+  EXPECT_FLOAT_EQ(frequencies[0], 1.0f);                   // unchanged
+  EXPECT_FLOAT_EQ(frequencies[1], 0.0464158883f);          // unchanged
+  EXPECT_FLOAT_EQ(frequencies[2], 0.00215443469f / 8.0f);  // divided by factor
 
   // head_dim 4: f_1 = 0.01 has wavelength 628.3, in the medium band. Smooth factor
   // s = (1000 / 628.3185 - 1) / 3 = 0.1971834; f = (1 - s) * 0.01 / 8 + s * 0.01,
@@ -261,9 +261,12 @@ TEST(RopeTest, Llama31MatchesReferenceFormulation) {
   for (size_t j = 0; j < reference.size(); ++j) {
     EXPECT_NEAR(frequencies[j], reference[j], 1e-7 * reference[j]) << "j=" << j;
     const double original = 1.0 / std::pow(500000.0, 2.0 * j / 128);
-    if (std::abs(reference[j] - original) < 1e-12 * original) ++high;
-    else if (std::abs(reference[j] - original / 8) < 1e-12 * original) ++low;
-    else ++medium;
+    if (std::abs(reference[j] - original) < 1e-12 * original)
+      ++high;
+    else if (std::abs(reference[j] - original / 8) < 1e-12 * original)
+      ++low;
+    else
+      ++medium;
   }
   // The configuration exercises all three bands.
   EXPECT_GT(low, 0);

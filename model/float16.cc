@@ -35,8 +35,7 @@ float HalfToFloat(uint16_t bits) {
       --float_exponent;
     }
     mantissa &= 0x3FFu;
-    return BitsToFloat(sign | (static_cast<uint32_t>(float_exponent) << 23) |
-                       (mantissa << 13));
+    return BitsToFloat(sign | (static_cast<uint32_t>(float_exponent) << 23) | (mantissa << 13));
   }
   return BitsToFloat(sign | ((exponent + 127 - 15) << 23) | (mantissa << 13));
 }
@@ -75,9 +74,7 @@ uint16_t FloatToHalf(float value) {
   return sign | static_cast<uint16_t>(half);
 }
 
-float BFloat16ToFloat(uint16_t bits) {
-  return BitsToFloat(static_cast<uint32_t>(bits) << 16);
-}
+float BFloat16ToFloat(uint16_t bits) { return BitsToFloat(static_cast<uint32_t>(bits) << 16); }
 
 uint16_t FloatToBFloat16(float value) {
   const uint32_t bits = FloatBits(value);

@@ -1,13 +1,13 @@
 #include "model/float16.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace tandem {
 namespace {
@@ -44,14 +44,14 @@ TEST(Float16Test, KnownHalfBitPatterns) {
   EXPECT_EQ(HalfToFloat(0x3C00), 1.0f);
   EXPECT_EQ(HalfToFloat(0xC000), -2.0f);
   EXPECT_EQ(HalfToFloat(0x3555), 0.333251953125f);
-  EXPECT_EQ(HalfToFloat(0x7BFF), 65504.0f);              // Largest finite.
-  EXPECT_EQ(HalfToFloat(0x0400), std::ldexp(1.0f, -14));  // Smallest normal.
-  EXPECT_EQ(HalfToFloat(0x0001), std::ldexp(1.0f, -24));  // Smallest subnormal.
+  EXPECT_EQ(HalfToFloat(0x7BFF), 65504.0f);                  // Largest finite.
+  EXPECT_EQ(HalfToFloat(0x0400), std::ldexp(1.0f, -14));     // Smallest normal.
+  EXPECT_EQ(HalfToFloat(0x0001), std::ldexp(1.0f, -24));     // Smallest subnormal.
   EXPECT_EQ(HalfToFloat(0x03FF), std::ldexp(1023.0f, -24));  // Largest subnormal.
   EXPECT_EQ(HalfToFloat(0x7C00), std::numeric_limits<float>::infinity());
   EXPECT_EQ(HalfToFloat(0xFC00), -std::numeric_limits<float>::infinity());
   EXPECT_TRUE(std::isnan(HalfToFloat(0x7E00)));
-  EXPECT_TRUE(std::isnan(HalfToFloat(0x7C01)));  // Signalling NaN stays NaN.
+  EXPECT_TRUE(std::isnan(HalfToFloat(0x7C01)));       // Signalling NaN stays NaN.
   EXPECT_EQ(Bits(HalfToFloat(0x8000)), 0x80000000u);  // Negative zero.
 
   EXPECT_EQ(FloatToHalf(1.0f), 0x3C00);
@@ -62,9 +62,9 @@ TEST(Float16Test, KnownHalfBitPatterns) {
   EXPECT_EQ(FloatToHalf(1e10f), 0x7C00);
   EXPECT_EQ(FloatToHalf(-std::numeric_limits<float>::infinity()), 0xFC00);
   EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);
-  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -25)), 0x0000);   // Tie to even (zero).
-  EXPECT_EQ(FloatToHalf(std::ldexp(1.5f, -25)), 0x0001);   // Above the tie.
-  EXPECT_EQ(FloatToHalf(std::ldexp(3.0f, -25)), 0x0002);   // Tie 1.5 ulp -> even 2.
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -25)), 0x0000);  // Tie to even (zero).
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.5f, -25)), 0x0001);  // Above the tie.
+  EXPECT_EQ(FloatToHalf(std::ldexp(3.0f, -25)), 0x0002);  // Tie 1.5 ulp -> even 2.
   EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -30)), 0x0000);
   EXPECT_EQ(FloatToHalf(-0.0f), 0x8000);
   EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3C00);  // Tie to even.
@@ -143,8 +143,8 @@ TEST(BFloat16Test, KnownBitPatterns) {
   EXPECT_EQ(BFloat16ToFloat(0xC040), -3.0f);
   EXPECT_EQ(BFloat16ToFloat(0x4049), 3.140625f);
   EXPECT_EQ(BFloat16ToFloat(0x7F7F), 3.3895313892515355e38f);  // Largest finite.
-  EXPECT_EQ(BFloat16ToFloat(0x0001), std::ldexp(1.0f, -133));   // Smallest subnormal.
-  EXPECT_EQ(BFloat16ToFloat(0x0080), std::ldexp(1.0f, -126));   // Smallest normal.
+  EXPECT_EQ(BFloat16ToFloat(0x0001), std::ldexp(1.0f, -133));  // Smallest subnormal.
+  EXPECT_EQ(BFloat16ToFloat(0x0080), std::ldexp(1.0f, -126));  // Smallest normal.
   EXPECT_EQ(BFloat16ToFloat(0x7F80), std::numeric_limits<float>::infinity());
   EXPECT_EQ(BFloat16ToFloat(0xFF80), -std::numeric_limits<float>::infinity());
   EXPECT_TRUE(std::isnan(BFloat16ToFloat(0x7FC0)));
@@ -152,7 +152,7 @@ TEST(BFloat16Test, KnownBitPatterns) {
   EXPECT_EQ(Bits(BFloat16ToFloat(0x8000)), 0x80000000u);
 
   EXPECT_EQ(FloatToBFloat16(1.0f), 0x3F80);
-  EXPECT_EQ(FloatToBFloat16(3.14159265f), 0x4049);  // 3.140625 is nearest.
+  EXPECT_EQ(FloatToBFloat16(3.14159265f), 0x4049);            // 3.140625 is nearest.
   EXPECT_EQ(FloatToBFloat16(FromBits(0x3F808000u)), 0x3F80);  // Tie, even stays.
   EXPECT_EQ(FloatToBFloat16(FromBits(0x3F818000u)), 0x3F82);  // Tie, odd rounds up.
   EXPECT_EQ(FloatToBFloat16(FromBits(0x3F808001u)), 0x3F81);  // Above the tie.

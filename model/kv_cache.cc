@@ -8,8 +8,8 @@
 namespace tandem {
 
 size_t KvBytesPerBlock(int num_layers, int block_size, int kv_heads_local, int head_dim) {
-  return size_t(num_layers) * 2 * size_t(block_size) * size_t(kv_heads_local) *
-         size_t(head_dim) * sizeof(float);
+  return size_t(num_layers) * 2 * size_t(block_size) * size_t(kv_heads_local) * size_t(head_dim) *
+         sizeof(float);
 }
 
 KvCache::KvCache(int num_blocks, int block_size)
@@ -38,9 +38,9 @@ absl::StatusOr<KvCache> KvCache::ForBudget(size_t budget_bytes, size_t bytes_per
   }
   const size_t blocks = budget_bytes / bytes_per_block;
   if (blocks < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "KvCache: a budget of ", budget_bytes, " bytes holds no block of ",
-        bytes_per_block, " bytes; raise the KV cache budget"));
+    return absl::InvalidArgumentError(absl::StrCat("KvCache: a budget of ", budget_bytes,
+                                                   " bytes holds no block of ", bytes_per_block,
+                                                   " bytes; raise the KV cache budget"));
   }
   if (blocks > size_t(std::numeric_limits<int32_t>::max())) {
     return absl::InvalidArgumentError(
@@ -61,16 +61,16 @@ absl::Status KvCache::Reserve(uint64_t seq_id, int new_length) {
   auto it = sequences_.find(seq_id);
   const int length = it == sequences_.end() ? 0 : it->second.length;
   if (new_length < 0 || new_length < length) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("KvCache::Reserve: sequence ", seq_id, " has length ", length,
-                     "; cannot reserve to ", new_length, " (use Truncate to shrink)"));
+    return absl::InvalidArgumentError(absl::StrCat("KvCache::Reserve: sequence ", seq_id,
+                                                   " has length ", length, "; cannot reserve to ",
+                                                   new_length, " (use Truncate to shrink)"));
   }
   const int needed = BlocksNeeded(seq_id, new_length);
   if (needed > free_blocks()) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "KV cache full: sequence ", seq_id, " needs ", needed, " more blocks of ",
-        block_size_, " tokens to reach length ", new_length, " but only ", free_blocks(),
-        " of ", total_blocks_, " blocks are free"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("KV cache full: sequence ", seq_id, " needs ", needed, " more blocks of ",
+                     block_size_, " tokens to reach length ", new_length, " but only ",
+                     free_blocks(), " of ", total_blocks_, " blocks are free"));
   }
   Sequence& seq = it == sequences_.end() ? sequences_[seq_id] : it->second;
   for (int i = 0; i < needed; ++i) {
@@ -84,14 +84,13 @@ absl::Status KvCache::Reserve(uint64_t seq_id, int new_length) {
 absl::Status KvCache::Truncate(uint64_t seq_id, int length) {
   auto it = sequences_.find(seq_id);
   if (it == sequences_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("KvCache::Truncate: unknown sequence ", seq_id));
+    return absl::NotFoundError(absl::StrCat("KvCache::Truncate: unknown sequence ", seq_id));
   }
   Sequence& seq = it->second;
   if (length < 0 || length > seq.length) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("KvCache::Truncate: sequence ", seq_id, " has length ", seq.length,
-                     "; cannot truncate to ", length));
+    return absl::InvalidArgumentError(absl::StrCat("KvCache::Truncate: sequence ", seq_id,
+                                                   " has length ", seq.length,
+                                                   "; cannot truncate to ", length));
   }
   const size_t keep = static_cast<size_t>(BlocksFor(length));
   while (seq.blocks.size() > keep) {
@@ -127,8 +126,7 @@ absl::StatusOr<int> KvCache::Length(uint64_t seq_id) const {
 absl::StatusOr<const std::vector<int32_t>*> KvCache::BlockTable(uint64_t seq_id) const {
   auto it = sequences_.find(seq_id);
   if (it == sequences_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("KvCache::BlockTable: unknown sequence ", seq_id));
+    return absl::NotFoundError(absl::StrCat("KvCache::BlockTable: unknown sequence ", seq_id));
   }
   return &it->second.blocks;
 }
@@ -140,12 +138,11 @@ absl::StatusOr<int64_t> KvCache::SlotOf(uint64_t seq_id, int logical_index) cons
   }
   const std::vector<int32_t>& blocks = it->second.blocks;
   if (logical_index < 0 || logical_index / block_size_ >= static_cast<int>(blocks.size())) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "KvCache::SlotOf: sequence ", seq_id, " has ", blocks.size(),
-        " blocks; logical index ", logical_index, " has no slot"));
+    return absl::OutOfRangeError(absl::StrCat("KvCache::SlotOf: sequence ", seq_id, " has ",
+                                              blocks.size(), " blocks; logical index ",
+                                              logical_index, " has no slot"));
   }
-  return int64_t(blocks[logical_index / block_size_]) * block_size_ +
-         logical_index % block_size_;
+  return int64_t(blocks[logical_index / block_size_]) * block_size_ + logical_index % block_size_;
 }
 
 }  // namespace tandem

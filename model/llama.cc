@@ -32,11 +32,16 @@ absl::Status LlamaModel::EnsureScratch(int rows, int logit_rows) {
       size_t width;
     };
     const Item items[] = {
-        {&x_, hidden},          {&normed_, hidden},
-        {&q_, heads_local_ * hd}, {&k_, kv_heads_local_ * hd},
-        {&v_, kv_heads_local_ * hd}, {&attn_, heads_local_ * hd},
-        {&proj_, hidden},       {&gate_, size_t(intermediate_local_)},
-        {&up_, size_t(intermediate_local_)}, {&act_, size_t(intermediate_local_)},
+        {&x_, hidden},
+        {&normed_, hidden},
+        {&q_, heads_local_ * hd},
+        {&k_, kv_heads_local_ * hd},
+        {&v_, kv_heads_local_ * hd},
+        {&attn_, heads_local_ * hd},
+        {&proj_, hidden},
+        {&gate_, size_t(intermediate_local_)},
+        {&up_, size_t(intermediate_local_)},
+        {&act_, size_t(intermediate_local_)},
     };
     for (const Item& item : items) {
       auto buffer = AllocateFloats(backend_, n * item.width);
@@ -46,8 +51,8 @@ absl::Status LlamaModel::EnsureScratch(int rows, int logit_rows) {
     scratch_rows_ = static_cast<int>(n);
   }
   if (logit_rows > scratch_logit_rows_) {
-    const size_t n = std::max(logit_rows, std::min(options_.max_batch_tokens,
-                                                   2 * scratch_logit_rows_));
+    const size_t n =
+        std::max(logit_rows, std::min(options_.max_batch_tokens, 2 * scratch_logit_rows_));
     auto in = AllocateFloats(backend_, n * hidden);
     if (!in.ok()) return in.status();
     auto normed = AllocateFloats(backend_, n * hidden);
@@ -94,39 +99,38 @@ absl::Status LlamaModel::Validate(const std::vector<SequenceInput>& batch) {
     const bool known = cache_.Contains(in.seq_id);
     const int cached = known ? *cache_.Length(in.seq_id) : 0;
     if (in.start_position < 0 || in.start_position > cached) {
-      return absl::InvalidArgumentError(absl::StrCat(where(), ": start_position ",
-                                                     in.start_position, " but ", cached,
-                                                     " tokens are cached"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          where(), ": start_position ", in.start_position, " but ", cached, " tokens are cached"));
     }
     int max_depth = n - 1;
     if (!in.parents.empty()) {
       if (static_cast<int>(in.parents.size()) != n) {
-        return absl::InvalidArgumentError(absl::StrCat(where(), ": ", in.parents.size(),
-                                                       " parents for ", n, " tokens"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where(), ": ", in.parents.size(), " parents for ", n, " tokens"));
       }
       depth_.resize(n);
       max_depth = 0;
       for (int i = 0; i < n; ++i) {
         const int p = in.parents[i];
         if (p < -1 || p >= i) {
-          return absl::InvalidArgumentError(absl::StrCat(
-            where(), ": parents[", i, "] = ", p, " must be in [-1, ", i, ")"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(where(), ": parents[", i, "] = ", p, " must be in [-1, ", i, ")"));
         }
         depth_[i] = p < 0 ? 0 : depth_[p] + 1;
         max_depth = std::max(max_depth, depth_[i]);
       }
     }
     if (int64_t(in.start_position) + max_depth >= config_.max_position_embeddings) {
-      return absl::InvalidArgumentError(absl::StrCat(
-            where(), ": position ", int64_t(in.start_position) + max_depth,
-          " is past max_position_embeddings ", config_.max_position_embeddings));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(), ": position ", int64_t(in.start_position) + max_depth,
+                       " is past max_position_embeddings ", config_.max_position_embeddings));
     }
     for (size_t j = 0; j < in.logit_indices.size(); ++j) {
       const int idx = in.logit_indices[j];
       if (idx < 0 || idx >= n || (j > 0 && idx <= in.logit_indices[j - 1])) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where(), ": logit_indices must be strictly ascending in [0, ", n, "), got ", idx,
-            " at ", j));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where(), ": logit_indices must be strictly ascending in [0, ", n,
+                         "), got ", idx, " at ", j));
       }
     }
     const int held = known ? cache_.BlocksFor(cached) : 0;
@@ -138,10 +142,10 @@ absl::Status LlamaModel::Validate(const std::vector<SequenceInput>& batch) {
                                                    options_.max_batch_tokens));
   }
   if (net_blocks > cache_.free_blocks()) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "KV cache full: the batch needs ", net_blocks, " more blocks of ",
-        cache_.block_size(), " tokens but only ", cache_.free_blocks(), " of ",
-        cache_.total_blocks(), " are free; release or shorten sequences"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("KV cache full: the batch needs ", net_blocks, " more blocks of ",
+                     cache_.block_size(), " tokens but only ", cache_.free_blocks(), " of ",
+                     cache_.total_blocks(), " are free; release or shorten sequences"));
   }
   return absl::OkStatus();
 }
@@ -212,8 +216,7 @@ absl::StatusOr<LogitsView> LlamaModel::ComputeLogits() {
     backend_->MatMul(normed_.f32(), rows, l.v_proj, v_.f32());
     backend_->Rope(step, q_.f32(), heads_local_, c.head_dim, inv_freq_.data());
     backend_->Rope(step, k_.f32(), kv_heads_local_, c.head_dim, inv_freq_.data());
-    backend_->WriteKv(step, k_.f32(), v_.f32(), kv_layout_, k_cache_[i].f32(),
-                      v_cache_[i].f32());
+    backend_->WriteKv(step, k_.f32(), v_.f32(), kv_layout_, k_cache_[i].f32(), v_cache_[i].f32());
     backend_->Attention(step, q_.f32(), kv_layout_, k_cache_[i].f32(), v_cache_[i].f32(),
                         heads_local_, scale, attn_.f32());
     backend_->MatMul(attn_.f32(), rows, l.o_proj, proj_.f32());
@@ -238,8 +241,7 @@ absl::StatusOr<LogitsView> LlamaModel::ComputeLogits() {
   }
   // Only the requested rows go through the final norm and the LM head.
   backend_->GatherRows(x, hidden, plan_.logit_rows, logit_in_.f32());
-  backend_->RmsNorm(logit_in_.f32(), final_norm_, num_logits, hidden, eps,
-                    logit_normed_.f32());
+  backend_->RmsNorm(logit_in_.f32(), final_norm_, num_logits, hidden, eps, logit_normed_.f32());
   backend_->MatMul(logit_normed_.f32(), num_logits, lm_head_, logits_local_.f32());
   if (comm_ == nullptr) return LogitsView{logits_local_.f32(), num_logits, c.vocab_size, 1};
   status = backend_->Synchronize();
@@ -357,22 +359,22 @@ absl::Status LlamaModel::KeepPath(uint64_t seq_id, int start_position,
   if (it == last_forward_.end() || it->second.start_position != start_position ||
       *length != start_position + it->second.rows) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "KeepPath: sequence ", seq_id, " was not last fed at start_position ",
-        start_position, " with its cache unchanged since (cached length ", *length, ")"));
+        "KeepPath: sequence ", seq_id, " was not last fed at start_position ", start_position,
+        " with its cache unchanged since (cached length ", *length, ")"));
   }
   const LastForward& last = it->second;
   for (size_t j = 0; j < accepted_rows.size(); ++j) {
     const int row = accepted_rows[j];
     if (row < 0 || row >= last.rows) {
-      return absl::InvalidArgumentError(absl::StrCat("KeepPath: row ", row,
-                                                     " is outside [0, ", last.rows, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("KeepPath: row ", row, " is outside [0, ", last.rows, ")"));
     }
     const int parent = last.parents.empty() ? row - 1 : last.parents[row];
     const int expected = j == 0 ? -1 : accepted_rows[j - 1];
     if (parent != expected) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "KeepPath: accepted rows are not a root-to-node path: row ", row,
-          " has parent ", parent, ", expected ", expected));
+      return absl::InvalidArgumentError(
+          absl::StrCat("KeepPath: accepted rows are not a root-to-node path: row ", row,
+                       " has parent ", parent, ", expected ", expected));
     }
   }
   // Sources are strictly ascending and each is >= its destination, so copying in
@@ -386,9 +388,9 @@ absl::Status LlamaModel::KeepPath(uint64_t seq_id, int start_position,
     const int64_t dst = *cache_.SlotOf(seq_id, dst_logical);
     for (int l = 0; l < config_.num_layers; ++l) {
       for (const Buffer* buffer : {&k_cache_[l], &v_cache_[l]}) {
-        absl::Status status = backend_->CopyOnDevice(buffer->f32() + src * slot_floats,
-                                                     buffer->f32() + dst * slot_floats,
-                                                     slot_floats * sizeof(float));
+        absl::Status status =
+            backend_->CopyOnDevice(buffer->f32() + src * slot_floats,
+                                   buffer->f32() + dst * slot_floats, slot_floats * sizeof(float));
         if (!status.ok()) return status;
       }
     }

@@ -46,8 +46,8 @@ struct LlamaModelOptions {
   // KV cache memory of this rank in bytes (K and V of all layers); rounded down to
   // whole blocks of KvBytesPerBlock(layers, block_size, local KV heads, head_dim).
   size_t kv_cache_bytes = size_t(64) << 20;
-  int block_size = 16;              // Tokens per KV block.
-  int max_batch_tokens = 1024;      // Most new tokens (rows) in one Forward.
+  int block_size = 16;          // Tokens per KV block.
+  int max_batch_tokens = 1024;  // Most new tokens (rows) in one Forward.
   absl::Duration collective_timeout = absl::Seconds(60);
 };
 
@@ -90,9 +90,8 @@ class LlamaModel {
   // weights' tp_rank/tp_size. INVALID_ARGUMENT on inconsistent shapes or options;
   // RESOURCE_EXHAUSTED when the backend cannot allocate the KV cache.
   static absl::StatusOr<std::unique_ptr<LlamaModel>> Create(const LlamaWeights& weights,
-                                                           Backend* backend,
-                                                           Communicator* comm,
-                                                           const LlamaModelOptions& options);
+                                                            Backend* backend, Communicator* comm,
+                                                            const LlamaModelOptions& options);
 
   // Runs one forward pass over `batch` (distinct seq_ids) and replaces the contents of
   // `logits` with [num_requested, vocab_size] float32, row-major, full vocabulary, in
@@ -168,8 +167,7 @@ class LlamaModel {
     std::vector<int32_t> parents;  // Empty = chain.
   };
 
-  LlamaModel(Backend* backend, Communicator* comm, const LlamaModelOptions& options,
-             KvCache cache);
+  LlamaModel(Backend* backend, Communicator* comm, const LlamaModelOptions& options, KvCache cache);
   absl::Status UploadWeights(const LlamaWeights& weights);
   absl::Status AllocateKv();
   absl::Status EnsureScratch(int rows, int logit_rows);

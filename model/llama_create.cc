@@ -1,82 +1,76 @@
 // LlamaModel construction: shape checks, weight upload and KV cache allocation.
-#include "model/llama.h"
-
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "model/llama.h"
 
 namespace tandem {
 namespace {
 
-absl::Status CheckShape(const HostTensor& t, int64_t rows, int64_t cols,
-                        const std::string& name) {
+absl::Status CheckShape(const HostTensor& t, int64_t rows, int64_t cols, const std::string& name) {
   if (t.data == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("LlamaModel: weight ", name, " is missing"));
   }
   if (t.rows != rows || t.cols != cols) {
-    return absl::InvalidArgumentError(absl::StrCat("LlamaModel: weight ", name, " is [",
-                                                   t.rows, ", ", t.cols, "], expected [",
-                                                   rows, ", ", cols, "]"));
+    return absl::InvalidArgumentError(absl::StrCat("LlamaModel: weight ", name, " is [", t.rows,
+                                                   ", ", t.cols, "], expected [", rows, ", ", cols,
+                                                   "]"));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-LlamaModel::LlamaModel(Backend* backend, Communicator* comm,
-                       const LlamaModelOptions& options, KvCache cache)
+LlamaModel::LlamaModel(Backend* backend, Communicator* comm, const LlamaModelOptions& options,
+                       KvCache cache)
     : backend_(backend), comm_(comm), options_(options), cache_(std::move(cache)) {}
 
-absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(
-    const LlamaWeights& weights, Backend* backend, Communicator* comm,
-    const LlamaModelOptions& options) {
+absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const LlamaWeights& weights,
+                                                               Backend* backend, Communicator* comm,
+                                                               const LlamaModelOptions& options) {
   if (backend == nullptr) return absl::InvalidArgumentError("LlamaModel: backend is null");
   const LlamaConfig& c = weights.config;
   const int tp = weights.tp_size;
   if (tp < 1 || weights.tp_rank < 0 || weights.tp_rank >= tp) {
-    return absl::InvalidArgumentError(absl::StrCat("LlamaModel: bad tensor-parallel rank ",
-                                                   weights.tp_rank, " of ", tp));
+    return absl::InvalidArgumentError(
+        absl::StrCat("LlamaModel: bad tensor-parallel rank ", weights.tp_rank, " of ", tp));
   }
   if (comm != nullptr && comm->size() == 1) comm = nullptr;
   if (tp > 1 && (comm == nullptr || comm->size() != tp || comm->rank() != weights.tp_rank)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "LlamaModel: weights are rank ", weights.tp_rank, " of ", tp,
-        " but the communicator is ",
+        "LlamaModel: weights are rank ", weights.tp_rank, " of ", tp, " but the communicator is ",
         comm == nullptr ? std::string("absent")
                         : absl::StrCat("rank ", comm->rank(), " of ", comm->size())));
   }
   if (tp == 1 && comm != nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "LlamaModel: weights are unsharded but the communicator has ", comm->size(),
-        " ranks"));
+        "LlamaModel: weights are unsharded but the communicator has ", comm->size(), " ranks"));
   }
   if (c.vocab_size < 1 || c.hidden_size < 1 || c.num_layers < 1 || c.num_heads < 1 ||
-      c.num_kv_heads < 1 || c.head_dim < 2 || c.head_dim % 2 != 0 ||
-      c.intermediate_size < 1 || c.max_position_embeddings < 1) {
+      c.num_kv_heads < 1 || c.head_dim < 2 || c.head_dim % 2 != 0 || c.intermediate_size < 1 ||
+      c.max_position_embeddings < 1) {
     return absl::InvalidArgumentError("LlamaModel: config has non-positive dimensions");
   }
   if (c.num_heads % tp != 0 || (c.num_kv_heads % tp != 0 && tp % c.num_kv_heads != 0) ||
       c.vocab_size % tp != 0 || c.intermediate_size % tp != 0 ||
       c.num_heads % c.num_kv_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "LlamaModel: heads ", c.num_heads, ", vocab ", c.vocab_size,
-        " and intermediate size ", c.intermediate_size, " must divide by tp ", tp,
-        ", KV heads ", c.num_kv_heads, " by tp or tp by them, and heads by KV heads"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("LlamaModel: heads ", c.num_heads, ", vocab ", c.vocab_size,
+                     " and intermediate size ", c.intermediate_size, " must divide by tp ", tp,
+                     ", KV heads ", c.num_kv_heads, " by tp or tp by them, and heads by KV heads"));
   }
   if (options.block_size < 1 || options.max_batch_tokens < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "LlamaModel: block_size (", options.block_size, ") and max_batch_tokens (",
-        options.max_batch_tokens, ") must be >= 1"));
+    return absl::InvalidArgumentError(absl::StrCat("LlamaModel: block_size (", options.block_size,
+                                                   ") and max_batch_tokens (",
+                                                   options.max_batch_tokens, ") must be >= 1"));
   }
   const int kv_local = LocalKvHeads(c, tp);  // Replicated when tp > KV heads.
-  const size_t per_block =
-      KvBytesPerBlock(c.num_layers, options.block_size, kv_local, c.head_dim);
+  const size_t per_block = KvBytesPerBlock(c.num_layers, options.block_size, kv_local, c.head_dim);
   auto cache = KvCache::ForBudget(options.kv_cache_bytes, per_block, options.block_size);
   if (!cache.ok()) return cache.status();
 
-  std::unique_ptr<LlamaModel> model(
-      new LlamaModel(backend, comm, options, *std::move(cache)));
+  std::unique_ptr<LlamaModel> model(new LlamaModel(backend, comm, options, *std::move(cache)));
   model->config_ = c;
   model->tp_rank_ = weights.tp_rank;
   model->tp_size_ = tp;
@@ -86,8 +80,8 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(
   model->vocab_local_ = c.vocab_size / tp;
   if (weights.vocab_begin != int64_t(weights.tp_rank) * model->vocab_local_) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "LlamaModel: rank ", weights.tp_rank, " lm_head slice starts at ",
-        weights.vocab_begin, ", expected ", int64_t(weights.tp_rank) * model->vocab_local_));
+        "LlamaModel: rank ", weights.tp_rank, " lm_head slice starts at ", weights.vocab_begin,
+        ", expected ", int64_t(weights.tp_rank) * model->vocab_local_));
   }
   model->inv_freq_ = RopeInverseFrequencies(c);
   if (static_cast<int>(model->inv_freq_.size()) != c.head_dim / 2) {
@@ -103,32 +97,30 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(
 absl::Status LlamaModel::UploadWeights(const LlamaWeights& w) {
   const LlamaConfig& c = config_;
   const int64_t hidden = c.hidden_size, hd = c.head_dim;
-  auto upload = [&](const HostTensor& t, int64_t rows, int64_t cols,
-                    const std::string& name, Weight* out) -> absl::Status {
+  auto upload = [&](const HostTensor& t, int64_t rows, int64_t cols, const std::string& name,
+                    Weight* out) -> absl::Status {
     absl::Status status = CheckShape(t, rows, cols, name);
     if (!status.ok()) return status;
     auto weight = backend_->UploadWeight(t.data, t.dtype, t.rows, t.cols, t.owner);
     if (!weight.ok()) {
-      return absl::Status(weight.status().code(),
-                          absl::StrCat("LlamaModel: uploading ", name, ": ",
-                                       weight.status().message()));
+      return absl::Status(weight.status().code(), absl::StrCat("LlamaModel: uploading ", name, ": ",
+                                                               weight.status().message()));
     }
     *out = *std::move(weight);
     return absl::OkStatus();
   };
-#define TANDEM_RETURN_IF_ERROR(expr)         \
-  do {                                       \
-    absl::Status _status = (expr);           \
-    if (!_status.ok()) return _status;       \
+#define TANDEM_RETURN_IF_ERROR(expr)   \
+  do {                                 \
+    absl::Status _status = (expr);     \
+    if (!_status.ok()) return _status; \
   } while (0)
-  TANDEM_RETURN_IF_ERROR(upload(w.embed_tokens, c.vocab_size, hidden, "embed_tokens",
-                                &embed_tokens_));
+  TANDEM_RETURN_IF_ERROR(
+      upload(w.embed_tokens, c.vocab_size, hidden, "embed_tokens", &embed_tokens_));
   TANDEM_RETURN_IF_ERROR(upload(w.final_norm, 1, hidden, "norm", &final_norm_));
   TANDEM_RETURN_IF_ERROR(upload(w.lm_head, vocab_local_, hidden, "lm_head", &lm_head_));
   if (static_cast<int>(w.layers.size()) != c.num_layers) {
-    return absl::InvalidArgumentError(absl::StrCat("LlamaModel: ", w.layers.size(),
-                                                   " layers given, config says ",
-                                                   c.num_layers));
+    return absl::InvalidArgumentError(
+        absl::StrCat("LlamaModel: ", w.layers.size(), " layers given, config says ", c.num_layers));
   }
   layers_.resize(c.num_layers);
   const int64_t q_rows = heads_local_ * hd, kv_rows = kv_heads_local_ * hd;
@@ -142,8 +134,8 @@ absl::Status LlamaModel::UploadWeights(const LlamaWeights& w) {
     TANDEM_RETURN_IF_ERROR(upload(lw.k_proj, kv_rows, hidden, p + "k_proj", &l.k_proj));
     TANDEM_RETURN_IF_ERROR(upload(lw.v_proj, kv_rows, hidden, p + "v_proj", &l.v_proj));
     TANDEM_RETURN_IF_ERROR(upload(lw.o_proj, hidden, q_rows, p + "o_proj", &l.o_proj));
-    TANDEM_RETURN_IF_ERROR(upload(lw.post_attn_norm, 1, hidden,
-                                  p + "post_attention_layernorm", &l.post_attn_norm));
+    TANDEM_RETURN_IF_ERROR(
+        upload(lw.post_attn_norm, 1, hidden, p + "post_attention_layernorm", &l.post_attn_norm));
     TANDEM_RETURN_IF_ERROR(upload(lw.gate_proj, inter, hidden, p + "gate_proj", &l.gate_proj));
     TANDEM_RETURN_IF_ERROR(upload(lw.up_proj, inter, hidden, p + "up_proj", &l.up_proj));
     TANDEM_RETURN_IF_ERROR(upload(lw.down_proj, hidden, inter, p + "down_proj", &l.down_proj));

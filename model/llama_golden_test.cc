@@ -5,9 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <set>
-
 #include <fstream>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "gtest/gtest.h"
@@ -24,8 +23,8 @@ constexpr char kGoldenDir[] = "tests/reference/goldens";
 
 // Goldens that must exist and pass: the bundled pair and the random checkpoints.
 const std::vector<std::string> kExpectedGoldens = {
-    "target", "draft", "tiny_f16_hd20_kv1", "tiny_bf16_llama3_tied", "tiny_f32_sharded",
-    "tiny_f32_tp"};
+    "target",           "draft",      "tiny_f16_hd20_kv1", "tiny_bf16_llama3_tied",
+    "tiny_f32_sharded", "tiny_f32_tp"};
 
 // Tolerance per logit: |got - want| <= kAbsTol + kRelTol * |want|. The goldens are
 // float64; the same oracle run in float32 lands 1e-5..2.5e-5 away from them on the

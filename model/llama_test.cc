@@ -117,8 +117,7 @@ TEST_F(LlamaTest, MatchesDoublePrecisionReference) {
 TEST_F(LlamaTest, IncrementalDecodeIsBitwiseFullForward) {
   const std::vector<int32_t> tokens = RandomTokens(30, config_.vocab_size, 5);
   const std::vector<float> full = Run(model_.get(), {Seq(1, 0, tokens, Range(0, 30))});
-  const std::vector<float> prefill =
-      Run(model_.get(), {Seq(2, 0, Slice(tokens, 0, 10), {9})});
+  const std::vector<float> prefill = Run(model_.get(), {Seq(2, 0, Slice(tokens, 0, 10), {9})});
   ExpectBitwiseEqual(prefill, Row(full, 9), "prefill last row");
   for (int t = 10; t < 30; ++t) {
     const std::vector<float> step = Run(model_.get(), {Seq(2, t, {tokens[t]}, {0})});
@@ -173,18 +172,17 @@ TEST_F(LlamaTest, BatchInvariance) {
   Run(model_.get(), {Seq(10, 0, Slice(other, 0, 9), {}), Seq(11, 0, Slice(other, 0, 30), {})});
   Run(model_.get(), {Seq(3, 0, Slice(tokens, 0, 16), {}), Seq(4, 0, Slice(tokens, 0, 16), {})});
   const std::vector<float> mixed_a =
-      Run(model_.get(), {Seq(10, 9, {other[9]}, {0}),
-                         Seq(3, 16, Slice(tokens, 16, 21), Range(0, 5)),
-                         Seq(11, 30, Slice(other, 30, 37), {0, 3, 6}),
-                         Seq(12, 0, Slice(other, 0, 33), {32})});
+      Run(model_.get(),
+          {Seq(10, 9, {other[9]}, {0}), Seq(3, 16, Slice(tokens, 16, 21), Range(0, 5)),
+           Seq(11, 30, Slice(other, 30, 37), {0, 3, 6}), Seq(12, 0, Slice(other, 0, 33), {32})});
   const int v = config_.vocab_size;
   ExpectBitwiseEqual(std::vector<float>(mixed_a.begin() + v, mixed_a.begin() + 6 * v),
                      one_at_a_time, "chunk in a mixed batch");
-  const std::vector<float> mixed_b =
-      Run(model_.get(), {Seq(13, 0, Slice(other, 0, 3), {0, 1, 2}),
-                         Seq(4, 16, Slice(tokens, 16, 21), Range(0, 5))});
-  ExpectBitwiseEqual(std::vector<float>(mixed_b.begin() + 3 * v, mixed_b.end()),
-                     one_at_a_time, "chunk last in a batch");
+  const std::vector<float> mixed_b = Run(
+      model_.get(),
+      {Seq(13, 0, Slice(other, 0, 3), {0, 1, 2}), Seq(4, 16, Slice(tokens, 16, 21), Range(0, 5))});
+  ExpectBitwiseEqual(std::vector<float>(mixed_b.begin() + 3 * v, mixed_b.end()), one_at_a_time,
+                     "chunk last in a batch");
 }
 
 TEST_F(LlamaTest, TreeNodesMatchTheirChainsAndKeepPathCompacts) {
@@ -203,8 +201,7 @@ TEST_F(LlamaTest, TreeNodesMatchTheirChainsAndKeepPathCompacts) {
     for (int n = node; n >= 0; n = parents[n]) chain.insert(chain.begin(), tree_tokens[n]);
     const int len = static_cast<int>(chain.size());
     Run(model_.get(), {Seq(next_id, 0, context, {})});
-    const std::vector<float> alone =
-        Run(model_.get(), {Seq(next_id, 10, chain, {len - 1})});
+    const std::vector<float> alone = Run(model_.get(), {Seq(next_id, 10, chain, {len - 1})});
     ExpectBitwiseEqual(Row(tree, node), alone, "tree node " + std::to_string(node));
     ++next_id;
   }
@@ -251,8 +248,7 @@ TEST_F(LlamaTest, InvalidInputIsRejectedAndChangesNothing) {
   const int v = config_.vocab_size;
   // Each bad batch also asks to roll sequence 1 back to 5 and create sequence 2.
   const auto with_valid = [&](SequenceInput bad) {
-    return std::vector<SequenceInput>{Seq(1, 5, {1, 2}, {0}), Seq(2, 0, {3}, {0}),
-                                      std::move(bad)};
+    return std::vector<SequenceInput>{Seq(1, 5, {1, 2}, {0}), Seq(2, 0, {3}, {0}), std::move(bad)};
   };
   const std::vector<std::pair<std::string, std::vector<SequenceInput>>> cases = {
       {"empty batch", {}},
@@ -297,8 +293,8 @@ TEST_F(LlamaTest, InvalidInputIsRejectedAndChangesNothing) {
   VerifyChain past_the_rows;
   past_the_rows.first_row = 1;
   past_the_rows.proposals.resize(1);
-  const absl::Status past = model_->ForwardAccept(with_valid(Seq(3, 0, {1}, {})),
-                                                  {past_the_rows}, &outcomes);
+  const absl::Status past =
+      model_->ForwardAccept(with_valid(Seq(3, 0, {1}, {})), {past_the_rows}, &outcomes);
   EXPECT_EQ(past.code(), absl::StatusCode::kInvalidArgument) << past;
   expect_unchanged("chain past the logit rows");
   // ForwardSampleDrafts: no output, a row past the 3 logit rows, a q_size of 0.
@@ -322,17 +318,15 @@ TEST_F(LlamaTest, InvalidInputIsRejectedAndChangesNothing) {
   EXPECT_EQ(big->Forward({Seq(1, 250, std::vector<int32_t>(7, 1), {})}, &logits).code(),
             absl::StatusCode::kInvalidArgument);
   // A tree of 7 nodes but depth 1 fits (positions 250, 251).
-  EXPECT_TRUE(big->Forward({Seq(1, 250, std::vector<int32_t>(7, 1), {6},
-                                {-1, 0, 0, 0, 0, 0, 0})},
-                           &logits)
-                  .ok());
+  EXPECT_TRUE(
+      big->Forward({Seq(1, 250, std::vector<int32_t>(7, 1), {6}, {-1, 0, 0, 0, 0, 0, 0})}, &logits)
+          .ok());
   EXPECT_EQ(big->Forward({Seq(2, 0, std::vector<int32_t>(257, 1), {})}, &logits).code(),
             absl::StatusCode::kInvalidArgument);
 
   // The cache of sequence 1 still holds exactly the original 10 tokens.
   ExpectBitwiseEqual(Run(model_.get(), {Seq(1, 10, Slice(tokens, 10, 12), {0, 1})}),
-                     Run(model_.get(), {Seq(9, 0, tokens, {10, 11})}),
-                     "after rejected batches");
+                     Run(model_.get(), {Seq(9, 0, tokens, {10, 11})}), "after rejected batches");
 }
 
 TEST_F(LlamaTest, KvBudgetExhaustionAndAccounting) {
@@ -400,8 +394,7 @@ TEST_F(LlamaTest, CreateRejectsInconsistentWeightsAndOptions) {
   bad.layers[1].k_proj.rows -= 1;
   auto model = LlamaModel::Create(bad, backend_.get(), nullptr, DefaultOptions());
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(model.status().message().find("layers.1.k_proj"), std::string::npos)
-      << model.status();
+  EXPECT_NE(model.status().message().find("layers.1.k_proj"), std::string::npos) << model.status();
 
   bad = weights_;
   bad.layers.pop_back();

@@ -105,8 +105,7 @@ LlamaWeights RandomLlamaWeights(const LlamaConfig& c, uint64_t seed) {
   return w;
 }
 
-std::vector<double> ReferenceLogits(const LlamaWeights& w,
-                                    const std::vector<int32_t>& tokens) {
+std::vector<double> ReferenceLogits(const LlamaWeights& w, const std::vector<int32_t>& tokens) {
   const LlamaConfig& c = w.config;
   const int hd = c.head_dim, group = c.num_heads / c.num_kv_heads;
   const std::vector<float> inv_freq = RopeInverseFrequencies(c);

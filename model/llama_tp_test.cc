@@ -35,8 +35,7 @@ constexpr double kRelTol = 1e-4;
 
 // A serving-like scenario on one rank: mixed prefill, verify chunks, rollback, a tree
 // with KeepPath and decode. Returns all logits concatenated, or an error.
-absl::StatusOr<std::vector<float>> RunScenario(const LlamaWeights& weights,
-                                               Communicator* comm) {
+absl::StatusOr<std::vector<float>> RunScenario(const LlamaWeights& weights, Communicator* comm) {
   std::unique_ptr<Backend> backend = MakeCpuBackend(1);
   LlamaModelOptions options;
   options.block_size = 8;
@@ -57,8 +56,8 @@ absl::StatusOr<std::vector<float>> RunScenario(const LlamaWeights& weights,
   const auto slice = [](const std::vector<int32_t>& v, int begin, int end) {
     return std::vector<int32_t>(v.begin() + begin, v.begin() + end);
   };
-  absl::Status status = step({Seq(1, 0, slice(a, 0, 20), {19}),
-                              Seq(2, 0, slice(b, 0, 7), {0, 1, 2, 3, 4, 5, 6})});
+  absl::Status status =
+      step({Seq(1, 0, slice(a, 0, 20), {19}), Seq(2, 0, slice(b, 0, 7), {0, 1, 2, 3, 4, 5, 6})});
   if (status.ok()) {
     status = step({Seq(1, 20, slice(a, 20, 25), {0, 1, 2, 3, 4}), Seq(2, 7, {b[7]}, {0})});
   }
@@ -102,7 +101,8 @@ std::vector<T> RunOnRanks(int tp, const char* checkpoint, Run run) {
 // Runs the scenario on `tp` ranks; returns each rank's logits.
 std::vector<std::vector<float>> RunTensorParallel(int tp, const char* checkpoint = kCheckpoint) {
   return RunOnRanks<std::vector<float>>(
-      tp, checkpoint, [](const LlamaWeights& w, Communicator* comm) { return RunScenario(w, comm); });
+      tp, checkpoint,
+      [](const LlamaWeights& w, Communicator* comm) { return RunScenario(w, comm); });
 }
 
 bool BitwiseEqual(const std::vector<float>& a, const std::vector<float>& b) {
@@ -160,11 +160,11 @@ enum class StepCall { kForward, kAccept, kSampleDrafts };
 // What one rank saw of a verify step run with Forward, ForwardAccept or
 // ForwardSampleDrafts.
 struct VerifyStepResult {
-  std::vector<float> logits;              // The verify step's logits (Forward).
-  std::vector<VerifyOutcome> outcomes;    // ForwardAccept.
-  std::vector<DraftProposal> proposals;   // ForwardSampleDrafts.
-  std::vector<int> cached;              // Cached lengths of sequences 1..3 afterwards.
-  std::vector<float> next;              // Logits of the step after it.
+  std::vector<float> logits;             // The verify step's logits (Forward).
+  std::vector<VerifyOutcome> outcomes;   // ForwardAccept.
+  std::vector<DraftProposal> proposals;  // ForwardSampleDrafts.
+  std::vector<int> cached;               // Cached lengths of sequences 1..3 afterwards.
+  std::vector<float> next;               // Logits of the step after it.
 };
 
 // Three chains over the 7 logit rows of the verify step below: sequence 1's rows 0..3
@@ -215,8 +215,8 @@ std::vector<DraftRow> DraftRows() {
 // a prefill chunk of sequence 3 rides along, sequence 2 rolls back one token and
 // verifies 2) with `call` on rank 0 (the other ranks run Forward, as group followers
 // do), then one more decode step.
-absl::StatusOr<VerifyStepResult> RunVerifyStep(const LlamaWeights& weights,
-                                               Communicator* comm, StepCall call) {
+absl::StatusOr<VerifyStepResult> RunVerifyStep(const LlamaWeights& weights, Communicator* comm,
+                                               StepCall call) {
   std::unique_ptr<Backend> backend = MakeCpuBackend(1);
   LlamaModelOptions options;
   options.block_size = 4;
@@ -231,9 +231,8 @@ absl::StatusOr<VerifyStepResult> RunVerifyStep(const LlamaWeights& weights,
     return std::vector<int32_t>(v.begin() + begin, v.begin() + end);
   };
   VerifyStepResult result;
-  absl::Status status =
-      model.Forward({Seq(1, 0, slice(a, 0, 12), {}), Seq(2, 0, slice(b, 0, 5), {})},
-                    &result.logits);
+  absl::Status status = model.Forward(
+      {Seq(1, 0, slice(a, 0, 12), {}), Seq(2, 0, slice(b, 0, 5), {})}, &result.logits);
   if (!status.ok()) return status;
   const std::vector<SequenceInput> verify = {Seq(1, 12, slice(a, 12, 16), {0, 1, 2, 3}),
                                              Seq(3, 0, slice(c, 0, 6), {}),
@@ -258,10 +257,9 @@ absl::StatusOr<VerifyStepResult> RunVerifyStep(const LlamaWeights& weights,
 
 // Runs RunVerifyStep on `tp` ranks; one result per rank.
 std::vector<VerifyStepResult> RunVerifyStepOnRanks(int tp, StepCall call) {
-  return RunOnRanks<VerifyStepResult>(tp, kCheckpoint,
-                                      [call](const LlamaWeights& w, Communicator* comm) {
-                                        return RunVerifyStep(w, comm, call);
-                                      });
+  return RunOnRanks<VerifyStepResult>(
+      tp, kCheckpoint,
+      [call](const LlamaWeights& w, Communicator* comm) { return RunVerifyStep(w, comm, call); });
 }
 
 // Every rank of `got` (rank 0 made another call than Forward) ends the verify step with
@@ -316,8 +314,7 @@ TEST(LlamaForwardSampleDraftsTest, EqualsForwardThenHostSampleDrafts) {
   for (int tp : {1, 2}) {
     SCOPED_TRACE("tp = " + std::to_string(tp));
     const std::vector<VerifyStepResult> plain = RunVerifyStepOnRanks(tp, StepCall::kForward);
-    const std::vector<VerifyStepResult> sampled =
-        RunVerifyStepOnRanks(tp, StepCall::kSampleDrafts);
+    const std::vector<VerifyStepResult> sampled = RunVerifyStepOnRanks(tp, StepCall::kSampleDrafts);
     ASSERT_EQ(plain.size(), size_t(tp));
     ASSERT_EQ(sampled.size(), size_t(tp));
     ASSERT_EQ(plain[0].logits.size(), size_t(7 * 128));
@@ -366,8 +363,8 @@ TEST(LlamaTensorParallelTest, CollectiveFailureRollsTheBatchBack) {
   ASSERT_TRUE(statuses[1].ok()) << statuses[1];
 
   // Only rank 0 runs the next step: it times out in the first all-reduce.
-  const absl::Status status = models[0]->Forward(
-      {Seq(1, 8, {5, 6, 7}, {0}), Seq(2, 0, {1, 2, 3}, {2})}, &logits[0]);
+  const absl::Status status =
+      models[0]->Forward({Seq(1, 8, {5, 6, 7}, {0}), Seq(2, 0, {1, 2, 3}, {2})}, &logits[0]);
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
   EXPECT_EQ(models[0]->CachedLength(1).value_or(-1), 8);
   EXPECT_FALSE(models[0]->CachedLength(2).ok());

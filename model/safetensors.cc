@@ -8,9 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <utility>
-
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -58,8 +57,7 @@ std::string Shown(const Json& value) {
 
 absl::Status TensorError(const std::string& file, absl::string_view tensor,
                          const std::string& what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(file, ": tensor ", Quote(tensor), ": ", what));
+  return absl::InvalidArgumentError(absl::StrCat(file, ": tensor ", Quote(tensor), ": ", what));
 }
 
 // A JSON number that is a non-negative integer representable in uint64.
@@ -77,9 +75,8 @@ bool AsUnsigned(const Json& value, uint64_t* out) {
   return false;
 }
 
-absl::Status ParseTensorInfo(const std::string& file, const std::string& name,
-                             const Json& entry, uint64_t buffer_size,
-                             SafetensorsTensorInfo* info) {
+absl::Status ParseTensorInfo(const std::string& file, const std::string& name, const Json& entry,
+                             uint64_t buffer_size, SafetensorsTensorInfo* info) {
   if (!entry.is_object()) {
     return TensorError(file, name, absl::StrCat("expected an object, got ", Shown(entry)));
   }
@@ -107,9 +104,10 @@ absl::Status ParseTensorInfo(const std::string& file, const std::string& name,
   for (const Json& dim_value : *shape_it) {
     uint64_t dim = 0;
     if (!AsUnsigned(dim_value, &dim) || dim > static_cast<uint64_t>(INT64_MAX)) {
-      return TensorError(file, name, absl::StrCat("shape ", Shown(*shape_it),
-                                                  " has a dimension that is not a "
-                                                  "non-negative integer"));
+      return TensorError(file, name,
+                         absl::StrCat("shape ", Shown(*shape_it),
+                                      " has a dimension that is not a "
+                                      "non-negative integer"));
     }
     info->shape.push_back(static_cast<int64_t>(dim));
     has_zero_dim = has_zero_dim || dim == 0;
@@ -117,38 +115,34 @@ absl::Status ParseTensorInfo(const std::string& file, const std::string& name,
   }
   uint64_t expected_bytes = 0;
   overflow = overflow ||
-             __builtin_mul_overflow(numel, static_cast<uint64_t>(dtype->size),
-                                    &expected_bytes);
+             __builtin_mul_overflow(numel, static_cast<uint64_t>(dtype->size), &expected_bytes);
   if (has_zero_dim) {
     expected_bytes = 0;  // Empty tensor, whatever the other dimensions are.
   } else if (overflow) {
-    return TensorError(file, name,
-                       absl::StrCat("shape ", Shown(*shape_it), " is too large"));
+    return TensorError(file, name, absl::StrCat("shape ", Shown(*shape_it), " is too large"));
   }
 
   auto offsets_it = entry.find("data_offsets");
   if (offsets_it == entry.end() || !offsets_it->is_array() || offsets_it->size() != 2 ||
-      !AsUnsigned((*offsets_it)[0], &info->begin) ||
-      !AsUnsigned((*offsets_it)[1], &info->end)) {
-    return TensorError(file, name,
-                       "\"data_offsets\" must be a list of two non-negative integers");
+      !AsUnsigned((*offsets_it)[0], &info->begin) || !AsUnsigned((*offsets_it)[1], &info->end)) {
+    return TensorError(file, name, "\"data_offsets\" must be a list of two non-negative integers");
   }
   if (info->end < info->begin) {
-    return TensorError(file, name, absl::StrCat("data_offsets [", info->begin, ", ",
-                                                info->end, "] end before they begin"));
+    return TensorError(
+        file, name,
+        absl::StrCat("data_offsets [", info->begin, ", ", info->end, "] end before they begin"));
   }
   if (info->end > buffer_size) {
-    return TensorError(file, name,
-                       absl::StrCat("data_offsets [", info->begin, ", ", info->end,
-                                    "] are beyond the data buffer of ", buffer_size,
-                                    " bytes (file truncated?)"));
+    return TensorError(
+        file, name,
+        absl::StrCat("data_offsets [", info->begin, ", ", info->end,
+                     "] are beyond the data buffer of ", buffer_size, " bytes (file truncated?)"));
   }
   if (info->end - info->begin != expected_bytes) {
     return TensorError(file, name,
-                       absl::StrCat("data_offsets [", info->begin, ", ", info->end,
-                                    "] hold ", info->end - info->begin,
-                                    " bytes but dtype ", dtype->name, " and shape ",
-                                    Shown(*shape_it), " need ", expected_bytes));
+                       absl::StrCat("data_offsets [", info->begin, ", ", info->end, "] hold ",
+                                    info->end - info->begin, " bytes but dtype ", dtype->name,
+                                    " and shape ", Shown(*shape_it), " need ", expected_bytes));
   }
   return absl::OkStatus();
 }
@@ -156,14 +150,13 @@ absl::Status ParseTensorInfo(const std::string& file, const std::string& name,
 absl::Status ParseMetadata(const std::string& file, const Json& value,
                            std::map<std::string, std::string>* metadata) {
   if (!value.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        file, ": \"__metadata__\" must be an object of strings, got ", Shown(value)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": \"__metadata__\" must be an object of strings, got ", Shown(value)));
   }
   for (const auto& [key, item] : value.items()) {
     if (!item.is_string()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(file, ": \"__metadata__\" entry ", Quote(key),
-                       " must be a string, got ", Shown(item)));
+      return absl::InvalidArgumentError(absl::StrCat(file, ": \"__metadata__\" entry ", Quote(key),
+                                                     " must be a string, got ", Shown(item)));
     }
     (*metadata)[key] = item.get<std::string>();
   }
@@ -175,24 +168,22 @@ absl::Status CheckNoOverlap(const std::string& file, const SafetensorsHeader& he
   for (const auto& [name, info] : header.tensors) {
     if (info.end > info.begin) by_offset.push_back({&name, &info});  // Skip empty ones.
   }
-  std::sort(by_offset.begin(), by_offset.end(), [](const auto& a, const auto& b) {
-    return a.second->begin < b.second->begin;
-  });
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const auto& a, const auto& b) { return a.second->begin < b.second->begin; });
   for (size_t i = 1; i < by_offset.size(); ++i) {
     const auto& previous = by_offset[i - 1];
     const auto& current = by_offset[i];
     if (current.second->begin < previous.second->end) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          file, ": tensor ", Quote(*current.first), " (bytes [", current.second->begin,
-          ", ", current.second->end, ")) overlaps tensor ", Quote(*previous.first),
-          " (bytes [", previous.second->begin, ", ", previous.second->end, "))"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": tensor ", Quote(*current.first), " (bytes [", current.second->begin,
+                       ", ", current.second->end, ")) overlaps tensor ", Quote(*previous.first),
+                       " (bytes [", previous.second->begin, ", ", previous.second->end, "))"));
     }
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<SafetensorsHeader> ParseHeaderJson(absl::string_view json_text,
-                                                  uint64_t buffer_size,
+absl::StatusOr<SafetensorsHeader> ParseHeaderJson(absl::string_view json_text, uint64_t buffer_size,
                                                   const std::string& file) {
   const Json root = Json::parse(json_text.begin(), json_text.end(), /*cb=*/nullptr,
                                 /*allow_exceptions=*/false);
@@ -213,8 +204,7 @@ absl::StatusOr<SafetensorsHeader> ParseHeaderJson(absl::string_view json_text,
       continue;
     }
     SafetensorsTensorInfo info;
-    if (auto status = ParseTensorInfo(file, name, entry, buffer_size, &info);
-        !status.ok()) {
+    if (auto status = ParseTensorInfo(file, name, entry, buffer_size, &info); !status.ok()) {
       return status;
     }
     header.tensors.emplace(name, std::move(info));
@@ -248,9 +238,9 @@ absl::StatusOr<SafetensorsHeader> ParseSafetensorsHeader(absl::string_view file_
                                                          uint64_t file_size,
                                                          const std::string& file_name) {
   if (file_size < 8 || file_prefix.size() < 8) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        file_name, ": file is ", file_size,
-        " bytes, shorter than the 8-byte header length of a safetensors file"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_name, ": file is ", file_size,
+                     " bytes, shorter than the 8-byte header length of a safetensors file"));
   }
   uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i) {
@@ -262,19 +252,18 @@ absl::StatusOr<SafetensorsHeader> ParseSafetensorsHeader(absl::string_view file_
                      kMaxSafetensorsHeaderBytes, " bytes (not a safetensors file?)"));
   }
   if (header_size > file_size - 8) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file_name, ": header length ", header_size,
-                     " reaches beyond the end of the ", file_size,
-                     "-byte file (truncated?)"));
+    return absl::InvalidArgumentError(absl::StrCat(file_name, ": header length ", header_size,
+                                                   " reaches beyond the end of the ", file_size,
+                                                   "-byte file (truncated?)"));
   }
   if (file_prefix.size() < 8 + header_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file_name, ": only ", file_prefix.size(),
-                     " bytes were read but the header needs ", 8 + header_size));
+    return absl::InvalidArgumentError(absl::StrCat(file_name, ": only ", file_prefix.size(),
+                                                   " bytes were read but the header needs ",
+                                                   8 + header_size));
   }
   try {
-    auto header = ParseHeaderJson(file_prefix.substr(8, header_size),
-                                  file_size - 8 - header_size, file_name);
+    auto header =
+        ParseHeaderJson(file_prefix.substr(8, header_size), file_size - 8 - header_size, file_name);
     if (header.ok()) header->data_offset = 8 + header_size;
     return header;
   } catch (const std::exception& error) {
@@ -309,9 +298,8 @@ absl::StatusOr<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": cannot map ", size, " bytes: ", std::strerror(map_error)));
   }
-  std::shared_ptr<const void> mapping(address, [size](const void* data) {
-    ::munmap(const_cast<void*>(data), size);
-  });
+  std::shared_ptr<const void> mapping(
+      address, [size](const void* data) { ::munmap(const_cast<void*>(data), size); });
   const auto* bytes = static_cast<const uint8_t*>(address);
   auto header = ParseSafetensorsHeader(
       absl::string_view(reinterpret_cast<const char*>(bytes), size), size, path);
@@ -334,8 +322,7 @@ bool SafetensorsFile::Contains(absl::string_view name) const {
 absl::StatusOr<SafetensorsTensorView> SafetensorsFile::Find(absl::string_view name) const {
   auto it = header_.tensors.find(std::string(name));
   if (it == header_.tensors.end()) {
-    return absl::NotFoundError(
-        absl::StrCat(path_, ": no tensor named ", Quote(name)));
+    return absl::NotFoundError(absl::StrCat(path_, ": no tensor named ", Quote(name)));
   }
   const SafetensorsTensorInfo& info = it->second;
   SafetensorsTensorView view;

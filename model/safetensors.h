@@ -19,8 +19,21 @@
 
 namespace tandem {
 
-enum class SafetensorsDType { kBool, kU8, kI8, kI16, kU16, kF16, kBF16, kI32, kU32, kF32,
-                              kI64, kU64, kF64 };
+enum class SafetensorsDType {
+  kBool,
+  kU8,
+  kI8,
+  kI16,
+  kU16,
+  kF16,
+  kBF16,
+  kI32,
+  kU32,
+  kF32,
+  kI64,
+  kU64,
+  kF64
+};
 
 // Bytes per element of `dtype`.
 int SafetensorsDTypeSize(SafetensorsDType dtype);
@@ -73,8 +86,7 @@ class SafetensorsFile {
  public:
   // Maps and validates the file. NOT_FOUND when it cannot be opened,
   // INVALID_ARGUMENT when it is not a valid safetensors file.
-  static absl::StatusOr<std::shared_ptr<const SafetensorsFile>> Open(
-      const std::string& path);
+  static absl::StatusOr<std::shared_ptr<const SafetensorsFile>> Open(const std::string& path);
 
   const std::string& path() const { return path_; }
   const SafetensorsHeader& header() const { return header_; }
@@ -87,10 +99,12 @@ class SafetensorsFile {
   const std::shared_ptr<const void>& owner() const { return mapping_; }
 
  private:
-  SafetensorsFile(std::string path, SafetensorsHeader header,
-                  std::shared_ptr<const void> mapping, const uint8_t* bytes)
-      : path_(std::move(path)), header_(std::move(header)),
-        mapping_(std::move(mapping)), bytes_(bytes) {}
+  SafetensorsFile(std::string path, SafetensorsHeader header, std::shared_ptr<const void> mapping,
+                  const uint8_t* bytes)
+      : path_(std::move(path)),
+        header_(std::move(header)),
+        mapping_(std::move(mapping)),
+        bytes_(bytes) {}
 
   std::string path_;
   SafetensorsHeader header_;

@@ -3,6 +3,7 @@
 // exercises the parser on hostile input; under --config=asan it also checks memory
 // safety. Seed files named valid_* must parse, invalid_* must be rejected.
 #include <dirent.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -11,8 +12,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "model/safetensors.h"
 
@@ -52,9 +51,7 @@ void RunOne(const std::string& bytes) {
 
 // One random edit in the style of libFuzzer's mutators.
 void Mutate(std::mt19937_64& random, const std::vector<Seed>& seeds, std::string* bytes) {
-  auto pick = [&](size_t bound) {
-    return bound == 0 ? 0 : static_cast<size_t>(random() % bound);
-  };
+  auto pick = [&](size_t bound) { return bound == 0 ? 0 : static_cast<size_t>(random() % bound); };
   static const char kInteresting[] = "\0\xff\x7f\x80\"[]{},:-.e0123456789 ";
   switch (random() % 9) {
     case 0:  // Flip one bit.
@@ -92,9 +89,17 @@ void Mutate(std::mt19937_64& random, const std::vector<Seed>& seeds, std::string
       if (digits.empty()) break;
       size_t begin = digits[pick(digits.size())], end = begin;
       while (end < bytes->size() && (*bytes)[end] >= '0' && (*bytes)[end] <= '9') ++end;
-      static const char* const kNumbers[] = {
-          "0", "1", "-1", "7", "4294967296", "18446744073709551615",
-          "18446744073709551616", "9223372036854775807", "1e308", "2.5", "99999999"};
+      static const char* const kNumbers[] = {"0",
+                                             "1",
+                                             "-1",
+                                             "7",
+                                             "4294967296",
+                                             "18446744073709551615",
+                                             "18446744073709551616",
+                                             "9223372036854775807",
+                                             "1e308",
+                                             "2.5",
+                                             "99999999"};
       bytes->replace(begin, end - begin, kNumbers[pick(sizeof(kNumbers) / sizeof(char*))]);
       break;
     }

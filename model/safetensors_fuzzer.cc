@@ -53,8 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (header.ok()) CheckHeader(*header, size);
   // A prefix of the file (as a streaming reader would pass) must never be read past.
   const size_t prefix_size = size / 2;
-  auto partial = tandem::ParseSafetensorsHeader(bytes.substr(0, prefix_size), size,
-                                                "fuzz.safetensors");
+  auto partial =
+      tandem::ParseSafetensorsHeader(bytes.substr(0, prefix_size), size, "fuzz.safetensors");
   if (partial.ok()) {
     Require(partial->data_offset <= prefix_size);
     CheckHeader(*partial, size);

@@ -1,11 +1,11 @@
 #include "model/safetensors.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "model/safetensors_writer.h"
 
@@ -40,7 +40,9 @@ std::string OneTensor(const std::string& entry, size_t data_size) {
 
 TEST(SafetensorsTest, WritesAndReadsKnownValues) {
   const std::vector<SafetensorsTensorData> tensors = {
-      {"a.f32", SafetensorsDType::kF32, {2, 3},
+      {"a.f32",
+       SafetensorsDType::kF32,
+       {2, 3},
        FloatBytes({1, -2, 3.5f, 0.25f, 1e-3f, -7}, SafetensorsDType::kF32)},
       {"b.f16", SafetensorsDType::kF16, {3}, FloatBytes({1, -0.5f, 65504}, SafetensorsDType::kF16)},
       {"c.bf16", SafetensorsDType::kBF16, {1, 2}, FloatBytes({3, -1}, SafetensorsDType::kBF16)},
@@ -99,9 +101,8 @@ TEST(SafetensorsTest, WritesAndReadsKnownValues) {
 
 TEST(SafetensorsTest, MissingTensorAndFile) {
   const std::string path = TempPath("one.safetensors");
-  ASSERT_TRUE(WriteBinaryFile(path, SerializeSafetensors({{"x", SafetensorsDType::kU8,
-                                                           {2}, "ab"}}))
-                  .ok());
+  ASSERT_TRUE(
+      WriteBinaryFile(path, SerializeSafetensors({{"x", SafetensorsDType::kU8, {2}, "ab"}})).ok());
   auto file = SafetensorsFile::Open(path);
   ASSERT_TRUE(file.ok()) << file.status();
   auto missing = (*file)->Find("y");
@@ -173,10 +174,12 @@ TEST(SafetensorsTest, BadDtypeAndShape) {
                   "has a dimension that is not a non-negative integer");
   }
   ExpectInvalid(OneTensor(R"({"dtype": "U8", "shape": [4294967296, 4294967296],
-                              "data_offsets": [0, 0]})", 0),
+                              "data_offsets": [0, 0]})",
+                          0),
                 "tensor \"w\": shape [4294967296,4294967296] is too large");
   ExpectInvalid(OneTensor(R"({"dtype": "F64", "shape": [2305843009213693952],
-                              "data_offsets": [0, 0]})", 0),
+                              "data_offsets": [0, 0]})",
+                          0),
                 "is too large");
 }
 
@@ -190,8 +193,7 @@ TEST(SafetensorsTest, BadOffsets) {
   ExpectInvalid(OneTensor(R"({"dtype": "F32", "shape": [1], "data_offsets": [4, 8]})", 6),
                 "tensor \"w\": data_offsets [4, 8] are beyond the data buffer of 6 bytes");
   ExpectInvalid(
-      OneTensor(R"({"dtype": "F32", "shape": [1], "data_offsets": [0, 18446744073709551615]})",
-                4),
+      OneTensor(R"({"dtype": "F32", "shape": [1], "data_offsets": [0, 18446744073709551615]})", 4),
       "are beyond the data buffer");
   // Shape/dtype mismatch with the byte range.
   ExpectInvalid(OneTensor(R"({"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 12]})", 24),

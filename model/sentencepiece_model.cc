@@ -40,11 +40,16 @@ int ParseBytePiece(absl::string_view piece) {
 
 const char* ModelTypeName(int type) {
   switch (type) {
-    case TrainerSpec::UNIGRAM: return "UNIGRAM";
-    case TrainerSpec::BPE: return "BPE";
-    case TrainerSpec::WORD: return "WORD";
-    case TrainerSpec::CHAR: return "CHAR";
-    default: return "unknown";
+    case TrainerSpec::UNIGRAM:
+      return "UNIGRAM";
+    case TrainerSpec::BPE:
+      return "BPE";
+    case TrainerSpec::WORD:
+      return "WORD";
+    case TrainerSpec::CHAR:
+      return "CHAR";
+    default:
+      return "unknown";
   }
 }
 
@@ -65,8 +70,8 @@ absl::StatusOr<std::unique_ptr<SentencePieceModel>> SentencePieceModel::Parse(
   }
   const TrainerSpec& trainer = proto.trainer_spec();
   if (trainer.model_type() != TrainerSpec::BPE) {
-    return invalid("unsupported SentencePiece model type ",
-                   ModelTypeName(trainer.model_type()), " (only BPE is supported)");
+    return invalid("unsupported SentencePiece model type ", ModelTypeName(trainer.model_type()),
+                   " (only BPE is supported)");
   }
   if (!proto.normalizer_spec().precompiled_charsmap().empty()) {
     return invalid("unsupported SentencePiece normalizer '", proto.normalizer_spec().name(),
@@ -74,8 +79,8 @@ absl::StatusOr<std::unique_ptr<SentencePieceModel>> SentencePieceModel::Parse(
                    "is supported)");
   }
   if (!proto.denormalizer_spec().precompiled_charsmap().empty()) {
-    return invalid("unsupported SentencePiece denormalizer '",
-                   proto.denormalizer_spec().name(), "' (only none is supported)");
+    return invalid("unsupported SentencePiece denormalizer '", proto.denormalizer_spec().name(),
+                   "' (only none is supported)");
   }
   if (trainer.treat_whitespace_as_suffix()) {
     return invalid("unsupported SentencePiece option treat_whitespace_as_suffix");

@@ -33,8 +33,8 @@ class SentencePieceModel {
   // model type BPE, identity normalisation (an empty precompiled charsmap), no
   // denormaliser, spaces as prefixes. INVALID_ARGUMENT naming `source` (the file)
   // and the problem otherwise.
-  static absl::StatusOr<std::unique_ptr<SentencePieceModel>> Parse(
-      absl::string_view serialized, absl::string_view source);
+  static absl::StatusOr<std::unique_ptr<SentencePieceModel>> Parse(absl::string_view serialized,
+                                                                   absl::string_view source);
 
   int vocab_size() const { return static_cast<int>(pieces_.size()); }
   // Requires 0 <= id < vocab_size().

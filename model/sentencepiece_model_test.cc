@@ -1,10 +1,10 @@
 #include "model/sentencepiece_model.h"
 
-#include <cmath>
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
 
 #include "model/sentencepiece_test_models.h"
 

@@ -28,8 +28,7 @@ TestModelProto MinimalBpeProto(bool byte_fallback) {
   return proto;
 }
 
-int AddPiece(TestModelProto* proto, const std::string& text, float score,
-             TestPiece::Type type) {
+int AddPiece(TestModelProto* proto, const std::string& text, float score, TestPiece::Type type) {
   TestPiece* piece = proto->add_pieces();
   piece->set_piece(text);
   piece->set_score(score);

@@ -47,7 +47,7 @@ uint64_t SplitMix64(uint64_t& state) {
 // constant), generated in parallel chunks seeded from (seed, chunk) so the result does
 // not depend on the thread count.
 absl::StatusOr<std::shared_ptr<std::vector<uint16_t>>> RandomBf16(size_t count, float bound,
-                                                                 bool constant, uint64_t seed) {
+                                                                  bool constant, uint64_t seed) {
   std::shared_ptr<std::vector<uint16_t>> data;
   try {
     data = std::make_shared<std::vector<uint16_t>>(count);
@@ -88,10 +88,10 @@ absl::StatusOr<SyntheticModel> ParseSyntheticModel(const std::string& spec) {
     base = spec.substr(0, colon);
     const std::vector<std::string> parts = absl::StrSplit(spec.substr(colon + 1), '/');
     if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &model.tp_rank) ||
-        !absl::SimpleAtoi(parts[1], &model.tp_size) || model.tp_size < 1 ||
-        model.tp_rank < 0 || model.tp_rank >= model.tp_size) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "synthetic model '", spec, "': expected <model>:R/N with 0 <= R < N"));
+        !absl::SimpleAtoi(parts[1], &model.tp_size) || model.tp_size < 1 || model.tp_rank < 0 ||
+        model.tp_rank >= model.tp_size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("synthetic model '", spec, "': expected <model>:R/N with 0 <= R < N"));
     }
   }
   if (base == "llama-2-70b-shard") base = "llama-2-70b";
@@ -102,9 +102,9 @@ absl::StatusOr<SyntheticModel> ParseSyntheticModel(const std::string& spec) {
   } else if (base == "tiny") {
     model.config = BaseConfig(2, 64, 4, 2, 128, 256);
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "synthetic model '", spec, "': unknown model '", base,
-        "' (llama-2-7b, llama-2-70b, llama-2-70b-shard or tiny)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("synthetic model '", spec, "': unknown model '", base,
+                     "' (llama-2-7b, llama-2-70b, llama-2-70b-shard or tiny)"));
   }
   const LlamaConfig& c = model.config;
   const int n = model.tp_size;
@@ -112,8 +112,7 @@ absl::StatusOr<SyntheticModel> ParseSyntheticModel(const std::string& spec) {
       c.vocab_size % n != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "synthetic model '", spec, "': ", n, " ranks do not divide ", c.num_heads, " heads, ",
-        c.num_kv_heads, " KV heads, MLP ", c.intermediate_size, " and vocabulary ",
-        c.vocab_size));
+        c.num_kv_heads, " KV heads, MLP ", c.intermediate_size, " and vocabulary ", c.vocab_size));
   }
   return model;
 }

@@ -72,7 +72,8 @@ TEST(SyntheticWeightsTest, ShardShapesAndDeterminism) {
   EXPECT_EQ(l.input_norm.At(0, 5), 1.0f);
   const float bound = std::sqrt(3.0f / float(c.hidden_size)) * 1.01f;
   float largest = 0;
-  for (int64_t j = 0; j < l.q_proj.cols; ++j) largest = std::max(largest, std::fabs(l.q_proj.At(3, j)));
+  for (int64_t j = 0; j < l.q_proj.cols; ++j)
+    largest = std::max(largest, std::fabs(l.q_proj.At(3, j)));
   EXPECT_LE(largest, bound);
   EXPECT_GT(largest, 0.0f);
   auto other = MakeSyntheticWeights(*model, 8);

@@ -63,8 +63,7 @@ absl::StatusOr<Tokenizer> Tokenizer::Load(const std::string& path) {
   return tokenizer;
 }
 
-absl::StatusOr<std::vector<int>> Tokenizer::Encode(absl::string_view text,
-                                                   bool add_bos) const {
+absl::StatusOr<std::vector<int>> Tokenizer::Encode(absl::string_view text, bool add_bos) const {
   if (!IsValidUtf8(text)) {
     return absl::InvalidArgumentError("text to tokenize is not valid UTF-8");
   }
@@ -79,8 +78,8 @@ absl::StatusOr<std::vector<int>> Tokenizer::Encode(absl::string_view text,
 absl::Status Tokenizer::CheckIds(absl::Span<const int> ids) const {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (!IsValidId(ids[i])) {
-      return absl::InvalidArgumentError(absl::StrCat("token id ", ids[i], " at index ", i,
-                                                     " is outside [0, ", vocab_size_, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("token id ", ids[i], " at index ", i, " is outside [0, ", vocab_size_, ")"));
     }
   }
   return absl::OkStatus();
@@ -111,8 +110,7 @@ absl::StatusOr<std::string> IncrementalDetokenizer::Add(absl::Span<const int> id
   for (size_t i = 0; i < ids.size(); ++i) {
     if (!tokenizer_->IsValidId(ids[i])) {
       return absl::InvalidArgumentError(
-          absl::StrCat("token id ", ids[i], " is outside [0, ", tokenizer_->vocab_size(),
-                       ")"));
+          absl::StrCat("token id ", ids[i], " is outside [0, ", tokenizer_->vocab_size(), ")"));
     }
   }
   pending_.insert(pending_.end(), ids.begin(), ids.end());
@@ -152,8 +150,8 @@ std::string IncrementalDetokenizer::Emit(size_t end) {
   // nothing (BOS, a stripped leading "▁") still decide whether a later piece's
   // leading space is stripped.
   const absl::Span<const int> segment(pending_.data(), end);
-  absl::StatusOr<std::string> text = at_start_ ? tokenizer_->Decode(segment)
-                                               : tokenizer_->DecodeContinuation(segment);
+  absl::StatusOr<std::string> text =
+      at_start_ ? tokenizer_->Decode(segment) : tokenizer_->DecodeContinuation(segment);
   // Ids were validated on entry, so decoding cannot fail.
   if (!text.ok()) return std::string();
   if (at_start_ && text->empty()) return std::string();

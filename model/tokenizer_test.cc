@@ -1,19 +1,18 @@
 #include "model/tokenizer.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <link.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 namespace tandem {
 namespace {
@@ -28,7 +27,8 @@ constexpr char kTestModels[] = "model/test_tokenizers/";
 
 // Text that a code-trained vocabulary can only spell with byte fallback.
 const char kMultilingual[] =
-    "Hello 世界! 🎉👍🏽 naïve café — ☃ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢, Ελληνικά, русский, עברית, "
+    "Hello 世界! 🎉👍🏽 naïve café — ☃ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢, Ελληνικά, русский, "
+    "עברית, "
     "日本語のテキスト 😀\n";
 
 std::string ReadFile(const std::string& path) {
@@ -106,26 +106,26 @@ TEST(Utf8Test, AcceptsWellFormedText) {
   EXPECT_TRUE(IsValidUtf8(""));
   EXPECT_TRUE(IsValidUtf8("plain ascii\n\t"));
   EXPECT_TRUE(IsValidUtf8(std::string("nul\0inside", 10)));
-  EXPECT_TRUE(IsValidUtf8("\xC2\x80 \xDF\xBF"));             // U+0080, U+07FF
-  EXPECT_TRUE(IsValidUtf8("\xE0\xA0\x80 \xEF\xBF\xBD"));     // U+0800, U+FFFD
-  EXPECT_TRUE(IsValidUtf8("\xED\x9F\xBF \xEE\x80\x80"));     // U+D7FF, U+E000
+  EXPECT_TRUE(IsValidUtf8("\xC2\x80 \xDF\xBF"));                  // U+0080, U+07FF
+  EXPECT_TRUE(IsValidUtf8("\xE0\xA0\x80 \xEF\xBF\xBD"));          // U+0800, U+FFFD
+  EXPECT_TRUE(IsValidUtf8("\xED\x9F\xBF \xEE\x80\x80"));          // U+D7FF, U+E000
   EXPECT_TRUE(IsValidUtf8("\xF0\x90\x80\x80 \xF4\x8F\xBF\xBF"));  // U+10000, U+10FFFF
   EXPECT_TRUE(IsValidUtf8(kMultilingual));
 }
 
 TEST(Utf8Test, RejectsMalformedText) {
-  EXPECT_FALSE(IsValidUtf8("\x80"));                 // Lone continuation byte.
-  EXPECT_FALSE(IsValidUtf8("\xC0\x80"));             // Overlong NUL.
-  EXPECT_FALSE(IsValidUtf8("\xC1\xBF"));             // Overlong.
-  EXPECT_FALSE(IsValidUtf8("\xE0\x9F\xBF"));         // Overlong 3-byte.
-  EXPECT_FALSE(IsValidUtf8("\xF0\x8F\xBF\xBF"));     // Overlong 4-byte.
-  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));         // Surrogate U+D800.
-  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));     // U+110000.
+  EXPECT_FALSE(IsValidUtf8("\x80"));              // Lone continuation byte.
+  EXPECT_FALSE(IsValidUtf8("\xC0\x80"));          // Overlong NUL.
+  EXPECT_FALSE(IsValidUtf8("\xC1\xBF"));          // Overlong.
+  EXPECT_FALSE(IsValidUtf8("\xE0\x9F\xBF"));      // Overlong 3-byte.
+  EXPECT_FALSE(IsValidUtf8("\xF0\x8F\xBF\xBF"));  // Overlong 4-byte.
+  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // Surrogate U+D800.
+  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // U+110000.
   EXPECT_FALSE(IsValidUtf8("\xF5\x80\x80\x80"));
   EXPECT_FALSE(IsValidUtf8("\xF8\x88\x80\x80\x80"));
   EXPECT_FALSE(IsValidUtf8("\xFF"));
-  EXPECT_FALSE(IsValidUtf8("abc\xE4\xB8"));          // Truncated at the end.
-  EXPECT_FALSE(IsValidUtf8("\xE4\xB8x"));            // Interrupted sequence.
+  EXPECT_FALSE(IsValidUtf8("abc\xE4\xB8"));  // Truncated at the end.
+  EXPECT_FALSE(IsValidUtf8("\xE4\xB8x"));    // Interrupted sequence.
   EXPECT_FALSE(IsValidUtf8("\xC3"));
 }
 
@@ -236,10 +236,17 @@ TEST_P(TrainedTokenizerTest, SpecialIdsAndErrors) {
 TEST_P(TrainedTokenizerTest, RoundTripAndStreaming) {
   const Tokenizer& t = tokenizer();
   std::mt19937 random(3);
-  const std::string texts[] = {"the model", " leading space", "  two leading",
-                               "def f(x):\n    return x + 1\n", "tab\there",
-                               "trailing  ", kMultilingual, "", "\n\n",
-                               "€", "🎉"};
+  const std::string texts[] = {"the model",
+                               " leading space",
+                               "  two leading",
+                               "def f(x):\n    return x + 1\n",
+                               "tab\there",
+                               "trailing  ",
+                               kMultilingual,
+                               "",
+                               "\n\n",
+                               "€",
+                               "🎉"};
   for (const std::string& text : texts) {
     auto ids = t.Encode(text, /*add_bos=*/false);
     ASSERT_TRUE(ids.ok()) << ids.status();
@@ -296,11 +303,11 @@ TEST_P(TrainedTokenizerTest, InvalidByteSequencesMatchDecode) {
   const auto word = t.Encode("model", false);
   ASSERT_TRUE(word.ok());
   const std::string byte_strings[] = {
-      "\x80",               // Lone continuation.
-      "\xE4\xB8",           // Truncated, then the stream ends.
-      "\xF0\x9F\x8E",       // Truncated emoji.
-      "\xC0\x80",           // Overlong.
-      "\xED\xA0\x80",       // Surrogate.
+      "\x80",                  // Lone continuation.
+      "\xE4\xB8",              // Truncated, then the stream ends.
+      "\xF0\x9F\x8E",          // Truncated emoji.
+      "\xC0\x80",              // Overlong.
+      "\xED\xA0\x80",          // Surrogate.
       "\xE4\xB8\xE4\xB8\x96",  // Broken sequence followed by a good one.
       "\xFF\xFE",
   };
@@ -333,15 +340,22 @@ TEST_P(TrainedTokenizerTest, RandomIdSequencesStreamLikeDecode) {
     const int length = static_cast<int>(random() % 24);
     for (int i = 0; i < length; ++i) {
       switch (random() % 5) {
-        case 0: ids.push_back(byte_ids[random() % byte_ids.size()]); break;
-        case 1: ids.push_back(space_ids[random() % space_ids.size()]); break;
-        case 2: ids.push_back(static_cast<int>(random() % 3)); break;  // unk, bos, eos
+        case 0:
+          ids.push_back(byte_ids[random() % byte_ids.size()]);
+          break;
+        case 1:
+          ids.push_back(space_ids[random() % space_ids.size()]);
+          break;
+        case 2:
+          ids.push_back(static_cast<int>(random() % 3));
+          break;   // unk, bos, eos
         case 3: {  // A well-formed multi-byte character as byte pieces.
           const std::vector<int> euro = ByteIds(t, "\xE2\x82\xAC");
           ids.insert(ids.end(), euro.begin(), euro.end());
           break;
         }
-        default: ids.push_back(static_cast<int>(random() % t.vocab_size()));
+        default:
+          ids.push_back(static_cast<int>(random() % t.vocab_size()));
       }
     }
     const std::string expected = Decoded(t, ids);

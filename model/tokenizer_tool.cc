@@ -11,10 +11,9 @@
 #include <cstdio>
 #include <iostream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "model/tokenizer.h"
 

@@ -27,26 +27,30 @@ struct CheckedTensor {
   int64_t cols = 0;
 };
 
-absl::StatusOr<CheckedTensor> GetTensor(const Checkpoint& checkpoint,
-                                        const std::string& name,
+absl::StatusOr<CheckedTensor> GetTensor(const Checkpoint& checkpoint, const std::string& name,
                                         const std::vector<int64_t>& shape) {
   auto view = checkpoint.Find(name);
   if (!view.ok()) return view.status();
   const std::string where = absl::StrCat(checkpoint.FileOf(name), ": tensor \"", name, "\"");
   CheckedTensor tensor;
   switch (view->dtype) {
-    case SafetensorsDType::kF32: tensor.dtype = DType::kF32; break;
-    case SafetensorsDType::kF16: tensor.dtype = DType::kF16; break;
-    case SafetensorsDType::kBF16: tensor.dtype = DType::kBF16; break;
+    case SafetensorsDType::kF32:
+      tensor.dtype = DType::kF32;
+      break;
+    case SafetensorsDType::kF16:
+      tensor.dtype = DType::kF16;
+      break;
+    case SafetensorsDType::kBF16:
+      tensor.dtype = DType::kBF16;
+      break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": dtype ", SafetensorsDTypeName(view->dtype),
                        " is not supported (expected F32, F16 or BF16)"));
   }
   if (view->shape != shape) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": expected shape ",
-                                                   ShapeString(shape), ", found ",
-                                                   ShapeString(view->shape)));
+    return absl::InvalidArgumentError(absl::StrCat(where, ": expected shape ", ShapeString(shape),
+                                                   ", found ", ShapeString(view->shape)));
   }
   tensor.rows = shape.size() == 2 ? shape[0] : 1;
   tensor.cols = shape.back();
@@ -65,8 +69,7 @@ std::shared_ptr<uint8_t> Allocate(size_t bytes) {
 HostTensor RowSlice(const CheckedTensor& tensor, int64_t row_begin, int64_t row_count) {
   const size_t element_size = DTypeSize(tensor.dtype);
   const size_t row_bytes = static_cast<size_t>(tensor.cols) * element_size;
-  const auto* source =
-      static_cast<const uint8_t*>(tensor.view.data) + row_begin * row_bytes;
+  const auto* source = static_cast<const uint8_t*>(tensor.view.data) + row_begin * row_bytes;
   HostTensor slice;
   slice.dtype = tensor.dtype;
   slice.rows = row_count;
@@ -94,8 +97,7 @@ HostTensor ColumnSlice(const CheckedTensor& tensor, int64_t col_begin, int64_t c
   const auto* source = static_cast<const uint8_t*>(tensor.view.data);
   for (int64_t row = 0; row < tensor.rows; ++row) {
     std::memcpy(copy.get() + row * slice_row_bytes,
-                source + row * source_row_bytes + col_begin * element_size,
-                slice_row_bytes);
+                source + row * source_row_bytes + col_begin * element_size, slice_row_bytes);
   }
   HostTensor slice;
   slice.dtype = tensor.dtype;
@@ -106,21 +108,21 @@ HostTensor ColumnSlice(const CheckedTensor& tensor, int64_t col_begin, int64_t c
   return slice;
 }
 
-absl::Status CheckTensorParallel(const LlamaConfig& config, const std::string& source,
-                                 int tp_rank, int tp_size) {
+absl::Status CheckTensorParallel(const LlamaConfig& config, const std::string& source, int tp_rank,
+                                 int tp_size) {
   if (tp_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("tensor parallel size must be at least 1, got ", tp_size));
   }
   if (tp_rank < 0 || tp_rank >= tp_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tensor parallel rank ", tp_rank, " is outside [0, ", tp_size, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor parallel rank ", tp_rank, " is outside [0, ", tp_size, ")"));
   }
   if (config.num_kv_heads % tp_size != 0 && tp_size % config.num_kv_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": num_key_value_heads (", config.num_kv_heads,
-        ") must be divisible by the tensor parallel size ", tp_size,
-        ", or the size by it (then each rank holds one replicated KV head)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": num_key_value_heads (", config.num_kv_heads,
+                     ") must be divisible by the tensor parallel size ", tp_size,
+                     ", or the size by it (then each rank holds one replicated KV head)"));
   }
   const std::pair<const char*, int> dimensions[] = {
       {"num_attention_heads", config.num_heads},
@@ -137,9 +139,8 @@ absl::Status CheckTensorParallel(const LlamaConfig& config, const std::string& s
   return absl::OkStatus();
 }
 
-absl::StatusOr<LayerWeights> LoadLayer(const Checkpoint& checkpoint,
-                                       const LlamaConfig& config, int layer, int tp_rank,
-                                       int tp_size) {
+absl::StatusOr<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const LlamaConfig& config,
+                                       int layer, int tp_rank, int tp_size) {
   const std::string prefix = absl::StrCat("model.layers.", layer, ".");
   const int64_t hidden = config.hidden_size;
   const int64_t q_rows = static_cast<int64_t>(config.num_heads) * config.head_dim;
@@ -154,8 +155,7 @@ absl::StatusOr<LayerWeights> LoadLayer(const Checkpoint& checkpoint,
   };
   const Spec specs[] = {
       {"input_layernorm.weight", {hidden}, &weights.input_norm, Spec::kReplicated},
-      {"post_attention_layernorm.weight", {hidden}, &weights.post_attn_norm,
-       Spec::kReplicated},
+      {"post_attention_layernorm.weight", {hidden}, &weights.post_attn_norm, Spec::kReplicated},
       {"self_attn.q_proj.weight", {q_rows, hidden}, &weights.q_proj, Spec::kColumnParallel},
       {"self_attn.k_proj.weight", {kv_rows, hidden}, &weights.k_proj, Spec::kKvHeads},
       {"self_attn.v_proj.weight", {kv_rows, hidden}, &weights.v_proj, Spec::kKvHeads},
@@ -229,8 +229,7 @@ absl::StatusOr<LlamaWeights> LoadLlamaWeights(const std::string& model_dir, int 
                                               int tp_size) {
   auto config = LoadLlamaConfig(model_dir);
   if (!config.ok()) return config.status();
-  if (auto status = CheckTensorParallel(*config, model_dir + "/config.json", tp_rank,
-                                        tp_size);
+  if (auto status = CheckTensorParallel(*config, model_dir + "/config.json", tp_rank, tp_size);
       !status.ok()) {
     return status;
   }

@@ -55,12 +55,12 @@ struct LlamaWeights {
   LlamaConfig config;
   int tp_rank = 0;
   int tp_size = 1;
-  HostTensor embed_tokens;    // [vocab, hidden], replicated
+  HostTensor embed_tokens;  // [vocab, hidden], replicated
   std::vector<LayerWeights> layers;
-  HostTensor final_norm;      // [1, hidden]
-  HostTensor lm_head;         // [vocab/n, hidden]: this rank's vocab slice (a view of
-                              // embed_tokens rows when tie_word_embeddings)
-  int64_t vocab_begin = 0;    // First vocab id of this rank's lm_head slice.
+  HostTensor final_norm;    // [1, hidden]
+  HostTensor lm_head;       // [vocab/n, hidden]: this rank's vocab slice (a view of
+                            // embed_tokens rows when tie_word_embeddings)
+  int64_t vocab_begin = 0;  // First vocab id of this rank's lm_head slice.
 };
 
 // KV heads held by each of `tp_size` ranks: num_kv_heads / tp_size, or 1 when the

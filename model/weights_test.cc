@@ -1,5 +1,7 @@
 #include "model/weights.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -11,9 +13,6 @@
 #include <map>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
 #include "model/float16.h"
@@ -69,22 +68,22 @@ std::vector<TensorSpec> SyntheticTensors(bool tied) {
 struct SyntheticOptions {
   SafetensorsDType dtype = SafetensorsDType::kF32;
   bool tied = false;
-  std::string drop;                  // Tensor left out.
-  std::string reshape;               // Tensor written with shape {3, 3}.
-  std::string int_tensor;            // Tensor written as I32.
-  bool misalign = false;             // Data buffer at an odd file offset.
-  std::string config_extra;          // Appended to config.json.
+  std::string drop;          // Tensor left out.
+  std::string reshape;       // Tensor written with shape {3, 3}.
+  std::string int_tensor;    // Tensor written as I32.
+  bool misalign = false;     // Data buffer at an odd file offset.
+  std::string config_extra;  // Appended to config.json.
 };
 
 std::string WriteSynthetic(const std::string& name, const SyntheticOptions& options) {
   const std::string dir = MakeDir(name);
-  const std::string config = absl::StrCat(
-      R"({"architectures": ["LlamaForCausalLM"], "vocab_size": )", kVocab,
-      R"(, "hidden_size": )", kHidden, R"(, "intermediate_size": )", kInter,
-      R"(, "num_hidden_layers": )", kLayers, R"(, "num_attention_heads": )", kHeads,
-      R"(, "num_key_value_heads": )", kKvHeads, R"(, "head_dim": )", kHeadDim,
-      R"(, "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": )",
-      options.tied ? "true" : "false", options.config_extra, "}");
+  const std::string config =
+      absl::StrCat(R"({"architectures": ["LlamaForCausalLM"], "vocab_size": )", kVocab,
+                   R"(, "hidden_size": )", kHidden, R"(, "intermediate_size": )", kInter,
+                   R"(, "num_hidden_layers": )", kLayers, R"(, "num_attention_heads": )", kHeads,
+                   R"(, "num_key_value_heads": )", kKvHeads, R"(, "head_dim": )", kHeadDim,
+                   R"(, "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": )",
+                   options.tied ? "true" : "false", options.config_extra, "}");
   EXPECT_TRUE(WriteBinaryFile(dir + "/config.json", config).ok());
   std::vector<SafetensorsTensorData> tensors;
   const auto specs = SyntheticTensors(options.tied);
@@ -155,8 +154,8 @@ TEST(WeightsTest, SyntheticSlicesHoldTheRightElements) {
       for (int rank = 0; rank < tp; ++rank) {
         auto weights = LoadLlamaWeights(dir, rank, tp);
         ASSERT_TRUE(weights.ok()) << weights.status();
-        const std::string what = absl::StrCat(SafetensorsDTypeName(dtype), " tp ", tp,
-                                              " rank ", rank);
+        const std::string what =
+            absl::StrCat(SafetensorsDTypeName(dtype), " tp ", tp, " rank ", rank);
         EXPECT_EQ(weights->tp_rank, rank);
         EXPECT_EQ(weights->tp_size, tp);
         EXPECT_EQ(weights->config.vocab_size, kVocab);
@@ -168,8 +167,7 @@ TEST(WeightsTest, SyntheticSlicesHoldTheRightElements) {
         ExpectSlice(weights->lm_head, 2, vocab_rows, kHidden, rank * vocab_rows, 0,
                     what + " lm_head");
         ASSERT_EQ(weights->layers.size(), static_cast<size_t>(kLayers));
-        const int64_t q = kHeads * kHeadDim / tp, kv = kKvHeads * kHeadDim / tp,
-                      mlp = kInter / tp;
+        const int64_t q = kHeads * kHeadDim / tp, kv = kKvHeads * kHeadDim / tp, mlp = kInter / tp;
         for (int l = 0; l < kLayers; ++l) {
           const LayerWeights& layer = weights->layers[l];
           const int t = 3 + 9 * l;  // Index of input_layernorm in SyntheticTensors.
@@ -205,8 +203,7 @@ TEST(WeightsTest, TiedHeadIsAViewOfTheEmbeddingSlice) {
   ASSERT_TRUE(weights.ok()) << weights.status();
   EXPECT_EQ(weights->vocab_begin, kVocab / 2);
   EXPECT_EQ(weights->lm_head.data,
-            static_cast<const uint8_t*>(weights->embed_tokens.data) +
-                (kVocab / 2) * kHidden * 2);
+            static_cast<const uint8_t*>(weights->embed_tokens.data) + (kVocab / 2) * kHidden * 2);
   ExpectSlice(weights->lm_head, 0, kVocab / 2, kHidden, kVocab / 2, 0, "tied lm_head");
 }
 
@@ -314,9 +311,8 @@ TEST(WeightsTest, MissingOrCorruptFiles) {
   std::string content(1 << 16, '\0');
   content.resize(std::fread(&content[0], 1, content.size(), file));
   std::fclose(file);
-  ASSERT_TRUE(WriteBinaryFile(dir + "/model.safetensors",
-                              content.substr(0, content.size() - 10))
-                  .ok());
+  ASSERT_TRUE(
+      WriteBinaryFile(dir + "/model.safetensors", content.substr(0, content.size() - 10)).ok());
   status = LoadError(dir);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr(dir + "/model.safetensors"));
@@ -365,8 +361,8 @@ bool DividesSplitDimensions(const LlamaConfig& config, int tp) {
          config.intermediate_size % tp == 0 && config.vocab_size % tp == 0;
 }
 
-void ExpectEqualElements(const HostTensor& a, const HostTensor& b, int64_t a_row0,
-                         int64_t a_col0, const std::string& what) {
+void ExpectEqualElements(const HostTensor& a, const HostTensor& b, int64_t a_row0, int64_t a_col0,
+                         const std::string& what) {
   for (int64_t i = 0; i < b.rows; ++i) {
     for (int64_t j = 0; j < b.cols; ++j) {
       const float expected = a.At(a_row0 + i, a_col0 + j);
@@ -377,11 +373,9 @@ void ExpectEqualElements(const HostTensor& a, const HostTensor& b, int64_t a_row
 
 // Rank slices concatenated along rows (column-parallel) or columns (row-parallel)
 // equal the unsplit tensor element for element.
-void ExpectRankSlicesCoverTensor(const std::function<const HostTensor&(const LlamaWeights&)>&
-                                     get,
-                                 const LlamaWeights& full,
-                                 const std::vector<LlamaWeights>& ranks, bool split_rows,
-                                 const std::string& what) {
+void ExpectRankSlicesCoverTensor(const std::function<const HostTensor&(const LlamaWeights&)>& get,
+                                 const LlamaWeights& full, const std::vector<LlamaWeights>& ranks,
+                                 bool split_rows, const std::string& what) {
   const HostTensor& whole = get(full);
   int64_t offset = 0;
   for (size_t r = 0; r < ranks.size(); ++r) {
@@ -442,8 +436,7 @@ TEST(WeightsTest, ReferenceRankSlicesConcatenateToTheFullTensor) {
         const absl::Status status = LoadError(dir, 0, tp);
         EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << dir;
         EXPECT_THAT(status.message(),
-                    HasSubstr(absl::StrCat("is not divisible by the tensor parallel size ",
-                                           tp)));
+                    HasSubstr(absl::StrCat("is not divisible by the tensor parallel size ", tp)));
         continue;
       }
       largest_tp_checked = std::max(largest_tp_checked, tp);
@@ -454,9 +447,9 @@ TEST(WeightsTest, ReferenceRankSlicesConcatenateToTheFullTensor) {
         ranks.push_back(*std::move(weights));
       }
       const std::string what = absl::StrCat(dir, " tp ", tp);
-      ExpectRankSlicesCoverTensor([](const LlamaWeights& w) -> const HostTensor& {
-        return w.lm_head;
-      }, *full, ranks, true, what + " lm_head");
+      ExpectRankSlicesCoverTensor(
+          [](const LlamaWeights& w) -> const HostTensor& { return w.lm_head; }, *full, ranks, true,
+          what + " lm_head");
       for (int l = 0; l < full->config.num_layers; ++l) {
         const std::string lw = what + " layer " + std::to_string(l);
         using Getter = const HostTensor& (*)(const LayerWeights&);
@@ -471,7 +464,8 @@ TEST(WeightsTest, ReferenceRankSlicesConcatenateToTheFullTensor) {
         };
         const bool kv_replicated = full->config.num_kv_heads % tp != 0;
         for (size_t s = 0; s < sizeof(splits) / sizeof(splits[0]); ++s) {
-          // Replicated KV heads do not partition k/v (checked by KvHeadsAreReplicatedWhenRanksOutnumberThem).
+          // Replicated KV heads do not partition k/v (checked by
+          // KvHeadsAreReplicatedWhenRanksOutnumberThem).
           if (kv_replicated && (s == 1 || s == 2)) continue;
           const Getter getter = splits[s].first;
           ExpectRankSlicesCoverTensor(

@@ -1,8 +1,8 @@
 // Round trips of the Tandem protocols: every field survives serialisation, optional
 // fields keep "unset" apart from zero, and the oneof prompt keeps one alternative.
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "tandem/v1/rendezvous.pb.h"
 #include "tandem/v1/tandem.pb.h"
@@ -147,7 +147,10 @@ TEST(ProtoTest, UnknownFieldsFromNewerPeersAreKept) {
 TEST(ProtoTest, MalformedBytesAreRejected) {
   GenerateRequest req;
   // Length-delimited field 2 claiming 100 bytes with only 3 present.
-  EXPECT_FALSE(req.ParseFromString(std::string("\x12\x64" "abc", 5)));
+  EXPECT_FALSE(
+      req.ParseFromString(std::string("\x12\x64"
+                                      "abc",
+                                      5)));
 }
 
 TEST(ProtoTest, RendezvousRoundTrip) {

@@ -11,9 +11,9 @@ namespace tandem {
 namespace spec {
 namespace {
 
-constexpr AcceptanceRule kAllRules[] = {
-    AcceptanceRule::kGreedy, AcceptanceRule::kRejection, AcceptanceRule::kThreshold,
-    AcceptanceRule::kRatio,  AcceptanceRule::kPosition,  AcceptanceRule::kTypical};
+constexpr AcceptanceRule kAllRules[] = {AcceptanceRule::kGreedy,    AcceptanceRule::kRejection,
+                                        AcceptanceRule::kThreshold, AcceptanceRule::kRatio,
+                                        AcceptanceRule::kPosition,  AcceptanceRule::kTypical};
 
 constexpr double kProposalSumTolerance = 1e-3;
 
@@ -23,12 +23,12 @@ bool InRange(float value, float low, bool low_inclusive, float high, bool high_i
   return above && below;  // False for NaN.
 }
 
-absl::Status CheckRange(absl::string_view rule, absl::string_view name, float value,
-                        float low, bool low_inclusive, float high, bool high_inclusive) {
+absl::Status CheckRange(absl::string_view rule, absl::string_view name, float value, float low,
+                        bool low_inclusive, float high, bool high_inclusive) {
   if (InRange(value, low, low_inclusive, high, high_inclusive)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      "acceptance rule '", rule, "': ", name, " must be in ", low_inclusive ? "[" : "(", low,
-      ", ", high, high_inclusive ? "]" : ")", ", got ", value));
+      "acceptance rule '", rule, "': ", name, " must be in ", low_inclusive ? "[" : "(", low, ", ",
+      high, high_inclusive ? "]" : ")", ", got ", value));
 }
 
 // Range checks of the parameters the rule reads.
@@ -61,11 +61,10 @@ bool RuleReadsProposalDistribution(AcceptanceRule rule) {
   return rule == AcceptanceRule::kRejection || rule == AcceptanceRule::kRatio;
 }
 
-absl::Status ValidateProposalDistribution(const Proposal& proposal, size_t index,
-                                          size_t vocab) {
+absl::Status ValidateProposalDistribution(const Proposal& proposal, size_t index, size_t vocab) {
   const SparseDistribution& q = proposal.q;
-  const std::string where = absl::StrCat("acceptance: proposal ", index, " (token ",
-                                         proposal.token, "): ");
+  const std::string where =
+      absl::StrCat("acceptance: proposal ", index, " (token ", proposal.token, "): ");
   if (q.ids.empty() || q.ids.size() != q.probs.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         where, "proposal distribution needs as many ids as probs and at least one, got ",
@@ -74,31 +73,29 @@ absl::Status ValidateProposalDistribution(const Proposal& proposal, size_t index
   double sum = 0.0;
   for (size_t j = 0; j < q.ids.size(); ++j) {
     if (q.ids[j] < 0 || static_cast<size_t>(q.ids[j]) >= vocab) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "q id ", q.ids[j],
-                                                     " outside [0, ", vocab, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "q id ", q.ids[j], " outside [0, ", vocab, ")"));
     }
     if (!(q.probs[j] >= 0.0f) || !std::isfinite(q.probs[j])) {
       return absl::InvalidArgumentError(absl::StrCat(where, "q prob of token ", q.ids[j],
-                                                     " must be finite and >= 0, got ",
-                                                     q.probs[j]));
+                                                     " must be finite and >= 0, got ", q.probs[j]));
     }
     sum += q.probs[j];
   }
   if (std::fabs(sum - 1.0) > kProposalSumTolerance) {
-    return absl::InvalidArgumentError(absl::StrCat(where, "q probs sum to ", sum,
-                                                   ", expected 1 within ",
-                                                   kProposalSumTolerance));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "q probs sum to ", sum, ", expected 1 within ", kProposalSumTolerance));
   }
   std::vector<int32_t> ids = q.ids;
   std::sort(ids.begin(), ids.end());
   const auto duplicate = std::adjacent_find(ids.begin(), ids.end());
   if (duplicate != ids.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, "q lists token ", *duplicate,
-                                                   " more than once"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "q lists token ", *duplicate, " more than once"));
   }
   if (!(ProbabilityOf(q, proposal.token) > 0.0f)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, "the proposed token must have positive probability under its q"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "the proposed token must have positive probability under its q"));
   }
   return absl::OkStatus();
 }
@@ -108,9 +105,9 @@ absl::Status ValidateInputs(absl::Span<const Proposal> proposals,
                             AcceptanceRule rule) {
   const size_t k = proposals.size();
   if (target_probs.size() != k + 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "acceptance: ", k, " proposals need ", k + 1, " target distributions, got ",
-        target_probs.size()));
+    return absl::InvalidArgumentError(absl::StrCat("acceptance: ", k, " proposals need ", k + 1,
+                                                   " target distributions, got ",
+                                                   target_probs.size()));
   }
   const size_t vocab = target_probs[0].size();
   if (vocab == 0) {
@@ -118,16 +115,16 @@ absl::Status ValidateInputs(absl::Span<const Proposal> proposals,
   }
   for (size_t i = 1; i < target_probs.size(); ++i) {
     if (target_probs[i].size() != vocab) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "acceptance: target distribution ", i, " has ", target_probs[i].size(),
-          " entries, distribution 0 has ", vocab));
+      return absl::InvalidArgumentError(absl::StrCat("acceptance: target distribution ", i, " has ",
+                                                     target_probs[i].size(),
+                                                     " entries, distribution 0 has ", vocab));
     }
   }
   for (size_t i = 0; i < k; ++i) {
     const int32_t token = proposals[i].token;
     if (token < 0 || static_cast<size_t>(token) >= vocab) {
-      return absl::InvalidArgumentError(absl::StrCat("acceptance: proposal ", i, " token ",
-                                                     token, " outside [0, ", vocab, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("acceptance: proposal ", i, " token ", token, " outside [0, ", vocab, ")"));
     }
     if (RuleReadsProposalDistribution(rule)) {
       absl::Status status = ValidateProposalDistribution(proposals[i], i, vocab);
@@ -138,8 +135,8 @@ absl::Status ValidateInputs(absl::Span<const Proposal> proposals,
 }
 
 absl::Status NoMassError(size_t index) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "acceptance: target distribution ", index, " has no positive probability"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("acceptance: target distribution ", index, " has no positive probability"));
 }
 
 // A token drawn from p with the kResample draw at `position`, or from argmax p.
@@ -172,12 +169,18 @@ absl::StatusOr<int32_t> SampleResidual(absl::Span<const float> p, const SparseDi
 
 absl::string_view AcceptanceRuleName(AcceptanceRule rule) {
   switch (rule) {
-    case AcceptanceRule::kGreedy: return "greedy";
-    case AcceptanceRule::kRejection: return "rejection";
-    case AcceptanceRule::kThreshold: return "threshold";
-    case AcceptanceRule::kRatio: return "ratio";
-    case AcceptanceRule::kPosition: return "position";
-    case AcceptanceRule::kTypical: return "typical";
+    case AcceptanceRule::kGreedy:
+      return "greedy";
+    case AcceptanceRule::kRejection:
+      return "rejection";
+    case AcceptanceRule::kThreshold:
+      return "threshold";
+    case AcceptanceRule::kRatio:
+      return "ratio";
+    case AcceptanceRule::kPosition:
+      return "position";
+    case AcceptanceRule::kTypical:
+      return "typical";
   }
   return "unknown";
 }
@@ -186,9 +189,9 @@ absl::StatusOr<AcceptanceRule> ParseAcceptanceRule(absl::string_view name) {
   for (AcceptanceRule rule : kAllRules) {
     if (AcceptanceRuleName(rule) == name) return rule;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown acceptance rule '", name,
-      "'; expected greedy, rejection, threshold, ratio, position or typical"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown acceptance rule '", name,
+                   "'; expected greedy, rejection, threshold, ratio, position or typical"));
 }
 
 AcceptanceRule DefaultAcceptanceRule(float temperature) {
@@ -198,9 +201,12 @@ AcceptanceRule DefaultAcceptanceRule(float temperature) {
 float AlphaOrDefault(const AcceptanceParams& params) {
   if (params.alpha.has_value()) return *params.alpha;
   switch (params.rule) {
-    case AcceptanceRule::kThreshold: return kDefaultThresholdAlpha;
-    case AcceptanceRule::kRatio: return kDefaultRatioAlpha;
-    default: return 0.0f;
+    case AcceptanceRule::kThreshold:
+      return kDefaultThresholdAlpha;
+    case AcceptanceRule::kRatio:
+      return kDefaultRatioAlpha;
+    default:
+      return 0.0f;
   }
 }
 
@@ -208,8 +214,8 @@ absl::Status ValidateAcceptanceParams(const AcceptanceParams& params, float temp
   absl::Status status = ValidateRuleParameters(params);
   if (!status.ok()) return status;
   if (params.rule == AcceptanceRule::kGreedy && temperature != 0.0f) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "acceptance rule 'greedy' requires temperature 0, got ", temperature));
+    return absl::InvalidArgumentError(
+        absl::StrCat("acceptance rule 'greedy' requires temperature 0, got ", temperature));
   }
   return absl::OkStatus();
 }
@@ -220,13 +226,11 @@ double PositionThreshold(int i, int k, float theta_first, float theta_last) {
 }
 
 double TypicalThreshold(absl::Span<const float> p, float epsilon, float delta) {
-  return std::min(static_cast<double>(epsilon),
-                  static_cast<double>(delta) * std::exp(-Entropy(p)));
+  return std::min(static_cast<double>(epsilon), static_cast<double>(delta) * std::exp(-Entropy(p)));
 }
 
 absl::StatusOr<AcceptanceResult> AcceptProposals(
-    absl::Span<const Proposal> proposals,
-    absl::Span<const absl::Span<const float>> target_probs,
+    absl::Span<const Proposal> proposals, absl::Span<const absl::Span<const float>> target_probs,
     const AcceptanceParams& params, const RandomKey& key) {
   absl::Status status = ValidateRuleParameters(params);
   if (!status.ok()) return status;
@@ -278,17 +282,16 @@ absl::StatusOr<AcceptanceResult> AcceptProposals(
     absl::StatusOr<int32_t> correction =
         params.rule == AcceptanceRule::kRejection
             ? SampleResidual(p, proposals[i].q, i, key.seed, position)
-            : EmitFrom(p, i,
-                       params.rule == AcceptanceRule::kGreedy ||
-                           params.rule == AcceptanceRule::kTypical,
-                       key.seed, position);
+            : EmitFrom(
+                  p, i,
+                  params.rule == AcceptanceRule::kGreedy || params.rule == AcceptanceRule::kTypical,
+                  key.seed, position);
     if (!correction.ok()) return correction.status();
     result.committed.push_back(*correction);
     return result;
   }
-  absl::StatusOr<int32_t> bonus = EmitFrom(target_probs[k], k,
-                                           params.rule == AcceptanceRule::kGreedy,
-                                           key.seed, key.sample_index + k);
+  absl::StatusOr<int32_t> bonus = EmitFrom(
+      target_probs[k], k, params.rule == AcceptanceRule::kGreedy, key.seed, key.sample_index + k);
   if (!bonus.ok()) return bonus.status();
   result.committed.push_back(*bonus);
   return result;

@@ -123,8 +123,7 @@ struct AcceptanceResult {
 // sizes; a proposed token is outside [0, vocab); a required q is malformed; or a
 // distribution to sample from has no positive entry (all-NaN logits upstream).
 absl::StatusOr<AcceptanceResult> AcceptProposals(
-    absl::Span<const Proposal> proposals,
-    absl::Span<const absl::Span<const float>> target_probs,
+    absl::Span<const Proposal> proposals, absl::Span<const absl::Span<const float>> target_probs,
     const AcceptanceParams& params, const RandomKey& key);
 
 }  // namespace spec

@@ -38,9 +38,8 @@ AcceptanceParams Rule(AcceptanceRule rule) {
 }
 
 AcceptanceResult RunRule(const std::vector<Proposal>& proposals, const Targets& targets,
-                     const AcceptanceParams& params, RandomKey key = {1, 0}) {
-  absl::StatusOr<AcceptanceResult> result =
-      AcceptProposals(proposals, targets.spans, params, key);
+                         const AcceptanceParams& params, RandomKey key = {1, 0}) {
+  absl::StatusOr<AcceptanceResult> result = AcceptProposals(proposals, targets.spans, params, key);
   EXPECT_TRUE(result.ok()) << result.status();
   return result.ok() ? *result : AcceptanceResult{};
 }
@@ -67,9 +66,9 @@ int32_t ResampleAt(const Dense& p, uint64_t seed, uint64_t position) {
 // ---------------------------------------------------------------- parameters
 
 TEST(AcceptanceParamsTest, NamesRoundTripAndDefaults) {
-  for (AcceptanceRule rule : {AcceptanceRule::kGreedy, AcceptanceRule::kRejection,
-                              AcceptanceRule::kThreshold, AcceptanceRule::kRatio,
-                              AcceptanceRule::kPosition, AcceptanceRule::kTypical}) {
+  for (AcceptanceRule rule :
+       {AcceptanceRule::kGreedy, AcceptanceRule::kRejection, AcceptanceRule::kThreshold,
+        AcceptanceRule::kRatio, AcceptanceRule::kPosition, AcceptanceRule::kTypical}) {
     absl::StatusOr<AcceptanceRule> parsed = ParseAcceptanceRule(AcceptanceRuleName(rule));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, rule);
@@ -90,14 +89,17 @@ TEST(AcceptanceParamsTest, NamesRoundTripAndDefaults) {
 }
 
 TEST(AcceptanceParamsTest, ValidationChecksRangesOfTheRuleItsParameters) {
-  for (AcceptanceRule rule : {AcceptanceRule::kRejection, AcceptanceRule::kThreshold,
-                              AcceptanceRule::kRatio, AcceptanceRule::kPosition,
-                              AcceptanceRule::kTypical}) {
+  for (AcceptanceRule rule :
+       {AcceptanceRule::kRejection, AcceptanceRule::kThreshold, AcceptanceRule::kRatio,
+        AcceptanceRule::kPosition, AcceptanceRule::kTypical}) {
     EXPECT_TRUE(ValidateAcceptanceParams(Rule(rule), 0.8f).ok()) << AcceptanceRuleName(rule);
   }
   EXPECT_TRUE(ValidateAcceptanceParams(Rule(AcceptanceRule::kGreedy), 0.0f).ok());
 
-  struct Bad { AcceptanceParams params; const char* field; };
+  struct Bad {
+    AcceptanceParams params;
+    const char* field;
+  };
   std::vector<Bad> bad;
   const auto with = [](AcceptanceRule rule, auto edit) {
     AcceptanceParams p = Rule(rule);
@@ -109,10 +111,10 @@ TEST(AcceptanceParamsTest, ValidationChecksRangesOfTheRuleItsParameters) {
   bad.push_back({with(AcceptanceRule::kThreshold, [](auto& p) { p.alpha = 1.0f; }), "alpha"});
   bad.push_back({with(AcceptanceRule::kRatio, [](auto& p) { p.alpha = 0.0f; }), "alpha"});
   bad.push_back({with(AcceptanceRule::kRatio, [&](auto& p) { p.alpha = nan; }), "alpha"});
-  bad.push_back({with(AcceptanceRule::kPosition, [](auto& p) { p.theta_first = 1.5f; }),
-                 "theta_first"});
-  bad.push_back({with(AcceptanceRule::kPosition, [](auto& p) { p.theta_last = 0.0f; }),
-                 "theta_last"});
+  bad.push_back(
+      {with(AcceptanceRule::kPosition, [](auto& p) { p.theta_first = 1.5f; }), "theta_first"});
+  bad.push_back(
+      {with(AcceptanceRule::kPosition, [](auto& p) { p.theta_last = 0.0f; }), "theta_last"});
   bad.push_back({with(AcceptanceRule::kTypical, [](auto& p) { p.epsilon = -0.1f; }), "epsilon"});
   bad.push_back({with(AcceptanceRule::kTypical, [](auto& p) { p.delta = 2.0f; }), "delta"});
   for (const Bad& b : bad) {
@@ -150,8 +152,7 @@ TEST(AcceptProposalsTest, RejectsMalformedInputWithAMessage) {
   expect_bad(RunStatus({}, Targets({Dense{}}), rejection), "empty");
   expect_bad(RunStatus({Propose(1)}, Targets({p, Dense{1.0f}}), rejection), "has 1 entries");
   expect_bad(RunStatus({Propose(4)}, Targets({p, p}), rejection), "token 4 outside");
-  expect_bad(RunStatus({Propose(-1)}, Targets({p, p}), Rule(AcceptanceRule::kGreedy)),
-             "outside");
+  expect_bad(RunStatus({Propose(-1)}, Targets({p, p}), Rule(AcceptanceRule::kGreedy)), "outside");
   expect_bad(RunStatus({Proposal{1, SparseDistribution{}}}, Targets({p, p}), rejection),
              "at least one");
   expect_bad(RunStatus({Proposal{1, {{1, 2}, {0.5f}}}}, Targets({p, p}), rejection),
@@ -160,8 +161,7 @@ TEST(AcceptProposalsTest, RejectsMalformedInputWithAMessage) {
              "q id 9 outside");
   expect_bad(RunStatus({Proposal{1, {{1, 2}, {0.5f, 0.4f}}}}, Targets({p, p}), rejection),
              "sum to");
-  expect_bad(RunStatus({Proposal{1, {{1, 2}, {1.5f, -0.5f}}}}, Targets({p, p}), rejection),
-             ">= 0");
+  expect_bad(RunStatus({Proposal{1, {{1, 2}, {1.5f, -0.5f}}}}, Targets({p, p}), rejection), ">= 0");
   expect_bad(RunStatus({Proposal{1, {{1, 1}, {0.5f, 0.5f}}}}, Targets({p, p}), rejection),
              "more than once");
   expect_bad(RunStatus({Proposal{1, {{2}, {1.0f}}}}, Targets({p, p}), rejection),
@@ -186,8 +186,7 @@ TEST(AcceptProposalsTest, RejectsMalformedInputWithAMessage) {
 // ---------------------------------------------------------------- greedy
 
 TEST(GreedyRuleTest, AcceptsExactlyTheArgmaxMatches) {
-  const Targets targets({WithMassAt(6, 3, 0.5f), WithMassAt(6, 1, 0.5f),
-                         WithMassAt(6, 4, 0.5f)});
+  const Targets targets({WithMassAt(6, 3, 0.5f), WithMassAt(6, 1, 0.5f), WithMassAt(6, 4, 0.5f)});
   const AcceptanceParams greedy = Rule(AcceptanceRule::kGreedy);
   AcceptanceResult all = RunRule({Propose(3), Propose(1)}, targets, greedy);
   EXPECT_THAT(all.committed, ElementsAre(3, 1, 4));
@@ -210,7 +209,8 @@ TEST(GreedyRuleTest, MatchesTargetOnlyGreedyOnRandomInputs) {
   for (int trial = 0; trial < 500; ++trial) {
     const int vocab = 5, k = 1 + trial % 6;
     std::vector<Dense> dists(k + 1, Dense(vocab));
-    for (Dense& d : dists) for (float& x : d) x = uniform(gen);
+    for (Dense& d : dists)
+      for (float& x : d) x = uniform(gen);
     std::vector<Proposal> proposals;
     for (int i = 0; i < k; ++i) {
       // Half the time propose the argmax, otherwise a random token.
@@ -221,7 +221,8 @@ TEST(GreedyRuleTest, MatchesTargetOnlyGreedyOnRandomInputs) {
     // Reference: target-only greedy emits argmax p_i while the proposals agree.
     std::vector<int32_t> expected;
     int i = 0;
-    while (i < k && proposals[i].token == Argmax(dists[i])) expected.push_back(proposals[i++].token);
+    while (i < k && proposals[i].token == Argmax(dists[i]))
+      expected.push_back(proposals[i++].token);
     expected.push_back(Argmax(dists[i]));
     EXPECT_EQ(r.committed, expected);
     EXPECT_EQ(r.num_accepted, i);
@@ -243,8 +244,10 @@ TEST(ThresholdRuleTest, AcceptsStrictlyAboveAlphaAndResamplesFromP) {
   }
   AcceptanceParams custom = threshold;
   custom.alpha = 0.6f;
-  EXPECT_EQ(RunRule({Propose(2)}, Targets({WithMassAt(5, 2, 0.59f), bonus}), custom).num_accepted, 0);
-  EXPECT_EQ(RunRule({Propose(2)}, Targets({WithMassAt(5, 2, 0.61f), bonus}), custom).num_accepted, 1);
+  EXPECT_EQ(RunRule({Propose(2)}, Targets({WithMassAt(5, 2, 0.59f), bonus}), custom).num_accepted,
+            0);
+  EXPECT_EQ(RunRule({Propose(2)}, Targets({WithMassAt(5, 2, 0.61f), bonus}), custom).num_accepted,
+            1);
 }
 
 TEST(RatioRuleTest, AcceptsWhenQIsAtLeastAlphaTimesP) {
@@ -258,7 +261,7 @@ TEST(RatioRuleTest, AcceptsWhenQIsAtLeastAlphaTimesP) {
   EXPECT_EQ(RunRule({propose_with_q(0.25f)}, Targets({p, bonus}), ratio).num_accepted, 1);
   for (uint64_t index = 0; index < 20; ++index) {
     const AcceptanceResult r = RunRule({propose_with_q(std::nextafter(0.25f, 0.0f))},
-                                   Targets({p, bonus}), ratio, {4, index});
+                                       Targets({p, bonus}), ratio, {4, index});
     EXPECT_EQ(r.num_accepted, 0);
     EXPECT_THAT(r.committed, ElementsAre(ResampleAt(p, 4, index)));
   }
@@ -291,8 +294,7 @@ TEST(PositionRuleTest, ThresholdFallsLinearlyFromThetaFirstToThetaLast) {
   // Each position just below its threshold stops there.
   for (int stop = 0; stop < 4; ++stop) {
     std::vector<Dense> dists = pass;
-    dists[stop] = WithMassAt(4, 1, stop < 3 ? thetas[stop] - 1e-4f
-                                            : std::nextafter(0.70f, 0.0f));
+    dists[stop] = WithMassAt(4, 1, stop < 3 ? thetas[stop] - 1e-4f : std::nextafter(0.70f, 0.0f));
     const AcceptanceResult r = RunRule(ones, Targets(dists), position, {5, 100});
     EXPECT_EQ(r.num_accepted, stop);
     EXPECT_EQ(r.committed.back(), ResampleAt(dists[stop], 5, 100 + stop));
@@ -309,8 +311,8 @@ TEST(TypicalRuleTest, EpsilonCapAndEntropyScaledBound) {
   EXPECT_EQ(rejected.num_accepted, 0);
   EXPECT_THAT(rejected.committed, ElementsAre(1));  // Argmax of p.
   const float above = std::nextafter(0.09f, 1.0f);
-  EXPECT_EQ(RunRule({Propose(0)}, Targets({Dense{above, 1.0f - above}, bonus}), typical).num_accepted,
-            1);
+  EXPECT_EQ(
+      RunRule({Propose(0)}, Targets({Dense{above, 1.0f - above}, bonus}), typical).num_accepted, 1);
 
   // High entropy: the bound is delta * exp(-H), below epsilon.
   const Dense flat = {0.31f, 0.2f, 0.15f, 0.1f, 0.08f, 0.06f, 0.04f, 0.03f, 0.02f, 0.01f};
@@ -321,7 +323,7 @@ TEST(TypicalRuleTest, EpsilonCapAndEntropyScaledBound) {
   ASSERT_LT(bound, 0.06);
   EXPECT_NEAR(TypicalThreshold(flat, 0.09f, 0.3f), bound, 1e-7);
   const Dense flat_bonus(10, 0.1f);
-  EXPECT_EQ(RunRule({Propose(5)}, Targets({flat, flat_bonus}), typical).num_accepted, 1);  // 0.06
+  EXPECT_EQ(RunRule({Propose(5)}, Targets({flat, flat_bonus}), typical).num_accepted, 1);    // 0.06
   const AcceptanceResult low = RunRule({Propose(6)}, Targets({flat, flat_bonus}), typical);  // 0.04
   EXPECT_EQ(low.num_accepted, 0);
   EXPECT_THAT(low.committed, ElementsAre(0));
@@ -331,9 +333,9 @@ TEST(TypicalRuleTest, EpsilonCapAndEntropyScaledBound) {
 
 TEST(AcceptProposalsTest, ZeroProposalsIsPlainDecoding) {
   const Dense p = {0.1f, 0.0f, 0.3f, 0.6f};
-  for (AcceptanceRule rule : {AcceptanceRule::kRejection, AcceptanceRule::kThreshold,
-                              AcceptanceRule::kRatio, AcceptanceRule::kPosition,
-                              AcceptanceRule::kTypical}) {
+  for (AcceptanceRule rule :
+       {AcceptanceRule::kRejection, AcceptanceRule::kThreshold, AcceptanceRule::kRatio,
+        AcceptanceRule::kPosition, AcceptanceRule::kTypical}) {
     for (uint64_t index = 0; index < 50; ++index) {
       const AcceptanceResult r = RunRule({}, Targets({p}), Rule(rule), {77, index});
       EXPECT_EQ(r.num_accepted, 0);
@@ -348,7 +350,7 @@ TEST(AcceptProposalsTest, BonusUsesTheDrawAtSampleIndexPlusK) {
   const Dense bonus = {0.3f, 0.3f, 0.4f};
   for (uint64_t index = 0; index < 30; ++index) {
     const AcceptanceResult r = RunRule({Propose(1), Propose(1)}, Targets({sure, sure, bonus}),
-                                   Rule(AcceptanceRule::kRejection), {12, index});
+                                       Rule(AcceptanceRule::kRejection), {12, index});
     ASSERT_EQ(r.num_accepted, 2);
     EXPECT_EQ(r.committed[2], ResampleAt(bonus, 12, index + 2));
   }
@@ -384,9 +386,9 @@ TEST(AcceptProposalsTest, SameKeySameResultAndKeyComponentsMatter) {
 TEST(AcceptProposalsTest, CommittedLengthIsOneToKPlusOneForEveryRule) {
   std::mt19937 gen(21);
   std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
-  for (AcceptanceRule rule : {AcceptanceRule::kGreedy, AcceptanceRule::kRejection,
-                              AcceptanceRule::kThreshold, AcceptanceRule::kRatio,
-                              AcceptanceRule::kPosition, AcceptanceRule::kTypical}) {
+  for (AcceptanceRule rule :
+       {AcceptanceRule::kGreedy, AcceptanceRule::kRejection, AcceptanceRule::kThreshold,
+        AcceptanceRule::kRatio, AcceptanceRule::kPosition, AcceptanceRule::kTypical}) {
     std::vector<int> length_seen(9, 0);
     for (int trial = 0; trial < 400; ++trial) {
       const int vocab = 2 + trial % 5, k = trial % 8;
@@ -466,8 +468,8 @@ TEST(RejectionRuleTest, EmptyResidualFallsBackToP) {
     // Accepted iff u < 0.24 / 0.25.
     if (UniformDouble(6, RandomStream::kAccept, index) < 0.24 / 0.25) continue;
     ++rejections;
-    const AcceptanceResult r = RunRule({proposal}, Targets({p, bonus}), Rule(AcceptanceRule::kRejection),
-                                   {6, index});
+    const AcceptanceResult r =
+        RunRule({proposal}, Targets({p, bonus}), Rule(AcceptanceRule::kRejection), {6, index});
     EXPECT_EQ(r.num_accepted, 0);
     EXPECT_THAT(r.committed, ElementsAre(ResampleAt(p, 6, index)));
   }
@@ -489,7 +491,13 @@ Dense RandomDistribution(std::mt19937* gen, int vocab, int zeros, float peak) {
 // Losslessness: with the draft token drawn from q, the first committed token is
 // distributed as p and the acceptance rate is sum_x min(p(x), q(x)).
 TEST(RejectionRuleTest, FirstTokenIsDistributedAsTargetOverAMillionTrialsPerCase) {
-  struct Case { int vocab; int p_zeros; int q_top_k; float q_peak; uint32_t seed; };
+  struct Case {
+    int vocab;
+    int p_zeros;
+    int q_top_k;
+    float q_peak;
+    uint32_t seed;
+  };
   const Case cases[] = {
       {6, 0, 6, 0.0f, 1},    // Full-support p and q.
       {8, 0, 3, 2.0f, 2},    // q on 3 tokens only: p's other tokens come from the residual.
@@ -506,18 +514,21 @@ TEST(RejectionRuleTest, FirstTokenIsDistributedAsTargetOverAMillionTrialsPerCase
   for (const Case& c : cases) {
     std::mt19937 gen(c.seed);
     const Dense p = RandomDistribution(&gen, c.vocab, c.p_zeros, 0.0f);
-    const SparseDistribution q = TopKSparse(RandomDistribution(&gen, c.vocab, 0, c.q_peak), c.q_top_k);
+    const SparseDistribution q =
+        TopKSparse(RandomDistribution(&gen, c.vocab, 0, c.q_peak), c.q_top_k);
     const Dense bonus(c.vocab, 1.0f / c.vocab);
     const Targets targets({p, bonus});
     double expected_acceptance = 0.0;
-    for (int x = 0; x < c.vocab; ++x) expected_acceptance += std::min<double>(p[x], ProbabilityOf(q, x));
+    for (int x = 0; x < c.vocab; ++x)
+      expected_acceptance += std::min<double>(p[x], ProbabilityOf(q, x));
 
     std::vector<int64_t> counts(c.vocab, 0);
     int64_t accepted = 0;
     std::vector<Proposal> proposals = {Proposal{0, q}};
     for (int t = 0; t < kTrials; ++t) {
       const uint64_t index = static_cast<uint64_t>(t) * 3;
-      proposals[0].token = SampleFromSparse(q, UniformDouble(c.seed, RandomStream::kDraftSample, index));
+      proposals[0].token =
+          SampleFromSparse(q, UniformDouble(c.seed, RandomStream::kDraftSample, index));
       absl::StatusOr<AcceptanceResult> r =
           AcceptProposals(proposals, targets.spans, rejection, {c.seed, index});
       ASSERT_TRUE(r.ok()) << r.status();
@@ -559,12 +570,19 @@ TEST(RejectionRuleTest, LaterTokensAreDistributedAsTheirTargets) {
   for (int t = 0; t < kTrials; ++t) {
     const uint64_t index = static_cast<uint64_t>(t) * 2;
     proposals[0].token = SampleFromSparse(q1, UniformDouble(99, RandomStream::kDraftSample, index));
-    proposals[1].token = SampleFromSparse(q2, UniformDouble(99, RandomStream::kDraftSample, index + 1));
+    proposals[1].token =
+        SampleFromSparse(q2, UniformDouble(99, RandomStream::kDraftSample, index + 1));
     absl::StatusOr<AcceptanceResult> r =
         AcceptProposals(proposals, targets.spans, Rule(AcceptanceRule::kRejection), {99, index});
     ASSERT_TRUE(r.ok()) << r.status();
-    if (r->committed.size() >= 2) { ++second[r->committed[1]]; ++with_second; }
-    if (r->committed.size() == 3) { ++third[r->committed[2]]; ++with_third; }
+    if (r->committed.size() >= 2) {
+      ++second[r->committed[1]];
+      ++with_second;
+    }
+    if (r->committed.size() == 3) {
+      ++third[r->committed[2]];
+      ++with_third;
+    }
   }
   ASSERT_EQ(with_second, kTrials);  // q1 == p1 up to float rounding: never rejected.
   double tv_second = 0.0, tv_third = 0.0;

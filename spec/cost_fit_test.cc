@@ -1,8 +1,8 @@
 #include "spec/cost_fit.h"
 
-#include <random>
-
 #include <gtest/gtest.h>
+
+#include <random>
 
 namespace tandem {
 namespace spec {
@@ -52,7 +52,7 @@ TEST(BatchCostModelTest, TermsInUnitsOfAPlainStep) {
   LinearCostFit verify(1.0, 0, 0, 0), draft(1.0, 0, 0, 0);
   for (int i = 0; i < 20; ++i) {
     const double rows = 4 + i;
-    verify.Observe(rows, 2.0 + 0.1 * rows);  // a = 2 ms, b = 0.1 ms per row
+    verify.Observe(rows, 2.0 + 0.1 * rows);      // a = 2 ms, b = 0.1 ms per row
     draft.Observe(1 + i, 0.5 + 0.05 * (1 + i));  // fixed 0.5 ms, 0.05 ms per token
   }
   CostModel fallback;

@@ -43,8 +43,7 @@ double SequentialSpeedup(double alpha, int k, double draft_cost, double verify_c
 double PipelinedSpeedupBound(double alpha, int k, double draft_cost, double verify_cost,
                              double overhead) {
   if (k <= 0) return 1.0;
-  return ExpectedTokensPerStep(alpha, k) /
-         (std::max(verify_cost, k * draft_cost) + overhead);
+  return ExpectedTokensPerStep(alpha, k) / (std::max(verify_cost, k * draft_cost) + overhead);
 }
 
 VerifyCostFn LinearVerifyCost(double slope) {
@@ -69,8 +68,7 @@ double ModelledSpeedup(double alpha, int k, const CostModel& model, bool pipelin
                    : SequentialSpeedup(alpha, k, model.draft_cost, nu, model.overhead);
 }
 
-DraftLengthChoice BestDraftLength(double alpha, const CostModel& model, int max_k,
-                                  bool pipelined) {
+DraftLengthChoice BestDraftLength(double alpha, const CostModel& model, int max_k, bool pipelined) {
   DraftLengthChoice best;
   for (int k = 1; k <= max_k; ++k) {
     const double speedup = ModelledSpeedup(alpha, k, model, pipelined);
@@ -124,11 +122,10 @@ double AdaptiveK::acceptance_estimate() const {
 }
 
 int AdaptiveK::NextK() const {
-  const DraftLengthChoice best = BestDraftLength(acceptance_estimate(), config_.cost,
-                                                 config_.max_k, config_.pipelined);
+  const DraftLengthChoice best =
+      BestDraftLength(acceptance_estimate(), config_.cost, config_.max_k, config_.pipelined);
   if (best.k > 0 && best.speedup >= config_.min_speedup) return best.k;
-  if (config_.max_k >= 1 && config_.probe_interval > 0 &&
-      plain_steps_ >= config_.probe_interval) {
+  if (config_.max_k >= 1 && config_.probe_interval > 0 && plain_steps_ >= config_.probe_interval) {
     return 1;
   }
   return 0;

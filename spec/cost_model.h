@@ -60,11 +60,10 @@ struct DraftLengthChoice {
 
 // The K in [1, max_k] with the largest modelled speedup (ties to the smaller K), or
 // {0, 1} when max_k < 1. The caller decides whether that speedup is worth it.
-DraftLengthChoice BestDraftLength(double alpha, const CostModel& model, int max_k,
-                                  bool pipelined);
+DraftLengthChoice BestDraftLength(double alpha, const CostModel& model, int max_k, bool pipelined);
 
 struct AdaptiveKConfig {
-  int max_k = 8;                    // [1, 256]
+  int max_k = 8;  // [1, 256]
   CostModel cost;
   bool pipelined = false;           // Optimise the pipelined bound instead of S.
   double smoothing = 0.2;           // (0, 1]: weight of the newest step in the averages.

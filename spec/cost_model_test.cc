@@ -15,7 +15,7 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(ExpectedTokensTest, HandComputedValues) {
-  EXPECT_DOUBLE_EQ(ExpectedTokensPerStep(0.5, 3), 1.875);  // (1 - 0.5^4) / 0.5
+  EXPECT_DOUBLE_EQ(ExpectedTokensPerStep(0.5, 3), 1.875);   // (1 - 0.5^4) / 0.5
   EXPECT_DOUBLE_EQ(ExpectedTokensPerStep(0.8, 4), 3.3616);  // (1 - 0.32768) / 0.2
   EXPECT_DOUBLE_EQ(ExpectedTokensPerStep(0.8, 0), 1.0);
   EXPECT_DOUBLE_EQ(ExpectedTokensPerStep(0.0, 5), 1.0);
@@ -31,7 +31,7 @@ TEST(ExpectedTokensTest, HandComputedValues) {
 
 TEST(SpeedupTest, HandComputedValues) {
   // alpha 0.8, K 4, c 0.4, nu 1.1, o 0.05: E = 3.3616.
-  EXPECT_NEAR(SequentialSpeedup(0.8, 4, 0.4, 1.1, 0.05), 3.3616 / 2.75, 1e-12);  // 1.22240
+  EXPECT_NEAR(SequentialSpeedup(0.8, 4, 0.4, 1.1, 0.05), 3.3616 / 2.75, 1e-12);      // 1.22240
   EXPECT_NEAR(PipelinedSpeedupBound(0.8, 4, 0.4, 1.1, 0.05), 3.3616 / 1.65, 1e-12);  // 2.03733
   // When drafting is the cheaper side, the pipelined bound is limited by verify.
   EXPECT_NEAR(PipelinedSpeedupBound(0.8, 2, 0.4, 1.1, 0.05), 2.44 / 1.15, 1e-12);

@@ -27,8 +27,10 @@ TANDEM_HOST_DEVICE inline void Rounds(uint32_t x[4], uint32_t k0, uint32_t k1) {
     }
     const uint64_t product0 = static_cast<uint64_t>(kMultiplier0) * x[0];
     const uint64_t product1 = static_cast<uint64_t>(kMultiplier1) * x[2];
-    const uint32_t hi0 = static_cast<uint32_t>(product0 >> 32), lo0 = static_cast<uint32_t>(product0);
-    const uint32_t hi1 = static_cast<uint32_t>(product1 >> 32), lo1 = static_cast<uint32_t>(product1);
+    const uint32_t hi0 = static_cast<uint32_t>(product0 >> 32),
+                   lo0 = static_cast<uint32_t>(product0);
+    const uint32_t hi1 = static_cast<uint32_t>(product1 >> 32),
+                   lo1 = static_cast<uint32_t>(product1);
     const uint32_t y0 = hi1 ^ x[1] ^ k0, y2 = hi0 ^ x[3] ^ k1;
     x[0] = y0;
     x[1] = lo1;

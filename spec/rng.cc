@@ -13,8 +13,7 @@ PhiloxCounter Philox4x32_10(const PhiloxCounter& counter, const PhiloxKey& key) 
 
 double UnitDoubleFromBits(uint64_t bits) { return philox::UnitDouble(bits); }
 
-double UniformDouble(uint64_t seed, RandomStream stream, uint64_t position,
-                     uint32_t draw) {
+double UniformDouble(uint64_t seed, RandomStream stream, uint64_t position, uint32_t draw) {
   return philox::Uniform(seed, static_cast<uint32_t>(stream), position, draw);
 }
 

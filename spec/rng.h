@@ -38,8 +38,7 @@ double UnitDoubleFromBits(uint64_t bits);
 // `seed`, in stream `stream`; `draw` numbers further independent draws at the same
 // position (0 for the first). Philox key = seed; counter = (position low word,
 // position high word, draw, stream).
-double UniformDouble(uint64_t seed, RandomStream stream, uint64_t position,
-                     uint32_t draw = 0);
+double UniformDouble(uint64_t seed, RandomStream stream, uint64_t position, uint32_t draw = 0);
 
 }  // namespace spec
 }  // namespace tandem

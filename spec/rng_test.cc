@@ -120,16 +120,13 @@ TEST(UniformDoubleTest, StreamsPositionsDrawsAndSeedsAreIndependent) {
       [](int i) { return UniformDouble(7, RandomStream::kAccept, i); },
       [](int i) { return UniformDouble(7, RandomStream::kResample, i); });
   ExpectIndependent(
-      "consecutive positions",
-      [](int i) { return UniformDouble(7, RandomStream::kResample, i); },
+      "consecutive positions", [](int i) { return UniformDouble(7, RandomStream::kResample, i); },
       [](int i) { return UniformDouble(7, RandomStream::kResample, i + 1); });
   ExpectIndependent(
-      "draw 0 vs draw 1",
-      [](int i) { return UniformDouble(7, RandomStream::kAccept, i, 0); },
+      "draw 0 vs draw 1", [](int i) { return UniformDouble(7, RandomStream::kAccept, i, 0); },
       [](int i) { return UniformDouble(7, RandomStream::kAccept, i, 1); });
   ExpectIndependent(
-      "adjacent seeds",
-      [](int i) { return UniformDouble(7, RandomStream::kAccept, i); },
+      "adjacent seeds", [](int i) { return UniformDouble(7, RandomStream::kAccept, i); },
       [](int i) { return UniformDouble(8, RandomStream::kAccept, i); });
 }
 

@@ -116,12 +116,12 @@ absl::Status ValidateSamplingConfig(const SamplingConfig& config, int vocab_size
         absl::StrCat("sampling: vocab_size must be positive, got ", vocab_size));
   }
   if (!(config.temperature >= 0.0f && config.temperature <= 100.0f)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sampling: temperature must be in [0, 100], got ", config.temperature));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling: temperature must be in [0, 100], got ", config.temperature));
   }
   if (config.top_k < 0 || config.top_k > vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat("sampling: top_k must be in [0, ",
-                                                   vocab_size, "], got ", config.top_k));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sampling: top_k must be in [0, ", vocab_size, "], got ", config.top_k));
   }
   if (!(config.top_p > 0.0f && config.top_p <= 1.0f)) {
     return absl::InvalidArgumentError(
@@ -193,9 +193,7 @@ void ProcessLogits(absl::Span<const float> logits, const SamplingConfig& config,
   for (size_t i = 0; i < n; ++i) (*probs)[i] = static_cast<float>(weights[i] / total);
 }
 
-int SampleFromProbs(absl::Span<const float> probs, double u) {
-  return SampleFromWeights(probs, u);
-}
+int SampleFromProbs(absl::Span<const float> probs, double u) { return SampleFromWeights(probs, u); }
 
 int SampleFromProbs(absl::Span<const double> weights, double u) {
   return SampleFromWeights(weights, u);
@@ -249,8 +247,7 @@ double CommittedLogProb(absl::Span<const float> logits, absl::Span<const float> 
   }
   if (!greedy) {
     const float p = probs[token];
-    return p > 0.0f ? std::log(static_cast<double>(p))
-                    : -std::numeric_limits<double>::infinity();
+    return p > 0.0f ? std::log(static_cast<double>(p)) : -std::numeric_limits<double>::infinity();
   }
   double max = -std::numeric_limits<double>::infinity();
   for (float x : logits) {

@@ -22,8 +22,8 @@ using ::testing::Pointwise;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-std::vector<float> Process(const std::vector<float>& logits, float temperature,
-                           int top_k = 0, float top_p = 1.0f) {
+std::vector<float> Process(const std::vector<float>& logits, float temperature, int top_k = 0,
+                           float top_p = 1.0f) {
   std::vector<float> probs;
   ProcessLogits(logits, SamplingConfig{temperature, top_k, top_p}, &probs);
   return probs;
@@ -50,9 +50,8 @@ std::vector<double> ReferenceProcess(const std::vector<float>& logits, double te
   }
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return w[a] != w[b] ? w[a] > w[b] : a < b;
-  });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return w[a] != w[b] ? w[a] > w[b] : a < b; });
   size_t keep = (top_k > 0 && static_cast<size_t>(top_k) < n) ? top_k : n;
   long double kept_total = 0;
   for (size_t j = 0; j < keep; ++j) kept_total += w[order[j]];
@@ -165,16 +164,19 @@ TEST(ProcessLogitsTest, NonFiniteLogitsNeverCrash) {
 TEST(ProcessLogitsTest, MatchesNaiveReferenceOnLargeRandomVocabularies) {
   std::mt19937 gen(11);
   std::normal_distribution<float> normal(0.0f, 3.0f);
-  struct Case { int vocab; float temperature; int top_k; float top_p; };
-  const Case cases[] = {{1000, 1.0f, 0, 1.0f},  {50000, 0.7f, 0, 0.9f},
-                        {50000, 5.0f, 0, 0.95f}, {32000, 1.0f, 40, 0.8f},
-                        {32000, 1.3f, 500, 1.0f}, {200, 0.2f, 0, 0.3f}};
+  struct Case {
+    int vocab;
+    float temperature;
+    int top_k;
+    float top_p;
+  };
+  const Case cases[] = {{1000, 1.0f, 0, 1.0f},   {50000, 0.7f, 0, 0.9f},   {50000, 5.0f, 0, 0.95f},
+                        {32000, 1.0f, 40, 0.8f}, {32000, 1.3f, 500, 1.0f}, {200, 0.2f, 0, 0.3f}};
   for (const Case& c : cases) {
     std::vector<float> logits(c.vocab);
     for (float& x : logits) x = normal(gen);
     const std::vector<float> got = Process(logits, c.temperature, c.top_k, c.top_p);
-    const std::vector<double> want =
-        ReferenceProcess(logits, c.temperature, c.top_k, c.top_p);
+    const std::vector<double> want = ReferenceProcess(logits, c.temperature, c.top_k, c.top_p);
     ASSERT_EQ(got.size(), want.size());
     double sum = 0.0;
     int support_mismatch = 0;
@@ -276,8 +278,7 @@ TEST(EntropyTest, HandComputedValues) {
   EXPECT_EQ(Entropy(std::vector<float>{0.0f, 1.0f, 0.0f}), 0.0);
   // -(0.1 ln 0.1 + 0.9 ln 0.9) with the float values of 0.1 and 0.9.
   const double a = 0.1f, b = 0.9f;
-  EXPECT_NEAR(Entropy(std::vector<float>{0.1f, 0.9f}), -(a * std::log(a) + b * std::log(b)),
-              1e-15);
+  EXPECT_NEAR(Entropy(std::vector<float>{0.1f, 0.9f}), -(a * std::log(a) + b * std::log(b)), 1e-15);
 }
 
 }  // namespace

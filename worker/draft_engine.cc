@@ -25,10 +25,10 @@ absl::Status DraftEngine::CheckCapacity(const v1::DraftRequest& request) const {
     needed += blocks(int64_t{seq.start_position()} + seq.tokens_size() + k - 1) - held;
   }
   if (needed > kv.free_blocks) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "KV cache full: drafting needs ", needed, " more blocks of ", kv.block_size,
-        " tokens but only ", kv.free_blocks, " of ", kv.total_blocks,
-        " are free; release or shorten sequences"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("KV cache full: drafting needs ", needed, " more blocks of ", kv.block_size,
+                     " tokens but only ", kv.free_blocks, " of ", kv.total_blocks,
+                     " are free; release or shorten sequences"));
   }
   return absl::OkStatus();
 }
@@ -112,8 +112,7 @@ absl::StatusOr<v1::DraftResponse> DraftEngine::Draft(const v1::DraftRequest& req
     absl::StatusOr<int> cached = executor_->CachedLength(seq.sequence_id());
     response.mutable_sequences(s)->set_cached_length(cached.ok() ? *cached : 0);
   }
-  response.set_compute_ms(
-      static_cast<float>(executor_->times().forward_ms - forward_ms_before));
+  response.set_compute_ms(static_cast<float>(executor_->times().forward_ms - forward_ms_before));
   return response;
 }
 

@@ -2,12 +2,12 @@
 // its error for a distribution with nothing to sample.
 #include "worker/draft_engine.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "kernels/cpu/cpu_backend.h"
 #include "model/llama.h"
@@ -82,8 +82,7 @@ TEST_F(DraftEngineTest, DraftingKThenRollingBackEqualsDraftingFewer) {
   const std::vector<int32_t> prompt = testing::Tokens(12, kVocab, 1);
   Prefill(7, prompt);
   for (const v1::SequenceSampling& sampling :
-       {Sampled(0.9f, 42), Sampled(1.3f, 5, v1::ACCEPTANCE_RULE_REJECTION, 50, 0.9f),
-        Greedy()}) {
+       {Sampled(0.9f, 42), Sampled(1.3f, 5, v1::ACCEPTANCE_RULE_REJECTION, 50, 0.9f), Greedy()}) {
     auto six = Draft({Seq(7, prompt, 6, sampling)});
     ASSERT_TRUE(six.ok()) << six.status();
     ASSERT_EQ(six->sequences(0).proposals_size(), 6);
@@ -121,7 +120,8 @@ TEST_F(DraftEngineTest, SparseProposalsAreTheRenormalisedTopKOfTheModel) {
     double max = -1e300, total = 0;
     for (float x : row) max = std::max(max, double(x));
     std::vector<double> prob(row.size());
-    for (size_t t = 0; t < row.size(); ++t) total += prob[t] = std::exp((row[t] - max) / temperature);
+    for (size_t t = 0; t < row.size(); ++t)
+      total += prob[t] = std::exp((row[t] - max) / temperature);
     std::vector<int> order(row.size());
     for (size_t t = 0; t < row.size(); ++t) order[t] = static_cast<int>(t);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return prob[a] > prob[b]; });

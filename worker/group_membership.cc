@@ -10,8 +10,7 @@
 namespace tandem {
 namespace worker {
 
-absl::StatusOr<std::unique_ptr<GroupMembership>> GroupMembership::Open(
-    const CommOptions& options) {
+absl::StatusOr<std::unique_ptr<GroupMembership>> GroupMembership::Open(const CommOptions& options) {
   auto give_up_at = std::make_shared<std::atomic<int64_t>>(std::numeric_limits<int64_t>::max());
   CommOptions with_give_up = options;
   with_give_up.cancelled = [give_up_at, outer = options.cancelled] {
@@ -62,8 +61,7 @@ absl::StatusOr<uint64_t> GroupMembership::BeginNextGeneration() {
 }
 
 absl::StatusOr<std::unique_ptr<Communicator>> GroupMembership::Connect(uint64_t generation) {
-  absl::Status status =
-      store_->Set(absl::StrCat("joined/", generation, "/", options_.rank), "1");
+  absl::Status status = store_->Set(absl::StrCat("joined/", generation, "/", options_.rank), "1");
   if (!status.ok()) return status;
   CommOptions options = options_;
   options.store = store_;
@@ -101,12 +99,10 @@ std::optional<uint64_t> GroupMembership::ShutdownGeneration() {
 }
 
 absl::StatusOr<uint64_t> GroupMembership::WaitForGenerationAfter(
-    std::optional<uint64_t> after, const std::function<bool()>& give_up,
-    absl::Duration poll) {
+    std::optional<uint64_t> after, const std::function<bool()>& give_up, absl::Duration poll) {
   while (true) {
     absl::StatusOr<std::optional<uint64_t>> current = CurrentGeneration();
-    if (current.ok() && current->has_value() &&
-        (!after.has_value() || **current > *after)) {
+    if (current.ok() && current->has_value() && (!after.has_value() || **current > *after)) {
       return **current;
     }
     if (give_up()) return absl::CancelledError("stopped waiting for a group generation");

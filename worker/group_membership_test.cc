@@ -1,8 +1,8 @@
 #include "worker/group_membership.h"
 
-#include <thread>
-
 #include <gtest/gtest.h>
+
+#include <thread>
 
 #include "comm/store.h"
 
@@ -58,8 +58,8 @@ TEST(GroupMembershipTest, FormedShutdownAndWaiting) {
     absl::SleepFor(absl::Milliseconds(50));
     (void)(*leader)->BeginNextGeneration();
   });
-  auto first = (*follower)->WaitForGenerationAfter(std::nullopt, [] { return false; },
-                                                   absl::Milliseconds(5));
+  auto first = (*follower)->WaitForGenerationAfter(
+      std::nullopt, [] { return false; }, absl::Milliseconds(5));
   writer.join();
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(*first, 1u);

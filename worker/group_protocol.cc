@@ -54,8 +54,8 @@ class Reader {
 
  private:
   absl::Status Truncated(const char* field) const {
-    return absl::DataLossError(absl::StrCat("group message: truncated at ", field, " (byte ",
-                                            pos_, " of ", size_, ")"));
+    return absl::DataLossError(
+        absl::StrCat("group message: truncated at ", field, " (byte ", pos_, " of ", size_, ")"));
   }
   const char* data_;
   size_t size_;
@@ -78,8 +78,8 @@ absl::Status DecodeCommand(Reader& in, GroupCommand* command) {
       TANDEM_RETURN_IF_ERROR(in.Get(&count, "batch size"));
       // Each sequence takes at least 24 bytes; refuse counts the bytes cannot hold.
       if (count > in.remaining() / 24) {
-        return absl::DataLossError(absl::StrCat("group message: batch of ", count,
-                                                " sequences in ", in.remaining(), " bytes"));
+        return absl::DataLossError(absl::StrCat("group message: batch of ", count, " sequences in ",
+                                                in.remaining(), " bytes"));
       }
       command->batch.resize(count);
       for (SequenceInput& seq : command->batch) {
@@ -187,8 +187,8 @@ std::string EncodeGroupMessage(const GroupMessage& message) {
 
 absl::StatusOr<size_t> DecodeGroupMessageSize(const char* chunk, size_t chunk_bytes) {
   if (chunk_bytes < kGroupHeaderBytes) {
-    return absl::DataLossError(absl::StrCat("group message: chunk of ", chunk_bytes,
-                                            " bytes is shorter than the header"));
+    return absl::DataLossError(
+        absl::StrCat("group message: chunk of ", chunk_bytes, " bytes is shorter than the header"));
   }
   uint32_t magic = 0, op = 0;
   uint64_t payload = 0;
@@ -210,8 +210,8 @@ absl::StatusOr<GroupMessage> DecodeGroupMessage(const char* bytes, size_t size) 
   absl::StatusOr<size_t> expected = DecodeGroupMessageSize(bytes, size);
   if (!expected.ok()) return expected.status();
   if (*expected != size) {
-    return absl::DataLossError(absl::StrCat("group message: header says ", *expected,
-                                            " bytes, got ", size));
+    return absl::DataLossError(
+        absl::StrCat("group message: header says ", *expected, " bytes, got ", size));
   }
   GroupMessage message;
   uint32_t op = 0;
@@ -222,16 +222,15 @@ absl::StatusOr<GroupMessage> DecodeGroupMessage(const char* bytes, size_t size) 
   uint32_t count = 0;
   TANDEM_RETURN_IF_ERROR(in.Get(&count, "command count"));
   if (count > in.remaining()) {
-    return absl::DataLossError(absl::StrCat("group message: ", count, " commands in ",
-                                            in.remaining(), " bytes"));
+    return absl::DataLossError(
+        absl::StrCat("group message: ", count, " commands in ", in.remaining(), " bytes"));
   }
   message.commands.resize(count);
   for (GroupCommand& command : message.commands) {
     TANDEM_RETURN_IF_ERROR(DecodeCommand(in, &command));
   }
   if (in.remaining() != 0) {
-    return absl::DataLossError(
-        absl::StrCat("group message: ", in.remaining(), " trailing bytes"));
+    return absl::DataLossError(absl::StrCat("group message: ", in.remaining(), " trailing bytes"));
   }
   return message;
 }

@@ -1,9 +1,9 @@
 #include "worker/group_protocol.h"
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace tandem {
 namespace worker {

@@ -52,8 +52,7 @@ int FreePort() {
 }
 
 absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
-    const std::string& binary, const std::vector<std::string>& args,
-    const std::string& log_path) {
+    const std::string& binary, const std::vector<std::string>& args, const std::string& log_path) {
   std::vector<std::string> copy = args;
   std::vector<char*> argv;
   std::string path = binary;
@@ -147,7 +146,7 @@ Health CheckHealth(const std::string& address) {
   grpc::Status status = stub->Check(&context, request, &response);
   if (!status.ok()) return Health::kUnreachable;
   return response.status() == grpc::health::v1::HealthCheckResponse::SERVING ? Health::kServing
-                                                                              : Health::kNotServing;
+                                                                             : Health::kNotServing;
 }
 
 bool WaitForHealth(const std::string& address, Health want, absl::Duration timeout) {
@@ -196,7 +195,7 @@ std::vector<std::string> WorkerGroup::Args(int rank) const {
   std::vector<std::string> args = {
       "--role=target",
       model_dir_.rfind("synthetic:", 0) == 0 ? "--synthetic=" + model_dir_.substr(10)
-                                              : "--model_dir=" + model_dir_,
+                                             : "--model_dir=" + model_dir_,
       absl::StrCat("--rank=", rank),
       absl::StrCat("--tp_size=", size()),
       "--listen=" + address(rank),

@@ -3,13 +3,12 @@
 #ifndef TANDEM_WORKER_PROCESS_TEST_UTIL_H_
 #define TANDEM_WORKER_PROCESS_TEST_UTIL_H_
 
+#include <grpcpp/grpcpp.h>
 #include <sys/types.h>
 
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"

@@ -52,17 +52,17 @@ absl::Status CheckPositions(uint64_t id, uint32_t start, int64_t new_positions,
     if (!absl::IsNotFound(cached.status())) return cached.status();
     if (start != 0) {
       return absl::NotFoundError(absl::StrCat(where, ": unknown sequence ", id,
-                                              ": was the worker restarted? (start_position ",
-                                              start, " needs a cached sequence)"));
+                                              ": was the worker restarted? (start_position ", start,
+                                              " needs a cached sequence)"));
     }
   } else if (static_cast<int64_t>(start) > *cached) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": start_position ", start,
-                                                   " is past the cached length ", *cached));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": start_position ", start, " is past the cached length ", *cached));
   }
   if (int64_t{start} + new_positions > limits.context_length) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": positions up to ", int64_t{start} + new_positions - 1,
-        " exceed the context length ", limits.context_length));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": positions up to ", int64_t{start} + new_positions - 1,
+                     " exceed the context length ", limits.context_length));
   }
   return absl::OkStatus();
 }
@@ -79,8 +79,7 @@ absl::Status CheckRows(int64_t rows, const RequestLimits& limits, const char* wh
 
 absl::Status CheckSampling(const v1::SequenceSampling& sampling, const RequestLimits& limits,
                            const std::string& where) {
-  absl::Status status = spec::ValidateSamplingConfig(ToSamplingConfig(sampling),
-                                                     limits.vocab_size);
+  absl::Status status = spec::ValidateSamplingConfig(ToSamplingConfig(sampling), limits.vocab_size);
   if (!status.ok()) return absl::InvalidArgumentError(where + ": " + std::string(status.message()));
   return absl::OkStatus();
 }
@@ -95,8 +94,8 @@ absl::Status CheckNotEmpty(int sequences) {
 // does the request's own checks and returns the sequence's rows. Returns the total rows
 // or the first error.
 template <typename Sequences, typename Check>
-absl::StatusOr<int64_t> CheckEachSequence(const Sequences& sequences,
-                                          const RequestLimits& limits, Check check) {
+absl::StatusOr<int64_t> CheckEachSequence(const Sequences& sequences, const RequestLimits& limits,
+                                          Check check) {
   TANDEM_RETURN_IF_ERROR(CheckNotEmpty(sequences.size()));
   absl::flat_hash_set<uint64_t> seen;
   int64_t rows = 0;
@@ -117,18 +116,16 @@ absl::StatusOr<int64_t> CheckEachSequence(const Sequences& sequences,
 absl::Status ValidateProposal(const v1::ProposedToken& proposal, int vocab_size,
                               const std::string& where) {
   if (proposal.token() < 0 || proposal.token() >= vocab_size) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": token ", proposal.token(),
-                                                   " is outside the vocabulary [0, ",
-                                                   vocab_size, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": token ", proposal.token(), " is outside the vocabulary [0, ", vocab_size, ")"));
   }
   if (proposal.q_ids_size() != proposal.q_probs_size()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": ", proposal.q_ids_size(),
-                                                   " q_ids but ", proposal.q_probs_size(),
-                                                   " q_probs"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": ", proposal.q_ids_size(), " q_ids but ", proposal.q_probs_size(), " q_probs"));
   }
   if (proposal.q_ids_size() == 0) {
-    return absl::InvalidArgumentError(
-        where + ": q is empty (give at least the token with probability 1)");
+    return absl::InvalidArgumentError(where +
+                                      ": q is empty (give at least the token with probability 1)");
   }
   absl::flat_hash_set<int32_t> seen;
   double sum = 0;
@@ -137,8 +134,8 @@ absl::Status ValidateProposal(const v1::ProposedToken& proposal, int vocab_size,
     const int32_t id = proposal.q_ids(j);
     const float p = proposal.q_probs(j);
     if (id < 0 || id >= vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": q_ids[", j, "] = ", id,
-                                                     " is outside the vocabulary"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": q_ids[", j, "] = ", id, " is outside the vocabulary"));
     }
     if (!seen.insert(id).second) {
       return absl::InvalidArgumentError(
@@ -152,12 +149,11 @@ absl::Status ValidateProposal(const v1::ProposedToken& proposal, int vocab_size,
     if (id == proposal.token()) token_prob = p;
   }
   if (std::fabs(sum - 1.0) > kProposalSumTolerance) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": q_probs sum to ", sum, ", not 1"));
+    return absl::InvalidArgumentError(absl::StrCat(where, ": q_probs sum to ", sum, ", not 1"));
   }
   if (!(token_prob > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": the proposed token ", proposal.token(), " is not in the support of q"));
+    return absl::InvalidArgumentError(absl::StrCat(where, ": the proposed token ", proposal.token(),
+                                                   " is not in the support of q"));
   }
   return absl::OkStatus();
 }

@@ -33,13 +33,11 @@ using CachedLengthFn = std::function<absl::StatusOr<int>(uint64_t)>;
 // How far the probabilities of a proposal's q may sum away from 1.
 inline constexpr double kProposalSumTolerance = 1e-3;
 
-absl::Status ValidatePrefillRequest(const v1::PrefillRequest& request,
-                                    const RequestLimits& limits,
+absl::Status ValidatePrefillRequest(const v1::PrefillRequest& request, const RequestLimits& limits,
                                     const CachedLengthFn& cached_length);
 absl::Status ValidateDraftRequest(const v1::DraftRequest& request, const RequestLimits& limits,
                                   const CachedLengthFn& cached_length);
-absl::Status ValidateVerifyRequest(const v1::VerifyRequest& request,
-                                   const RequestLimits& limits,
+absl::Status ValidateVerifyRequest(const v1::VerifyRequest& request, const RequestLimits& limits,
                                    const CachedLengthFn& cached_length);
 absl::Status ValidateTruncateRequest(const v1::TruncateRequest& request,
                                      const CachedLengthFn& cached_length);

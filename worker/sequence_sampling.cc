@@ -22,8 +22,7 @@ spec::Proposal ToProposal(const v1::ProposedToken& proposal) {
   return out;
 }
 
-absl::StatusOr<spec::AcceptanceParams> ToAcceptanceParams(
-    const v1::SequenceSampling& sampling) {
+absl::StatusOr<spec::AcceptanceParams> ToAcceptanceParams(const v1::SequenceSampling& sampling) {
   spec::AcceptanceParams params;
   switch (sampling.rule()) {
     case v1::ACCEPTANCE_RULE_GREEDY:

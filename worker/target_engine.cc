@@ -14,9 +14,9 @@ TargetEngine::TargetEngine(ModelExecutor* executor) : executor_(executor) {}
 absl::StatusOr<v1::VerifyResponse> TargetEngine::Verify(const v1::VerifyRequest& request) {
   const ExecutorTimes before = executor_->times();
   const std::vector<SequenceInput> batch = VerifyBatch(request);
-  const bool any_tree = std::any_of(
-      request.sequences().begin(), request.sequences().end(),
-      [](const v1::VerifySequence& seq) { return seq.proposal_parents_size() > 0; });
+  const bool any_tree =
+      std::any_of(request.sequences().begin(), request.sequences().end(),
+                  [](const v1::VerifySequence& seq) { return seq.proposal_parents_size() > 0; });
   Verdicts verdicts;
   absl::Status status = any_tree ? VerifyOnHost(executor_, request, batch, &verdicts)
                                  : VerifyOnBackend(executor_, request, batch, &verdicts);
@@ -59,8 +59,7 @@ absl::StatusOr<v1::VerifyResponse> TargetEngine::Verify(const v1::VerifyRequest&
   const ExecutorTimes after = executor_->times();
   const double collective = after.collective_ms - before.collective_ms;
   response.set_collective_ms(static_cast<float>(collective));
-  response.set_compute_ms(
-      static_cast<float>(after.forward_ms - before.forward_ms - collective));
+  response.set_compute_ms(static_cast<float>(after.forward_ms - before.forward_ms - collective));
   return response;
 }
 

@@ -1,16 +1,16 @@
 // Target engine against an independent plain-decoding reference on its own model.
 #include "worker/target_engine.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "spec/rng.h"
-#include "worker/draft_engine.h"
 #include "spec/sampling.h"
+#include "worker/draft_engine.h"
 #include "worker/test_util.h"
 
 namespace tandem {
@@ -104,8 +104,8 @@ TEST_F(TargetEngineTest, GreedyCommitsEveryRightProposalAndABonus) {
 TEST_F(TargetEngineTest, GreedyStopsAtTheFirstWrongProposalWithTheCorrection) {
   ASSERT_TRUE(Prefill(2, Head()).ok());
   const int32_t wrong = (greedy_[2] + 1) % kVocab;
-  auto out = Verify({Seq(2, Last(), {prompt_.back()}, {greedy_[0], greedy_[1], wrong, greedy_[3]},
-                         Greedy())});
+  auto out = Verify(
+      {Seq(2, Last(), {prompt_.back()}, {greedy_[0], greedy_[1], wrong, greedy_[3]}, Greedy())});
   ASSERT_TRUE(out.ok()) << out.status();
   const v1::VerifiedSequence& s = out->sequences(0);
   EXPECT_EQ(Committed(s), std::vector<int32_t>({greedy_[0], greedy_[1], greedy_[2]}));
@@ -114,8 +114,7 @@ TEST_F(TargetEngineTest, GreedyStopsAtTheFirstWrongProposalWithTheCorrection) {
   EXPECT_EQ(s.logprobs_size(), 0);
 
   // The rolled-back cache continues exactly like plain decoding.
-  auto next = Verify({Seq(2, s.cached_length(), {greedy_[2]}, {greedy_[3], greedy_[4]},
-                          Greedy())});
+  auto next = Verify({Seq(2, s.cached_length(), {greedy_[2]}, {greedy_[3], greedy_[4]}, Greedy())});
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(Committed(next->sequences(0)),
             std::vector<int32_t>({greedy_[3], greedy_[4], greedy_[5]}));
@@ -125,12 +124,11 @@ TEST_F(TargetEngineTest, ZeroProposalsIsAPlainDecodeStep) {
   ASSERT_TRUE(Prefill(3, Head()).ok());
   std::vector<int32_t> fed = {prompt_.back()};
   int start = Last();
-  const auto logits = testing::DecodeLogits(*reference_.model,
-                                            [&] {
-                                              std::vector<int32_t> c = prompt_;
-                                              c.insert(c.end(), greedy_.begin(), greedy_.end());
-                                              return c;
-                                            }());
+  const auto logits = testing::DecodeLogits(*reference_.model, [&] {
+    std::vector<int32_t> c = prompt_;
+    c.insert(c.end(), greedy_.begin(), greedy_.end());
+    return c;
+  }());
   for (int step = 0; step < 4; ++step) {
     auto out = Verify({Seq(3, start, fed, {}, Greedy(true))});
     ASSERT_TRUE(out.ok()) << out.status();
@@ -148,8 +146,8 @@ TEST_F(TargetEngineTest, ZeroProposalsIsAPlainDecodeStep) {
 TEST_F(TargetEngineTest, SampledZeroProposalStepMatchesTargetOnlySampling) {
   ASSERT_TRUE(Prefill(4, Head()).ok());
   const auto logits = testing::DecodeLogits(*reference_.model, prompt_);
-  const v1::SequenceSampling sampling = testing::Sampled(0.8f, 77, v1::ACCEPTANCE_RULE_REJECTION,
-                                                         20, 0.95f, true);
+  const v1::SequenceSampling sampling =
+      testing::Sampled(0.8f, 77, v1::ACCEPTANCE_RULE_REJECTION, 20, 0.95f, true);
   auto out = Verify({[&] {
     v1::VerifySequence s = Seq(4, Last(), {prompt_.back()}, {}, sampling);
     s.set_sample_index(5);
@@ -159,8 +157,8 @@ TEST_F(TargetEngineTest, SampledZeroProposalStepMatchesTargetOnlySampling) {
   // Target-only sampling at generated index 5: one draw from the processed p.
   std::vector<float> p;
   spec::ProcessLogits(logits.back(), spec::SamplingConfig{0.8f, 20, 0.95f}, &p);
-  const int expected = spec::SampleFromProbs(
-      p, spec::UniformDouble(77, spec::RandomStream::kResample, 5));
+  const int expected =
+      spec::SampleFromProbs(p, spec::UniformDouble(77, spec::RandomStream::kResample, 5));
   ASSERT_EQ(out->sequences(0).committed_size(), 1);
   EXPECT_EQ(out->sequences(0).committed(0), expected);
   EXPECT_NEAR(out->sequences(0).logprobs(0), std::log(p[expected]), 1e-6);
@@ -231,8 +229,8 @@ TEST_F(TargetEngineTest, TreeCommitsWhatItsBestPathCommitsAsAChain) {
     ASSERT_EQ(t.logprobs_size(), best.logprobs_size());
     for (int j = 0; j < t.logprobs_size(); ++j) EXPECT_EQ(t.logprobs(j), best.logprobs(j));
     // The tree's cache holds the winning path: the next step matches the chain's.
-    auto next_tree = Verify({Seq(tree_id, t.cached_length(), {t.committed(t.committed_size() - 1)},
-                                 {}, Greedy())});
+    auto next_tree = Verify(
+        {Seq(tree_id, t.cached_length(), {t.committed(t.committed_size() - 1)}, {}, Greedy())});
     const uint64_t best_id = &best == &out->sequences(2) ? b_id : a_id;
     auto next_best = Verify({Seq(best_id, best.cached_length(),
                                  {best.committed(best.committed_size() - 1)}, {}, Greedy())});
@@ -245,8 +243,8 @@ TEST_F(TargetEngineTest, BatchedVerifyEqualsEachSequenceAlone) {
   const std::vector<int32_t> other = testing::Tokens(6, kVocab, 8);
   for (uint64_t id : {10, 11}) ASSERT_TRUE(Prefill(id, Head()).ok());
   for (uint64_t id : {12, 13}) ASSERT_TRUE(Prefill(id, {other.begin(), other.end() - 1}).ok());
-  const v1::SequenceSampling sampled = testing::Sampled(1.0f, 3, v1::ACCEPTANCE_RULE_REJECTION,
-                                                        0, 1.0f, true);
+  const v1::SequenceSampling sampled =
+      testing::Sampled(1.0f, 3, v1::ACCEPTANCE_RULE_REJECTION, 0, 1.0f, true);
   auto a = Verify({Seq(10, Last(), {prompt_.back()}, {greedy_[0], 5, 6}, Greedy(true))});
   auto b = Verify({Seq(12, 5, {other.back()}, {1, 2}, sampled)});
   auto both = Verify({Seq(13, 5, {other.back()}, {1, 2}, sampled),
@@ -293,8 +291,8 @@ TEST_F(TargetEngineTest, SelfSpeculationUnderRejectionSamplingAcceptsEverything)
     auto drafted = draft.Draft(request);
     ASSERT_TRUE(drafted.ok()) << drafted.status();
     draft_cached = drafted->sequences(0).cached_length();
-    v1::VerifySequence v = Seq(30, target_cached, {all.begin() + target_cached, all.end()}, {},
-                               sampling);
+    v1::VerifySequence v =
+        Seq(30, target_cached, {all.begin() + target_cached, all.end()}, {}, sampling);
     *v.mutable_proposals() = drafted->sequences(0).proposals();
     v.set_sample_index(static_cast<uint32_t>(all.size() - prompt_.size()));
     auto verified = Verify({v});

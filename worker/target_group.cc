@@ -1,10 +1,10 @@
 #include "worker/target_group.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
-
-#include <glog/logging.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -83,8 +83,8 @@ void TargetGroupLeader::FormOnce() {
     wake_.WaitWithTimeout(&mu_, absl::Seconds(1));
     return;
   }
-  LOG(INFO) << "target group: forming generation " << *generation << " of "
-            << membership_->size() << " ranks";
+  LOG(INFO) << "target group: forming generation " << *generation << " of " << membership_->size()
+            << " ranks";
   absl::StatusOr<std::unique_ptr<Communicator>> comm = membership_->Connect(*generation);
   absl::Status status = comm.status();
   if (status.ok()) status = (*comm)->Barrier(timeouts_.step);
@@ -196,8 +196,7 @@ absl::Status TargetGroupLeader::ForwardAccept(const std::vector<SequenceInput>& 
   if (outcomes == nullptr) return absl::InvalidArgumentError("ForwardAccept: outcomes is null");
   absl::Status status = ValidateChainRows(chains, CountLogitRows(batch));
   if (!status.ok()) return status;
-  return ForwardOnAllRanks(batch,
-                           [&] { return shard_->ForwardAccept(batch, chains, outcomes); });
+  return ForwardOnAllRanks(batch, [&] { return shard_->ForwardAccept(batch, chains, outcomes); });
 }
 
 absl::Status TargetGroupLeader::ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
@@ -209,8 +208,8 @@ absl::Status TargetGroupLeader::ForwardSampleDrafts(const std::vector<SequenceIn
   }
   absl::Status status = ValidateDraftRows(drafts, CountLogitRows(batch));
   if (!status.ok()) return status;
-  return ForwardOnAllRanks(
-      batch, [&] { return shard_->ForwardSampleDrafts(batch, drafts, proposals); });
+  return ForwardOnAllRanks(batch,
+                           [&] { return shard_->ForwardSampleDrafts(batch, drafts, proposals); });
 }
 
 template <typename Fn>
@@ -227,8 +226,7 @@ absl::Status TargetGroupLeader::Truncate(uint64_t seq_id, int length) {
 }
 
 absl::Status TargetGroupLeader::Release(uint64_t seq_id) {
-  return ApplyAndQueue(GroupCommand::Release(seq_id),
-                       [&] { return shard_->Release(seq_id); });
+  return ApplyAndQueue(GroupCommand::Release(seq_id), [&] { return shard_->Release(seq_id); });
 }
 
 absl::Status TargetGroupLeader::KeepPath(uint64_t seq_id, int start_position,
@@ -330,8 +328,7 @@ absl::Status ServeGeneration(TimedCommunicator& comm, ModelShard& shard, uint64_
     if (*size > kGroupChunkBytes) {
       whole.resize(*size);
       std::memcpy(&whole[0], chunk.data(), kGroupChunkBytes);
-      status = comm.Broadcast(&whole[kGroupChunkBytes], *size - kGroupChunkBytes, 0,
-                              timeouts.step);
+      status = comm.Broadcast(&whole[kGroupChunkBytes], *size - kGroupChunkBytes, 0, timeouts.step);
       if (!status.ok()) return status;
       bytes = whole.data();
     }
@@ -367,9 +364,9 @@ absl::Status ServeGeneration(TimedCommunicator& comm, ModelShard& shard, uint64_
 
 }  // namespace
 
-absl::Status RunFollower(TimedCommunicator& comm, ModelShard& shard,
-                         GroupMembership& membership, const GroupTimeouts& timeouts,
-                         const std::function<bool()>& stop, const ServingListener& listener) {
+absl::Status RunFollower(TimedCommunicator& comm, ModelShard& shard, GroupMembership& membership,
+                         const GroupTimeouts& timeouts, const std::function<bool()>& stop,
+                         const ServingListener& listener) {
   std::optional<uint64_t> wait_after;
   std::optional<uint64_t> last_formed;
   const auto give_up = [&] {
@@ -417,8 +414,8 @@ absl::Status RunFollower(TimedCommunicator& comm, ModelShard& shard,
       return absl::OkStatus();
     }
     if (stop()) return absl::CancelledError("follower stopped");
-    LOG(WARNING) << "target group follower: generation " << *generation << " broke ("
-                 << status << "); dropped " << dropped << " sequences, regrouping";
+    LOG(WARNING) << "target group follower: generation " << *generation << " broke (" << status
+                 << "); dropped " << dropped << " sequences, regrouping";
     wait_after = *generation;
   }
 }

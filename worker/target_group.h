@@ -149,9 +149,9 @@ class TargetGroupLeader final : public ModelExecutor {
 // after failures. Runs until the leader sends shutdown (returns OK), the leader's last
 // formed generation is marked shut down while regrouping (OK), or `stop()` returns
 // true (CANCELLED). `comm` is the communicator the shard's model was built over.
-absl::Status RunFollower(TimedCommunicator& comm, ModelShard& shard,
-                         GroupMembership& membership, const GroupTimeouts& timeouts,
-                         const std::function<bool()>& stop, const ServingListener& listener);
+absl::Status RunFollower(TimedCommunicator& comm, ModelShard& shard, GroupMembership& membership,
+                         const GroupTimeouts& timeouts, const std::function<bool()>& stop,
+                         const ServingListener& listener);
 
 }  // namespace worker
 }  // namespace tandem

@@ -55,8 +55,8 @@ v1::SequenceSampling Greedy(bool logprobs) {
   return s;
 }
 
-v1::SequenceSampling Sampled(float temperature, uint64_t seed, v1::AcceptanceRule rule,
-                             int top_k, float top_p, bool logprobs) {
+v1::SequenceSampling Sampled(float temperature, uint64_t seed, v1::AcceptanceRule rule, int top_k,
+                             float top_p, bool logprobs) {
   v1::SequenceSampling s;
   s.set_temperature(temperature);
   s.set_top_k(top_k);
@@ -75,8 +75,7 @@ v1::ProposedToken PointProposal(int32_t token) {
   return p;
 }
 
-std::vector<std::vector<float>> DecodeLogits(LlamaModel& model,
-                                             const std::vector<int32_t>& tokens,
+std::vector<std::vector<float>> DecodeLogits(LlamaModel& model, const std::vector<int32_t>& tokens,
                                              uint64_t seq_id) {
   std::vector<std::vector<float>> out;
   std::vector<float> logits;

@@ -48,8 +48,8 @@ std::vector<int32_t> Tokens(int n, int vocab, uint32_t seed);
 // Sampling settings: greedy (rule greedy), or temperature sampling with `rule`.
 v1::SequenceSampling Greedy(bool logprobs = false);
 v1::SequenceSampling Sampled(float temperature, uint64_t seed,
-                             v1::AcceptanceRule rule = v1::ACCEPTANCE_RULE_REJECTION,
-                             int top_k = 0, float top_p = 1.0f, bool logprobs = false);
+                             v1::AcceptanceRule rule = v1::ACCEPTANCE_RULE_REJECTION, int top_k = 0,
+                             float top_p = 1.0f, bool logprobs = false);
 
 // A proposal with point-mass q.
 v1::ProposedToken PointProposal(int32_t token);

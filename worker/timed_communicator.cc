@@ -31,8 +31,7 @@ absl::Status TimedCommunicator::Timed(Fn&& fn) {
   return status;
 }
 
-absl::Status TimedCommunicator::AllReduceSum(float* data, size_t count,
-                                             absl::Duration timeout) {
+absl::Status TimedCommunicator::AllReduceSum(float* data, size_t count, absl::Duration timeout) {
   return Timed([&](Communicator& c) { return c.AllReduceSum(data, count, timeout); });
 }
 

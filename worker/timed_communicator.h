@@ -36,8 +36,7 @@ class TimedCommunicator final : public Communicator {
   std::string backend() const override { return backend_; }
 
   absl::Status AllReduceSum(float* data, size_t count, absl::Duration timeout) override;
-  absl::Status AllGather(const void* in, void* out, size_t bytes,
-                         absl::Duration timeout) override;
+  absl::Status AllGather(const void* in, void* out, size_t bytes, absl::Duration timeout) override;
   absl::Status Broadcast(void* data, size_t bytes, int root, absl::Duration timeout) override;
   absl::Status Barrier(absl::Duration timeout) override;
 

@@ -1,9 +1,9 @@
 #include "worker/timed_communicator.h"
 
+#include <gtest/gtest.h>
+
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "comm/local_communicator.h"
 

@@ -3,11 +3,11 @@
 // under every rule, and VerifyBatch lays out the forward pass as documented.
 #include "worker/verify_acceptance.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "spec/sampling.h"
 #include "worker/sequence_sampling.h"

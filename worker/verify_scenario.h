@@ -14,10 +14,10 @@ namespace worker {
 namespace testing {
 
 struct ScenarioOptions {
-  uint64_t base_id = 1;   // Sequence i has id base_id + i.
-  int steps = 6;          // Verify steps per sequence.
-  int k = 4;              // Proposals per step.
-  bool batched = true;    // All sequences in one Verify per step, else one at a time.
+  uint64_t base_id = 1;  // Sequence i has id base_id + i.
+  int steps = 6;         // Verify steps per sequence.
+  int k = 4;             // Proposals per step.
+  bool batched = true;   // All sequences in one Verify per step, else one at a time.
   int vocab_size = 128;
 };
 

@@ -1,6 +1,7 @@
 // The tandem-worker binary: bad flags and model directories fail at start-up with one
 // line on stderr and exit code 2; a draft worker serves Draft over gRPC, expires
 // leases and exits 0 on SIGTERM.
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <fstream>
@@ -8,13 +9,11 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "kernels/cuda/device.h"
 #include "comm/rendezvous_service.h"
 #include "common/server.h"
+#include "kernels/cuda/device.h"
 #include "worker/process_test_util.h"
 #include "worker/test_util.h"
 #include "worker/verify_scenario.h"
@@ -51,8 +50,7 @@ TEST(WorkerBinaryTest, BadStartsExitTwoWithOneLine) {
       {{"--tp_size=4", "--rank=4", model}, "--rank"},
       {{"--tp_size=4", model}, "--rendezvous"},
       {{"--tp_size=3", "--rendezvous_dir=/tmp/x", "--run_id=r", model}, "divisible"},
-      {{"--tp_size=2", "--comm=local", "--rendezvous_dir=/tmp/x", "--run_id=r", model},
-       "--comm"},
+      {{"--tp_size=2", "--comm=local", "--rendezvous_dir=/tmp/x", "--run_id=r", model}, "--comm"},
       {{"--tp_size=2", "--rendezvous_dir=/tmp/x", "--run_id=bad/id", model}, "--run_id"},
       {{"--max_speculative_tokens=0", model}, "--max_speculative_tokens"},
       {{"--lease_timeout_s=0", model}, "--lease_timeout_s"},
@@ -75,8 +73,8 @@ TEST(WorkerBinaryTest, BadStartsExitTwoWithOneLine) {
     const std::string output = ReadFile(log);
     EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
     EXPECT_TRUE(absl::StartsWith(output, "tandem-worker: ")) << output;
-    EXPECT_TRUE(absl::StrContains(output, c.expected)) << "want '" << c.expected << "' in "
-                                                       << output;
+    EXPECT_TRUE(absl::StrContains(output, c.expected))
+        << "want '" << c.expected << "' in " << output;
   }
 }
 
@@ -86,16 +84,15 @@ TEST(WorkerBinaryTest, SyntheticTargetIsLabelledAndServes) {
   const int port = testing::FreePort();
   const std::string address = absl::StrCat("127.0.0.1:", port);
   const std::string log = testing::TestTempDir() + "/synthetic.log";
-  auto process = testing::ChildProcess::Start(
-      testing::WorkerBinary(),
-      {"--role=target", "--synthetic=tiny", "--listen=" + address, "--threads=1",
-       "--kv_cache_mb=4"},
-      log);
+  auto process =
+      testing::ChildProcess::Start(testing::WorkerBinary(),
+                                   {"--role=target", "--synthetic=tiny", "--listen=" + address,
+                                    "--threads=1", "--kv_cache_mb=4"},
+                                   log);
   ASSERT_TRUE(process.ok()) << process.status();
   ASSERT_TRUE(testing::WaitForHealth(address, Health::kServing, absl::Seconds(20)))
       << (*process)->LogTail();
-  EXPECT_TRUE(absl::StrContains(ReadFile(log), "SYNTHETIC WEIGHTS (tiny:0/1"))
-      << ReadFile(log);
+  EXPECT_TRUE(absl::StrContains(ReadFile(log), "SYNTHETIC WEIGHTS (tiny:0/1")) << ReadFile(log);
   auto stub = testing::WorkerStub(address);
   {
     grpc::ClientContext context;

@@ -3,13 +3,12 @@
 // restarting (or resuming) it brings the group back to SERVING with an empty cache
 // (the coordinator re-prefills), and results match the ones before the failure bit
 // for bit. A killed and restarted leader re-forms the group too.
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <cstring>
 #include <memory>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
 #include "worker/process_test_util.h"
@@ -55,7 +54,7 @@ class WorkerFaultTest : public ::testing::Test {
     group_->process(0).Signal(SIGTERM);
     for (int r = 0; r < kTp; ++r) {
       EXPECT_EQ(group_->process(r).Wait(absl::Seconds(15)), 0) << "rank " << r << "\n"
-                                                                << group_->Logs();
+                                                               << group_->Logs();
     }
   }
 
@@ -139,8 +138,8 @@ TEST_F(WorkerFaultTest, KilledFollowerIsUnavailableThenRestartRecovers) {
   EXPECT_EQ(group_->process(2).Wait(absl::Seconds(5)), -2);
   const absl::Duration waited = TimeToUnavailable();
   EXPECT_LE(waited, kUnavailableBound) << group_->Logs();
-  EXPECT_TRUE(testing::WaitForHealth(group_->leader_address(), Health::kNotServing,
-                                     absl::Seconds(2)));
+  EXPECT_TRUE(
+      testing::WaitForHealth(group_->leader_address(), Health::kNotServing, absl::Seconds(2)));
   // Still unavailable while rank 2 is gone, and quickly so.
   const absl::Time start = absl::Now();
   EXPECT_TRUE(absl::IsUnavailable(VerifyOnce(2000, 0)));
@@ -169,8 +168,7 @@ TEST_F(WorkerFaultTest, KilledLeaderRestartsTheGroup) {
   EXPECT_EQ(group_->process(0).Wait(absl::Seconds(5)), -2);
   // The followers notice and wait for a new generation.
   for (int r = 1; r < kTp; ++r) {
-    EXPECT_TRUE(testing::WaitForHealth(group_->address(r), Health::kNotServing,
-                                       absl::Seconds(10)))
+    EXPECT_TRUE(testing::WaitForHealth(group_->address(r), Health::kNotServing, absl::Seconds(10)))
         << "rank " << r;
   }
   ASSERT_TRUE(group_->Restart(0).ok());

@@ -11,13 +11,12 @@
 //    break);
 //  * idle followers do not spin;
 //  * SIGTERM to the leader shuts the whole group down with exit code 0.
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <cstring>
 #include <memory>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "worker/process_test_util.h"
 #include "worker/test_util.h"
@@ -35,9 +34,9 @@ constexpr double kTpLogprobTolerance = 1e-4;
 
 const std::vector<std::string>& CommonFlags() {
   static const std::vector<std::string> flags = {
-      "--kv_cache_mb=4",        "--block_size=8",        "--max_batch_tokens=256",
-      "--step_timeout_s=10",    "--heartbeat_s=0.5",     "--leader_timeout_s=5",
-      "--regroup_timeout_s=5",  "--lease_timeout_s=600",
+      "--kv_cache_mb=4",       "--block_size=8",        "--max_batch_tokens=256",
+      "--step_timeout_s=10",   "--heartbeat_s=0.5",     "--leader_timeout_s=5",
+      "--regroup_timeout_s=5", "--lease_timeout_s=600",
   };
   return flags;
 }
@@ -51,8 +50,8 @@ class WorkerGroupTest : public ::testing::Test {
     auto single = testing::WorkerGroup::Start(testing::kBundledTarget, 1, "single", CommonFlags());
     ASSERT_TRUE(single.ok()) << single.status();
     single_ = single->release();
-    ASSERT_TRUE(testing::WaitForHealth(single_->leader_address(), Health::kServing,
-                                       absl::Seconds(20)))
+    ASSERT_TRUE(
+        testing::WaitForHealth(single_->leader_address(), Health::kServing, absl::Seconds(20)))
         << single_->Logs();
     for (int r = 0; r < kTp; ++r) {
       ASSERT_TRUE(testing::WaitForHealth(group_->address(r), Health::kServing, absl::Seconds(25)))
@@ -63,8 +62,8 @@ class WorkerGroupTest : public ::testing::Test {
     auto reference = testing::LoadTestModel(testing::kBundledTarget);
     ASSERT_TRUE(reference.ok()) << reference.status();
     prompts_ = new std::vector<std::vector<int32_t>>{testing::Tokens(7, kVocab, 1),
-                                                      testing::Tokens(12, kVocab, 2),
-                                                      testing::Tokens(20, kVocab, 3)};
+                                                     testing::Tokens(12, kVocab, 2),
+                                                     testing::Tokens(20, kVocab, 3)};
     oracle_ = new std::vector<std::vector<int32_t>>();
     for (const auto& prompt : *prompts_) {
       oracle_->push_back(testing::GreedyContinuation(*reference->model, prompt, 40));
@@ -96,7 +95,8 @@ class WorkerGroupTest : public ::testing::Test {
       std::vector<int32_t> all;
       for (const auto& step : traces[i].committed) all.insert(all.end(), step.begin(), step.end());
       ASSERT_LE(all.size(), (*oracle_)[i].size());
-      EXPECT_EQ(all, std::vector<int32_t>((*oracle_)[i].begin(), (*oracle_)[i].begin() + all.size()))
+      EXPECT_EQ(all,
+                std::vector<int32_t>((*oracle_)[i].begin(), (*oracle_)[i].begin() + all.size()))
           << "sequence " << i;
     }
   }
@@ -165,8 +165,8 @@ TEST_F(WorkerGroupTest, TreesMatchTheSingleProcessTarget) {
     v1::PrefillResponse prefilled;
     EXPECT_TRUE(stub->Prefill(&prefill_context, prefill, &prefilled).ok());
     // Branch A: wrong first token (nodes 0, 2); branch B: the oracle (nodes 1, 3, 4).
-    const std::vector<int32_t> tokens = {(oracle[0] + 1) % kVocab, oracle[0], oracle[1],
-                                         oracle[1], oracle[2]};
+    const std::vector<int32_t> tokens = {(oracle[0] + 1) % kVocab, oracle[0], oracle[1], oracle[1],
+                                         oracle[2]};
     const std::vector<int32_t> parents = {-1, -1, 0, 1, 3};
     uint32_t start = prompt.size() - 1;
     std::vector<int32_t> feed = {prompt.back()};
@@ -253,7 +253,7 @@ TEST_F(WorkerGroupTest, ReleasesReachTheFollowers) {
   };
   const v1::WorkerStats start = stats();
   const int free_blocks = static_cast<int>(start.kv_total_blocks() - start.kv_used_blocks());
-  const int tokens = 248;                // 31 blocks of 8.
+  const int tokens = 248;  // 31 blocks of 8.
   const int per_round = free_blocks * 9 / 10 / 31;
   ASSERT_GT(per_round, 10);
   for (int round = 0; round < 3; ++round) {
@@ -265,7 +265,8 @@ TEST_F(WorkerGroupTest, ReleasesReachTheFollowers) {
       grpc::ClientContext context;
       v1::PrefillResponse response;
       ASSERT_TRUE(stub->Prefill(&context, request, &response).ok())
-          << "round " << round << " sequence " << i << "\n" << group_->Logs();
+          << "round " << round << " sequence " << i << "\n"
+          << group_->Logs();
     }
     EXPECT_EQ(stats().kv_used_blocks(), start.kv_used_blocks() + per_round * 31);
     v1::ReleaseRequest release;
@@ -296,7 +297,7 @@ TEST_F(WorkerGroupTest, SigtermOnTheLeaderStopsTheWholeGroup) {
   group_->process(0).Signal(SIGTERM);
   for (int r = 0; r < kTp; ++r) {
     EXPECT_EQ(group_->process(r).Wait(absl::Seconds(15)), 0) << "rank " << r << "\n"
-                                                              << group_->Logs();
+                                                             << group_->Logs();
   }
   single_->process(0).Signal(SIGTERM);
   EXPECT_EQ(single_->process(0).Wait(absl::Seconds(10)), 0) << single_->Logs();

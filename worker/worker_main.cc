@@ -6,6 +6,7 @@
 // Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT, or the leader's shutdown for
 // a follower); 2 when a flag or the model directory is bad (one line on stderr); 1 on
 // other start-up failures.
+#include <glog/logging.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,8 +14,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <glog/logging.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -75,8 +74,7 @@ ABSL_FLAG(double, step_timeout_s, 30,
 ABSL_FLAG(double, leader_timeout_s, 10,
           "Follower: no message from the leader for this long means the leader is gone.");
 ABSL_FLAG(double, heartbeat_s, 1, "Leader: heartbeat to the followers after this long idle.");
-ABSL_FLAG(double, regroup_timeout_s, 15,
-          "Bound on one attempt to (re-)form the target group.");
+ABSL_FLAG(double, regroup_timeout_s, 15, "Bound on one attempt to (re-)form the target group.");
 ABSL_FLAG(int, max_message_bytes, 64 << 20,
           "Largest request or response message, bytes; larger ones are refused with "
           "RESOURCE_EXHAUSTED.");
@@ -103,7 +101,6 @@ namespace {
 }
 
 absl::Duration Seconds(double s) { return absl::Seconds(s); }
-
 
 WorkerOptions OptionsFromFlags() {
   WorkerOptions o;
@@ -200,18 +197,17 @@ int Run(int argc, char** argv) {
       MakeChannelCredentials(tls);
   if (!rendezvous_credentials.ok()) Die(rendezvous_credentials.status(), 2);
   if (absl::GetFlag(FLAGS_max_message_bytes) < 1024) {
-    Die(absl::InvalidArgumentError(absl::StrCat("--max_message_bytes=",
-                                                absl::GetFlag(FLAGS_max_message_bytes),
-                                                " must be at least 1024 bytes")),
+    Die(absl::InvalidArgumentError(
+            absl::StrCat("--max_message_bytes=", absl::GetFlag(FLAGS_max_message_bytes),
+                         " must be at least 1024 bytes")),
         2);
   }
   // Compute backend (kernels/backend_factory.h); cuda uses device rank % visible devices.
   absl::StatusOr<std::unique_ptr<Backend>> backend_or =
       MakeBackend(options.backend, options.threads, options.rank);
   if (!backend_or.ok()) {
-    Die(absl::Status(backend_or.status().code(),
-                     absl::StrCat("--backend=", options.backend, ": ",
-                                  backend_or.status().message())),
+    Die(absl::Status(backend_or.status().code(), absl::StrCat("--backend=", options.backend, ": ",
+                                                              backend_or.status().message())),
         2);
   }
   absl::StatusOr<LlamaWeights> weights = LoadWeights(options);
@@ -245,8 +241,7 @@ int Run(int argc, char** argv) {
     if (!options.rendezvous.empty() && ClientTlsEnabled(tls)) {
       comm_options.rendezvous_credentials = *rendezvous_credentials;
     }
-    absl::StatusOr<std::unique_ptr<GroupMembership>> opened =
-        GroupMembership::Open(comm_options);
+    absl::StatusOr<std::unique_ptr<GroupMembership>> opened = GroupMembership::Open(comm_options);
     if (!opened.ok()) {
       Die(absl::Status(opened.status().code(),
                        absl::StrCat("rendezvous store: ", opened.status().message())),

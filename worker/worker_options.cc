@@ -80,12 +80,13 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
       return Bad("comm", "local supports one rank only; use tcp or gloo (CPU) or nccl (GPU)");
     }
     if (o.rendezvous.empty() == o.rendezvous_dir.empty()) {
-      return Bad("rendezvous", "a group needs exactly one of --rendezvous (host:port) and "
-                               "--rendezvous_dir");
+      return Bad("rendezvous",
+                 "a group needs exactly one of --rendezvous (host:port) and "
+                 "--rendezvous_dir");
     }
     if (!ValidRunId(o.run_id)) {
-      return Bad("run_id", absl::StrCat("'", o.run_id,
-                                        "' must be 1..100 characters of [A-Za-z0-9._-]"));
+      return Bad("run_id",
+                 absl::StrCat("'", o.run_id, "' must be 1..100 characters of [A-Za-z0-9._-]"));
     }
     if (o.hostname.empty()) return Bad("hostname", "is required for a group");
   }
@@ -96,8 +97,7 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
   if (o.leader_timeout < 2 * o.heartbeat_interval) {
     return Bad("leader_timeout_s", absl::StrCat("must be at least twice --heartbeat_s (",
                                                 absl::FormatDuration(o.heartbeat_interval),
-                                                "), got ",
-                                                absl::FormatDuration(o.leader_timeout)));
+                                                "), got ", absl::FormatDuration(o.leader_timeout)));
   }
 #undef TANDEM_CHECK_OK
   return absl::OkStatus();
@@ -110,9 +110,9 @@ absl::StatusOr<SyntheticModel> ResolveSyntheticModel(const WorkerOptions& o) {
   absl::StatusOr<SyntheticModel> model = ParseSyntheticModel(spec);
   if (!model.ok()) return Bad("synthetic", std::string(model.status().message()));
   if (model->tp_rank != o.rank || model->tp_size != o.tp_size) {
-    return Bad("synthetic", absl::StrCat("'", o.synthetic, "' is rank ", model->tp_rank, " of ",
-                                         model->tp_size, " but this process is --rank=", o.rank,
-                                         " of --tp_size=", o.tp_size));
+    return Bad("synthetic",
+               absl::StrCat("'", o.synthetic, "' is rank ", model->tp_rank, " of ", model->tp_size,
+                            " but this process is --rank=", o.rank, " of --tp_size=", o.tp_size));
   }
   return model;
 }

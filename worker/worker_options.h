@@ -15,23 +15,23 @@ namespace tandem {
 namespace worker {
 
 struct WorkerOptions {
-  std::string role = "target";        // "draft" or "target".
-  int rank = 0;                       // Tensor-parallel rank; 0 = leader.
-  int tp_size = 1;                    // Ranks in the target group (1 for the draft).
-  std::string model_dir;              // Hugging Face checkpoint directory.
-  std::string synthetic;              // Instead of model_dir: synthetic weights (benchmarks).
-  std::string backend = "cpu";        // "cpu" or "cuda".
-  int threads = 0;                    // Compute threads; 0 = one per hardware thread.
-  int kv_cache_mb = 256;              // KV cache budget of this rank, MiB.
-  int block_size = 16;                // Tokens per KV block.
-  int max_batch_tokens = 1024;        // Positions in one forward pass.
-  int max_speculative_tokens = 16;    // Max K per sequence.
+  std::string role = "target";      // "draft" or "target".
+  int rank = 0;                     // Tensor-parallel rank; 0 = leader.
+  int tp_size = 1;                  // Ranks in the target group (1 for the draft).
+  std::string model_dir;            // Hugging Face checkpoint directory.
+  std::string synthetic;            // Instead of model_dir: synthetic weights (benchmarks).
+  std::string backend = "cpu";      // "cpu" or "cuda".
+  int threads = 0;                  // Compute threads; 0 = one per hardware thread.
+  int kv_cache_mb = 256;            // KV cache budget of this rank, MiB.
+  int block_size = 16;              // Tokens per KV block.
+  int max_batch_tokens = 1024;      // Positions in one forward pass.
+  int max_speculative_tokens = 16;  // Max K per sequence.
   std::string listen = "0.0.0.0:50061";
-  std::string comm = "gloo";          // "gloo", "local" or "nccl" (tp_size > 1).
-  std::string rendezvous;             // host:port of tandem.v1.Rendezvous.
-  std::string rendezvous_dir;         // File-store directory (one machine).
-  std::string run_id;                 // Names this group's keys in the store.
-  std::string hostname = "127.0.0.1"; // Address gloo publishes.
+  std::string comm = "gloo";           // "gloo", "local" or "nccl" (tp_size > 1).
+  std::string rendezvous;              // host:port of tandem.v1.Rendezvous.
+  std::string rendezvous_dir;          // File-store directory (one machine).
+  std::string run_id;                  // Names this group's keys in the store.
+  std::string hostname = "127.0.0.1";  // Address gloo publishes.
   absl::Duration lease_timeout = absl::Seconds(120);
   int proposal_top_k = 32;
   absl::Duration step_timeout = absl::Seconds(30);

@@ -1,11 +1,11 @@
 #include "worker/worker_service.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <random>
 #include <utility>
 #include <vector>
-
-#include <glog/logging.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -24,8 +24,7 @@ std::string RandomInstanceId() {
 
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 }  // namespace
@@ -158,8 +157,7 @@ absl::Status WorkerService::DoPrefill(const v1::PrefillRequest& request,
   });
 }
 
-absl::Status WorkerService::DoDraft(const v1::DraftRequest& request,
-                                    v1::DraftResponse* response) {
+absl::Status WorkerService::DoDraft(const v1::DraftRequest& request, v1::DraftResponse* response) {
   if (options_.role != v1::WORKER_ROLE_DRAFT) {
     return absl::FailedPreconditionError("Draft called on a target worker");
   }

@@ -38,11 +38,11 @@ namespace worker {
 struct WorkerServiceOptions {
   v1::WorkerRole role = v1::WORKER_ROLE_TARGET;
   int max_speculative_tokens = 16;
-  int proposal_top_k = 32;                      // Draft default when a request gives 0.
+  int proposal_top_k = 32;  // Draft default when a request gives 0.
   absl::Duration lease_timeout = absl::Seconds(120);
-  std::string model_name;                       // Reported in Describe.
-  bool synthetic = false;                       // Random weights (--synthetic): NOT a model.
-  std::string backend = "cpu";                  // Compute backend, reported in Describe.
+  std::string model_name;       // Reported in Describe.
+  bool synthetic = false;       // Random weights (--synthetic): NOT a model.
+  std::string backend = "cpu";  // Compute backend, reported in Describe.
 };
 
 class WorkerService final : public v1::Worker::Service {

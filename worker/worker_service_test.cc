@@ -2,11 +2,11 @@
 // leases, stats and the restart rules of unknown sequences.
 #include "worker/worker_service.h"
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "worker/test_util.h"
 
@@ -125,8 +125,7 @@ TEST_F(WorkerServiceTest, BadVerifyRequestsGetTheirStatusCodes) {
          p->add_q_probs(-0.5f);
        },
        absl::StatusCode::kInvalidArgument},
-      {"q NaN",
-       [&](v1::VerifyRequest& r) { seq(r)->mutable_proposals(0)->set_q_probs(0, NAN); },
+      {"q NaN", [&](v1::VerifyRequest& r) { seq(r)->mutable_proposals(0)->set_q_probs(0, NAN); },
        absl::StatusCode::kInvalidArgument},
       {"token not in q",
        [&](v1::VerifyRequest& r) { seq(r)->mutable_proposals(0)->set_q_ids(0, 7); },
@@ -169,8 +168,7 @@ TEST_F(WorkerServiceTest, BadVerifyRequestsGetTheirStatusCodes) {
          seq(r)->mutable_sampling()->set_alpha(1.5f);
        },
        absl::StatusCode::kInvalidArgument},
-      {"parents count mismatch",
-       [&](v1::VerifyRequest& r) { seq(r)->add_proposal_parents(-1); },
+      {"parents count mismatch", [&](v1::VerifyRequest& r) { seq(r)->add_proposal_parents(-1); },
        absl::StatusCode::kInvalidArgument},
       {"parent not earlier",
        [&](v1::VerifyRequest& r) {
@@ -265,9 +263,8 @@ TEST_F(WorkerServiceTest, BadDraftPrefillAndTruncateRequests) {
        absl::StatusCode::kNotFound},
       {"draft start past cached", draft([](v1::DraftSequence* s) { s->set_start_position(9); }),
        absl::StatusCode::kInvalidArgument},
-      {"draft bad top_p", draft([](v1::DraftSequence* s) {
-         s->mutable_sampling()->set_top_p(-0.5f);
-       }),
+      {"draft bad top_p",
+       draft([](v1::DraftSequence* s) { s->mutable_sampling()->set_top_p(-0.5f); }),
        absl::StatusCode::kInvalidArgument},
       {"draft on the target worker",
        [&] {
@@ -332,8 +329,8 @@ TEST_F(WorkerServiceTest, ReleaseIsIdempotentAndStatsCount) {
   ASSERT_TRUE(target_->DoVerify(GoodVerify(), &verified).ok());
   v1::WorkerStats stats;
   ASSERT_TRUE(target_->DoGetStats(&stats).ok());
-  EXPECT_EQ(stats.steps(), 2u);               // Prefill + verify.
-  EXPECT_EQ(stats.tokens_processed(), 9u);    // 6 + (1 + 2).
+  EXPECT_EQ(stats.steps(), 2u);             // Prefill + verify.
+  EXPECT_EQ(stats.tokens_processed(), 9u);  // 6 + (1 + 2).
   EXPECT_EQ(stats.active_sequences(), 1u);
   EXPECT_GT(stats.kv_used_blocks(), 0u);
   EXPECT_GT(stats.busy_ms(), 0.0);

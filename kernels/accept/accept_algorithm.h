@@ -86,7 +86,8 @@ TANDEM_HOST_DEVICE void AcceptChain(Block& block, const BatchView& view, int c) 
       return best >= 0 && probs[best] > 0.0f ? best : -1;
     }
     const double u = spec::philox::Uniform(chain.seed, kStreamResample, position, 0);
-    return SampleInverseCdf(block, n, [&](int i) { return static_cast<double>(probs[i]); }, u);
+    return SampleInverseCdf(
+        block, n, [&](int i) { return static_cast<double>(probs[i]); }, u);
   };
 
   for (int i = 0; i < k; ++i) {
@@ -155,10 +156,11 @@ TANDEM_HOST_DEVICE void AcceptChain(Block& block, const BatchView& view, int c) 
         w[id] = residual > 0.0 ? residual : 0.0;
       });
       const double u = spec::philox::Uniform(chain.seed, kStreamResample, position, 0);
-      correction = SampleInverseCdf(block, n, [&](int v) { return w[v]; }, u);
+      correction = SampleInverseCdf(
+          block, n, [&](int v) { return w[v]; }, u);
       if (correction < 0) {
-        correction =
-            SampleInverseCdf(block, n, [&](int v) { return static_cast<double>(probs[v]); }, u);
+        correction = SampleInverseCdf(
+            block, n, [&](int v) { return static_cast<double>(probs[v]); }, u);
       }
     } else {
       correction = emit(chain.rule == kRuleGreedy || chain.rule == kRuleTypical, position);

@@ -62,12 +62,12 @@ TEST(AcceptAlgorithmTest, ProcessRowMatchesSpecProcessLogits) {
       std::vector<float> got(vocab, -1.0f);
       std::vector<double> work(vocab);
       HostBlock block;
-      detail::ProcessRow(block, vocab, [&](int i) { return logits[i]; }, sampling, got.data(),
-                         work.data());
-      ExpectSameDistribution(expected, got,
-                             absl::StrCat("vocab ", vocab, " trial ", trial, " kind ", kind,
-                                          " T ", config.temperature, " top_k ", config.top_k,
-                                          " top_p ", config.top_p));
+      detail::ProcessRow(
+          block, vocab, [&](int i) { return logits[i]; }, sampling, got.data(), work.data());
+      ExpectSameDistribution(
+          expected, got,
+          absl::StrCat("vocab ", vocab, " trial ", trial, " kind ", kind, " T ", config.temperature,
+                       " top_k ", config.top_k, " top_p ", config.top_p));
       ++rows_checked;
     }
   }
@@ -77,7 +77,7 @@ TEST(AcceptAlgorithmTest, ProcessRowMatchesSpecProcessLogits) {
 TEST(AcceptAlgorithmTest, TopKAndTopPKeepTiesByLowerIndex) {
   // Weights 3 x 0.3 (indices 1, 4, 6) and 0.1: top-k 2 keeps indices 1 and 4; top-p
   // 0.5 of the mass needs two of the tied entries, again 1 and 4.
-  std::vector<float> logits = {std::log(0.1f), std::log(0.3f), -kInf, -kInf,
+  std::vector<float> logits = {std::log(0.1f), std::log(0.3f), -kInf,         -kInf,
                                std::log(0.3f), -kInf,          std::log(0.3f)};
   for (int mode = 0; mode < 2; ++mode) {
     PackedSampling sampling;
@@ -87,8 +87,9 @@ TEST(AcceptAlgorithmTest, TopKAndTopPKeepTiesByLowerIndex) {
     std::vector<float> probs(logits.size());
     std::vector<double> work(logits.size());
     HostBlock block;
-    detail::ProcessRow(block, static_cast<int>(logits.size()),
-                       [&](int i) { return logits[i]; }, sampling, probs.data(), work.data());
+    detail::ProcessRow(
+        block, static_cast<int>(logits.size()), [&](int i) { return logits[i]; }, sampling,
+        probs.data(), work.data());
     for (int i = 0; i < static_cast<int>(logits.size()); ++i) {
       EXPECT_EQ(probs[i] > 0.0f, i == 1 || i == 4) << "mode " << mode << " index " << i;
     }
@@ -107,14 +108,15 @@ TEST(AcceptAlgorithmTest, ExactBoundariesFollowTheReference) {
   std::vector<float> probs(4), expected;
   std::vector<double> work(4);
   HostBlock block;
-  detail::ProcessRow(block, 4, [&](int i) { return logits[i]; }, sampling, probs.data(),
-                     work.data());
+  detail::ProcessRow(
+      block, 4, [&](int i) { return logits[i]; }, sampling, probs.data(), work.data());
   spec::ProcessLogits(logits, {1.0f, 0, 0.5f}, &expected);
   EXPECT_EQ(probs, expected);
   EXPECT_EQ(probs, (std::vector<float>{0.5f, 0.5f, 0.0f, 0.0f}));
   const std::vector<float> equal = {0.25f, 0.25f, 0.25f, 0.25f};
   for (double u : {0.0, 0.25, 0.5, 0.75, 0.999}) {
-    EXPECT_EQ(detail::SampleInverseCdf(block, 4, [&](int i) { return double(equal[i]); }, u),
+    EXPECT_EQ(detail::SampleInverseCdf(
+                  block, 4, [&](int i) { return double(equal[i]); }, u),
               spec::SampleFromProbs(equal, u))
         << "u " << u;
   }
@@ -208,8 +210,7 @@ TEST(AcceptAlgorithmTest, LargeVocabularyWithTopP) {
       const std::vector<float> row = RandomRow(rng, kVocab, c == 1 ? 2 : 0);
       logits.insert(logits.end(), row.begin(), row.end());
     }
-    VerifyChain chain =
-        RandomChain(rng, logits, kVocab, rows, k, spec::AcceptanceRule::kRejection);
+    VerifyChain chain = RandomChain(rng, logits, kVocab, rows, k, spec::AcceptanceRule::kRejection);
     chain.sampling = {0.8f, c == 2 ? 50 : 0, 0.9f};
     chain.want_logprobs = true;
     chains.push_back(chain);

@@ -80,8 +80,8 @@ VerifyChain RandomChain(std::mt19937_64& rng, const std::vector<float>& logits, 
     spec::ProcessLogits(draft, draft_config, &q_dense);
     spec::Proposal proposal;
     proposal.q = spec::TopKSparse(q_dense, 32);
-    proposal.token = spec::SampleFromSparse(proposal.q, std::uniform_real_distribution<double>(
-                                                            0.0, 1.0)(rng));
+    proposal.token =
+        spec::SampleFromSparse(proposal.q, std::uniform_real_distribution<double>(0.0, 1.0)(rng));
     chain.proposals.push_back(proposal);
   }
   return chain;

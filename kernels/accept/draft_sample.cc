@@ -13,13 +13,12 @@ absl::Status NoDraftTokenError(size_t index) {
 absl::Status ValidateDraftRows(absl::Span<const DraftRow> drafts, int rows) {
   for (size_t i = 0; i < drafts.size(); ++i) {
     if (drafts[i].row < 0 || drafts[i].row >= rows) {
-      return absl::InvalidArgumentError(absl::StrCat("draft row ", i, ": logit row ",
-                                                     drafts[i].row, " outside [0, ", rows, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("draft row ", i, ": logit row ", drafts[i].row, " outside [0, ", rows, ")"));
     }
     if (drafts[i].q_size < 1 || drafts[i].q_size > kMaxDraftQSize) {
-      return absl::InvalidArgumentError(absl::StrCat("draft row ", i, ": q_size ",
-                                                     drafts[i].q_size, " outside [1, ",
-                                                     kMaxDraftQSize, "]"));
+      return absl::InvalidArgumentError(absl::StrCat("draft row ", i, ": q_size ", drafts[i].q_size,
+                                                     " outside [1, ", kMaxDraftQSize, "]"));
     }
   }
   return absl::OkStatus();
@@ -29,8 +28,8 @@ absl::Status HostSampleDrafts(absl::Span<const float> logits, int vocab,
                               absl::Span<const DraftRow> drafts,
                               std::vector<DraftProposal>* proposals) {
   if (vocab <= 0 || logits.size() % size_t(vocab) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("draft: ", logits.size(),
-                                                   " logits are not rows of vocab ", vocab));
+    return absl::InvalidArgumentError(
+        absl::StrCat("draft: ", logits.size(), " logits are not rows of vocab ", vocab));
   }
   absl::Status status = ValidateDraftRows(drafts, static_cast<int>(logits.size() / vocab));
   if (!status.ok()) return status;

@@ -170,8 +170,8 @@ TEST(HostSampleDraftsTest, AllNanRowFailsOnlyItsDraftRows) {
 
 TEST(ValidateDraftRowsTest, RowsAndQSizes) {
   EXPECT_TRUE(ValidateDraftRows({}, 0).ok());
-  EXPECT_TRUE(ValidateDraftRows({Draft(0, {}, 1, 0, 0), Draft(2, {}, kMaxDraftQSize, 0, 0)}, 3)
-                  .ok());
+  EXPECT_TRUE(
+      ValidateDraftRows({Draft(0, {}, 1, 0, 0), Draft(2, {}, kMaxDraftQSize, 0, 0)}, 3).ok());
   const std::vector<DraftRow> bad = {Draft(-1, {}, 8, 0, 0), Draft(3, {}, 8, 0, 0),
                                      Draft(0, {}, 0, 0, 0), Draft(0, {}, kMaxDraftQSize + 1, 0, 0)};
   const std::vector<float> logits(3 * kVocab, 0.0f);
@@ -189,10 +189,8 @@ TEST(ValidateDraftRowsTest, RowsAndQSizes) {
 TEST(HostSampleDraftsTest, ShapesAndOutputReplacement) {
   const std::vector<float> logits(2 * kVocab, 0.0f);
   std::vector<DraftProposal> proposals(5);
-  EXPECT_EQ(HostSampleDrafts(logits, 0, {}, &proposals).code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(HostSampleDrafts(absl::MakeConstSpan(logits).subspan(1), kVocab, {}, &proposals)
-                .code(),
+  EXPECT_EQ(HostSampleDrafts(logits, 0, {}, &proposals).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(HostSampleDrafts(absl::MakeConstSpan(logits).subspan(1), kVocab, {}, &proposals).code(),
             absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(HostSampleDrafts(logits, kVocab, {Draft(1, {}, 8, 0, 0)}, &proposals).ok());
   EXPECT_EQ(proposals.size(), 1u);

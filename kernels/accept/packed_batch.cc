@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "spec/rng.h"
 #include "kernels/accept/accept_algorithm.h"
+#include "spec/rng.h"
 
 namespace tandem {
 namespace accept {
@@ -84,12 +84,11 @@ absl::Status UnpackOutcomes(const PackedBatch& batch, const PackedOutputs& outpu
     if (status.error_index >= 0) {
       if (status.error_index > chain.num_proposals) {
         return absl::InternalError(absl::StrCat("verify accept: chain ", c, " error index ",
-                                                status.error_index, " past K = ",
-                                                chain.num_proposals));
+                                                status.error_index,
+                                                " past K = ", chain.num_proposals));
       }
-      out.status = absl::InvalidArgumentError(
-          absl::StrCat("acceptance: target distribution ", status.error_index,
-                       " has no positive probability"));
+      out.status = absl::InvalidArgumentError(absl::StrCat(
+          "acceptance: target distribution ", status.error_index, " has no positive probability"));
       continue;
     }
     if (status.num_committed < 1 || status.num_committed > chain.num_proposals + 1 ||

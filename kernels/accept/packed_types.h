@@ -64,10 +64,10 @@ struct BatchView {
   const int32_t* q_begin = nullptr;  // Proposals + 1 offsets into q_ids / q_probs.
   const int32_t* q_ids = nullptr;
   const float* q_probs = nullptr;
-  float* probs = nullptr;     // Workspace [num_chains, vocab]: the current processed row.
-  double* weights = nullptr;  // Workspace [num_chains, vocab].
-  int32_t* out_tokens = nullptr;  // [sum of K + 1] slots, chain c at output_begin.
-  float* out_logprobs = nullptr;  // Same slots; written when want_logprobs.
+  float* probs = nullptr;              // Workspace [num_chains, vocab]: the current processed row.
+  double* weights = nullptr;           // Workspace [num_chains, vocab].
+  int32_t* out_tokens = nullptr;       // [sum of K + 1] slots, chain c at output_begin.
+  float* out_logprobs = nullptr;       // Same slots; written when want_logprobs.
   PackedStatus* out_status = nullptr;  // [num_chains].
 };
 
@@ -86,12 +86,12 @@ struct DraftView {
   LogitsRef logits;
   const PackedDraftRow* drafts = nullptr;
   int32_t num_drafts = 0;
-  float* probs = nullptr;          // Workspace [num_drafts, vocab].
-  double* weights = nullptr;       // Workspace [num_drafts, vocab].
-  int32_t* out_tokens = nullptr;   // [num_drafts]: the proposal, -1 when none.
-  int32_t* out_q_counts = nullptr; // [num_drafts]: entries of q written.
-  int32_t* out_q_ids = nullptr;    // [sum of q_size] slots, row i at output_begin.
-  float* out_q_probs = nullptr;    // Same slots.
+  float* probs = nullptr;           // Workspace [num_drafts, vocab].
+  double* weights = nullptr;        // Workspace [num_drafts, vocab].
+  int32_t* out_tokens = nullptr;    // [num_drafts]: the proposal, -1 when none.
+  int32_t* out_q_counts = nullptr;  // [num_drafts]: entries of q written.
+  int32_t* out_q_ids = nullptr;     // [sum of q_size] slots, row i at output_begin.
+  float* out_q_probs = nullptr;     // Same slots.
 };
 
 }  // namespace accept

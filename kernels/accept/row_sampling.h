@@ -90,20 +90,20 @@ TANDEM_HOST_DEVICE inline Best BetterOf(Best a, Best b) {
 // spec::Argmax over value(i), i < n.
 template <class Block, class V>
 TANDEM_HOST_DEVICE int ArgMax(Block& block, int n, V value) {
-  return block.template Reduce<Best>(
-                  n, Best{0.0, -1},
-                  [&](int i) {
-                    const double x = value(i);
-                    return IsNan(x) ? Best{0.0, -1} : Best{x, i};
-                  },
-                  [](Best a, Best b) { return BetterOf(a, b); })
+  return block
+      .template Reduce<Best>(
+          n, Best{0.0, -1},
+          [&](int i) {
+            const double x = value(i);
+            return IsNan(x) ? Best{0.0, -1} : Best{x, i};
+          },
+          [](Best a, Best b) { return BetterOf(a, b); })
       .index;
 }
 
 template <class Block, class V>
 TANDEM_HOST_DEVICE double Sum(Block& block, int n, V value) {
-  return block.template Reduce<double>(n, 0.0, value,
-                                       [](double a, double b) { return a + b; });
+  return block.template Reduce<double>(n, 0.0, value, [](double a, double b) { return a + b; });
 }
 
 template <class Block, class V>
@@ -125,8 +125,8 @@ TANDEM_HOST_DEVICE int SampleInverseCdf(Block& block, int n, W weight, double u)
       n, -1, [&](int i) { return positive(i) > 0.0 ? i : -1; },
       [](int a, int b) { return a > b ? a : b; });
   if (last < 0) return -1;
-  const int found = block.ChunkScan(
-      n, positive, [&](int, double w, double, double after, double total) {
+  const int found =
+      block.ChunkScan(n, positive, [&](int, double w, double, double after, double total) {
         return w > 0.0 && Mul(u, total) < after;
       });
   return found >= 0 ? found : last;
@@ -142,9 +142,8 @@ TANDEM_HOST_DEVICE void KeepTopK(Block& block, int n, int top_k, double* w) {
   uint64_t prefix = 0;
   for (int bit = 62; bit >= 0; --bit) {
     const uint64_t candidate = prefix | (uint64_t{1} << bit);
-    const double count = Sum(block, n, [&](int i) {
-      return w[i] > 0.0 && BitsOf(w[i]) >= candidate ? 1.0 : 0.0;
-    });
+    const double count =
+        Sum(block, n, [&](int i) { return w[i] > 0.0 && BitsOf(w[i]) >= candidate ? 1.0 : 0.0; });
     if (count >= k) prefix = candidate;
   }
   const double kth = FromBits(prefix);
@@ -174,9 +173,8 @@ TANDEM_HOST_DEVICE void KeepTopP(Block& block, int n, float top_p, double* w) {
   uint64_t prefix = 0;         // Bits of the smallest kept value.
   for (int bit = 62; bit >= 0; --bit) {
     const uint64_t candidate = prefix | (uint64_t{1} << bit);
-    const double mass = Sum(block, n, [&](int i) {
-      return w[i] > 0.0 && BitsOf(w[i]) >= candidate ? w[i] : 0.0;
-    });
+    const double mass =
+        Sum(block, n, [&](int i) { return w[i] > 0.0 && BitsOf(w[i]) >= candidate ? w[i] : 0.0; });
     if (mass >= target) prefix = candidate;
   }
   const double last = FromBits(prefix);
@@ -191,8 +189,8 @@ TANDEM_HOST_DEVICE void KeepTopP(Block& block, int n, float top_p, double* w) {
 
 // spec::ProcessLogits of one row: logit(i) -> probs[i]; `w` is a double workspace.
 template <class Block, class Row>
-TANDEM_HOST_DEVICE void ProcessRow(Block& block, int n, Row logit,
-                                   const PackedSampling& sampling, float* probs, double* w) {
+TANDEM_HOST_DEVICE void ProcessRow(Block& block, int n, Row logit, const PackedSampling& sampling,
+                                   float* probs, double* w) {
   const auto one_hot = [&] {
     const int best = ArgMax(block, n, [&](int i) { return static_cast<double>(logit(i)); });
     block.ForEach(n, [&](int i) { probs[i] = i == best ? 1.0f : 0.0f; });

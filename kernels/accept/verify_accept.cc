@@ -9,9 +9,9 @@ namespace tandem {
 absl::Status ValidateLogitsView(const LogitsView& view) {
   if (view.rows < 0 || view.vocab <= 0 || view.parts <= 0 || view.vocab % view.parts != 0 ||
       (view.rows > 0 && view.data == nullptr)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "logits view: rows ", view.rows, ", vocab ", view.vocab, ", parts ", view.parts,
-        view.data == nullptr ? ", no data" : ""));
+    return absl::InvalidArgumentError(absl::StrCat("logits view: rows ", view.rows, ", vocab ",
+                                                   view.vocab, ", parts ", view.parts,
+                                                   view.data == nullptr ? ", no data" : ""));
   }
   return absl::OkStatus();
 }
@@ -35,9 +35,8 @@ absl::Status ValidateChainRows(absl::Span<const VerifyChain> chains, int rows) {
     const int64_t first = chains[c].first_row;
     const int64_t last = first + static_cast<int64_t>(chains[c].proposals.size());
     if (first < 0 || last >= rows) {
-      return absl::InvalidArgumentError(absl::StrCat("verify chain ", c, ": logit rows ",
-                                                     first, "..", last, " outside [0, ",
-                                                     rows, ")"));
+      return absl::InvalidArgumentError(absl::StrCat("verify chain ", c, ": logit rows ", first,
+                                                     "..", last, " outside [0, ", rows, ")"));
     }
   }
   return absl::OkStatus();
@@ -47,8 +46,8 @@ absl::Status HostVerifyAccept(absl::Span<const float> logits, int vocab,
                               absl::Span<const VerifyChain> chains,
                               std::vector<VerifyOutcome>* outcomes) {
   if (vocab <= 0 || logits.size() % size_t(vocab) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("verify: ", logits.size(),
-                                                   " logits are not rows of vocab ", vocab));
+    return absl::InvalidArgumentError(
+        absl::StrCat("verify: ", logits.size(), " logits are not rows of vocab ", vocab));
   }
   const int rows = static_cast<int>(logits.size() / vocab);
   absl::Status status = ValidateChainRows(chains, rows);
@@ -81,8 +80,8 @@ absl::Status HostVerifyAccept(absl::Span<const float> logits, int vocab,
     if (!chain.want_logprobs) continue;
     const bool greedy = !(chain.sampling.temperature > 0.0f);
     for (size_t j = 0; j < out.committed.size(); ++j) {
-      out.logprobs.push_back(static_cast<float>(
-          spec::CommittedLogProb(row(j), probs[j], out.committed[j], greedy)));
+      out.logprobs.push_back(
+          static_cast<float>(spec::CommittedLogProb(row(j), probs[j], out.committed[j], greedy)));
     }
   }
   return absl::OkStatus();

@@ -74,8 +74,8 @@ TEST(ToRowMajorTest, EmptyAndMalformedViews) {
       {data, 1, 8, 3},     // 3 does not divide 8.
   };
   for (const LogitsView& view : bad) {
-    SCOPED_TRACE(testing::Message() << "rows " << view.rows << " vocab " << view.vocab
-                                    << " parts " << view.parts);
+    SCOPED_TRACE(testing::Message()
+                 << "rows " << view.rows << " vocab " << view.vocab << " parts " << view.parts);
     EXPECT_EQ(ValidateLogitsView(view).code(), absl::StatusCode::kInvalidArgument);
     const absl::Status status = ToRowMajor(view, &out);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
@@ -276,12 +276,10 @@ TEST(HostVerifyAcceptTest, AllNanChainFailsAloneWithInvalidArgument) {
 TEST(HostVerifyAcceptTest, CallErrors) {
   const std::vector<float> logits(3 * kVocab, 0.0f);
   std::vector<VerifyOutcome> outcomes;
-  EXPECT_EQ(HostVerifyAccept(logits, 0, {}, &outcomes).code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(HostVerifyAccept(logits, 5, {}, &outcomes).code(),
-            absl::StatusCode::kInvalidArgument);
-  const absl::Status outside = HostVerifyAccept(logits, kVocab, {ChainAt(0, 1), ChainAt(1, 2)},
-                                                &outcomes);
+  EXPECT_EQ(HostVerifyAccept(logits, 0, {}, &outcomes).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(HostVerifyAccept(logits, 5, {}, &outcomes).code(), absl::StatusCode::kInvalidArgument);
+  const absl::Status outside =
+      HostVerifyAccept(logits, kVocab, {ChainAt(0, 1), ChainAt(1, 2)}, &outcomes);
   EXPECT_EQ(outside.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(outside.message()), HasSubstr("verify chain 1"));
   outcomes.resize(4);

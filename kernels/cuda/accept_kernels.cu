@@ -1,11 +1,10 @@
 // The acceptance kernel (contract in accept_kernels.h): accept_algorithm.h over a
 // device block whose primitives combine values in the order accept::HostBlock emulates.
-#include "kernels/cuda/accept_kernels.h"
-
 #include <cstdint>
 
 #include "kernels/accept/accept_algorithm.h"
 #include "kernels/accept/host_block.h"
+#include "kernels/cuda/accept_kernels.h"
 
 namespace tandem::cuda {
 namespace {
@@ -84,8 +83,9 @@ class DeviceBlock {
       if (visit(i, w, before, after, total) && i < found) found = i;
       before = after;
     }
-    found = Reduce<int>(kThreads, INT32_MAX, [&](int j) { return j == t ? found : INT32_MAX; },
-                        [](int a, int b) { return a < b ? a : b; });
+    found = Reduce<int>(
+        kThreads, INT32_MAX, [&](int j) { return j == t ? found : INT32_MAX; },
+        [](int a, int b) { return a < b ? a : b; });
     return found == INT32_MAX ? -1 : found;
 #else
     return -1;
@@ -125,10 +125,9 @@ bool ValidLogits(const accept::LogitsRef& logits) {
 
 cudaError_t LaunchVerifyAccept(const accept::BatchView& view, cudaStream_t stream) {
   if (view.num_chains == 0) return cudaSuccess;
-  if (view.num_chains < 0 || !ValidLogits(view.logits) ||
-      view.chains == nullptr || view.q_begin == nullptr || view.probs == nullptr ||
-      view.weights == nullptr || view.out_tokens == nullptr || view.out_logprobs == nullptr ||
-      view.out_status == nullptr) {
+  if (view.num_chains < 0 || !ValidLogits(view.logits) || view.chains == nullptr ||
+      view.q_begin == nullptr || view.probs == nullptr || view.weights == nullptr ||
+      view.out_tokens == nullptr || view.out_logprobs == nullptr || view.out_status == nullptr) {
     return cudaErrorInvalidValue;
   }
   VerifyAcceptKernel<<<view.num_chains, kAcceptThreads, 0, stream>>>(view);

@@ -2,10 +2,10 @@
 // every reduction). Block shape: 128 threads; one block per (key chunk, KV head,
 // group of <= 8 query heads), so each key and value vector is read once for all the
 // query heads that share it (grouped-query attention).
-#include "kernels/cuda/attention_kernels.h"
-
 #include <cmath>
 #include <cstdint>
+
+#include "kernels/cuda/attention_kernels.h"
 
 namespace tandem::cuda {
 namespace {
@@ -175,14 +175,12 @@ __global__ void __launch_bounds__(kThreads) AttentionCombineKernel(AttentionPara
 
 cudaError_t LaunchPagedAttention(const AttentionParams& p, cudaStream_t stream) {
   if (p.rows == 0) return cudaSuccess;
-  if (p.rows < 0 || p.num_heads <= 0 || p.num_kv_heads <= 0 ||
-      p.num_heads % p.num_kv_heads != 0 || p.head_dim <= 0 ||
-      p.head_dim > kAttentionMaxHeadDim || p.block_size <= 0 || p.total_chunks < p.rows ||
-      p.q == nullptr || p.k_cache == nullptr || p.v_cache == nullptr || p.out == nullptr ||
-      p.block_tables == nullptr || p.row_table_offset == nullptr ||
-      p.row_prefix == nullptr || p.row_extra_begin == nullptr ||
-      p.row_chunk_begin == nullptr || p.chunk_row == nullptr ||
-      p.partial_acc == nullptr || p.partial_max_sum == nullptr) {
+  if (p.rows < 0 || p.num_heads <= 0 || p.num_kv_heads <= 0 || p.num_heads % p.num_kv_heads != 0 ||
+      p.head_dim <= 0 || p.head_dim > kAttentionMaxHeadDim || p.block_size <= 0 ||
+      p.total_chunks < p.rows || p.q == nullptr || p.k_cache == nullptr || p.v_cache == nullptr ||
+      p.out == nullptr || p.block_tables == nullptr || p.row_table_offset == nullptr ||
+      p.row_prefix == nullptr || p.row_extra_begin == nullptr || p.row_chunk_begin == nullptr ||
+      p.chunk_row == nullptr || p.partial_acc == nullptr || p.partial_max_sum == nullptr) {
     return cudaErrorInvalidValue;
   }
   const int group = p.num_heads / p.num_kv_heads;

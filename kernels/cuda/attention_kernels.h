@@ -7,9 +7,9 @@
 #ifndef TANDEM_KERNELS_CUDA_ATTENTION_KERNELS_H_
 #define TANDEM_KERNELS_CUDA_ATTENTION_KERNELS_H_
 
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 namespace tandem::cuda {
 

@@ -88,11 +88,11 @@ TEST_F(CudaAttentionTest, MatchesReferenceAndCpu) {
     int heads, kv_heads, head_dim;
   };
   const std::vector<std::vector<SeqSpec>> batches = {
-      {{0, 1, {}}},                                     // First token.
-      {{63, 1, {}}, {64, 1, {}}, {65, 1, {}}},          // Decode across a chunk boundary.
-      {{300, 1, {}}},                                   // Long decode (5 chunks).
-      {{100, 8, {}}},                                   // Verify K + 1 = 8.
-      {{70, 6, {-1, 0, 0, 1, 1, 2}}},                   // Tree.
+      {{0, 1, {}}},                             // First token.
+      {{63, 1, {}}, {64, 1, {}}, {65, 1, {}}},  // Decode across a chunk boundary.
+      {{300, 1, {}}},                           // Long decode (5 chunks).
+      {{100, 8, {}}},                           // Verify K + 1 = 8.
+      {{70, 6, {-1, 0, 0, 1, 1, 2}}},           // Tree.
       {{5, 3, {}}, {129, 1, {}}, {40, 4, {-1, 0, -1, 2}}, {0, 20, {}}},  // Mixed batch.
   };
   CpuBackend cpu(1);
@@ -158,9 +158,8 @@ TEST_F(CudaAttentionTest, RowsDoNotDependOnTheBatch) {
                                      q.begin() + (seq.row_begin + seq.row_count) * width);
     const std::vector<float> out = Run(alone, q_alone, layout, dk, dv, heads);
     ASSERT_EQ(out.size(), q_alone.size());
-    EXPECT_EQ(std::memcmp(out.data(), all.data() + seq.row_begin * width,
-                          out.size() * sizeof(float)),
-              0)
+    EXPECT_EQ(
+        std::memcmp(out.data(), all.data() + seq.row_begin * width, out.size() * sizeof(float)), 0)
         << "sequence at row " << seq.row_begin;
   }
 }

@@ -27,7 +27,8 @@ class DeviceArena {
   size_t Input(const std::vector<T>& values) {
     const size_t offset = Place(values.size() * sizeof(T));
     inputs_.resize(cursor_);
-    if (!values.empty()) std::memcpy(inputs_.data() + offset, values.data(), values.size() * sizeof(T));
+    if (!values.empty())
+      std::memcpy(inputs_.data() + offset, values.data(), values.size() * sizeof(T));
     inputs_end_ = cursor_;
     return offset;
   }
@@ -40,11 +41,12 @@ class DeviceArena {
     return offset;
   }
   template <typename T>
-  size_t Workspace(size_t count) { return Place(count * sizeof(T)); }
+  size_t Workspace(size_t count) {
+    return Place(count * sizeof(T));
+  }
 
   // Allocates the arena from `pool` and uploads the inputs on `stream`.
-  absl::Status Upload(cuda::DevicePool& pool, cuda::PinnedStaging& staging,
-                      cudaStream_t stream) {
+  absl::Status Upload(cuda::DevicePool& pool, cuda::PinnedStaging& staging, cudaStream_t stream) {
     absl::StatusOr<std::shared_ptr<void>> memory = pool.Acquire(cursor_);
     if (!memory.ok()) return memory.status();
     memory_ = *std::move(memory);

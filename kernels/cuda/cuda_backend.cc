@@ -36,8 +36,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     return absl::UnavailableError(absl::StrCat("CUDA backend: no usable CUDA device: ", why));
   }
   if (options.device < 0 || options.device >= count) {
-    return absl::UnavailableError(absl::StrCat("CUDA backend: device ", options.device,
-                                               " requested, ", count, " visible"));
+    return absl::UnavailableError(
+        absl::StrCat("CUDA backend: device ", options.device, " requested, ", count, " visible"));
   }
   auto state = std::make_unique<State>();
   state->options = options;
@@ -104,7 +104,8 @@ absl::StatusOr<Buffer> CudaBackend::Allocate(size_t bytes) {
 absl::Status CudaBackend::CopyToDevice(const void* host, void* device, size_t bytes) {
   if (bytes == 0) return state_->first_error;
   if (host == nullptr || device == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("CopyToDevice: null pointer for ", bytes, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("CopyToDevice: null pointer for ", bytes, " bytes"));
   }
   if (absl::Status s = cuda::SelectDevice(state_->device()); !s.ok()) return s;
   Record(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, state_->stream),
@@ -115,7 +116,8 @@ absl::Status CudaBackend::CopyToDevice(const void* host, void* device, size_t by
 absl::Status CudaBackend::CopyToHost(const void* device, void* host, size_t bytes) {
   if (bytes == 0) return state_->first_error;
   if (host == nullptr || device == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("CopyToHost: null pointer for ", bytes, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("CopyToHost: null pointer for ", bytes, " bytes"));
   }
   if (absl::Status s = cuda::SelectDevice(state_->device()); !s.ok()) return s;
   Record(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, state_->stream),
@@ -126,7 +128,8 @@ absl::Status CudaBackend::CopyToHost(const void* device, void* host, size_t byte
 absl::Status CudaBackend::CopyOnDevice(const void* src, void* dst, size_t bytes) {
   if (bytes == 0 || src == dst) return state_->first_error;
   if (src == nullptr || dst == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("CopyOnDevice: null pointer for ", bytes, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("CopyOnDevice: null pointer for ", bytes, " bytes"));
   }
   if (absl::Status s = cuda::SelectDevice(state_->device()); !s.ok()) return s;
   const auto* s = static_cast<const uint8_t*>(src);
@@ -167,15 +170,15 @@ absl::StatusOr<Weight> CudaBackend::UploadWeight(const void* data, DType dtype, 
         absl::StrCat("UploadWeight: null data for a [", rows, ", ", cols, "] weight"));
   }
   if (!state_->first_error.ok()) return state_->first_error;
-  auto memory = cuda::AllocateDeviceMemory(
-      state_->device(), count * sizeof(uint16_t),
-      absl::StrCat("a [", rows, ", ", cols, "] bfloat16 weight"));
+  auto memory =
+      cuda::AllocateDeviceMemory(state_->device(), count * sizeof(uint16_t),
+                                 absl::StrCat("a [", rows, ", ", cols, "] bfloat16 weight"));
   if (!memory.ok()) return memory.status();
   auto* dst = static_cast<uint16_t*>(memory->get());
   if (dtype == DType::kBF16) {
-    if (absl::Status s = CudaStatus(cudaMemcpy(dst, data, count * sizeof(uint16_t),
-                                               cudaMemcpyHostToDevice),
-                                    "cudaMemcpy (weight upload)", state_->device());
+    if (absl::Status s =
+            CudaStatus(cudaMemcpy(dst, data, count * sizeof(uint16_t), cudaMemcpyHostToDevice),
+                       "cudaMemcpy (weight upload)", state_->device());
         !s.ok()) {
       return s;
     }

@@ -57,8 +57,8 @@ namespace tandem {
 
 struct CudaBackendOptions {
   enum class Gemm { kBatchInvariant, kCublas };
-  int device = 0;                      // CUDA device index, [0, visible devices).
-  Gemm gemm = Gemm::kBatchInvariant;   // See the header comment.
+  int device = 0;                     // CUDA device index, [0, visible devices).
+  Gemm gemm = Gemm::kBatchInvariant;  // See the header comment.
 };
 
 // "batch_invariant" or "cublas"; INVALID_ARGUMENT for anything else.

@@ -35,11 +35,11 @@ void CudaBackend::Embedding(const PreparedStep& step, const Weight& table, float
   const CudaPreparedStep& s = AsCudaStep(step);
   const uint16_t* data = Bf16Data(table, "Embedding");
   CHECK(s.layout().max_token < table.rows)
-      << "Embedding: token " << s.layout().max_token << " outside the vocabulary of "
-      << table.rows;
+      << "Embedding: token " << s.layout().max_token << " outside the vocabulary of " << table.rows;
   Select(device());
-  Record(cuda::LaunchEmbedding(data, static_cast<int>(table.cols), s.Device<int32_t>(s.layout().tokens),
-                               s.layout().rows, out, state_->stream),
+  Record(cuda::LaunchEmbedding(data, static_cast<int>(table.cols),
+                               s.Device<int32_t>(s.layout().tokens), s.layout().rows, out,
+                               state_->stream),
          "Embedding");
 }
 
@@ -57,8 +57,7 @@ void CudaBackend::MatMul(const float* x, int rows, const Weight& w, float* out) 
   Select(device());
   const int out_dim = static_cast<int>(w.rows), in_dim = static_cast<int>(w.cols);
   if (state_->options.gemm == CudaBackendOptions::Gemm::kBatchInvariant) {
-    Record(cuda::LaunchBf16Gemm(x, rows, weights, out_dim, in_dim, out, state_->stream),
-           "MatMul");
+    Record(cuda::LaunchBf16Gemm(x, rows, weights, out_dim, in_dim, out, state_->stream), "MatMul");
     return;
   }
   // cuBLAS: round the activations to bf16, then C[out_dim x rows] (column-major) =
@@ -72,15 +71,15 @@ void CudaBackend::MatMul(const float* x, int rows, const Weight& w, float* out) 
   auto* input = static_cast<uint16_t*>(state_->gemm_input.memory.get());
   Record(cuda::LaunchF32ToBf16(x, count, input, state_->stream), "MatMul (convert input)");
   const float alpha = 1.0f, beta = 0.0f;
-  const cublasStatus_t status = cublasGemmEx(
-      state_->cublas, CUBLAS_OP_T, CUBLAS_OP_N, out_dim, rows, in_dim, &alpha, weights,
-      CUDA_R_16BF, in_dim, input, CUDA_R_16BF, in_dim, &beta, out, CUDA_R_32F, out_dim,
-      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  const cublasStatus_t status =
+      cublasGemmEx(state_->cublas, CUBLAS_OP_T, CUBLAS_OP_N, out_dim, rows, in_dim, &alpha, weights,
+                   CUDA_R_16BF, in_dim, input, CUDA_R_16BF, in_dim, &beta, out, CUDA_R_32F, out_dim,
+                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   if (status != CUBLAS_STATUS_SUCCESS && state_->first_error.ok()) {
-    state_->first_error = absl::InternalError(absl::StrCat(
-        "MatMul: cublasGemmEx failed on CUDA device ", device(), ": ",
-        cublasGetStatusString(status), " ([", rows, " x ", in_dim, "] x [", out_dim, " x ",
-        in_dim, "]^T)"));
+    state_->first_error =
+        absl::InternalError(absl::StrCat("MatMul: cublasGemmEx failed on CUDA device ", device(),
+                                         ": ", cublasGetStatusString(status), " ([", rows, " x ",
+                                         in_dim, "] x [", out_dim, " x ", in_dim, "]^T)"));
     LOG(ERROR) << "CudaBackend: " << state_->first_error;
   }
 }
@@ -126,22 +125,22 @@ void CudaBackend::WriteKv(const PreparedStep& step, const float* k, const float*
   CHECK(s.layout().max_slot < slots)
       << "WriteKv: slot " << s.layout().max_slot << " outside the cache of " << slots << " slots";
   Select(device());
-  Record(cuda::LaunchWriteKv(k, v, s.Device<int64_t>(s.layout().kv_slots), s.layout().rows,
-                             layout.num_kv_heads * layout.head_dim, k_cache, v_cache,
-                             state_->stream),
-         "WriteKv");
+  Record(
+      cuda::LaunchWriteKv(k, v, s.Device<int64_t>(s.layout().kv_slots), s.layout().rows,
+                          layout.num_kv_heads * layout.head_dim, k_cache, v_cache, state_->stream),
+      "WriteKv");
 }
 
 void CudaBackend::Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
-                            const float* k_cache, const float* v_cache, int num_heads,
-                            float scale, float* out) {
+                            const float* k_cache, const float* v_cache, int num_heads, float scale,
+                            float* out) {
   const CudaPreparedStep& s = AsCudaStep(step);
   const cuda::StepLayout& l = s.layout();
   CHECK(layout.num_kv_heads > 0 && num_heads % layout.num_kv_heads == 0)
       << "Attention: " << num_heads << " heads over " << layout.num_kv_heads << " KV heads";
   CHECK(layout.head_dim > 0 && layout.head_dim <= cuda::kAttentionMaxHeadDim)
-      << "Attention: head_dim " << layout.head_dim << " outside [1, "
-      << cuda::kAttentionMaxHeadDim << "]";
+      << "Attention: head_dim " << layout.head_dim << " outside [1, " << cuda::kAttentionMaxHeadDim
+      << "]";
   CHECK(l.max_block_id < layout.num_blocks)
       << "Attention: block " << l.max_block_id << " outside the cache of " << layout.num_blocks
       << " blocks";

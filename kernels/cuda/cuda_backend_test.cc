@@ -69,7 +69,8 @@ TEST_F(CudaBackendTest, CopyOnDeviceHandlesOverlap) {
 }
 
 TEST_F(CudaBackendTest, UploadConvertsEveryDtypeToBf16) {
-  const std::vector<float> f32 = {0.0f, -0.0f, 1.0f, -2.5f, 3.14159f, 1e-20f, 65504.0f, 1.00390625f};
+  const std::vector<float> f32 = {0.0f,     -0.0f,  1.0f,     -2.5f,
+                                  3.14159f, 1e-20f, 65504.0f, 1.00390625f};
   std::vector<uint16_t> expected(f32.size()), f16(f32.size()), bf16(f32.size());
   for (size_t i = 0; i < f32.size(); ++i) {
     expected[i] = cpu::FloatToBf16(f32[i]);
@@ -83,9 +84,9 @@ TEST_F(CudaBackendTest, UploadConvertsEveryDtypeToBf16) {
   };
   std::vector<uint16_t> from_f16(f32.size());
   for (size_t i = 0; i < f16.size(); ++i) from_f16[i] = cpu::FloatToBf16(cpu::F16ToFloat(f16[i]));
-  for (const Case& c : {Case{f32.data(), DType::kF32, expected},
-                        Case{f16.data(), DType::kF16, from_f16},
-                        Case{bf16.data(), DType::kBF16, expected}}) {
+  for (const Case& c :
+       {Case{f32.data(), DType::kF32, expected}, Case{f16.data(), DType::kF16, from_f16},
+        Case{bf16.data(), DType::kBF16, expected}}) {
     auto w = backend_->UploadWeight(c.data, c.dtype, 2, 4, nullptr);
     ASSERT_TRUE(w.ok()) << w.status();
     EXPECT_EQ(w->dtype, DType::kBF16);

@@ -36,11 +36,11 @@ using Gemm = CudaBackendOptions::Gemm;
 
 std::vector<std::string> ModelDirs() {
   std::vector<std::string> dirs;
-  for (const char* dir : {"models/target", "models/draft",
-                          "tests/reference/checkpoints/tiny_bf16_llama3_tied",
-                          "tests/reference/checkpoints/tiny_f16_hd20_kv1",
-                          "tests/reference/checkpoints/tiny_f32_sharded",
-                          "tests/reference/checkpoints/tiny_f32_tp"}) {
+  for (const char* dir :
+       {"models/target", "models/draft", "tests/reference/checkpoints/tiny_bf16_llama3_tied",
+        "tests/reference/checkpoints/tiny_f16_hd20_kv1",
+        "tests/reference/checkpoints/tiny_f32_sharded",
+        "tests/reference/checkpoints/tiny_f32_tp"}) {
     if (std::ifstream(std::string(dir) + "/config.json").good()) dirs.push_back(dir);
   }
   return dirs;
@@ -92,7 +92,8 @@ SequenceInput Seq(uint64_t id, int start, std::vector<int32_t> tokens, bool all_
 
 int Argmax(const float* row, int n) {
   int best = 0;
-  for (int i = 1; i < n; ++i) if (row[i] > row[best]) best = i;
+  for (int i = 1; i < n; ++i)
+    if (row[i] > row[best]) best = i;
   return best;
 }
 
@@ -105,8 +106,7 @@ std::unique_ptr<LlamaModel> MakeModel(const LlamaWeights& w, Backend* backend) {
   return model.ok() ? *std::move(model) : nullptr;
 }
 
-class CudaModelTest : public cuda::testing::CudaTest,
-                      public ::testing::WithParamInterface<Gemm> {
+class CudaModelTest : public cuda::testing::CudaTest, public ::testing::WithParamInterface<Gemm> {
  protected:
   CudaBackendOptions Options() const override {
     CudaBackendOptions options;
@@ -156,9 +156,10 @@ TEST_P(CudaModelTest, LogitsAndGreedyMatchCpu) {
       }
       worst_l2 = std::max(worst_l2, std::sqrt(err2 / std::max(norm2, 1e-30)));
     }
-    std::printf("%s [%s]: max |gpu - cpu(bf16 weights)| / (1 + |cpu|) = %.3g; "
-                "max relative L2 vs cpu(original weights) = %.3g\n",
-                dir.c_str(), GemmModeName(GetParam()), worst_same, worst_l2);
+    std::printf(
+        "%s [%s]: max |gpu - cpu(bf16 weights)| / (1 + |cpu|) = %.3g; "
+        "max relative L2 vs cpu(original weights) = %.3g\n",
+        dir.c_str(), GemmModeName(GetParam()), worst_same, worst_l2);
     EXPECT_LE(worst_same, same_weights_tol);
     EXPECT_LE(worst_l2, l2_tol);
 
@@ -211,8 +212,9 @@ TEST_F(CudaSpeculativeTest, GreedyWithDeviceAcceptanceMatchesCpu) {
     ASSERT_TRUE(cpu_model->Forward({Seq(1, 0, prompt, false)}, &logits).ok());
     for (int step = 0; step < 18; ++step) {
       expected.push_back(Argmax(logits.data(), vocab));
-      ASSERT_TRUE(cpu_model->Forward({Seq(1, int(prompt.size()) + step, {expected.back()}, false)},
-                                     &logits).ok());
+      ASSERT_TRUE(
+          cpu_model->Forward({Seq(1, int(prompt.size()) + step, {expected.back()}, false)}, &logits)
+              .ok());
     }
     // Speculative on the GPU.
     ASSERT_TRUE(gpu_model->Forward({Seq(2, 0, prompt, false)}, &logits).ok());
@@ -239,7 +241,8 @@ TEST_F(CudaSpeculativeTest, GreedyWithDeviceAcceptanceMatchesCpu) {
       ASSERT_TRUE(gpu_model->Truncate(2, int(prompt.size()) + n + outcomes[0].num_accepted).ok());
     }
     committed.resize(std::min(committed.size(), expected.size()));
-    EXPECT_EQ(committed, std::vector<int32_t>(expected.begin(), expected.begin() + committed.size()));
+    EXPECT_EQ(committed,
+              std::vector<int32_t>(expected.begin(), expected.begin() + committed.size()));
   }
 }
 
@@ -272,7 +275,8 @@ TEST_P(CudaModelTest, LogitsDoNotDependOnTheBatch) {
     ASSERT_TRUE(model->Forward({Seq(1, context, chunk, true)}, &verify).ok());
     // (c) The same chunk in a batch after another sequence's prefill.
     std::vector<float> batched;
-    ASSERT_TRUE(model->Forward({Seq(9, 0, other, true), Seq(1, context, chunk, true)}, &batched).ok());
+    ASSERT_TRUE(
+        model->Forward({Seq(9, 0, other, true), Seq(1, context, chunk, true)}, &batched).ok());
     ASSERT_EQ(verify.size(), one_by_one.size());
     EXPECT_EQ(std::memcmp(verify.data(), one_by_one.data(), verify.size() * sizeof(float)), 0);
     ASSERT_EQ(batched.size(), (other.size() + chunk.size()) * size_t(vocab));

@@ -46,7 +46,8 @@ class CudaTest : public ::testing::Test {
     auto buffer = backend_->Allocate(values.size() * sizeof(T));
     EXPECT_TRUE(buffer.ok()) << buffer.status();
     if (!buffer.ok()) return Buffer();
-    EXPECT_TRUE(backend_->CopyToDevice(values.data(), buffer->data(), values.size() * sizeof(T)).ok());
+    EXPECT_TRUE(
+        backend_->CopyToDevice(values.data(), buffer->data(), values.size() * sizeof(T)).ok());
     return *std::move(buffer);
   }
 

@@ -1,8 +1,8 @@
-#include "kernels/cuda/device.h"
-
 #include <cuda_runtime.h>
 
 #include <cstdio>
+
+#include "kernels/cuda/device.h"
 
 namespace tandem::cuda {
 
@@ -24,8 +24,8 @@ std::string DeviceDescription(int index) {
   cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, index) != cudaSuccess) return "";
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "%s (sm_%d%d, %.0f GiB)", prop.name, prop.major,
-                prop.minor, prop.totalGlobalMem / double(1 << 30));
+  std::snprintf(buf, sizeof(buf), "%s (sm_%d%d, %.0f GiB)", prop.name, prop.major, prop.minor,
+                prop.totalGlobalMem / double(1 << 30));
   return buf;
 }
 

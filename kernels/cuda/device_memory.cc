@@ -39,10 +39,9 @@ absl::StatusOr<std::shared_ptr<void>> AllocateDeviceMemory(int device, size_t by
     cudaGetLastError();  // cudaMalloc failures are not sticky; clear the record.
     size_t free_bytes = 0, total_bytes = 0;
     cudaMemGetInfo(&free_bytes, &total_bytes);
-    const std::string message =
-        absl::StrCat("cannot allocate ", bytes, " bytes for ", what, " on CUDA device ", device,
-                     " (", free_bytes, " of ", total_bytes, " bytes free): ",
-                     cudaGetErrorString(err));
+    const std::string message = absl::StrCat(
+        "cannot allocate ", bytes, " bytes for ", what, " on CUDA device ", device, " (",
+        free_bytes, " of ", total_bytes, " bytes free): ", cudaGetErrorString(err));
     if (err == cudaErrorMemoryAllocation) return absl::ResourceExhaustedError(message);
     return absl::InternalError(message);
   }
@@ -106,8 +105,8 @@ absl::Status PinnedStaging::Stage(const void* src, size_t bytes, void* dst, cuda
     }
   }
   if (pending_) {
-    if (absl::Status s = CudaStatus(cudaEventSynchronize(done_), "waiting for a staged copy",
-                                    device_);
+    if (absl::Status s =
+            CudaStatus(cudaEventSynchronize(done_), "waiting for a staged copy", device_);
         !s.ok()) {
       return s;
     }
@@ -127,9 +126,9 @@ absl::Status PinnedStaging::Stage(const void* src, size_t bytes, void* dst, cuda
     capacity_ = size;
   }
   std::memcpy(buffer_, src, bytes);
-  if (absl::Status s = CudaStatus(
-          cudaMemcpyAsync(dst, buffer_, bytes, cudaMemcpyHostToDevice, stream),
-          "cudaMemcpyAsync (staged upload)", device_);
+  if (absl::Status s =
+          CudaStatus(cudaMemcpyAsync(dst, buffer_, bytes, cudaMemcpyHostToDevice, stream),
+                     "cudaMemcpyAsync (staged upload)", device_);
       !s.ok()) {
     return s;
   }

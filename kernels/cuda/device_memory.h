@@ -6,12 +6,12 @@
 #ifndef TANDEM_KERNELS_CUDA_DEVICE_MEMORY_H_
 #define TANDEM_KERNELS_CUDA_DEVICE_MEMORY_H_
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <map>
 #include <memory>
 #include <mutex>
-
-#include <cuda_runtime_api.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

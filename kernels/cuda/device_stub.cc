@@ -6,7 +6,8 @@ namespace tandem::cuda {
 bool CompiledWithCuda() { return false; }
 
 int DeviceCount(std::string* why_none) {
-  if (why_none != nullptr) *why_none = "built without CUDA support (nvcc absent at build time, or --config=nocuda)";
+  if (why_none != nullptr)
+    *why_none = "built without CUDA support (nvcc absent at build time, or --config=nocuda)";
   return 0;
 }
 

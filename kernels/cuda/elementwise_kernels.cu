@@ -1,7 +1,7 @@
 // Element-wise and row-copy kernels (contracts in elementwise_kernels.h).
-#include "kernels/cuda/elementwise_kernels.h"
-
 #include <cstdint>
+
+#include "kernels/cuda/elementwise_kernels.h"
 
 namespace tandem::cuda {
 namespace {
@@ -79,8 +79,8 @@ cudaError_t LaunchEmbedding(const uint16_t* table, int dim, const int32_t* token
   return cudaGetLastError();
 }
 
-cudaError_t LaunchWriteKv(const float* k, const float* v, const int64_t* slots, int rows,
-                          int width, float* k_cache, float* v_cache, cudaStream_t stream) {
+cudaError_t LaunchWriteKv(const float* k, const float* v, const int64_t* slots, int rows, int width,
+                          float* k_cache, float* v_cache, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   if (k == nullptr || v == nullptr || slots == nullptr || k_cache == nullptr ||
       v_cache == nullptr || rows < 0 || width <= 0) {

@@ -8,10 +8,10 @@
 #ifndef TANDEM_KERNELS_CUDA_ELEMENTWISE_KERNELS_H_
 #define TANDEM_KERNELS_CUDA_ELEMENTWISE_KERNELS_H_
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
-
-#include <cuda_runtime_api.h>
 
 namespace tandem::cuda {
 
@@ -29,8 +29,8 @@ cudaError_t LaunchEmbedding(const uint16_t* table, int dim, const int32_t* token
 
 // k_cache[slots[r], :] = k[r, :] and v_cache[slots[r], :] = v[r, :] for r < rows, rows
 // of `width` floats; slots: int64 [rows], each a valid slot (the caller checks).
-cudaError_t LaunchWriteKv(const float* k, const float* v, const int64_t* slots, int rows,
-                          int width, float* k_cache, float* v_cache, cudaStream_t stream);
+cudaError_t LaunchWriteKv(const float* k, const float* v, const int64_t* slots, int rows, int width,
+                          float* k_cache, float* v_cache, cudaStream_t stream);
 
 }  // namespace tandem::cuda
 

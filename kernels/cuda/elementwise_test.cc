@@ -101,7 +101,8 @@ TEST_F(CudaElementwiseTest, SiluMulAndAdd) {
   std::vector<float> want(n);
   cpu_.SiluMul(g.data(), u.data(), n, want.data());
   const std::vector<float> got = ToHost(dout, n);
-  for (size_t i = 0; i < n; ++i) ASSERT_NEAR(got[i], want[i], 1e-7 + 2e-6 * std::fabs(want[i])) << i;
+  for (size_t i = 0; i < n; ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-7 + 2e-6 * std::fabs(want[i])) << i;
 
   backend_->Add(dg.f32(), du.f32(), n);
   std::vector<float> sum = g;
@@ -121,7 +122,8 @@ TEST_F(CudaElementwiseTest, EmbeddingWriteKvAndGatherRows) {
   const std::vector<float> table16 = RoundedToBf16(table);
   std::vector<float> want(size_t(rows) * dim);
   for (int r = 0; r < rows; ++r) {
-    std::copy_n(table16.begin() + size_t(plan.tokens[r]) * dim, dim, want.begin() + size_t(r) * dim);
+    std::copy_n(table16.begin() + size_t(plan.tokens[r]) * dim, dim,
+                want.begin() + size_t(r) * dim);
   }
   EXPECT_EQ(ToHost(emb, want.size()), want);
 

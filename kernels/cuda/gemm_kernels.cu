@@ -5,9 +5,9 @@
 // step and keeps O x R accumulators; the tile shape (R, O) is picked from the row
 // count, which only changes how much work a block does, never the order in which an
 // output element is summed. Memory-bound for the small row counts of decode/verify.
-#include "kernels/cuda/gemm_kernels.h"
-
 #include <cstdint>
+
+#include "kernels/cuda/gemm_kernels.h"
 
 namespace tandem::cuda {
 namespace {
@@ -151,10 +151,9 @@ __global__ void F32ToBf16Kernel(const float* __restrict__ src, size_t n,
 
 }  // namespace
 
-cudaError_t LaunchBf16Gemm(const float* x, int rows, const uint16_t* w, int out_dim,
-                           int in_dim, float* out, cudaStream_t stream) {
-  if (x == nullptr || w == nullptr || out == nullptr || rows <= 0 || out_dim <= 0 ||
-      in_dim <= 0) {
+cudaError_t LaunchBf16Gemm(const float* x, int rows, const uint16_t* w, int out_dim, int in_dim,
+                           float* out, cudaStream_t stream) {
+  if (x == nullptr || w == nullptr || out == nullptr || rows <= 0 || out_dim <= 0 || in_dim <= 0) {
     return cudaErrorInvalidValue;
   }
   // 16-byte loads need in_dim % 8 == 0 and aligned bases; the scalar path sums in the

@@ -6,10 +6,10 @@
 #ifndef TANDEM_KERNELS_CUDA_GEMM_KERNELS_H_
 #define TANDEM_KERNELS_CUDA_GEMM_KERNELS_H_
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
-
-#include <cuda_runtime_api.h>
 
 namespace tandem::cuda {
 
@@ -25,8 +25,8 @@ namespace tandem::cuda {
 // tree ((w0+w1)+(w2+w3))+((w4+w5)+(w6+w7)).
 // Returns cudaErrorInvalidValue for null pointers or non-positive sizes, else the
 // launch error (kernel faults surface at the next synchronisation).
-cudaError_t LaunchBf16Gemm(const float* x, int rows, const uint16_t* w, int out_dim,
-                           int in_dim, float* out, cudaStream_t stream);
+cudaError_t LaunchBf16Gemm(const float* x, int rows, const uint16_t* w, int out_dim, int in_dim,
+                           float* out, cudaStream_t stream);
 
 // dst[i] = bfloat16(src[i]) (round to nearest even, NaN stays NaN) for i < n, device
 // arrays. Bit-identical to cpu::FloatToBf16. Used for the cuBLAS GEMM inputs.

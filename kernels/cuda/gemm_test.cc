@@ -45,7 +45,8 @@ std::vector<double> AbsSums(const std::vector<float>& x, int rows, const std::ve
   for (int r = 0; r < rows; ++r) {
     for (int o = 0; o < out; ++o) {
       double sum = 0;
-      for (int k = 0; k < in; ++k) sum += std::fabs(double(x[size_t(r) * in + k]) * w[size_t(o) * in + k]);
+      for (int k = 0; k < in; ++k)
+        sum += std::fabs(double(x[size_t(r) * in + k]) * w[size_t(o) * in + k]);
       s[size_t(r) * out + o] = sum;
     }
   }
@@ -57,16 +58,15 @@ std::vector<double> AbsSums(const std::vector<float>& x, int rows, const std::ve
   for (size_t i = 0; i < got.size(); ++i) {
     const double diff = std::fabs(double(got[i]) - want[i]);
     if (!(diff <= rel * scale[i] + 1e-30)) {
-      return ::testing::AssertionFailure() << "element " << i << ": " << got[i] << " vs "
-                                           << want[i] << " (diff " << diff << ", allowed "
-                                           << rel * scale[i] << ")";
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << got[i] << " vs " << want[i] << " (diff " << diff
+             << ", allowed " << rel * scale[i] << ")";
     }
   }
   return ::testing::AssertionSuccess();
 }
 
-class CudaGemmTest : public cuda::testing::CudaTest,
-                     public ::testing::WithParamInterface<Gemm> {
+class CudaGemmTest : public cuda::testing::CudaTest, public ::testing::WithParamInterface<Gemm> {
  protected:
   CudaBackendOptions Options() const override {
     CudaBackendOptions options;
@@ -88,9 +88,9 @@ TEST_P(CudaGemmTest, MatchesReferenceAndCpu) {
   };
   CpuBackend cpu(1);
   uint32_t seed = 1;
-  for (const Shape& s : {Shape{1, 64, 256}, Shape{2, 50, 72}, Shape{3, 33, 20}, Shape{4, 9, 1},
-                         Shape{5, 70, 136}, Shape{8, 16, 512}, Shape{17, 40, 128},
-                         Shape{33, 130, 264}}) {
+  for (const Shape& s :
+       {Shape{1, 64, 256}, Shape{2, 50, 72}, Shape{3, 33, 20}, Shape{4, 9, 1}, Shape{5, 70, 136},
+        Shape{8, 16, 512}, Shape{17, 40, 128}, Shape{33, 130, 264}}) {
     SCOPED_TRACE(::testing::Message() << "rows " << s.rows << " out " << s.out << " in " << s.in);
     const std::vector<float> x = Random(size_t(s.rows) * s.in, seed++);
     const std::vector<float> w = Random(size_t(s.out) * s.in, seed++);
@@ -120,12 +120,14 @@ TEST_P(CudaGemmTest, RowsDoNotDependOnTheBatch) {
   const std::vector<float> full = Run(x, max_rows, weight);
   for (int rows = 1; rows <= max_rows; ++rows) {
     // The first `rows` rows, and each row alone, give the same bits as the full batch.
-    const std::vector<float> part = Run(std::vector<float>(x.begin(), x.begin() + rows * in), rows, weight);
+    const std::vector<float> part =
+        Run(std::vector<float>(x.begin(), x.begin() + rows * in), rows, weight);
     ASSERT_EQ(std::memcmp(part.data(), full.data(), part.size() * sizeof(float)), 0) << rows;
     const int r = rows - 1;
     const std::vector<float> alone =
         Run(std::vector<float>(x.begin() + r * in, x.begin() + (r + 1) * in), 1, weight);
-    ASSERT_EQ(std::memcmp(alone.data(), full.data() + size_t(r) * out, out * sizeof(float)), 0) << r;
+    ASSERT_EQ(std::memcmp(alone.data(), full.data() + size_t(r) * out, out * sizeof(float)), 0)
+        << r;
   }
 }
 

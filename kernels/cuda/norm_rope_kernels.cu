@@ -1,7 +1,7 @@
 // RMSNorm and RoPE kernels (contracts in norm_rope_kernels.h).
-#include "kernels/cuda/norm_rope_kernels.h"
-
 #include <cstdint>
+
+#include "kernels/cuda/norm_rope_kernels.h"
 
 namespace tandem::cuda {
 namespace {
@@ -16,8 +16,7 @@ __device__ __forceinline__ float Bf16Bits(uint16_t bits) {
 }
 
 __global__ void __launch_bounds__(kNormThreads)
-    RmsNormKernel(const float* x, const uint16_t* __restrict__ w, int dim, float eps,
-                  float* out) {
+    RmsNormKernel(const float* x, const uint16_t* __restrict__ w, int dim, float eps, float* out) {
   const size_t base = size_t(blockIdx.x) * dim;
   float sum = 0.0f;
   for (int i = threadIdx.x; i < dim; i += kNormThreads) {
@@ -34,9 +33,8 @@ __global__ void __launch_bounds__(kNormThreads)
   __syncthreads();
   if (threadIdx.x == 0) {
     const float* s = warp_sums;
-    const float total =
-        __fadd_rn(__fadd_rn(__fadd_rn(s[0], s[1]), __fadd_rn(s[2], s[3])),
-                  __fadd_rn(__fadd_rn(s[4], s[5]), __fadd_rn(s[6], s[7])));
+    const float total = __fadd_rn(__fadd_rn(__fadd_rn(s[0], s[1]), __fadd_rn(s[2], s[3])),
+                                  __fadd_rn(__fadd_rn(s[4], s[5]), __fadd_rn(s[6], s[7])));
     inv_rms = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(total, float(dim)), eps)));
   }
   __syncthreads();
@@ -77,11 +75,11 @@ cudaError_t LaunchRmsNorm(const float* x, const uint16_t* w, int rows, int dim, 
   return cudaGetLastError();
 }
 
-cudaError_t LaunchRope(float* x, int rows, int num_heads, int head_dim,
-                       const int32_t* positions, const float* inv_freq, cudaStream_t stream) {
+cudaError_t LaunchRope(float* x, int rows, int num_heads, int head_dim, const int32_t* positions,
+                       const float* inv_freq, cudaStream_t stream) {
   if (rows == 0 || num_heads == 0) return cudaSuccess;
-  if (x == nullptr || positions == nullptr || inv_freq == nullptr || rows < 0 ||
-      num_heads < 0 || head_dim <= 0 || head_dim % 2 != 0) {
+  if (x == nullptr || positions == nullptr || inv_freq == nullptr || rows < 0 || num_heads < 0 ||
+      head_dim <= 0 || head_dim % 2 != 0) {
     return cudaErrorInvalidValue;
   }
   RopeKernel<<<rows, kRopeThreads, 0, stream>>>(x, num_heads, head_dim, positions, inv_freq);

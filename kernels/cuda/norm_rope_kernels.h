@@ -6,9 +6,9 @@
 #ifndef TANDEM_KERNELS_CUDA_NORM_ROPE_KERNELS_H_
 #define TANDEM_KERNELS_CUDA_NORM_ROPE_KERNELS_H_
 
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 namespace tandem::cuda {
 
@@ -27,8 +27,8 @@ cudaError_t LaunchRmsNorm(const float* x, const uint16_t* w, int rows, int dim, 
 // rounded products (no fused multiply-add), the arithmetic of the CPU backend's
 // portable path. cudaErrorInvalidValue for an odd or non-positive head_dim or null
 // pointers.
-cudaError_t LaunchRope(float* x, int rows, int num_heads, int head_dim,
-                       const int32_t* positions, const float* inv_freq, cudaStream_t stream);
+cudaError_t LaunchRope(float* x, int rows, int num_heads, int head_dim, const int32_t* positions,
+                       const float* inv_freq, cudaStream_t stream);
 
 }  // namespace tandem::cuda
 

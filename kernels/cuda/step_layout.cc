@@ -39,7 +39,8 @@ absl::StatusOr<StepLayout> BuildStepLayout(const StepPlan& plan, int chunk_keys)
     }
     const int32_t offset = static_cast<int32_t>(tables.size());
     tables.insert(tables.end(), seq.block_table.begin(), seq.block_table.end());
-    for (int32_t block : seq.block_table) layout.max_block_id = std::max(layout.max_block_id, block);
+    for (int32_t block : seq.block_table)
+      layout.max_block_id = std::max(layout.max_block_id, block);
     std::vector<int32_t> chain;
     for (int i = 0; i < seq.row_count; ++i) {
       const int r = seq.row_begin + i;

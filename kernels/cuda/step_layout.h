@@ -35,16 +35,15 @@ namespace cuda {
 // Backend::Attention mask).
 struct StepLayout {
   size_t kv_slots = 0, tokens = 0, positions = 0, row_table_offset = 0, row_prefix = 0,
-         row_extra_begin = 0, row_chunk_begin = 0, chunk_row = 0, extra_keys = 0,
-         block_tables = 0;
+         row_extra_begin = 0, row_chunk_begin = 0, chunk_row = 0, extra_keys = 0, block_tables = 0;
   std::vector<uint8_t> blob;  // The packed arrays; blob.size() is the upload size.
   int rows = 0;
   int total_chunks = 0;
   int num_extra_keys = 0;
-  int max_keys = 0;              // Most keys any row sees.
-  int32_t max_token = -1;        // Largest token id (-1 without rows).
-  int64_t max_slot = -1;         // Largest kv slot (-1 without rows).
-  int32_t max_block_id = -1;     // Largest block id in any block table.
+  int max_keys = 0;           // Most keys any row sees.
+  int32_t max_token = -1;     // Largest token id (-1 without rows).
+  int64_t max_slot = -1;      // Largest kv slot (-1 without rows).
+  int32_t max_block_id = -1;  // Largest block id in any block table.
 
   // Typed views of the blob (for tests and debugging).
   template <typename T>

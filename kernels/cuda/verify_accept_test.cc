@@ -4,6 +4,8 @@
 // backend (the spec reference), on random batches over every rule, sampling setting and
 // awkward logits, in row-major and vocab-sliced (tensor-parallel) layouts, up to a
 // 32000-entry vocabulary. Skips without a CUDA device.
+#include "kernels/accept/verify_accept.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
@@ -14,7 +16,6 @@
 #include "kernels/accept/accept_test_util.h"
 #include "kernels/accept/draft_sample.h"
 #include "kernels/accept/emulated_verify_accept.h"
-#include "kernels/accept/verify_accept.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_test_util.h"

@@ -1,9 +1,9 @@
 #include "tests/e2e/cluster.h"
 
+#include <grpcpp/grpcpp.h>
+
 #include <csignal>
 #include <fstream>
-
-#include <grpcpp/grpcpp.h>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -56,10 +56,10 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& op
 }
 
 absl::Status Cluster::StartCoordinator() {
-  auto coordinator = ChildProcess::Start(
-      CoordinatorBinary(), coordinator_args_,
-      absl::StrCat(TestTempDir(), "/", options_.tag, "-coordinator-", coordinator_starts_++,
-                   ".log"));
+  auto coordinator =
+      ChildProcess::Start(CoordinatorBinary(), coordinator_args_,
+                          absl::StrCat(TestTempDir(), "/", options_.tag, "-coordinator-",
+                                       coordinator_starts_++, ".log"));
   if (!coordinator.ok()) return coordinator.status();
   coordinator_ = *std::move(coordinator);
   return WaitUntilServing();
@@ -110,9 +110,8 @@ std::unique_ptr<v1::Tandem::Stub> Cluster::Client() const {
   if (options_.client_token.empty()) {
     return v1::Tandem::NewStub(grpc::CreateChannel(address(), credentials));
   }
-  return v1::Tandem::NewStub(
-      CreateChannelWithToken(address(), credentials, grpc::ChannelArguments(),
-                             options_.client_token));
+  return v1::Tandem::NewStub(CreateChannelWithToken(
+      address(), credentials, grpc::ChannelArguments(), options_.client_token));
 }
 
 Health CheckHealthWith(const std::string& address,
@@ -125,7 +124,7 @@ Health CheckHealthWith(const std::string& address,
   grpc::Status status = stub->Check(&context, grpc::health::v1::HealthCheckRequest(), &response);
   if (!status.ok()) return Health::kUnreachable;
   return response.status() == grpc::health::v1::HealthCheckResponse::SERVING ? Health::kServing
-                                                                              : Health::kNotServing;
+                                                                             : Health::kNotServing;
 }
 
 bool Cluster::WaitForDraftAvailable(bool available, absl::Duration timeout) {

@@ -68,18 +68,17 @@ class Cluster {
 // Greedy generation of `max_new_tokens` for `prompt` with `method` and fixed K (k < 0:
 // adaptive). Returns the response or the error status.
 absl::StatusOr<v1::GenerateResponse> Generate(v1::Tandem::Stub* stub, const std::string& prompt,
-                                              int max_new_tokens,
-                                              v1::SpeculationMethod method, int k,
+                                              int max_new_tokens, v1::SpeculationMethod method,
+                                              int k,
                                               v1::Pipelining pipelining = v1::PIPELINING_DEFAULT);
 
 // Worker statistics through its Worker service (plaintext, or `credentials`).
 absl::StatusOr<v1::WorkerStats> WorkerStatsOf(
-    const std::string& address,
-    std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
+    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
 // Health of a gRPC server through `credentials` (null = plaintext).
-worker::testing::Health CheckHealthWith(const std::string& address,
-                                        const std::shared_ptr<grpc::ChannelCredentials>& credentials);
+worker::testing::Health CheckHealthWith(
+    const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials);
 
 // Code-completion prompts for tests (from bench/prompts/code_completion.jsonl).
 std::vector<std::string> TestPrompts(int count);

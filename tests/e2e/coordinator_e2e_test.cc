@@ -1,13 +1,13 @@
 // End-to-end tests of the coordinator with real processes: a draft worker, a 4-process
 // target group over Gloo and tandem-coordinator, on the bundled models, through the
 // public gRPC API.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
-#include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
 #include "tests/e2e/cluster.h"
@@ -91,8 +91,8 @@ TEST_F(CoordinatorE2eTest, GreedySpeculationIsTokenIdenticalToTargetOnly) {
     ParallelFor(cases.size(), 32, [&](int i) {
       const Case& c = cases[i];
       if (c.pipelining != mode) return;
-      auto r = Generate(stub.get(), prompts[c.prompt], kTokens, v1::SPECULATION_METHOD_DRAFT,
-                        c.k, c.pipelining);
+      auto r = Generate(stub.get(), prompts[c.prompt], kTokens, v1::SPECULATION_METHOD_DRAFT, c.k,
+                        c.pipelining);
       ASSERT_TRUE(r.ok()) << r.status();
       EXPECT_EQ(Ids(*r), baseline[c.prompt])
           << "prompt " << c.prompt << " K=" << c.k << " pipelining=" << c.pipelining;
@@ -169,16 +169,14 @@ TEST_F(CoordinatorE2eTest, BadRequestsGetTheirStatusCodes) {
        },
        grpc::INVALID_ARGUMENT},
       {"max_new_tokens", [](auto& r) { r.set_max_new_tokens(1 << 30); }, grpc::INVALID_ARGUMENT},
-      {"nan temperature",
-       [](auto& r) { r.mutable_sampling()->set_temperature(std::nanf("")); },
+      {"nan temperature", [](auto& r) { r.mutable_sampling()->set_temperature(std::nanf("")); },
        grpc::INVALID_ARGUMENT},
-      {"negative temperature",
-       [](auto& r) { r.mutable_sampling()->set_temperature(-1); }, grpc::INVALID_ARGUMENT},
+      {"negative temperature", [](auto& r) { r.mutable_sampling()->set_temperature(-1); },
+       grpc::INVALID_ARGUMENT},
       {"top_p zero", [](auto& r) { r.mutable_sampling()->set_top_p(0); }, grpc::INVALID_ARGUMENT},
-      {"top_p above one",
-       [](auto& r) { r.mutable_sampling()->set_top_p(1.5f); }, grpc::INVALID_ARGUMENT},
-      {"K too large",
-       [](auto& r) { r.mutable_speculation()->set_num_speculative_tokens(1000); },
+      {"top_p above one", [](auto& r) { r.mutable_sampling()->set_top_p(1.5f); },
+       grpc::INVALID_ARGUMENT},
+      {"K too large", [](auto& r) { r.mutable_speculation()->set_num_speculative_tokens(1000); },
        grpc::INVALID_ARGUMENT},
       {"unknown method",
        [](auto& r) { r.mutable_speculation()->set_method(static_cast<v1::SpeculationMethod>(42)); },
@@ -191,8 +189,8 @@ TEST_F(CoordinatorE2eTest, BadRequestsGetTheirStatusCodes) {
       {"medusa not enabled",
        [](auto& r) { r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_MEDUSA); },
        grpc::FAILED_PRECONDITION},
-      {"token id out of vocab",
-       [](auto& r) { r.mutable_token_ids()->add_ids(1 << 24); }, grpc::INVALID_ARGUMENT},
+      {"token id out of vocab", [](auto& r) { r.mutable_token_ids()->add_ids(1 << 24); },
+       grpc::INVALID_ARGUMENT},
       {"prompt longer than context",
        [](auto& r) {
          for (int i = 0; i < 5000; ++i) r.mutable_token_ids()->add_ids(5);

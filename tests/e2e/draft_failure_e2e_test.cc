@@ -1,11 +1,11 @@
 // The draft worker dies (SIGKILL) in the middle of greedy streams: every request still
 // completes, with output identical to target-only decoding; the fallback is visible
 // in the stats; after the draft restarts, speculation resumes.
-#include <csignal>
-#include <thread>
-
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+
+#include <csignal>
+#include <thread>
 
 #include "tests/e2e/cluster.h"
 

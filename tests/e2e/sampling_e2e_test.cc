@@ -2,13 +2,13 @@
 // two generated tokens of speculative decoding have the same distribution as
 // target-only sampling. Two-sample chi-square test over (t1, t2) outcomes, N = 1500
 // requests per method, independent seeds, significance 0.001.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <map>
 #include <mutex>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
-#include <gtest/gtest.h>
 
 #include "tests/e2e/cluster.h"
 
@@ -26,9 +26,9 @@ double ChiSquareCritical(int df) {
 
 using Counts = std::map<std::pair<int, int>, int>;
 
-Counts SamplePairs(v1::Tandem::Stub* stub, const std::string& prompt,
-                   v1::SpeculationMethod method, int k, uint64_t seed_base,
-                   v1::AcceptanceRule rule = v1::ACCEPTANCE_RULE_DEFAULT, float alpha = 0) {
+Counts SamplePairs(v1::Tandem::Stub* stub, const std::string& prompt, v1::SpeculationMethod method,
+                   int k, uint64_t seed_base, v1::AcceptanceRule rule = v1::ACCEPTANCE_RULE_DEFAULT,
+                   float alpha = 0) {
   std::map<std::pair<int, int>, int> counts;
   std::mutex mu;
   std::atomic<int> next{0};

@@ -5,9 +5,9 @@
 //    requests with the same greedy output as before.
 //  * SIGTERM: a graceful drain: streams in flight finish (within the grace period),
 //    then the coordinator releases their sequences on the workers at once.
-#include <csignal>
-
 #include <gtest/gtest.h>
+
+#include <csignal>
 
 #include "absl/time/clock.h"
 #include "tests/e2e/cluster.h"
@@ -54,8 +54,8 @@ absl::Duration TimeUntilKvFree(Cluster& cluster, absl::Duration timeout) {
   return absl::InfiniteDuration();
 }
 
-std::vector<std::unique_ptr<RecordedStream>> StartStreams(
-    v1::Tandem::Stub* stub, const std::vector<std::string>& prompts) {
+std::vector<std::unique_ptr<RecordedStream>> StartStreams(v1::Tandem::Stub* stub,
+                                                          const std::vector<std::string>& prompts) {
   std::vector<std::unique_ptr<RecordedStream>> streams;
   for (const std::string& p : prompts) {
     streams.push_back(std::make_unique<RecordedStream>(
@@ -108,10 +108,11 @@ TEST(CoordinatorRestartE2eTest, OrphanedSequencesExpireAndARestartedCoordinatorS
     ASSERT_LT(freed, absl::InfiniteDuration()) << "orphaned sequences never released\n"
                                                << cluster.Logs();
     const absl::Duration since_kill = absl::Now() - killed;
-    std::printf("SIGKILL: orphaned KV blocks target %lld, draft %lld; all free %.1f s after "
-                "the kill (lease %d s)\n",
-                static_cast<long long>(orphaned.target), static_cast<long long>(orphaned.draft),
-                absl::ToDoubleSeconds(since_kill), kLeaseTimeoutS);
+    std::printf(
+        "SIGKILL: orphaned KV blocks target %lld, draft %lld; all free %.1f s after "
+        "the kill (lease %d s)\n",
+        static_cast<long long>(orphaned.target), static_cast<long long>(orphaned.draft),
+        absl::ToDoubleSeconds(since_kill), kLeaseTimeoutS);
     EXPECT_GE(since_kill, absl::Seconds(kLeaseTimeoutS) - absl::Milliseconds(500));
     EXPECT_GE(KvOf(cluster).expired - expired_before, static_cast<uint64_t>(kStreams))
         << "expected the leases of the orphans (target and draft) to expire";

@@ -8,9 +8,9 @@
 //  * Target follower stalled for longer than --target_recovery_timeout_s: streams
 //    with a client deadline end DEADLINE_EXCEEDED by it, the others UNAVAILABLE soon
 //    after the recovery timeout; after SIGCONT the group and new requests recover.
-#include <csignal>
-
 #include <gtest/gtest.h>
+
+#include <csignal>
 
 #include "absl/time/clock.h"
 #include "tests/e2e/cluster.h"
@@ -36,9 +36,8 @@ class StalledWorkerE2eTest : public ::testing::Test {
     options.tag = "stall";
     options.worker_flags = {"--step_timeout_s=3", "--heartbeat_s=0.5", "--leader_timeout_s=4",
                             "--regroup_timeout_s=4"};
-    options.coordinator_flags = {
-        absl::StrCat("--step_timeout_s=", kStepTimeoutS),
-        absl::StrCat("--target_recovery_timeout_s=", kRecoveryTimeoutS)};
+    options.coordinator_flags = {absl::StrCat("--step_timeout_s=", kStepTimeoutS),
+                                 absl::StrCat("--target_recovery_timeout_s=", kRecoveryTimeoutS)};
     auto started = Cluster::Start(options);
     ASSERT_TRUE(started.ok()) << started.status();
     cluster_ = *std::move(started);
@@ -90,9 +89,10 @@ TEST_F(StalledWorkerE2eTest, StalledDraftFallsBackThenResumes) {
   EXPECT_GT(fallback, 0) << "no stream reported a step without the draft";
   absl::Duration slowest;
   for (const auto& s : streams) slowest = std::max(slowest, s->ended() - stopped);
-  std::printf("draft stopped: %d streams finished target-only %.1f s after SIGSTOP (%d "
-              "fallback steps)\n",
-              kStreams, absl::ToDoubleSeconds(slowest), fallback);
+  std::printf(
+      "draft stopped: %d streams finished target-only %.1f s after SIGSTOP (%d "
+      "fallback steps)\n",
+      kStreams, absl::ToDoubleSeconds(slowest), fallback);
   ASSERT_TRUE(cluster_->WaitForDraftAvailable(false, absl::Seconds(1)));
 
   draft.Signal(SIGCONT);
@@ -152,8 +152,8 @@ TEST_F(StalledWorkerE2eTest, LongStalledFollowerEndsRequestsInTimeThenRecovers) 
 
   follower.Signal(SIGCONT);
   const absl::Time resumed = absl::Now();
-  ASSERT_TRUE(worker::testing::WaitForHealth(cluster_->target().leader_address(),
-                                             Health::kServing, absl::Seconds(60)))
+  ASSERT_TRUE(worker::testing::WaitForHealth(cluster_->target().leader_address(), Health::kServing,
+                                             absl::Seconds(60)))
       << cluster_->Logs();
   std::printf("follower resumed: group serving again %.1f s after SIGCONT\n",
               absl::ToDoubleSeconds(absl::Now() - resumed));

@@ -3,13 +3,13 @@
 #ifndef TANDEM_TESTS_FAULT_STREAM_RECORDER_H_
 #define TANDEM_TESTS_FAULT_STREAM_RECORDER_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"

@@ -7,9 +7,9 @@
 //    passed (not before, not much later), with a partial output that is a prefix of
 //    the undisturbed one.
 // (A killed draft worker is covered by tests/e2e/draft_failure_e2e_test.)
-#include <csignal>
-
 #include <gtest/gtest.h>
+
+#include <csignal>
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
@@ -26,8 +26,8 @@ constexpr int kStreams = 4;
 constexpr int kTokens = 160;
 constexpr int kRecoveryTimeoutS = 12;
 
-std::vector<std::unique_ptr<RecordedStream>> StartStreams(
-    v1::Tandem::Stub* stub, const std::vector<std::string>& prompts) {
+std::vector<std::unique_ptr<RecordedStream>> StartStreams(v1::Tandem::Stub* stub,
+                                                          const std::vector<std::string>& prompts) {
   std::vector<std::unique_ptr<RecordedStream>> streams;
   for (size_t i = 0; i < prompts.size(); ++i) {
     streams.push_back(std::make_unique<RecordedStream>(
@@ -82,8 +82,8 @@ TEST(TargetFailureE2eTest, KilledFollowerPausesStreamsThenRestartOrTimeout) {
     for (int i = 0; i < kStreams; ++i) {
       streams[i]->Join();
       SCOPED_TRACE(absl::StrCat("stream ", i));
-      ASSERT_TRUE(streams[i]->status().ok())
-          << streams[i]->status().error_message() << "\n" << cluster.Logs();
+      ASSERT_TRUE(streams[i]->status().ok()) << streams[i]->status().error_message() << "\n"
+                                             << cluster.Logs();
       EXPECT_TRUE(streams[i]->finished());
       // Token for token: nothing repeated, nothing skipped.
       EXPECT_EQ(streams[i]->tokens(), baseline[i]);
@@ -113,8 +113,8 @@ TEST(TargetFailureE2eTest, KilledFollowerPausesStreamsThenRestartOrTimeout) {
       SCOPED_TRACE(absl::StrCat("stream ", i));
       EXPECT_EQ(streams[i]->status().error_code(), grpc::StatusCode::UNAVAILABLE)
           << streams[i]->status().error_message();
-      EXPECT_TRUE(absl::StrContains(streams[i]->status().error_message(),
-                                    "target group unavailable"))
+      EXPECT_TRUE(
+          absl::StrContains(streams[i]->status().error_message(), "target group unavailable"))
           << streams[i]->status().error_message();
       const absl::Duration waited = streams[i]->ended() - killed;
       EXPECT_GE(waited, absl::Seconds(kRecoveryTimeoutS - 1));

@@ -7,14 +7,14 @@
 //    are refused by gRPC itself with INTERNAL before any handler runs; bytes that
 //    parse (wrong wire type = unknown field, repeated oneof) reach the validator.
 // After all of it, every process is still serving.
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <csignal>
 #include <functional>
 #include <future>
-
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/grpcpp.h>
-#include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
 #include "tests/e2e/cluster.h"
@@ -52,10 +52,8 @@ class BadInputE2eTest : public ::testing::Test {
 
   static void ExpectAllServing() {
     EXPECT_EQ(worker::testing::CheckHealth(cluster_->address()), Health::kServing);
-    EXPECT_EQ(worker::testing::CheckHealth(cluster_->target().leader_address()),
-              Health::kServing);
-    EXPECT_EQ(worker::testing::CheckHealth(cluster_->draft()->leader_address()),
-              Health::kServing);
+    EXPECT_EQ(worker::testing::CheckHealth(cluster_->target().leader_address()), Health::kServing);
+    EXPECT_EQ(worker::testing::CheckHealth(cluster_->draft()->leader_address()), Health::kServing);
   }
 
   static Cluster* cluster_;
@@ -119,10 +117,9 @@ std::vector<PublicCase> PublicCases() {
        grpc::INVALID_ARGUMENT},
       {"NaN temperature", [](R& r) { r.mutable_sampling()->set_temperature(std::nanf("")); },
        grpc::INVALID_ARGUMENT},
-      {"infinite temperature",
-       [](R& r) { r.mutable_sampling()->set_temperature(INFINITY); }, grpc::INVALID_ARGUMENT},
-      {"negative top_k", [](R& r) { r.mutable_sampling()->set_top_k(-1); },
+      {"infinite temperature", [](R& r) { r.mutable_sampling()->set_temperature(INFINITY); },
        grpc::INVALID_ARGUMENT},
+      {"negative top_k", [](R& r) { r.mutable_sampling()->set_top_k(-1); }, grpc::INVALID_ARGUMENT},
       {"top_k over the vocabulary", [](R& r) { r.mutable_sampling()->set_top_k(kVocab + 1); },
        grpc::INVALID_ARGUMENT},
       {"top_p zero", [](R& r) { r.mutable_sampling()->set_top_p(0); }, grpc::INVALID_ARGUMENT},
@@ -142,8 +139,7 @@ std::vector<PublicCase> PublicCases() {
       {"lookahead not enabled",
        [](R& r) { r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_LOOKAHEAD); },
        grpc::FAILED_PRECONDITION},
-      {"negative K",
-       [](R& r) { r.mutable_speculation()->set_num_speculative_tokens(-1); },
+      {"negative K", [](R& r) { r.mutable_speculation()->set_num_speculative_tokens(-1); },
        grpc::INVALID_ARGUMENT},
       {"K over max_k", [](R& r) { r.mutable_speculation()->set_num_speculative_tokens(9); },
        grpc::INVALID_ARGUMENT},
@@ -276,7 +272,8 @@ grpc::Status RawCall(const std::string& address, const std::string& method,
     std::vector<grpc::Slice> slices;
     (void)response.Dump(&slices);
     out->clear();
-    for (const grpc::Slice& s : slices) out->append(reinterpret_cast<const char*>(s.begin()), s.size());
+    for (const grpc::Slice& s : slices)
+      out->append(reinterpret_cast<const char*>(s.begin()), s.size());
   }
   return status;
 }
@@ -313,8 +310,7 @@ TEST_F(BadInputE2eTest, MalformedProtobufsAreRefusedWithoutReachingTheService) {
       {"length past the end", Bytes({0x12, 0x10}) + "abc", grpc::INTERNAL},
       {"length of 4 GiB", Bytes({0x12, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F}) + "abc", grpc::INTERNAL},
       {"invalid UTF-8 in text", Bytes({0x12, 0x02, 0xC3, 0x28}) + max4, grpc::INTERNAL},
-      {"invalid UTF-8 in a stop string", text + max4 + Bytes({0x2A, 0x01, 0xFF}),
-       grpc::INTERNAL},
+      {"invalid UTF-8 in a stop string", text + max4 + Bytes({0x2A, 0x01, 0xFF}), grpc::INTERNAL},
       {"wire type 7", text + Bytes({0x27, 0x00}), grpc::INTERNAL},
       {"field number 0", Bytes({0x02, 0x00}) + text, grpc::INTERNAL},
       {"start group without its end", text + Bytes({0xA3, 0x06}), grpc::INTERNAL},
@@ -336,8 +332,8 @@ TEST_F(BadInputE2eTest, MalformedProtobufsAreRefusedWithoutReachingTheService) {
   };
   const char* methods[] = {"Describe", "Verify", "Prefill", "Release"};
   for (size_t i = 0; i < worker_cases.size(); ++i) {
-    grpc::Status status = RawCall(worker, absl::StrCat("/tandem.v1.Worker/", methods[i]),
-                                  worker_cases[i].bytes);
+    grpc::Status status =
+        RawCall(worker, absl::StrCat("/tandem.v1.Worker/", methods[i]), worker_cases[i].bytes);
     EXPECT_EQ(status.error_code(), worker_cases[i].code)
         << worker_cases[i].name << ": " << status.error_message();
   }
@@ -437,9 +433,7 @@ TEST_F(BadInputE2eTest, WorkerApiAnswersEveryProtocolStatus) {
   auto V = [](v1::VerifyRequest r) {
     return [r](S* s, C* c) { return Call(&S::Verify, s, c, r); };
   };
-  auto D = [](v1::DraftRequest r) {
-    return [r](S* s, C* c) { return Call(&S::Draft, s, c, r); };
-  };
+  auto D = [](v1::DraftRequest r) { return [r](S* s, C* c) { return Call(&S::Draft, s, c, r); }; };
   auto P = [](v1::PrefillRequest r) {
     return [r](S* s, C* c) { return Call(&S::Prefill, s, c, r); };
   };
@@ -460,8 +454,7 @@ TEST_F(BadInputE2eTest, WorkerApiAnswersEveryProtocolStatus) {
   v1::VerifyRequest tree_rejection = VerifyOf(602, 0, {1}, {Proposal(3), Proposal(4)});
   tree_rejection.mutable_sequences(0)->add_proposal_parents(-1);
   tree_rejection.mutable_sequences(0)->add_proposal_parents(-1);
-  tree_rejection.mutable_sequences(0)->mutable_sampling()->set_rule(
-      v1::ACCEPTANCE_RULE_REJECTION);
+  tree_rejection.mutable_sequences(0)->mutable_sampling()->set_rule(v1::ACCEPTANCE_RULE_REJECTION);
   tree_rejection.mutable_sequences(0)->mutable_sampling()->set_temperature(1.0f);
   v1::VerifyRequest bad_sampling = VerifyOf(603, 0, {1});
   bad_sampling.mutable_sequences(0)->mutable_sampling()->set_temperature(-1.0f);
@@ -488,11 +481,11 @@ TEST_F(BadInputE2eTest, WorkerApiAnswersEveryProtocolStatus) {
       {"Verify, no tokens", V(VerifyOf(605, 0, {})), grpc::INVALID_ARGUMENT},
       {"Verify, token outside the vocabulary", V(VerifyOf(605, 0, {kVocab})),
        grpc::INVALID_ARGUMENT},
-      {"Verify, start past the cached length", V(VerifyOf(500, 9, {1})),
-       grpc::INVALID_ARGUMENT},
+      {"Verify, start past the cached length", V(VerifyOf(500, 9, {1})), grpc::INVALID_ARGUMENT},
       {"Prefill, one token (control)", P(PrefillOf(606, 0, 1)), grpc::OK},
       {"Prefill, past the context", P(PrefillOf(606, 1, 2048)), grpc::INVALID_ARGUMENT},
-      {"Verify, more proposals than K", V(VerifyOf(607, 0, {1}, std::vector<v1::ProposedToken>(9, Proposal(3)))),
+      {"Verify, more proposals than K",
+       V(VerifyOf(607, 0, {1}, std::vector<v1::ProposedToken>(9, Proposal(3)))),
        grpc::INVALID_ARGUMENT},
       {"Verify, q_ids and q_probs of different lengths", V(VerifyOf(607, 0, {1}, {mismatched})),
        grpc::INVALID_ARGUMENT},
@@ -505,8 +498,7 @@ TEST_F(BadInputE2eTest, WorkerApiAnswersEveryProtocolStatus) {
       {"Truncate, longer than cached",
        [truncate_up](S* s, C* c) { return Call(&S::Truncate, s, c, truncate_up); },
        grpc::INVALID_ARGUMENT},
-      {"Verify, unknown sequence at a later position", V(VerifyOf(608, 5, {1})),
-       grpc::NOT_FOUND},
+      {"Verify, unknown sequence at a later position", V(VerifyOf(608, 5, {1})), grpc::NOT_FOUND},
       {"Prefill, over max_batch_tokens", P(PrefillOf(609, 0, 1025)), grpc::RESOURCE_EXHAUSTED},
       {"Prefill, over the KV cache", kv_hog, grpc::RESOURCE_EXHAUSTED},
       {"Verify, tree under rejection sampling", V(tree_rejection), grpc::UNIMPLEMENTED},
@@ -523,8 +515,7 @@ TEST_F(BadInputE2eTest, WorkerApiAnswersEveryProtocolStatus) {
       {"Draft, K = 0", D(DraftOf(611, 0, {1}, 0)), grpc::INVALID_ARGUMENT},
       {"Draft, K over the maximum", D(DraftOf(611, 0, {1}, 9)), grpc::INVALID_ARGUMENT},
       {"Draft, proposal_top_k 257", D(top_k_257), grpc::INVALID_ARGUMENT},
-      {"Draft, unknown sequence at a later position", D(DraftOf(612, 3, {1}, 2)),
-       grpc::NOT_FOUND},
+      {"Draft, unknown sequence at a later position", D(DraftOf(612, 3, {1}, 2)), grpc::NOT_FOUND},
       {"Verify on the draft", V(VerifyOf(613, 0, {1})), grpc::FAILED_PRECONDITION},
   };
   for (const auto& [address, cases] :
@@ -559,8 +550,7 @@ TEST_F(BadInputE2eTest, WorkerApiAnswersEveryProtocolStatus) {
 TEST_F(BadInputE2eTest, TargetGroupWithALostRankAnswersUnavailable) {
   auto group = worker::testing::WorkerGroup::Start(
       "models/target", 2, "badinput-group",
-      {"--step_timeout_s=3", "--heartbeat_s=0.5", "--leader_timeout_s=4",
-       "--regroup_timeout_s=4"});
+      {"--step_timeout_s=3", "--heartbeat_s=0.5", "--leader_timeout_s=4", "--regroup_timeout_s=4"});
   ASSERT_TRUE(group.ok()) << group.status();
   ASSERT_TRUE(worker::testing::WaitForHealth((*group)->leader_address(), Health::kServing,
                                              absl::Seconds(60)))

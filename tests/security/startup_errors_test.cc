@@ -6,12 +6,12 @@
 //  * tandem-worker: TLS files, message limit, bad model directories (truncated
 //    weights, wrong dtype, shapes that disagree with config.json, broken config.json).
 //    (More flag and model-directory cases: worker/worker_binary_test.)
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -130,9 +130,8 @@ TEST_F(StartupErrorsTest, CoordinatorStopsWithOneClearLine) {
 
 TEST_F(StartupErrorsTest, WorkerStopsWithOneClearLine) {
   const std::string model = "--model_dir=models/target";
-  const std::string truncated = BrokenModel("truncated", "model.safetensors", [](std::string b) {
-    return b.substr(0, b.size() / 2);
-  });
+  const std::string truncated = BrokenModel(
+      "truncated", "model.safetensors", [](std::string b) { return b.substr(0, b.size() / 2); });
   const std::string wrong_dtype =
       BrokenModel("wrong-dtype", "model.safetensors", [](std::string b) {
         const size_t at = b.find("\"F32\"");
@@ -142,15 +141,16 @@ TEST_F(StartupErrorsTest, WorkerStopsWithOneClearLine) {
   const std::string wrong_shape = BrokenModel("wrong-shape", "config.json", [](std::string b) {
     return absl::StrReplaceAll(b, {{"\"intermediate_size\": ", "\"intermediate_size\": 1"}});
   });
-  const std::string broken_json = BrokenModel("broken-json", "config.json", [](std::string b) {
-    return b.substr(0, b.size() / 2);
-  });
+  const std::string broken_json = BrokenModel(
+      "broken-json", "config.json", [](std::string b) { return b.substr(0, b.size() / 2); });
   const std::vector<BadStart> cases = {
       {{model, "--tls_cert=" + pki_->server.cert}, 2, "--tls_key"},
-      {{model, "--tls_cert=/nonexistent/s.pem", "--tls_key=/nonexistent/s.key"}, 2,
+      {{model, "--tls_cert=/nonexistent/s.pem", "--tls_key=/nonexistent/s.key"},
+       2,
        "--tls_cert=/nonexistent/s.pem: cannot read"},
       {{model, "--tls_ca=" + pki_->ca}, 2, "--tls_cert"},
-      {{model, "--tls_cert=" + pki_->server.cert, "--tls_key=" + pki_->other.key}, 2,
+      {{model, "--tls_cert=" + pki_->server.cert, "--tls_key=" + pki_->other.key},
+       2,
        "is not the private key"},
       {{model, "--max_message_bytes=5"}, 2, "--max_message_bytes"},
       {{"--model_dir=" + truncated}, 2, truncated},
@@ -158,8 +158,7 @@ TEST_F(StartupErrorsTest, WorkerStopsWithOneClearLine) {
       {{"--model_dir=" + wrong_shape}, 2, wrong_shape},
       {{"--model_dir=" + broken_json}, 2, "config.json"},
   };
-  ExpectBadStarts(worker::testing::WorkerBinary(), "tandem-worker: ", cases,
-                  "worker-bad-start");
+  ExpectBadStarts(worker::testing::WorkerBinary(), "tandem-worker: ", cases, "worker-bad-start");
 }
 
 }  // namespace

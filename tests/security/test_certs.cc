@@ -46,14 +46,14 @@ absl::StatusOr<CertPair> MakeLeaf(const std::string& dir, const std::string& ca,
            "keyUsage=critical,digitalSignature,keyEncipherment\n"
            "extendedKeyUsage=serverAuth,clientAuth\n";
   }
-  absl::Status s = Run(absl::StrCat("openssl req ", kKeyOptions, " -keyout ", pair.key,
-                                    " -out ", csr, " -subj '/CN=", name, "'"),
+  absl::Status s = Run(absl::StrCat("openssl req ", kKeyOptions, " -keyout ", pair.key, " -out ",
+                                    csr, " -subj '/CN=", name, "'"),
                        log);
   if (!s.ok()) return s;
-  s = Run(absl::StrCat("openssl x509 -req -in ", csr, " -CA ", dir, "/", ca, ".pem -CAkey ",
-                       dir, "/", ca, ".key -CAcreateserial -out ", pair.cert, " -days ", days,
-                       " -extfile ", ext),
-          log);
+  s = Run(
+      absl::StrCat("openssl x509 -req -in ", csr, " -CA ", dir, "/", ca, ".pem -CAkey ", dir, "/",
+                   ca, ".key -CAcreateserial -out ", pair.cert, " -days ", days, " -extfile ", ext),
+      log);
   if (!s.ok()) return s;
   return pair;
 }
@@ -82,11 +82,10 @@ absl::StatusOr<TestPki> MakeTestPki(const std::string& dir) {
     int days;
     CertPair* out;
   };
-  for (const Leaf& leaf : {Leaf{"ca", "server", 2, &pki.server},
-                           Leaf{"ca", "coordinator", 2, &pki.coordinator},
-                           Leaf{"ca", "client", 2, &pki.client},
-                           Leaf{"other_ca", "other", 2, &pki.other},
-                           Leaf{"ca", "expired", 0, &pki.expired}}) {
+  for (const Leaf& leaf :
+       {Leaf{"ca", "server", 2, &pki.server}, Leaf{"ca", "coordinator", 2, &pki.coordinator},
+        Leaf{"ca", "client", 2, &pki.client}, Leaf{"other_ca", "other", 2, &pki.other},
+        Leaf{"ca", "expired", 0, &pki.expired}}) {
     absl::StatusOr<CertPair> pair = MakeLeaf(dir, leaf.ca, leaf.name, leaf.days, log);
     if (!pair.ok()) return pair.status();
     *leaf.out = *pair;

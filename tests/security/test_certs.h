@@ -18,14 +18,14 @@ struct CertPair {
 };
 
 struct TestPki {
-  std::string dir;        // Where the files are.
-  std::string ca;         // CA certificate.
-  CertPair server;        // Leaf for the servers (coordinator public port, workers).
-  CertPair coordinator;   // Leaf the coordinator presents to the workers.
-  CertPair client;        // Leaf of a public API client.
-  std::string other_ca;   // An unrelated CA.
-  CertPair other;         // Leaf signed by other_ca (same names as `server`).
-  CertPair expired;       // Leaf signed by `ca` whose validity ended at creation.
+  std::string dir;       // Where the files are.
+  std::string ca;        // CA certificate.
+  CertPair server;       // Leaf for the servers (coordinator public port, workers).
+  CertPair coordinator;  // Leaf the coordinator presents to the workers.
+  CertPair client;       // Leaf of a public API client.
+  std::string other_ca;  // An unrelated CA.
+  CertPair other;        // Leaf signed by other_ca (same names as `server`).
+  CertPair expired;      // Leaf signed by `ca` whose validity ended at creation.
 };
 
 // Writes a fresh PKI into `dir` (created if missing). INTERNAL with openssl's output

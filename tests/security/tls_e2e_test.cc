@@ -8,15 +8,15 @@
 // target-only), that plaintext, a wrong CA, a missing or wrong token are refused with
 // their codes, that health and reflection stay open without a token, and that the
 // workers and the rendezvous service refuse callers without a certificate from the CA.
-#include <algorithm>
-#include <csignal>
-#include <cstdlib>
-#include <fstream>
-
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/rpc_method.h>
 #include <grpcpp/impl/codegen/sync_stream.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
@@ -30,9 +30,9 @@
 namespace tandem::security {
 namespace {
 
-using ::tandem::testing::TestPki;
 using e2e::Cluster;
 using e2e::ClusterOptions;
+using ::tandem::testing::TestPki;
 using worker::testing::Health;
 
 constexpr char kToken[] = "tls-e2e-token-0123456789";
@@ -61,15 +61,14 @@ class TlsE2eTest : public ::testing::Test {
     options.worker_flags = {"--tls_cert=" + pki_->server.cert, "--tls_key=" + pki_->server.key,
                             "--tls_ca=" + pki_->ca,
                             absl::StrCat("--rendezvous=127.0.0.1:", rendezvous_port_)};
-    options.coordinator_flags = {
-        "--tls_cert=" + pki_->server.cert,
-        "--tls_key=" + pki_->server.key,
-        "--auth_token_file=" + token_file,
-        "--worker_tls_cert=" + pki_->coordinator.cert,
-        "--worker_tls_key=" + pki_->coordinator.key,
-        "--worker_tls_ca=" + pki_->ca,
-        absl::StrCat("--rendezvous_listen=127.0.0.1:", rendezvous_port_),
-        absl::StrCat("--health_listen=127.0.0.1:", health_port_)};
+    options.coordinator_flags = {"--tls_cert=" + pki_->server.cert,
+                                 "--tls_key=" + pki_->server.key,
+                                 "--auth_token_file=" + token_file,
+                                 "--worker_tls_cert=" + pki_->coordinator.cert,
+                                 "--worker_tls_key=" + pki_->coordinator.key,
+                                 "--worker_tls_ca=" + pki_->ca,
+                                 absl::StrCat("--rendezvous_listen=127.0.0.1:", rendezvous_port_),
+                                 absl::StrCat("--health_listen=127.0.0.1:", health_port_)};
     options.client_credentials = Credentials({"", "", pki_->ca});
     options.client_token = kToken;
     auto cluster = Cluster::Start(options);
@@ -83,8 +82,8 @@ class TlsE2eTest : public ::testing::Test {
 
   static std::unique_ptr<v1::Tandem::Stub> PublicStub(
       const std::shared_ptr<grpc::ChannelCredentials>& credentials, const std::string& token) {
-    return v1::Tandem::NewStub(CreateChannelWithToken(cluster_->address(), credentials,
-                                                      grpc::ChannelArguments(), token));
+    return v1::Tandem::NewStub(
+        CreateChannelWithToken(cluster_->address(), credentials, grpc::ChannelArguments(), token));
   }
 
   static TestPki* pki_;
@@ -144,8 +143,7 @@ TEST_F(TlsE2eTest, PublicApiRefusesPlaintextWrongCaAndBadTokens) {
   const auto tls = Credentials({"", "", pki_->ca});
   const std::vector<grpc::StatusCode> unavailable(3, grpc::StatusCode::UNAVAILABLE);
   const std::vector<grpc::StatusCode> unauthenticated(3, grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_EQ(PublicCalls(PublicStub(grpc::InsecureChannelCredentials(), kToken).get()),
-            unavailable)
+  EXPECT_EQ(PublicCalls(PublicStub(grpc::InsecureChannelCredentials(), kToken).get()), unavailable)
       << "plaintext";
   EXPECT_EQ(PublicCalls(PublicStub(Credentials({"", "", pki_->other_ca}), kToken).get()),
             unavailable)
@@ -191,8 +189,8 @@ TEST_F(TlsE2eTest, WorkersAndRendezvousRequireACertificateFromTheCa) {
     grpc::StatusCode code;
   };
   const std::vector<Caller> callers = {
-      {"the coordinator's certificate", Credentials({pki_->coordinator.cert,
-                                                     pki_->coordinator.key, pki_->ca}),
+      {"the coordinator's certificate",
+       Credentials({pki_->coordinator.cert, pki_->coordinator.key, pki_->ca}),
        grpc::StatusCode::OK},
       {"plaintext", grpc::InsecureChannelCredentials(), grpc::StatusCode::UNAVAILABLE},
       {"TLS without a client certificate", Credentials({"", "", pki_->ca}),
@@ -209,12 +207,12 @@ TEST_F(TlsE2eTest, WorkersAndRendezvousRequireACertificateFromTheCa) {
           << c.name << " -> worker " << address << ": " << stats.status();
     }
     // The follower serves health only, with the same requirement.
-    EXPECT_EQ(e2e::CheckHealthWith(cluster_->target().address(1), c.credentials) ==
-                  Health::kServing,
-              c.code == grpc::StatusCode::OK)
+    EXPECT_EQ(
+        e2e::CheckHealthWith(cluster_->target().address(1), c.credentials) == Health::kServing,
+        c.code == grpc::StatusCode::OK)
         << c.name << " -> follower";
-    auto rendezvous = v1::Rendezvous::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", rendezvous_port_), c.credentials));
+    auto rendezvous = v1::Rendezvous::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", rendezvous_port_), c.credentials));
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::SetRequest set;
@@ -231,9 +229,9 @@ TEST_F(TlsE2eTest, WorkerHealthListenServesPlaintextHealthOnly) {
   auto worker = worker::testing::ChildProcess::Start(
       worker::testing::WorkerBinary(),
       {"--role=draft", "--model_dir=models/draft", "--threads=1",
-       absl::StrCat("--listen=127.0.0.1:", port), absl::StrCat("--health_listen=127.0.0.1:", health),
-       "--tls_cert=" + pki_->server.cert, "--tls_key=" + pki_->server.key,
-       "--tls_ca=" + pki_->ca},
+       absl::StrCat("--listen=127.0.0.1:", port),
+       absl::StrCat("--health_listen=127.0.0.1:", health), "--tls_cert=" + pki_->server.cert,
+       "--tls_key=" + pki_->server.key, "--tls_ca=" + pki_->ca},
       worker::testing::TestTempDir() + "/tls-health-worker.log");
   ASSERT_TRUE(worker.ok()) << worker.status();
   const std::string health_address = absl::StrCat("127.0.0.1:", health);

@@ -10,14 +10,13 @@
 //  * memory is stable: RSS at the end <= 1.5 x RSS after warm-up + 20 MiB, for the
 //    coordinator and every worker process.
 // and prints the figures (requests served, errors by code, RSS start/end).
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <fstream>
 #include <map>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -118,8 +117,7 @@ bool OneRequest(v1::Tandem::Stub* stub, int n, const std::vector<std::string>& p
 
 // Runs kConcurrency clients until `end`.
 void RunLoad(v1::Tandem::Stub* stub, absl::Time end, const std::vector<std::string>& prompts,
-             const std::vector<std::vector<int>>& baseline, std::atomic<int>* next,
-             Tally* tally) {
+             const std::vector<std::vector<int>>& baseline, std::atomic<int>* next, Tally* tally) {
   std::vector<std::thread> clients;
   for (int c = 0; c < kConcurrency; ++c) {
     clients.emplace_back([&] {
@@ -193,7 +191,8 @@ TEST(SoakE2eTest, SixtySecondsAtSixtyFourStreams) {
               tally.served, tally.served / seconds, tally.tokens, tally.served_greedy,
               tally.greedy_mismatches);
   std::printf("  cancelled by the test: %d\n", tally.cancelled_by_test);
-  for (const auto& [code, count] : tally.codes) std::printf("  error %s: %d\n", code.c_str(), count);
+  for (const auto& [code, count] : tally.codes)
+    std::printf("  error %s: %d\n", code.c_str(), count);
   const char* names[] = {"coordinator", "target rank 0", "target rank 1", "draft"};
   for (size_t i = 0; i < pids.size(); ++i) {
     std::printf("  RSS %-13s start %6ld KiB, end %6ld KiB\n", names[i], rss_start[i], rss_end[i]);
