@@ -80,6 +80,24 @@ class AdmissionQueue {
     return payload;
   }
 
+  // Takes out every entry whose payload satisfies `pred` (called under the queue's
+  // lock: keep it cheap, no calls back into the queue), oldest first.
+  template <typename Pred>
+  std::vector<Entry> RemoveIf(Pred pred) {
+    std::vector<Entry> out;
+    absl::MutexLock lock(&mu_);
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      if (!pred(static_cast<const Payload&>(it->payload))) {
+        ++it;
+        continue;
+      }
+      by_id_.erase(it->id);
+      out.push_back(std::move(*it));
+      it = entries_.erase(it);
+    }
+    return out;
+  }
+
   // Blocks until the queue is non-empty or `timeout` passes; true when non-empty.
   bool WaitUntilNonEmpty(absl::Duration timeout) const {
     absl::MutexLock lock(&mu_);

@@ -6,18 +6,34 @@
 // probes unavailable workers and refreshes worker statistics. RPC handlers only
 // Submit() requests and read their OutputChannel.
 //
-// Failures: a failed Draft marks the draft unavailable and its sequences continue with
-// target-only decoding (or prompt lookup for AUTO) until the monitor sees it healthy
-// again, when it is re-prefilled from the committed tokens. A failed Verify marks the
-// target unavailable; its sequences pause and resume by re-prefilling once it is back,
-// or end UNAVAILABLE after the recovery timeout or their deadline. Committed tokens
-// only grow on successful verifies, so streamed tokens are never repeated or skipped.
+// Failures, by the status a worker call ended with (coordinator/worker_api.h):
+//  * draft, transport failure (unreachable, no answer in time): the draft is marked
+//    unavailable and every sequence continues with target-only decoding (or prompt
+//    lookup for AUTO) until the monitor sees it healthy again; it is then described
+//    anew (limits, KV) and re-prefilled from the committed tokens;
+//  * draft, NOT_FOUND: it lost the sequences (restarted): they are re-prefilled;
+//  * draft, any other code (INVALID_ARGUMENT, RESOURCE_EXHAUSTED, OUT_OF_RANGE, ...):
+//    it rejected a batch the coordinator built, which is a coordinator bug. Logged with
+//    the batch's shape, counted in tandem_worker_rejected_batches_total{worker="draft"},
+//    and only the sequences of that batch step once without the draft;
+//  * target, transport failure: the target is marked unavailable; sequences pause and
+//    resume by re-prefilling once it is back, or end UNAVAILABLE after the recovery
+//    timeout or their deadline. NOT_FOUND: those sequences are re-prefilled. Any other
+//    code fails the sequences of that batch (counted as a rejected batch too).
+// Committed tokens only grow on successful verifies, so streamed tokens are never
+// repeated or skipped.
+//
+// Admission (coordinator/kv_admission.h): FIFO with worst-case KV reservations; a
+// request that can never fit the target is refused at Submit; a queued request whose
+// deadline passes ends DEADLINE_EXCEEDED without waiting for the client.
 #ifndef TANDEM_COORDINATOR_ENGINE_H_
 #define TANDEM_COORDINATOR_ENGINE_H_
 
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -25,11 +41,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "coordinator/admission_queue.h"
+#include "coordinator/kv_admission.h"
 #include "coordinator/metrics.h"
 #include "coordinator/sequence.h"
 #include "coordinator/serial_executor.h"
 #include "coordinator/step_planner.h"
-#include "coordinator/worker_client.h"
+#include "coordinator/worker_api.h"
 #include "model/tokenizer.h"
 #include "spec/cost_fit.h"
 #include "spec/cost_model.h"
@@ -50,11 +67,13 @@ struct EngineOptions {
   bool measured_costs = false;
 };
 
-// What the engine learned from its workers at start-up.
+// What the engine learned from its workers (at start-up, and again when a worker
+// comes back).
 struct ClusterInfo {
   v1::DescribeResponse target;
-  v1::DescribeResponse draft;  // Unset fields when no draft worker is configured.
-  bool has_draft = false;
+  v1::DescribeResponse draft;  // Unset fields until the draft has been described.
+  bool has_draft = false;      // A draft worker is configured.
+  bool draft_described = false;
 };
 
 class Engine {
@@ -62,7 +81,7 @@ class Engine {
   // `draft` may be null (no draft worker). `metrics` may be null. The tokenizer and
   // metrics must outlive the engine.
   Engine(const EngineOptions& options, const Tokenizer* tokenizer,
-         std::unique_ptr<WorkerClient> target, std::unique_ptr<WorkerClient> draft,
+         std::unique_ptr<WorkerApi> target, std::unique_ptr<WorkerApi> draft,
          CoordinatorMetrics* metrics);
   ~Engine();
 
@@ -83,34 +102,64 @@ class Engine {
   // failed here); running ones are ended by the engine at its next step.
   void Cancel(const std::shared_ptr<Sequence>& sequence);
 
-  const ClusterInfo& cluster() const { return cluster_; }
+  // A copy of the current cluster description (thread-safe).
+  ClusterInfo cluster() const;
   bool draft_available() const { return draft_available_.load(); }
   bool target_available() const { return target_available_.load(); }
   // Busy fractions of the two workers since start (time inside calls / wall time).
   double draft_busy_fraction() const;
   double target_busy_fraction() const;
+  // Batches a worker rejected (a code other than transport failure or NOT_FOUND):
+  // always 0 unless the coordinator built a bad batch.
+  int64_t rejected_batches() const { return rejected_batches_.load(); }
 
  private:
+  struct TargetResult;
+  struct DraftResult;
+
   void Loop();
   void Monitor();
+  // Waits for the target (and the draft, up to `give_up`) to describe themselves.
+  absl::Status DescribeWorkers(absl::Time give_up, const std::function<bool()>& cancelled);
+  // Takes a worker description into the planner's limits and the KV admission policy
+  // (engine thread, or before the threads start).
+  void ApplyTargetDescription(const v1::DescribeResponse& d);
+  void ApplyDraftDescription(const v1::DescribeResponse& d);
   void AdmitWaiting(absl::Time now);
+  // Ends queued requests whose client cancelled or whose deadline passed.
+  void ExpireQueued(absl::Time now);
+  // Ends the held request when cancelled or past its deadline; true if it ended.
+  bool EndHeldIfDone(absl::Time now);
   void ReapSequences(absl::Time now);
   void ApplyResets();
   void RunPhase(PhasePlan& plan);
+  void ApplyDraftResult(const DraftResult& r, PhasePlan& plan,
+                        CoordinatorMetrics::StepLatency* latency);
+  void ApplyTargetResult(const TargetResult& r, PhasePlan& plan,
+                         CoordinatorMetrics::StepLatency* latency);
   void OnTargetFailure(const absl::Status& status, const std::vector<Sequence*>& batch,
                        absl::Time now);
   void OnDraftFailure(const absl::Status& status, const PhasePlan& plan);
   void ReleaseOnWorkers(const std::vector<uint64_t>& ids);
-  int BlocksFor(const Sequence& s, int block_size) const;
   void RecordFinished(const Sequence& s, absl::Time now);
+  void RecordRejectedBatch(const char* worker, const absl::Status& status,
+                           const std::string& shape);
+  Sequence* FindRunning(uint64_t id) const;
 
   const EngineOptions options_;
   PlannerOptions planner_;
   const Tokenizer* tokenizer_;
-  std::unique_ptr<WorkerClient> target_;
-  std::unique_ptr<WorkerClient> draft_;
+  std::unique_ptr<WorkerApi> target_;
+  std::unique_ptr<WorkerApi> draft_;
   CoordinatorMetrics* metrics_;
-  ClusterInfo cluster_;
+  KvAdmission kv_;  // Engine thread only (after Start).
+
+  mutable absl::Mutex cluster_mu_;
+  ClusterInfo cluster_ ABSL_GUARDED_BY(cluster_mu_);
+  // A draft description the monitor took when the draft came back, for the engine
+  // thread to apply.
+  std::optional<v1::DescribeResponse> pending_draft_description_ ABSL_GUARDED_BY(cluster_mu_);
+  std::atomic<int64_t> rejected_batches_{0};
 
   SerialExecutor target_exec_{"target"};
   SerialExecutor draft_exec_{"draft"};

@@ -17,6 +17,7 @@
 #include "coordinator/metrics.h"
 #include "coordinator/request_validation.h"
 #include "coordinator/tandem_service.h"
+#include "coordinator/worker_client.h"
 #include "model/tokenizer.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "Public API address (host:port).");
@@ -187,7 +188,7 @@ int Run() {
   wo.max_message_bytes = absl::GetFlag(FLAGS_worker_max_message_bytes);
   wo.address = absl::GetFlag(FLAGS_target);
   auto target = std::make_unique<WorkerClient>(wo);
-  std::unique_ptr<WorkerClient> draft;
+  std::unique_ptr<WorkerApi> draft;
   if (!absl::GetFlag(FLAGS_draft).empty()) {
     wo.address = absl::GetFlag(FLAGS_draft);
     draft = std::make_unique<WorkerClient>(wo);
@@ -226,7 +227,7 @@ int Run() {
     std::fprintf(stderr, "tandem-coordinator: %s\n", s.ToString().c_str());
     return 1;
   }
-  const ClusterInfo& cluster = engine.cluster();
+  const ClusterInfo cluster = engine.cluster();
 
   ServerLimits limits;
   limits.context_length = static_cast<int>(cluster.target.context_length());
@@ -243,7 +244,7 @@ int Run() {
 
   v1::ModelInfo info;
   *info.mutable_target() = Describe(cluster.target);
-  if (cluster.has_draft) *info.mutable_draft() = Describe(cluster.draft);
+  if (cluster.draft_described) *info.mutable_draft() = Describe(cluster.draft);
   info.set_context_length(limits.context_length);
   info.set_max_new_tokens_limit(limits.max_new_tokens_limit);
   info.set_max_speculative_tokens(limits.max_speculative_tokens);

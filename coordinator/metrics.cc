@@ -151,6 +151,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
                              .Name("tandem_fallback_steps_total")
                              .Help("Target steps run without the requested proposer, by reason.")
                              .Register(r);
+  m->rejected_family_ = &prometheus::BuildCounter()
+                             .Name("tandem_worker_rejected_batches_total")
+                             .Help("Batches a worker rejected (a coordinator bug when non-zero).")
+                             .Register(r);
   auto& position_proposed =
       prometheus::BuildCounter()
           .Name("tandem_position_proposed_total")
@@ -285,6 +289,10 @@ void CoordinatorMetrics::RecordStep(const StepRecord& step) {
 void CoordinatorMetrics::RecordFallbackSteps(absl::string_view reason, int steps) {
   if (steps <= 0) return;
   fallback_family_->Add({{"reason", std::string(reason)}}).Increment(steps);
+}
+
+void CoordinatorMetrics::RecordRejectedBatch(absl::string_view worker, absl::StatusCode code) {
+  rejected_family_->Add({{"worker", std::string(worker)}, {"code", StatusLabel(code)}}).Increment();
 }
 
 void CoordinatorMetrics::RecordStepLatency(const StepLatency& latency) {

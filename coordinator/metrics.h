@@ -15,6 +15,8 @@
 //   tandem_speculation_steps_total{method}      per-sequence target steps by method
 //                                               ("none", "draft", "prompt_lookup", ...)
 //   tandem_fallback_steps_total{reason}         steps without the requested proposer
+//   tandem_worker_rejected_batches_total{worker,code}  batches a worker rejected
+//                                               (a coordinator bug when > 0)
 //   tandem_position_proposed_total{position}    proposals at draft position 1..max_k
 //   tandem_position_accepted_total{position}    accepted proposals at that position
 //   tandem_accepted_length                      histogram: proposals accepted per
@@ -96,6 +98,9 @@ class CoordinatorMetrics {
   // "batch_limit".
   void RecordFallbackSteps(absl::string_view reason, int steps = 1);
 
+  // A worker ("draft" or "target") rejected a batch the coordinator built with `code`.
+  void RecordRejectedBatch(absl::string_view worker, absl::StatusCode code);
+
   // Wall time of one batch step, split by phase; unset phases are not observed.
   struct StepLatency {
     std::optional<double> draft_ms;       // Draft worker compute.
@@ -132,6 +137,7 @@ class CoordinatorMetrics {
   prometheus::Counter* accepted_ = nullptr;
   std::vector<prometheus::Counter*> steps_by_method_;  // Index: SpeculationMethod.
   prometheus::Family<prometheus::Counter>* fallback_family_ = nullptr;
+  prometheus::Family<prometheus::Counter>* rejected_family_ = nullptr;
   std::vector<prometheus::Counter*> position_proposed_;  // Index: position - 1.
   std::vector<prometheus::Counter*> position_accepted_;
   prometheus::Histogram* accepted_length_ = nullptr;

@@ -47,10 +47,7 @@ void Sequence::OnDrafted(int start_position, const std::vector<int32_t>& fed,
 void Sequence::OnVerified(const v1::VerifiedSequence& result, int proposed, absl::Time now) {
   if (finished_) return;
   const int accepted = static_cast<int>(result.num_accepted());
-  stats_.target_steps += 1;
-  stats_.draft_tokens_proposed += proposed;
-  stats_.draft_tokens_accepted += accepted;
-  if (proposed > 0) stats_.speculative_steps += 1;
+  const int generated_before = generated();
   // Every step of a sequence that may speculate feeds the controller: plain steps
   // count towards its next K = 1 probe when it has turned speculation off.
   if (request_.speculation.method != v1::SPECULATION_METHOD_NONE) {
@@ -70,47 +67,24 @@ void Sequence::OnVerified(const v1::VerifiedSequence& result, int proposed, absl
   has_proposals = false;
 
   OutputChunk chunk;
-  v1::FinishReason reason = v1::FINISH_REASON_UNSPECIFIED;
-  std::vector<int> new_ids;
-  for (int i = 0; i < result.committed_size(); ++i) {
-    if (remaining() <= 0) {
-      reason = v1::FINISH_REASON_LENGTH;
-      break;
-    }
-    const int32_t token = result.committed(i);
-    tokens_.push_back(token);
-    if (request_.return_token_ids) chunk.token_ids.push_back(token);
-    if (request_.return_logprobs && i < result.logprobs_size()) {
-      chunk.logprobs.push_back(result.logprobs(i));
-    }
-    if (token == eos_token_id_ && !request_.ignore_eos) {
-      reason = v1::FINISH_REASON_EOS;
-      break;
-    }
-    new_ids.push_back(token);
-  }
+  const v1::FinishReason reason = CommitTokens(result, &chunk);
+  if (finished_) return;  // Failed (detokenisation).
+  // Accepted proposals count only as far as they reached the output (a step that ends
+  // at EOS, a stop string or max_new_tokens commits fewer tokens than it accepted).
+  stats_.target_steps += 1;
+  stats_.draft_tokens_proposed += proposed;
+  stats_.draft_tokens_accepted += std::min(accepted, generated() - generated_before);
+  if (proposed > 0) stats_.speculative_steps += 1;
   if (stats_.first_token == absl::Time() && generated() > 0) stats_.first_token = now;
   stats_.last_token = now;
-  // Keep the prompt-lookup index in step with the committed tokens.
-  lookup_.Append(std::vector<int32_t>(new_ids.begin(), new_ids.end()));
-
-  if (!new_ids.empty()) {
-    absl::StatusOr<std::string> text = detokenizer_.Add(new_ids);
-    if (!text.ok()) {
-      Fail(absl::InternalError(absl::StrCat("detokenisation failed: ", text.status().message())),
-           now);
-      return;
-    }
-    StopMatcher::Result stop = stop_matcher_.Feed(*text);
-    chunk.text = std::move(stop.emit);
-    if (stop.stopped) reason = v1::FINISH_REASON_STOP;
-  }
-  if (reason == v1::FINISH_REASON_UNSPECIFIED && remaining() <= 0) {
-    reason = v1::FINISH_REASON_LENGTH;
-  }
 
   // Cache bookkeeping: the target holds everything but the final committed token.
   target_cached = std::min<int>(result.cached_length(), static_cast<int>(tokens_.size()) - 1);
+  // Proposals past the last token that may still be generated are useless (and would
+  // be counted as proposed): keep at most remaining() - 1.
+  if (next.size() > static_cast<size_t>(std::max(0, remaining() - 1))) {
+    next.resize(std::max(0, remaining() - 1));
+  }
   if (!next.empty() && reason == v1::FINISH_REASON_UNSPECIFIED) {
     proposals = std::move(next);
     has_proposals = true;
@@ -118,14 +92,45 @@ void Sequence::OnVerified(const v1::VerifiedSequence& result, int proposed, absl
   }
 
   if (reason != v1::FINISH_REASON_UNSPECIFIED) {
-    Finish(reason, now, std::move(chunk));
+    Finish(reason, now, std::move(chunk), /*text_done=*/reason == v1::FINISH_REASON_STOP);
     return;
   }
   if (!chunk.text.empty() || !chunk.token_ids.empty()) output_->Push(std::move(chunk));
 }
 
-void Sequence::Finish(v1::FinishReason reason, absl::Time now, OutputChunk chunk) {
-  if (reason != v1::FINISH_REASON_STOP) {
+v1::FinishReason Sequence::CommitTokens(const v1::VerifiedSequence& result, OutputChunk* chunk) {
+  // Token by token, exactly as target-only decoding commits them: the ids, logprobs
+  // and counts end with the token that ends the text (EOS, the length limit, or the
+  // token that completed a stop string), never later.
+  v1::FinishReason reason = v1::FINISH_REASON_UNSPECIFIED;
+  for (int i = 0; i < result.committed_size() && reason == v1::FINISH_REASON_UNSPECIFIED; ++i) {
+    if (remaining() <= 0) return v1::FINISH_REASON_LENGTH;
+    const int32_t token = result.committed(i);
+    tokens_.push_back(token);
+    if (request_.return_token_ids) chunk->token_ids.push_back(token);
+    if (request_.return_logprobs && i < result.logprobs_size()) {
+      chunk->logprobs.push_back(result.logprobs(i));
+    }
+    if (token == eos_token_id_ && !request_.ignore_eos) return v1::FINISH_REASON_EOS;
+    lookup_.Append(std::vector<int32_t>{token});
+    absl::StatusOr<std::string> text = detokenizer_.Add(token);
+    if (!text.ok()) {
+      Fail(absl::InternalError(absl::StrCat("detokenisation failed: ", text.status().message())),
+           absl::Now());
+      return v1::FINISH_REASON_UNSPECIFIED;
+    }
+    StopMatcher::Result stop = stop_matcher_.Feed(*text);
+    chunk->text += stop.emit;
+    if (stop.stopped) reason = v1::FINISH_REASON_STOP;
+  }
+  if (reason == v1::FINISH_REASON_UNSPECIFIED && remaining() <= 0) {
+    reason = v1::FINISH_REASON_LENGTH;
+  }
+  return reason;
+}
+
+void Sequence::Finish(v1::FinishReason reason, absl::Time now, OutputChunk chunk, bool text_done) {
+  if (!text_done) {
     std::string rest = detokenizer_.Flush();
     StopMatcher::Result stop = stop_matcher_.Feed(rest);
     chunk.text += stop.emit;

@@ -79,6 +79,12 @@ class Sequence {
   // Optimistic continuation drafted during the last verify: valid only when that
   // verify accepts everything and its bonus token equals continuation[0].
   std::vector<v1::ProposedToken> continuation;
+  // False when the draft worker cannot hold this sequence's KV (admission decided so):
+  // it then never uses the draft.
+  bool draft_allowed = true;
+  // Set when the draft rejected a batch with this sequence: its next step runs without
+  // the draft (target-only), then the flag clears.
+  bool skip_draft_once = false;
 
   // Records the tokens a Draft call fed and proposed (the last proposal is not fed):
   // draft_cache = draft_cache[0, start) + fed + proposals[0, K-1).
@@ -110,7 +116,12 @@ class Sequence {
   v1::RequestStats PublicStats(absl::Time now) const;
 
  private:
-  void Finish(v1::FinishReason reason, absl::Time now, OutputChunk chunk);
+  // Appends the committed tokens of `result` one by one to tokens() and `chunk`, up to
+  // the one that ends the output (EOS, max_new_tokens, a completed stop string); returns
+  // why the output ended (UNSPECIFIED: it goes on, or the sequence failed).
+  v1::FinishReason CommitTokens(const v1::VerifiedSequence& result, OutputChunk* chunk);
+  // Pushes the final chunk. `text_done`: a stop string matched, nothing more to flush.
+  void Finish(v1::FinishReason reason, absl::Time now, OutputChunk chunk, bool text_done);
 
   const uint64_t id_;
   const ValidatedRequest request_;

@@ -10,8 +10,18 @@ enum class Proposer { kNone, kDraft, kPromptLookup };
 struct Choice {
   Proposer proposer = Proposer::kNone;
   int k = 0;
-  bool fallback = false;  // The preferred proposer (the draft) is unavailable.
+  // Why the requested proposer is not used this step (nullptr: it is, or none was
+  // requested): "draft_down", "draft_rejected", "draft_kv" or "batch_limit".
+  const char* fallback = nullptr;
 };
+
+// The draft when it can be used for `s` this step, else the reason it cannot.
+const char* DraftUnusableReason(const Sequence& s, const WorkerAvailability& workers) {
+  if (!workers.draft) return "draft_down";
+  if (!s.draft_allowed) return "draft_kv";
+  if (s.skip_draft_once) return "draft_rejected";
+  return nullptr;
+}
 
 Choice ChooseProposer(Sequence& s, int running, const PlannerOptions& o,
                       const WorkerAvailability& workers) {
@@ -20,20 +30,23 @@ Choice ChooseProposer(Sequence& s, int running, const PlannerOptions& o,
   // Proposals past the last token we may generate, or past the context, are useless.
   const int cap = std::min({o.max_k, s.remaining() - 1, o.context_length - length});
   if (spec.method == v1::SPECULATION_METHOD_NONE || cap <= 0) return {};
-  int k = spec.fixed_k.has_value()
-              ? *spec.fixed_k
-              : (running > o.speculation_max_batch ? 0 : s.adaptive_k().NextK());
+  if (!spec.fixed_k.has_value() && running > o.speculation_max_batch) {
+    return {Proposer::kNone, 0, "batch_limit"};
+  }
+  int k = spec.fixed_k.has_value() ? *spec.fixed_k : s.adaptive_k().NextK();
   k = std::clamp(k, 0, cap);
   if (k == 0) return {};
+  const char* draft_unusable = DraftUnusableReason(s, workers);
+  const int draft_k = std::min({k, o.draft_max_k, o.draft_context_length - length});
   switch (spec.method) {
     case v1::SPECULATION_METHOD_DRAFT:
-      if (workers.draft) return {Proposer::kDraft, std::min(k, o.draft_max_k), false};
-      return {Proposer::kNone, 0, true};
+      if (draft_unusable == nullptr && draft_k > 0) return {Proposer::kDraft, draft_k, nullptr};
+      return {Proposer::kNone, 0, draft_unusable ? draft_unusable : "draft_context"};
     case v1::SPECULATION_METHOD_PROMPT_LOOKUP:
-      return {Proposer::kPromptLookup, k, false};
+      return {Proposer::kPromptLookup, k, nullptr};
     case v1::SPECULATION_METHOD_AUTO:
-      if (workers.draft) return {Proposer::kDraft, std::min(k, o.draft_max_k), false};
-      return {Proposer::kPromptLookup, k, true};
+      if (draft_unusable == nullptr && draft_k > 0) return {Proposer::kDraft, draft_k, nullptr};
+      return {Proposer::kPromptLookup, k, draft_unusable ? draft_unusable : "draft_context"};
     default:
       return {};
   }
@@ -85,21 +98,30 @@ void AddVerify(Sequence* s, const Choice& choice, PhasePlan* plan) {
   plan->verify_proposed.push_back(static_cast<int>(s->proposals.size()));
 }
 
-void AddDraft(Sequence* s, int k, const PlannerOptions& o, int* draft_rows, PhasePlan* plan) {
+// Draft-side budgets of one phase: Draft rows and draft prefill tokens.
+struct DraftBudget {
+  int rows = 0;          // Rows of the Draft call so far.
+  int prefill_left = 0;  // Draft prefill tokens still allowed this phase.
+};
+
+void AddDraft(Sequence* s, int k, const PlannerOptions& o, DraftBudget* budget, PhasePlan* plan) {
   const int length = static_cast<int>(s->tokens().size());
   const int start = std::min(s->DraftValidLength(), length - 1);
   const int fed = length - start;
   if (fed > o.draft_max_batch_tokens / 2) {
-    // A long uncached stretch (a new prompt): prefill the draft in chunks first.
-    const int chunk = std::min({o.prefill_chunk, fed - 1, o.draft_max_batch_tokens / 2});
+    // A long uncached stretch (a new prompt): prefill the draft in chunks first, within
+    // the phase's draft prefill budget (later sequences wait for the next phase).
+    const int chunk = std::min({o.prefill_chunk, fed - 1, budget->prefill_left});
+    if (chunk <= 0) return;
+    budget->prefill_left -= chunk;
     v1::PrefillSequence* p = plan->draft_prefill.add_sequences();
     p->set_sequence_id(s->id());
     p->set_start_position(start);
     p->mutable_tokens()->Add(s->tokens().begin() + start, s->tokens().begin() + start + chunk);
     return;
   }
-  if (*draft_rows + fed > o.draft_max_batch_tokens) return;  // Next phase.
-  *draft_rows += fed;
+  if (budget->rows + fed > o.draft_max_batch_tokens) return;  // Next phase.
+  budget->rows += fed;
   v1::DraftSequence* d = plan->draft.add_sequences();
   d->set_sequence_id(s->id());
   d->set_start_position(start);
@@ -112,16 +134,23 @@ void AddDraft(Sequence* s, int k, const PlannerOptions& o, int* draft_rows, Phas
 }
 
 // Optimistic continuation of a sequence whose draft proposals are about to be
-// verified: the draft cache must hold tokens + proposals[0, K-1).
-void AddContinuation(Sequence* s, const PlannerOptions& o, PhasePlan* plan) {
+// verified: the draft cache must hold tokens + proposals[0, K-1). The continuation
+// guesses the bonus token and drafts the next step's proposals after it, so it is
+// capped by the tokens still to generate and by both contexts.
+void AddContinuation(Sequence* s, const PlannerOptions& o, DraftBudget* budget, PhasePlan* plan) {
   const int k = static_cast<int>(s->proposals.size());
-  const size_t expected = s->tokens().size() + k - 1;
-  if (k == 0 || s->draft_cache.size() != expected ||
-      s->DraftValidLength() != static_cast<int>(s->tokens().size())) {
-    return;
-  }
-  const int more = std::min(k + 1, o.draft_max_k);
+  const int length = static_cast<int>(s->tokens().size());
+  const size_t expected = length + k - 1;
+  if (k == 0 || s->draft_cache.size() != expected || s->DraftValidLength() != length) return;
+  if (budget->rows + 1 > o.draft_max_batch_tokens) return;
+  // Positions expected .. expected + more must fit the contexts; after a full accept
+  // (k + 1 tokens) at most remaining - k - 1 tokens are left, so more - 1 proposals
+  // after the bonus guess are useful only up to remaining - k - 2.
+  const int context = std::min(o.context_length, o.draft_context_length);
+  const int more = std::min(
+      {k + 1, o.draft_max_k, context - static_cast<int>(expected) - 1, s->remaining() - k - 1});
   if (more < 2) return;  // The first continuation token only guesses the bonus.
+  budget->rows += 1;
   v1::DraftSequence* d = plan->draft.add_sequences();
   d->set_sequence_id(s->id());
   d->set_start_position(static_cast<uint32_t>(expected));
@@ -149,7 +178,11 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
   for (int i = 0; i < n; ++i) {
     Sequence* s = running[i];
     Choice c = ChooseProposer(*s, n, o, workers);
-    if (c.fallback) s->mutable_stats().fallback_steps += 1;
+    s->skip_draft_once = false;
+    if (c.fallback != nullptr) {
+      s->mutable_stats().fallback_steps += 1;
+      plan.fallbacks[c.fallback] += 1;
+    }
     const bool needs_prefill = Uncached(*s) - 1 > o.prefill_chunk;
     if (needs_prefill) prefill.push_back(s);
     if (c.proposer == Proposer::kDraft && !s->has_proposals) {
@@ -199,7 +232,7 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
   }
 
   // Target: prefill chunks, then verifies within the row budget.
-  int prefill_left = o.prefill_budget;
+  int prefill_left = std::min(o.prefill_budget, o.target_max_batch_tokens);
   int target_rows = 0;
   for (Sequence* s : prefill) {
     const int chunk = std::min({o.prefill_chunk, Uncached(*s) - 1, prefill_left});
@@ -225,17 +258,17 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
   }
 
   // Draft: continuations of what is being verified, then fresh drafts.
-  int draft_rows = 0;
+  DraftBudget draft_budget;
+  draft_budget.prefill_left = std::min(o.prefill_budget, o.draft_max_batch_tokens);
   if (continuations) {
     for (Sequence* s : plan.verify_sequences) {
       if (s->has_proposals && s->proposal_method == v1::SPECULATION_METHOD_DRAFT) {
-        AddContinuation(s, o, &plan);
-        draft_rows += 1;
+        AddContinuation(s, o, &draft_budget, &plan);
       }
     }
   }
   for (size_t i = 0; i < need_draft.size(); ++i) {
-    if (draft_now[i]) AddDraft(need_draft[i], need_choice[i].k, o, &draft_rows, &plan);
+    if (draft_now[i]) AddDraft(need_draft[i], need_choice[i].k, o, &draft_budget, &plan);
   }
   return plan;
 }

@@ -17,12 +17,18 @@
 //    d1..dK the otherwise idle draft proposes K+1 more tokens assuming all are
 //    accepted; they are used when the guess holds, else a short draft phase follows.
 // Every sequence's proposer is chosen per phase: its method (AUTO = draft when the
-// draft worker is up, else prompt lookup), its K (fixed or adaptive, bounded by the
-// tokens left and the context), speculation off above speculation_max_batch running
-// sequences for adaptive-K requests.
+// draft can be used for it, else prompt lookup), its K (fixed or adaptive, bounded by
+// the tokens left and both contexts), speculation off above speculation_max_batch
+// running sequences for adaptive-K requests. The draft cannot be used when it is down,
+// when admission found no room in its KV cache for the sequence (draft_allowed), or
+// for one step after it rejected a batch with the sequence (skip_draft_once).
+// Budgets: each side's prefill tokens per phase are capped at prefill_budget and its
+// max_batch_tokens; Draft and Verify rows at the side's max_batch_tokens.
 #ifndef TANDEM_COORDINATOR_STEP_PLANNER_H_
 #define TANDEM_COORDINATOR_STEP_PLANNER_H_
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "coordinator/sequence.h"
@@ -36,14 +42,16 @@ struct PlannerOptions {
   int optimistic_max_batch = 16;  // Running sequences up to which it is used.
   // Ping-pong when T(draft phase) / T(verify phase) reaches this (measured).
   double pingpong_min_ratio = 0.4;
-  int max_k = 8;                       // Upper bound of K.
-  int speculation_max_batch = 32;      // Above this many running: adaptive K -> 0.
-  int prefill_chunk = 256;             // Target prefill tokens per sequence and phase.
-  int prefill_budget = 512;            // Target prefill tokens per phase in total.
+  int max_k = 8;                   // Upper bound of K.
+  int speculation_max_batch = 32;  // Above this many running: adaptive K -> 0.
+  int prefill_chunk = 256;         // Prefill tokens per sequence and phase (target and draft).
+  // Prefill tokens per phase in total, on each side (capped by its max_batch_tokens).
+  int prefill_budget = 512;
   int target_max_batch_tokens = 1024;  // Rows per Verify (from Describe).
   int draft_max_batch_tokens = 1024;   // Rows per Draft forward (from Describe).
   int draft_max_k = 16;                // Draft worker's max proposals per call.
-  int context_length = 2048;
+  int context_length = 2048;           // Target positions per sequence.
+  int draft_context_length = 2048;     // Draft positions per sequence (from Describe).
   int proposal_top_k = 32;
 };
 
@@ -67,6 +75,9 @@ struct PhasePlan {
   std::vector<bool> draft_is_continuation;
   bool pipelined = false;  // Pipelining allowed for this phase.
   bool ping_pong = false;  // Ping-pong mode chosen.
+  // Sequences stepped without their requested proposer, by reason ("draft_down",
+  // "draft_rejected", "draft_kv", "draft_context", "batch_limit").
+  std::map<std::string, int> fallbacks;
 
   bool empty() const {
     return target_prefill.sequences_size() == 0 && verify.sequences_size() == 0 &&

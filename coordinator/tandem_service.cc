@@ -138,6 +138,11 @@ grpc::Status TandemService::GetModelInfo(grpc::ServerContext* context,
   }
   *response = model_info_;
   response->set_draft_available(engine_->draft_available());
+  // A draft that came up after start-up is described once the engine has seen it.
+  if (!response->has_draft()) {
+    const ClusterInfo cluster = engine_->cluster();
+    if (cluster.draft_described) *response->mutable_draft() = cluster.draft.model();
+  }
   return grpc::Status::OK;
 }
 

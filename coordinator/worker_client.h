@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "coordinator/worker_api.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tandem/v1/worker.grpc.pb.h"
 
@@ -27,20 +28,19 @@ struct WorkerClientOptions {
   int max_message_bytes = 64 << 20;
 };
 
-class WorkerClient {
+class WorkerClient : public WorkerApi {
  public:
   explicit WorkerClient(const WorkerClientOptions& options);
 
-  const std::string& address() const { return options_.address; }
+  const std::string& address() const override { return options_.address; }
 
-  absl::StatusOr<v1::DescribeResponse> Describe();
-  // True when the worker's health service answers SERVING.
-  bool IsServing();
-  absl::StatusOr<v1::PrefillResponse> Prefill(const v1::PrefillRequest& request);
-  absl::StatusOr<v1::DraftResponse> Draft(const v1::DraftRequest& request);
-  absl::StatusOr<v1::VerifyResponse> Verify(const v1::VerifyRequest& request);
-  absl::Status Release(const std::vector<uint64_t>& sequence_ids);
-  absl::StatusOr<v1::WorkerStats> GetStats();
+  absl::StatusOr<v1::DescribeResponse> Describe() override;
+  bool IsServing() override;
+  absl::StatusOr<v1::PrefillResponse> Prefill(const v1::PrefillRequest& request) override;
+  absl::StatusOr<v1::DraftResponse> Draft(const v1::DraftRequest& request) override;
+  absl::StatusOr<v1::VerifyResponse> Verify(const v1::VerifyRequest& request) override;
+  absl::Status Release(const std::vector<uint64_t>& sequence_ids) override;
+  absl::StatusOr<v1::WorkerStats> GetStats() override;
 
  private:
   WorkerClientOptions options_;

@@ -1,0 +1,272 @@
+// Engine: one phase's worker calls, the application of their results, and failure
+// handling (see engine.h for the failure model).
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <future>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/engine.h"
+
+namespace tandem::coordinator {
+namespace {
+
+double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
+
+// Moving average of a worker's call time: the planner's measure of whether overlapping
+// the two sides (ping-pong) can pay.
+void UpdateEma(double* ema, absl::Duration d) {
+  const double ms = Ms(d);
+  *ema = *ema == 0 ? ms : 0.9 * *ema + 0.1 * ms;
+}
+
+// "N sequences, R rows, K max proposals" of a batch, for logs.
+template <typename Request>
+std::string BatchShape(const Request& request) {
+  int rows = 0, max_k = 0, max_end = 0;
+  for (const auto& s : request.sequences()) {
+    rows += s.tokens_size();
+    int k = 0;
+    if constexpr (std::is_same_v<Request, v1::DraftRequest>) k = s.num_draft_tokens();
+    if constexpr (std::is_same_v<Request, v1::VerifyRequest>) k = s.proposals_size();
+    max_k = std::max(max_k, k);
+    max_end = std::max<int>(max_end, s.start_position() + s.tokens_size() + k);
+  }
+  return absl::StrCat(request.sequences_size(), " sequences, ", rows, " fed tokens, K up to ",
+                      max_k, ", last position ", max_end - 1);
+}
+
+}  // namespace
+
+struct Engine::TargetResult {
+  absl::Status prefill_status;
+  std::optional<absl::StatusOr<v1::VerifyResponse>> verify;
+  absl::Duration verify_wall;
+};
+
+struct Engine::DraftResult {
+  absl::Status prefill_status;
+  std::optional<absl::StatusOr<v1::DraftResponse>> draft;
+  absl::Duration draft_wall;
+};
+
+Sequence* Engine::FindRunning(uint64_t id) const {
+  for (const auto& s : running_) {
+    if (s->id() == id) return s.get();
+  }
+  return nullptr;
+}
+
+void Engine::RunPhase(PhasePlan& plan) {
+  const absl::Time phase_start = absl::Now();
+  std::future<TargetResult> target_future;
+  const bool target_work =
+      plan.target_prefill.sequences_size() > 0 || plan.verify.sequences_size() > 0;
+  if (target_work) {
+    target_future = target_exec_.Submit([this, &plan] {
+      TargetResult r;
+      if (plan.target_prefill.sequences_size() > 0) {
+        r.prefill_status = target_->Prefill(plan.target_prefill).status();
+      }
+      if (plan.verify.sequences_size() > 0 && r.prefill_status.ok()) {
+        absl::Time t = absl::Now();
+        r.verify = target_->Verify(plan.verify);
+        r.verify_wall = absl::Now() - t;
+      }
+      return r;
+    });
+  }
+  std::future<DraftResult> draft_future;
+  const bool draft_work =
+      plan.draft_prefill.sequences_size() > 0 || plan.draft.sequences_size() > 0;
+  if (draft_work) {
+    draft_future = draft_exec_.Submit([this, &plan] {
+      DraftResult r;
+      if (plan.draft_prefill.sequences_size() > 0) {
+        r.prefill_status = draft_->Prefill(plan.draft_prefill).status();
+      }
+      if (plan.draft.sequences_size() > 0 && r.prefill_status.ok()) {
+        absl::Time t = absl::Now();
+        r.draft = draft_->Draft(plan.draft);
+        r.draft_wall = absl::Now() - t;
+      }
+      return r;
+    });
+  }
+
+  CoordinatorMetrics::StepLatency latency;
+  // Draft results first: a continuation must be in place before its verify is applied.
+  if (draft_work) ApplyDraftResult(draft_future.get(), plan, &latency);
+  if (target_work) ApplyTargetResult(target_future.get(), plan, &latency);
+  if (metrics_) {
+    const double phase_ms = Ms(absl::Now() - phase_start);
+    double worker_ms = 0;
+    if (latency.verify_ms) {
+      worker_ms = std::max(worker_ms, *latency.verify_ms + latency.rpc_ms.value_or(0));
+    }
+    if (latency.draft_ms) worker_ms = std::max(worker_ms, *latency.draft_ms);
+    latency.overhead_ms = std::max(0.0, phase_ms - worker_ms);
+    metrics_->RecordStepLatency(latency);
+    metrics_->SetBusyFractions(draft_busy_fraction(), target_busy_fraction());
+  }
+}
+
+void Engine::ApplyDraftResult(const DraftResult& r, PhasePlan& plan,
+                              CoordinatorMetrics::StepLatency* latency) {
+  if (r.draft.has_value() && r.draft->ok()) {
+    UpdateEma(&draft_ms_ema_, r.draft_wall);
+    int proposals = 0;
+    for (const v1::DraftSequence& d : plan.draft.sequences()) proposals += d.num_draft_tokens();
+    draft_fit_.Observe(proposals, Ms(r.draft_wall));
+  }
+  absl::Status failure = r.prefill_status;
+  if (failure.ok() && r.draft.has_value() && !r.draft->ok()) failure = r.draft->status();
+  if (!failure.ok()) {
+    OnDraftFailure(failure, plan);
+    return;
+  }
+  for (const v1::PrefillSequence& p : plan.draft_prefill.sequences()) {
+    if (Sequence* s = FindRunning(p.sequence_id())) {
+      s->OnDrafted(p.start_position(), {p.tokens().begin(), p.tokens().end()}, {});
+    }
+  }
+  if (!r.draft.has_value()) return;
+  const v1::DraftResponse& resp = **r.draft;
+  latency->draft_ms = resp.compute_ms();
+  for (int i = 0; i < resp.sequences_size() && i < plan.draft.sequences_size(); ++i) {
+    Sequence* s = plan.draft_sequences[i];
+    const v1::DraftSequence& req = plan.draft.sequences(i);
+    std::vector<v1::ProposedToken> drafted(resp.sequences(i).proposals().begin(),
+                                           resp.sequences(i).proposals().end());
+    s->OnDrafted(req.start_position(), {req.tokens().begin(), req.tokens().end()}, drafted);
+    if (plan.draft_is_continuation[i]) {
+      s->continuation = std::move(drafted);
+    } else {
+      s->proposals = std::move(drafted);
+      s->has_proposals = !s->proposals.empty();
+      s->proposal_method = v1::SPECULATION_METHOD_DRAFT;
+    }
+  }
+}
+
+void Engine::ApplyTargetResult(const TargetResult& r, PhasePlan& plan,
+                               CoordinatorMetrics::StepLatency* latency) {
+  if (r.verify.has_value() && r.verify->ok()) {
+    UpdateEma(&verify_ms_ema_, r.verify_wall);
+    int rows = 0;
+    for (const v1::VerifySequence& v : plan.verify.sequences()) {
+      rows += v.tokens_size() + v.proposals_size();
+    }
+    verify_fit_.Observe(rows, Ms(r.verify_wall));
+  }
+  const absl::Time now = absl::Now();
+  if (!r.prefill_status.ok()) {
+    std::vector<Sequence*> batch;
+    for (const auto& p : plan.target_prefill.sequences()) {
+      if (Sequence* s = FindRunning(p.sequence_id())) batch.push_back(s);
+    }
+    if (!IsTransportFailure(r.prefill_status) && !absl::IsNotFound(r.prefill_status)) {
+      RecordRejectedBatch("target", r.prefill_status, BatchShape(plan.target_prefill));
+    }
+    OnTargetFailure(r.prefill_status, batch, now);
+    return;
+  }
+  for (const v1::PrefillSequence& p : plan.target_prefill.sequences()) {
+    if (Sequence* s = FindRunning(p.sequence_id())) {
+      s->target_cached = p.start_position() + p.tokens_size();
+    }
+  }
+  if (!r.verify.has_value()) return;
+  if (!r.verify->ok()) {
+    const absl::Status& status = r.verify->status();
+    if (!IsTransportFailure(status) && !absl::IsNotFound(status)) {
+      RecordRejectedBatch("target", status, BatchShape(plan.verify));
+    }
+    OnTargetFailure(status, plan.verify_sequences, now);
+    return;
+  }
+  const v1::VerifyResponse& resp = **r.verify;
+  latency->verify_ms = resp.compute_ms();
+  latency->collective_ms = resp.collective_ms();
+  latency->rpc_ms = std::max(0.0, Ms(r.verify_wall) - resp.compute_ms());
+  for (int i = 0; i < resp.sequences_size() && i < plan.verify.sequences_size(); ++i) {
+    Sequence* s = plan.verify_sequences[i];
+    const int before = s->generated();
+    const SequenceStats stats_before = s->stats();
+    s->OnVerified(resp.sequences(i), plan.verify_proposed[i], now);
+    if (metrics_) {
+      metrics_->RecordStep({s->proposal_method,
+                            s->stats().draft_tokens_proposed - stats_before.draft_tokens_proposed,
+                            s->stats().draft_tokens_accepted - stats_before.draft_tokens_accepted,
+                            s->generated() - before});
+    }
+  }
+}
+
+void Engine::RecordRejectedBatch(const char* worker, const absl::Status& status,
+                                 const std::string& shape) {
+  rejected_batches_.fetch_add(1);
+  LOG(ERROR) << "the " << worker << " worker rejected a batch the coordinator built (" << shape
+             << "): " << status << " -- this is a coordinator bug; please report it";
+  if (metrics_) metrics_->RecordRejectedBatch(worker, status.code());
+}
+
+void Engine::OnTargetFailure(const absl::Status& status, const std::vector<Sequence*>& batch,
+                             absl::Time now) {
+  if (absl::IsNotFound(status)) {
+    // The target lost these sequences (restarted): re-prefill them from scratch.
+    LOG(WARNING) << "target lost sequences, re-prefilling: " << status;
+    for (Sequence* s : batch) s->target_cached = 0;
+    return;
+  }
+  if (IsTransportFailure(status)) {
+    LOG(WARNING) << "target group unavailable, pausing " << running_.size()
+                 << " sequences: " << status;
+    target_available_ = false;
+    for (auto& s : running_) {
+      s->target_cached = 0;
+      if (s->paused_since == absl::InfinitePast()) s->paused_since = now;
+    }
+    return;
+  }
+  // The worker rejected the step itself: end the sequences of that batch with the
+  // reason instead of retrying forever.
+  for (Sequence* s : batch) {
+    s->Fail(absl::Status(
+                absl::IsResourceExhausted(status) ? status.code() : absl::StatusCode::kInternal,
+                absl::StrCat("target worker rejected the step: ", status.message())),
+            now);
+  }
+}
+
+void Engine::OnDraftFailure(const absl::Status& status, const PhasePlan& plan) {
+  // What the draft holds for this batch is unknown now: re-prefill it.
+  std::vector<Sequence*> batch = plan.draft_sequences;
+  for (const auto& p : plan.draft_prefill.sequences()) {
+    if (Sequence* s = FindRunning(p.sequence_id())) batch.push_back(s);
+  }
+  for (Sequence* s : batch) {
+    s->draft_cache.clear();
+    s->continuation.clear();
+  }
+  if (absl::IsNotFound(status)) {
+    LOG(WARNING) << "draft lost sequences, re-prefilling: " << status;
+    return;
+  }
+  if (IsTransportFailure(status)) {
+    LOG(WARNING) << "draft worker unavailable, continuing without it: " << status;
+    draft_available_ = false;
+    if (metrics_) metrics_->SetDraftAvailable(false);
+    return;
+  }
+  // The draft answered, rejecting the batch: it is up. Only this batch's sequences
+  // step once without it.
+  RecordRejectedBatch("draft", status,
+                      plan.draft.sequences_size() > 0
+                          ? BatchShape(plan.draft)
+                          : absl::StrCat("prefill: ", BatchShape(plan.draft_prefill)));
+  for (Sequence* s : batch) s->skip_draft_once = true;
+}
+
+}  // namespace tandem::coordinator
