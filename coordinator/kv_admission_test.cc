@@ -24,7 +24,7 @@ TEST(KvAdmissionTest, BlocksCoverPromptNewTokensAndSpeculativePositions) {
 TEST(KvAdmissionTest, RefusesWhatCanNeverFitTheTargetWithTheNumbers) {
   KvAdmission kv = Policy(10, 100);
   EXPECT_TRUE(kv.CheckFitsTarget(100, 50).ok());  // 10 blocks.
-  absl::Status s = kv.CheckFitsTarget(100, 52);  // 161 tokens: 11 blocks.
+  absl::Status s = kv.CheckFitsTarget(100, 52);   // 161 tokens: 11 blocks.
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(s.message().find("needs 11 KV blocks"), absl::string_view::npos) << s;
   EXPECT_NE(s.message().find("holds 10"), absl::string_view::npos) << s;

@@ -14,6 +14,15 @@ absl::Time DeadlineOf(grpc::ServerContext* context) {
   return absl::FromChrono(deadline);
 }
 
+// The status the client sees once its call is cancelled: DEADLINE_EXCEEDED when its
+// deadline has passed (gRPC ends the call with that code), CANCELLED otherwise.
+absl::Status ClientGoneStatus(grpc::ServerContext* context) {
+  if (absl::Now() >= DeadlineOf(context)) {
+    return absl::DeadlineExceededError("request deadline exceeded");
+  }
+  return absl::CancelledError("request cancelled by the client");
+}
+
 }  // namespace
 
 TandemService::TandemService(Engine* engine, const Tokenizer* tokenizer, ServerLimits limits,
@@ -69,22 +78,23 @@ grpc::Status TandemService::Generate(grpc::ServerContext* context,
   absl::Status started = Start(context, *request, &seq, &channel, &request_id);
   if (!started.ok()) return Finish(started);
   response->set_request_id(request_id);
-  bool cancel_sent = false;
+  absl::Status gone;  // Set when the client went away (cancelled or past its deadline).
   for (;;) {
     for (OutputChunk& chunk : channel->Pop(kPollInterval)) {
       response->mutable_text()->append(chunk.text);
       for (int32_t t : chunk.token_ids) response->add_token_ids(t);
       for (float lp : chunk.logprobs) response->add_logprobs(lp);
       if (chunk.final) {
+        if (!gone.ok()) return Finish(gone);
         if (!chunk.status.ok()) return Finish(chunk.status);
         response->set_finish_reason(chunk.finish_reason);
         *response->mutable_stats() = chunk.stats;
         return Finish(absl::OkStatus());
       }
     }
-    if (!cancel_sent && context->IsCancelled()) {
+    if (gone.ok() && context->IsCancelled()) {
+      gone = ClientGoneStatus(context);
       engine_->Cancel(seq);
-      cancel_sent = true;
     }
   }
 }
@@ -100,11 +110,12 @@ grpc::Status TandemService::GenerateStream(grpc::ServerContext* context,
   std::string request_id;
   absl::Status started = Start(context, *request, &seq, &channel, &request_id);
   if (!started.ok()) return Finish(started);
-  bool cancel_sent = false;
+  absl::Status gone;  // Set when the client went away (cancelled or past its deadline).
   for (;;) {
     for (OutputChunk& chunk : channel->Pop(kPollInterval)) {
+      if (chunk.final && !gone.ok()) return Finish(gone);
       if (chunk.final && !chunk.status.ok()) return Finish(chunk.status);
-      if (!cancel_sent) {
+      if (gone.ok()) {
         v1::GenerateStreamResponse out;
         out.set_request_id(request_id);
         out.set_text_delta(std::move(chunk.text));
@@ -115,18 +126,15 @@ grpc::Status TandemService::GenerateStream(grpc::ServerContext* context,
           *out.mutable_stats() = chunk.stats;
         }
         if (!writer->Write(out)) {  // The client is gone: cancel, then drain.
+          gone = ClientGoneStatus(context);
           engine_->Cancel(seq);
-          cancel_sent = true;
         }
       }
-      if (chunk.final) {
-        return Finish(cancel_sent ? absl::CancelledError("request cancelled by the client")
-                                  : absl::OkStatus());
-      }
+      if (chunk.final) return Finish(gone);
     }
-    if (!cancel_sent && context->IsCancelled()) {
+    if (gone.ok() && context->IsCancelled()) {
+      gone = ClientGoneStatus(context);
       engine_->Cancel(seq);
-      cancel_sent = true;
     }
   }
 }

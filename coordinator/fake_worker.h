@@ -1,0 +1,102 @@
+// A deterministic in-process stand-in for a Tandem worker (draft or target leader), for
+// engine tests. It validates every step request exactly as a real worker does
+// (worker/request_validation.h) and enforces its KV budget, so a batch the coordinator
+// should never build is answered as a real worker would answer it, and counted.
+//
+// The "model" is a fixed function of the context: the target's greedy next token is
+// TargetNext(context); the draft proposes DraftNext(context), which agrees with the
+// target except where a hash of the context says otherwise (draft_error_rate), so
+// acceptance is partial and reproducible. Only greedy verification is implemented
+// (temperature 0); Verify commits the accepted proposals plus the target's token.
+// Thread-safe.
+#ifndef TANDEM_COORDINATOR_FAKE_WORKER_H_
+#define TANDEM_COORDINATOR_FAKE_WORKER_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "coordinator/worker_api.h"
+
+namespace tandem::coordinator {
+
+struct FakeWorkerOptions {
+  bool draft = false;  // Role: draft (Draft calls) or target (Verify calls).
+  int vocab_size = 2048;
+  int max_batch_tokens = 1024;
+  int max_speculative_tokens = 16;
+  int context_length = 2048;
+  int kv_block_size = 16;
+  int kv_total_blocks = 4096;
+  // Fraction of contexts in which the draft's proposal differs from the target's.
+  double draft_error_rate = 0.25;
+  absl::Duration step_delay = absl::ZeroDuration();  // Added to every step call.
+};
+
+// The target's greedy successor of `context` (never 2, the bundled models' EOS, and
+// never a control id below 3).
+int32_t FakeTargetNext(const std::vector<int32_t>& context, int vocab_size);
+// The draft's proposal: FakeTargetNext except in a `error_rate` share of contexts.
+int32_t FakeDraftNext(const std::vector<int32_t>& context, int vocab_size, double error_rate);
+// Target-only greedy decoding of `n` tokens after `prompt` with the fake target.
+std::vector<int32_t> FakeGreedyReference(const std::vector<int32_t>& prompt, int n, int vocab_size);
+
+class FakeWorker : public WorkerApi {
+ public:
+  explicit FakeWorker(FakeWorkerOptions options, std::string name = "fake");
+
+  const std::string& address() const override { return name_; }
+  absl::StatusOr<v1::DescribeResponse> Describe() override;
+  bool IsServing() override;
+  absl::StatusOr<v1::PrefillResponse> Prefill(const v1::PrefillRequest& request) override;
+  absl::StatusOr<v1::DraftResponse> Draft(const v1::DraftRequest& request) override;
+  absl::StatusOr<v1::VerifyResponse> Verify(const v1::VerifyRequest& request) override;
+  absl::Status Release(const std::vector<uint64_t>& sequence_ids) override;
+  absl::StatusOr<v1::WorkerStats> GetStats() override;
+
+  // ---- fault injection ----
+  // Down: every call answers UNAVAILABLE and IsServing is false. Bringing it back up
+  // after a restart (restart = true) forgets every sequence (as a new process would).
+  void SetDown(bool down, bool restart = false);
+  // The next `count` step calls (Prefill/Draft/Verify) answer `status` without
+  // running (a rejection or a transport failure, as the test wants).
+  void FailNextSteps(absl::Status status, int count = 1);
+
+  // ---- observation ----
+  struct Counters {
+    int prefill_calls = 0, draft_calls = 0, verify_calls = 0, release_calls = 0;
+    int rejected = 0;  // Requests that failed validation or the KV budget.
+    int injected_failures = 0;
+    int released_sequences = 0;
+    int max_position = -1;  // Highest cache position ever written.
+  };
+  Counters counters() const;
+  std::string last_rejection() const;
+
+ private:
+  // Validation and KV check of a step; counts a rejection.
+  absl::Status Admit(const absl::Status& valid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status StepPreamble() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes `tokens` at `start` into a sequence's cache (truncating first).
+  void Feed(uint64_t id, uint32_t start, const std::vector<int32_t>& tokens)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckKv() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const FakeWorkerOptions options_;
+  const std::string name_;
+  mutable absl::Mutex mu_;
+  bool down_ ABSL_GUARDED_BY(mu_) = false;
+  int instance_ ABSL_GUARDED_BY(mu_) = 1;
+  std::deque<absl::Status> failures_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, std::vector<int32_t>> caches_ ABSL_GUARDED_BY(mu_);
+  Counters counters_ ABSL_GUARDED_BY(mu_);
+  std::string last_rejection_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_FAKE_WORKER_H_
