@@ -65,6 +65,9 @@ struct EngineOptions {
   // Adaptive K uses cost terms fitted to the measured draft and verify call times
   // (true) instead of the fixed adaptive_k.cost (false).
   bool measured_costs = false;
+  // A batch a worker rejects ends the process (LOG(FATAL)) instead of being absorbed:
+  // tests run with it so that such a coordinator bug cannot pass unnoticed.
+  bool strict_worker_batches = false;
 };
 
 // What the engine learned from its workers (at start-up, and again when a worker

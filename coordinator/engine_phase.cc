@@ -210,6 +210,8 @@ void Engine::RecordRejectedBatch(const char* worker, const absl::Status& status,
   LOG(ERROR) << "the " << worker << " worker rejected a batch the coordinator built (" << shape
              << "): " << status << " -- this is a coordinator bug; please report it";
   if (metrics_) metrics_->RecordRejectedBatch(worker, status.code());
+  LOG_IF(FATAL, options_.strict_worker_batches)
+      << "--strict_worker_batches: exiting on a rejected batch";
 }
 
 void Engine::OnTargetFailure(const absl::Status& status, const std::vector<Sequence*>& batch,

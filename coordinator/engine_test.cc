@@ -58,7 +58,9 @@ class EngineTest : public ::testing::Test {
       EXPECT_EQ(engine_->rejected_batches(), 0) << "the engine built a batch a worker rejected";
     }
     EXPECT_EQ(target_->counters().rejected, 0) << target_->last_rejection();
-    if (draft_ != nullptr) EXPECT_EQ(draft_->counters().rejected, 0) << draft_->last_rejection();
+    if (draft_ != nullptr) {
+      EXPECT_EQ(draft_->counters().rejected, 0) << draft_->last_rejection();
+    }
   }
 
   // Starts the engine over fakes with these options (draft: none when !with_draft).

@@ -51,6 +51,10 @@ ABSL_FLAG(double, step_timeout_s, 30, "Deadline of one worker step RPC.");
 ABSL_FLAG(double, target_recovery_timeout_s, 60,
           "How long requests wait for an unavailable target group before failing.");
 ABSL_FLAG(double, worker_wait_s, 120, "How long to wait for the workers at start-up.");
+ABSL_FLAG(bool, strict_worker_batches, false,
+          "Exit when a worker rejects a batch the coordinator built (INVALID_ARGUMENT, "
+          "RESOURCE_EXHAUSTED, ...: a coordinator bug) instead of stepping those sequences "
+          "once without the draft; for tests.");
 ABSL_FLAG(bool, measured_costs, false,
           "Adaptive K from cost terms fitted to the measured draft and verify call times "
           "(c, nu(K), o per batch size); false = the fixed --draft_cost, "
@@ -214,6 +218,7 @@ int Run() {
   eo.adaptive_k.cost.overhead = absl::GetFlag(FLAGS_overhead_cost);
   eo.adaptive_k.pipelined = eo.planner.pipelining;
   eo.measured_costs = absl::GetFlag(FLAGS_measured_costs);
+  eo.strict_worker_batches = absl::GetFlag(FLAGS_strict_worker_batches);
   if (absl::Status s = spec::ValidateAdaptiveKConfig(eo.adaptive_k); !s.ok()) {
     std::fprintf(stderr, "tandem-coordinator: %s\n", s.ToString().c_str());
     return 2;

@@ -47,6 +47,8 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& op
       "--target=" + c->target_->leader_address(),
       "--tokenizer=" + options.target_model,
       "--worker_wait_s=120",
+      // A batch a worker rejects is a coordinator bug: fail the test (the coordinator exits).
+      "--strict_worker_batches",
   };
   if (c->draft_) c->coordinator_args_.push_back("--draft=" + c->draft_->leader_address());
   c->coordinator_args_.insert(c->coordinator_args_.end(), options.coordinator_flags.begin(),
