@@ -17,6 +17,7 @@ Engine::Engine(const EngineOptions& options, const Tokenizer* tokenizer,
       target_(std::move(target)),
       draft_(std::move(draft)),
       metrics_(metrics),
+      proposers_(ProposerConfig{draft_ != nullptr}),
       kv_(options.planner.max_k),
       queue_(options.max_queue) {}
 
@@ -136,6 +137,7 @@ absl::StatusOr<std::shared_ptr<Sequence>> Engine::Submit(ValidatedRequest reques
                                         tokenizer_, options_.eos_token_id, options_.adaptive_k,
                                         absl::Now(), std::move(output));
   seq->deadline = deadline;
+  seq->AttachProposers(proposers_.ChainFor(seq->request().speculation.method));
   absl::Status pushed = queue_.TryPush(id, std::shared_ptr<Sequence>(seq));
   if (!pushed.ok()) return pushed;
   if (metrics_) metrics_->SetQueueDepth(static_cast<int>(queue_.size()));
@@ -266,6 +268,14 @@ void Engine::ReleaseOnWorkers(const std::vector<uint64_t>& ids) {
   }
 }
 
+void Engine::ResetProposers(Sequence& s, ProposerSite site) {
+  for (int slot = 0; slot < s.chain_size(); ++slot) {
+    if (s.proposer(slot).capabilities().site == site) {
+      s.proposer(slot).Reset(s, s.proposer_state(slot));
+    }
+  }
+}
+
 void Engine::ApplyResets() {
   if (target_reset_pending_.exchange(false)) {
     for (auto& s : running_) {
@@ -280,10 +290,7 @@ void Engine::ApplyResets() {
       described.swap(pending_draft_description_);
     }
     if (described.has_value()) ApplyDraftDescription(*described);
-    for (auto& s : running_) {
-      s->draft_cache.clear();
-      s->continuation.clear();
-    }
+    for (auto& s : running_) ResetProposers(*s, ProposerSite::kDraftWorker);
   }
 }
 

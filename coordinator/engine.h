@@ -43,6 +43,7 @@
 #include "coordinator/admission_queue.h"
 #include "coordinator/kv_admission.h"
 #include "coordinator/metrics.h"
+#include "coordinator/proposers/registry.h"
 #include "coordinator/sequence.h"
 #include "coordinator/serial_executor.h"
 #include "coordinator/step_planner.h"
@@ -105,6 +106,8 @@ class Engine {
   // failed here); running ones are ended by the engine at its next step.
   void Cancel(const std::shared_ptr<Sequence>& sequence);
 
+  // The served proposers (methods, AUTO's chain).
+  const ProposerRegistry& proposers() const { return proposers_; }
   // A copy of the current cluster description (thread-safe).
   ClusterInfo cluster() const;
   bool draft_available() const { return draft_available_.load(); }
@@ -148,6 +151,9 @@ class Engine {
   void RecordRejectedBatch(const char* worker, const absl::Status& status,
                            const std::string& shape);
   Sequence* FindRunning(uint64_t id) const;
+  // Resets the state of `s`'s proposers that run at `site` (their worker lost it).
+  // Candidates already proposed stay valid: the target can still verify them.
+  void ResetProposers(Sequence& s, ProposerSite site);
 
   const EngineOptions options_;
   PlannerOptions planner_;
@@ -155,6 +161,7 @@ class Engine {
   std::unique_ptr<WorkerApi> target_;
   std::unique_ptr<WorkerApi> draft_;
   CoordinatorMetrics* metrics_;
+  ProposerRegistry proposers_;
   KvAdmission kv_;  // Engine thread only (after Start).
 
   mutable absl::Mutex cluster_mu_;

@@ -126,27 +126,21 @@ void Engine::ApplyDraftResult(const DraftResult& r, PhasePlan& plan,
     OnDraftFailure(failure, plan);
     return;
   }
-  for (const v1::PrefillSequence& p : plan.draft_prefill.sequences()) {
-    if (Sequence* s = FindRunning(p.sequence_id())) {
-      s->OnDrafted(p.start_position(), {p.tokens().begin(), p.tokens().end()}, {});
-    }
+  for (int i = 0; i < plan.draft_prefill.sequences_size(); ++i) {
+    Sequence* s = plan.draft_prefill_sequences[i];
+    const int slot = plan.draft_prefill_slots[i];
+    s->proposer(slot).OnPrefilled(*s, s->proposer_state(slot), plan.draft_prefill.sequences(i));
   }
   if (!r.draft.has_value()) return;
   const v1::DraftResponse& resp = **r.draft;
   latency->draft_ms = resp.compute_ms();
   for (int i = 0; i < resp.sequences_size() && i < plan.draft.sequences_size(); ++i) {
     Sequence* s = plan.draft_sequences[i];
-    const v1::DraftSequence& req = plan.draft.sequences(i);
-    std::vector<v1::ProposedToken> drafted(resp.sequences(i).proposals().begin(),
-                                           resp.sequences(i).proposals().end());
-    s->OnDrafted(req.start_position(), {req.tokens().begin(), req.tokens().end()}, drafted);
-    if (plan.draft_is_continuation[i]) {
-      s->continuation = std::move(drafted);
-    } else {
-      s->proposals = std::move(drafted);
-      s->has_proposals = !s->proposals.empty();
-      s->proposal_method = v1::SPECULATION_METHOD_DRAFT;
-    }
+    const int slot = plan.draft_slots[i];
+    std::optional<Candidates> c =
+        s->proposer(slot).OnDrafted(*s, s->proposer_state(slot), plan.draft.sequences(i),
+                                    resp.sequences(i), plan.draft_is_continuation[i]);
+    if (c.has_value()) s->candidates = *std::move(c);
   }
 }
 
@@ -194,9 +188,10 @@ void Engine::ApplyTargetResult(const TargetResult& r, PhasePlan& plan,
     Sequence* s = plan.verify_sequences[i];
     const int before = s->generated();
     const SequenceStats stats_before = s->stats();
+    const v1::SpeculationMethod method = s->candidates.method;
     s->OnVerified(resp.sequences(i), plan.verify_proposed[i], now);
     if (metrics_) {
-      metrics_->RecordStep({s->proposal_method,
+      metrics_->RecordStep({method,
                             s->stats().draft_tokens_proposed - stats_before.draft_tokens_proposed,
                             s->stats().draft_tokens_accepted - stats_before.draft_tokens_accepted,
                             s->generated() - before});
@@ -245,13 +240,9 @@ void Engine::OnTargetFailure(const absl::Status& status, const std::vector<Seque
 void Engine::OnDraftFailure(const absl::Status& status, const PhasePlan& plan) {
   // What the draft holds for this batch is unknown now: re-prefill it.
   std::vector<Sequence*> batch = plan.draft_sequences;
-  for (const auto& p : plan.draft_prefill.sequences()) {
-    if (Sequence* s = FindRunning(p.sequence_id())) batch.push_back(s);
-  }
-  for (Sequence* s : batch) {
-    s->draft_cache.clear();
-    s->continuation.clear();
-  }
+  batch.insert(batch.end(), plan.draft_prefill_sequences.begin(),
+               plan.draft_prefill_sequences.end());
+  for (Sequence* s : batch) ResetProposers(*s, ProposerSite::kDraftWorker);
   if (absl::IsNotFound(status)) {
     LOG(WARNING) << "draft lost sequences, re-prefilling: " << status;
     return;

@@ -240,8 +240,10 @@ int Run() {
   limits.max_speculative_tokens =
       std::min<int>(absl::GetFlag(FLAGS_max_k), cluster.target.max_speculative_tokens());
   limits.vocab_size = static_cast<int>(cluster.target.model().vocab_size());
-  limits.available_methods = {v1::SPECULATION_METHOD_PROMPT_LOOKUP};
-  if (cluster.has_draft) limits.available_methods.insert(v1::SPECULATION_METHOD_DRAFT);
+  limits.available_methods.clear();
+  for (v1::SpeculationMethod m : engine.proposers().served_methods()) {
+    limits.available_methods.insert(m);
+  }
   if (absl::Status s = ValidateServerLimits(limits); !s.ok()) {
     std::fprintf(stderr, "tandem-coordinator: %s\n", s.ToString().c_str());
     return 2;
@@ -255,10 +257,7 @@ int Run() {
   info.set_max_speculative_tokens(limits.max_speculative_tokens);
   info.set_bos_token_id(tokenizer->bos_id());
   info.set_eos_token_id(tokenizer->eos_id());
-  info.add_methods(v1::SPECULATION_METHOD_AUTO);
-  info.add_methods(v1::SPECULATION_METHOD_NONE);
-  if (cluster.has_draft) info.add_methods(v1::SPECULATION_METHOD_DRAFT);
-  info.add_methods(v1::SPECULATION_METHOD_PROMPT_LOOKUP);
+  for (v1::SpeculationMethod m : engine.proposers().listed_methods()) info.add_methods(m);
   info.set_max_queue(eo.max_queue);
 
   TandemService service(&engine, &*tokenizer, limits, info, metrics.get(), &verifier);

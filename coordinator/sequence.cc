@@ -27,21 +27,11 @@ Sequence::Sequence(uint64_t id, ValidatedRequest request, std::vector<int32_t> p
       stop_matcher_(request_.stop),
       output_(std::move(output)) {
   stats_.arrival = arrival;
-  lookup_.Append(tokens_);
 }
 
-int Sequence::DraftValidLength() const {
-  size_t n = std::min(draft_cache.size(), tokens_.size());
-  size_t i = 0;
-  while (i < n && draft_cache[i] == tokens_[i]) ++i;
-  return static_cast<int>(i);
-}
-
-void Sequence::OnDrafted(int start_position, const std::vector<int32_t>& fed,
-                         const std::vector<v1::ProposedToken>& drafted) {
-  draft_cache.resize(std::min<size_t>(draft_cache.size(), start_position));
-  draft_cache.insert(draft_cache.end(), fed.begin(), fed.end());
-  for (size_t i = 0; i + 1 < drafted.size(); ++i) draft_cache.push_back(drafted[i].token());
+void Sequence::AttachProposers(const std::vector<const Proposer*>& chain) {
+  chain_.clear();
+  for (const Proposer* p : chain) chain_.push_back({p, p->NewState(*this)});
 }
 
 void Sequence::OnVerified(const v1::VerifiedSequence& result, int proposed, absl::Time now) {
@@ -54,17 +44,8 @@ void Sequence::OnVerified(const v1::VerifiedSequence& result, int proposed, absl
     adaptive_k_.Observe(proposed, accepted);
   }
 
-  // The optimistic continuation is usable only if the target took every proposal and
-  // its bonus token is the continuation's first token.
-  std::vector<v1::ProposedToken> next;
-  if (!continuation.empty() && proposed > 0 && accepted == proposed &&
-      result.committed_size() == proposed + 1 &&
-      result.committed(proposed) == continuation[0].token()) {
-    next.assign(continuation.begin() + 1, continuation.end());
-  }
-  continuation.clear();
-  proposals.clear();
-  has_proposals = false;
+  const Candidates verified = std::move(candidates);
+  candidates.Clear();
 
   OutputChunk chunk;
   const v1::FinishReason reason = CommitTokens(result, &chunk);
@@ -80,15 +61,16 @@ void Sequence::OnVerified(const v1::VerifiedSequence& result, int proposed, absl
 
   // Cache bookkeeping: the target holds everything but the final committed token.
   target_cached = std::min<int>(result.cached_length(), static_cast<int>(tokens_.size()) - 1);
-  // Proposals past the last token that may still be generated are useless (and would
+  // Every proposer sees the step; the first to have the next candidates supplies them.
+  // Candidates past the last token that may still be generated are useless (and would
   // be counted as proposed): keep at most remaining() - 1.
-  if (next.size() > static_cast<size_t>(std::max(0, remaining() - 1))) {
-    next.resize(std::max(0, remaining() - 1));
-  }
-  if (!next.empty() && reason == v1::FINISH_REASON_UNSPECIFIED) {
-    proposals = std::move(next);
-    has_proposals = true;
-    proposal_method = v1::SPECULATION_METHOD_DRAFT;
+  for (ProposerSlot& slot : chain_) {
+    std::optional<Candidates> next = slot.proposer->OnVerified(*this, *slot.state, verified, result,
+                                                               generated() - generated_before);
+    if (next.has_value() && candidates.empty() && reason == v1::FINISH_REASON_UNSPECIFIED) {
+      candidates = *std::move(next);
+      candidates.TruncateChain(std::max(0, remaining() - 1));
+    }
   }
 
   if (reason != v1::FINISH_REASON_UNSPECIFIED) {
@@ -112,7 +94,6 @@ v1::FinishReason Sequence::CommitTokens(const v1::VerifiedSequence& result, Outp
       chunk->logprobs.push_back(result.logprobs(i));
     }
     if (token == eos_token_id_ && !request_.ignore_eos) return v1::FINISH_REASON_EOS;
-    lookup_.Append(std::vector<int32_t>{token});
     absl::StatusOr<std::string> text = detokenizer_.Add(token);
     if (!text.ok()) {
       Fail(absl::InternalError(absl::StrCat("detokenisation failed: ", text.status().message())),
@@ -183,10 +164,16 @@ v1::RequestStats Sequence::PublicStats(absl::Time now) const {
   s.set_total_time_ms(Ms(now - stats_.arrival));
   v1::SpeculationMethod method = request_.speculation.method;
   if (method == v1::SPECULATION_METHOD_AUTO) {
-    method =
-        stats_.draft_steps >= stats_.prompt_lookup_steps
-            ? (stats_.draft_steps > 0 ? v1::SPECULATION_METHOD_DRAFT : v1::SPECULATION_METHOD_NONE)
-            : v1::SPECULATION_METHOD_PROMPT_LOOKUP;
+    // The method that verified most steps (ties: the one earlier in the chain).
+    method = v1::SPECULATION_METHOD_NONE;
+    int most = 0;
+    for (const ProposerSlot& slot : chain_) {
+      auto it = stats_.steps_by_method.find(slot.proposer->method());
+      if (it != stats_.steps_by_method.end() && it->second > most) {
+        most = it->second;
+        method = it->first;
+      }
+    }
   }
   s.set_method(method);
   s.set_seed(request_.sampling.seed);

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -17,7 +18,8 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "coordinator/output_channel.h"
-#include "coordinator/prompt_lookup.h"
+#include "coordinator/proposers/candidates.h"
+#include "coordinator/proposers/proposer.h"
 #include "coordinator/request_validation.h"
 #include "coordinator/stop_matcher.h"
 #include "model/tokenizer.h"
@@ -32,8 +34,8 @@ struct SequenceStats {
   int target_steps = 0;       // Verify steps (each commits 1..K+1 tokens).
   int speculative_steps = 0;  // Steps that verified at least one proposal.
   int fallback_steps = 0;     // Steps without the requested proposer.
-  int draft_steps = 0;
-  int prompt_lookup_steps = 0;
+  // Steps that verified candidates of each method.
+  std::map<v1::SpeculationMethod, int> steps_by_method;
   absl::Time arrival;
   absl::Time admitted;
   absl::Time first_token;
@@ -60,40 +62,31 @@ class Sequence {
   const SequenceStats& stats() const { return stats_; }
   SequenceStats& mutable_stats() { return stats_; }
   spec::AdaptiveK& adaptive_k() { return adaptive_k_; }
-  const PromptLookup& prompt_lookup() const { return lookup_; }
 
   // ---- worker caches ----
   // Tokens [0, target_cached) are in the target's cache. Always < tokens().size().
   int target_cached = 0;
-  // What the draft worker has cached, position by position (may run past the
-  // committed tokens after drafting). Cleared when the draft's state is unknown.
-  std::vector<int32_t> draft_cache;
-  // Length of the common prefix of draft_cache and tokens(): the draft's valid cache.
-  int DraftValidLength() const;
 
-  // ---- proposals ----
-  // Drafted for the current tokens() and not yet verified.
-  std::vector<v1::ProposedToken> proposals;
-  bool has_proposals = false;
-  v1::SpeculationMethod proposal_method = v1::SPECULATION_METHOD_NONE;
-  // Optimistic continuation drafted during the last verify: valid only when that
-  // verify accepts everything and its bonus token equals continuation[0].
-  std::vector<v1::ProposedToken> continuation;
+  // ---- proposing ----
+  // The proposers this sequence may use, in preference order, each with its state
+  // (coordinator/proposers/proposer.h). Set once, before the first step.
+  void AttachProposers(const std::vector<const Proposer*>& chain);
+  int chain_size() const { return static_cast<int>(chain_.size()); }
+  const Proposer& proposer(int slot) const { return *chain_[slot].proposer; }
+  ProposerState& proposer_state(int slot) const { return *chain_[slot].state; }
+  // Proposed for the current tokens() and not yet verified (empty: none).
+  Candidates candidates;
   // False when the draft worker cannot hold this sequence's KV (admission decided so):
-  // it then never uses the draft.
+  // draft-worker proposers are then never used for it.
   bool draft_allowed = true;
-  // Set when the draft rejected a batch with this sequence: its next step runs without
-  // the draft (target-only), then the flag clears.
+  // Set when the draft worker rejected a batch with this sequence: its next step runs
+  // without draft-worker proposers, then the flag clears.
   bool skip_draft_once = false;
 
-  // Records the tokens a Draft call fed and proposed (the last proposal is not fed):
-  // draft_cache = draft_cache[0, start) + fed + proposals[0, K-1).
-  void OnDrafted(int start_position, const std::vector<int32_t>& fed,
-                 const std::vector<v1::ProposedToken>& drafted);
-
-  // Applies a verify result for `proposed` proposals: commits its tokens (stopping
-  // at EOS, max_new_tokens or a stop string), updates statistics and the caches'
-  // bookkeeping, and pushes output. Uses the continuation when it matches.
+  // Applies a verify result for the `candidates` it verified (`proposed` of them):
+  // commits its tokens (stopping at EOS, max_new_tokens or a stop string), updates
+  // statistics and the target cache's bookkeeping, pushes output, and lets every
+  // proposer of the chain see the step (one may supply the next candidates).
   void OnVerified(const v1::VerifiedSequence& result, int proposed, absl::Time now);
 
   // Ends the request with an error (status not OK) or as cancelled; pushes the final
@@ -133,7 +126,11 @@ class Sequence {
   bool finished_ = false;
   SequenceStats stats_;
   spec::AdaptiveK adaptive_k_;
-  PromptLookup lookup_;
+  struct ProposerSlot {
+    const Proposer* proposer;
+    std::unique_ptr<ProposerState> state;
+  };
+  std::vector<ProposerSlot> chain_;
   IncrementalDetokenizer detokenizer_;
   StopMatcher stop_matcher_;
   std::shared_ptr<OutputChannel> output_;

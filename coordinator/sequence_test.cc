@@ -1,5 +1,5 @@
 // Commit and output logic of a Sequence with the bundled tokenizer: text deltas,
-// EOS, max_new_tokens, stop strings, continuation use and cache bookkeeping.
+// EOS, max_new_tokens, stop strings, statistics and target cache bookkeeping.
 #include "coordinator/sequence.h"
 
 #include <gtest/gtest.h>
@@ -124,48 +124,24 @@ TEST_F(SequenceTest, StopStringEndsAndIsNotEmitted) {
   EXPECT_EQ(text, "    return a ");
 }
 
-TEST_F(SequenceTest, ContinuationIsUsedOnlyWhenTheGuessHolds) {
-  const std::vector<int> body = Ids("    return a + b\n");
-  ASSERT_GE(body.size(), 5u);
-  auto proposal = [](int token) {
-    v1::ProposedToken p;
-    p.set_token(token);
-    return p;
-  };
-  for (bool guess_right : {true, false}) {
-    auto s = Make(100);
-    s->continuation = {proposal(guess_right ? body[2] : body[2] + 1), proposal(body[3]),
-                       proposal(body[4])};
-    // Two proposals, both accepted, bonus body[2].
-    s->OnVerified(Verified({body[0], body[1], body[2]}, 2, 0), 2, absl::Now());
-    EXPECT_EQ(s->has_proposals, guess_right);
-    if (guess_right) {
-      ASSERT_EQ(s->proposals.size(), 2u);
-      EXPECT_EQ(s->proposals[0].token(), body[3]);
-      EXPECT_EQ(s->proposals[1].token(), body[4]);
-    }
-    EXPECT_TRUE(s->continuation.empty());
-  }
-}
-
-TEST_F(SequenceTest, DraftCacheBookkeeping) {
+TEST_F(SequenceTest, StatisticsCountProposedAndAcceptedCandidates) {
   auto s = Make(100);
-  const std::vector<int32_t> prompt = s->tokens();
-  v1::ProposedToken a, b, c;
-  a.set_token(11);
-  b.set_token(12);
-  c.set_token(13);
-  s->OnDrafted(0, prompt, {a, b, c});  // Feeds the prompt and a, b (c is not fed).
-  EXPECT_EQ(s->draft_cache.size(), prompt.size() + 2);
-  EXPECT_EQ(s->DraftValidLength(), static_cast<int>(prompt.size()));
-  // The target accepts a, then corrects with 99: the draft's valid prefix is prompt + a.
+  // The target accepts 1 of 3 candidates, then corrects with 99.
   s->OnVerified(Verified({11, 99}, 1, 0), 3, absl::Now());
-  EXPECT_EQ(s->DraftValidLength(), static_cast<int>(prompt.size()) + 1);
   const v1::RequestStats st = s->PublicStats(absl::Now());
   EXPECT_EQ(st.draft_tokens_proposed(), 3u);
   EXPECT_EQ(st.draft_tokens_accepted(), 1u);
   EXPECT_FLOAT_EQ(st.acceptance_rate(), 1.0f / 3);
   EXPECT_FLOAT_EQ(st.mean_accepted_length(), 2.0f);
+}
+
+TEST_F(SequenceTest, AcceptedCountsOnlyWhatReachedTheOutput) {
+  // 4 candidates accepted, but max_new_tokens ends the output after 2 tokens.
+  auto s = Make(2);
+  s->OnVerified(Verified({11, 12, 13, 14, 15}, 4, 0), 4, absl::Now());
+  const v1::RequestStats st = s->PublicStats(absl::Now());
+  EXPECT_EQ(st.generated_tokens(), 2u);
+  EXPECT_EQ(st.draft_tokens_accepted(), 2u);
 }
 
 TEST_F(SequenceTest, FailPushesTheErrorOnce) {

@@ -27,67 +27,17 @@
 #ifndef TANDEM_COORDINATOR_STEP_PLANNER_H_
 #define TANDEM_COORDINATOR_STEP_PLANNER_H_
 
-#include <map>
-#include <string>
 #include <vector>
 
+#include "coordinator/phase_plan.h"
 #include "coordinator/sequence.h"
 #include "tandem/v1/worker.pb.h"
 
 namespace tandem::coordinator {
 
-struct PlannerOptions {
-  bool pipelining = true;         // Server default; requests may turn it off.
-  bool optimistic = true;         // Optimistic continuation in lockstep mode.
-  int optimistic_max_batch = 16;  // Running sequences up to which it is used.
-  // Ping-pong when T(draft phase) / T(verify phase) reaches this (measured).
-  double pingpong_min_ratio = 0.4;
-  int max_k = 8;                   // Upper bound of K.
-  int speculation_max_batch = 32;  // Above this many running: adaptive K -> 0.
-  int prefill_chunk = 256;         // Prefill tokens per sequence and phase (target and draft).
-  // Prefill tokens per phase in total, on each side (capped by its max_batch_tokens).
-  int prefill_budget = 512;
-  int target_max_batch_tokens = 1024;  // Rows per Verify (from Describe).
-  int draft_max_batch_tokens = 1024;   // Rows per Draft forward (from Describe).
-  int draft_max_k = 16;                // Draft worker's max proposals per call.
-  int context_length = 2048;           // Target positions per sequence.
-  int draft_context_length = 2048;     // Draft positions per sequence (from Describe).
-  int proposal_top_k = 32;
-};
-
-struct WorkerAvailability {
-  bool draft = false;
-  bool target = false;
-  // Measured T(draft phase) / T(verify phase) for the same sequences (0 = unknown).
-  double draft_verify_ratio = 0;
-};
-
-struct PhasePlan {
-  // Target side.
-  v1::PrefillRequest target_prefill;
-  v1::VerifyRequest verify;
-  std::vector<Sequence*> verify_sequences;  // Parallel to verify.sequences().
-  std::vector<int> verify_proposed;         // Proposals per verified sequence.
-  // Draft side (normal drafts and continuations in one call).
-  v1::PrefillRequest draft_prefill;
-  v1::DraftRequest draft;
-  std::vector<Sequence*> draft_sequences;  // Parallel to draft.sequences().
-  std::vector<bool> draft_is_continuation;
-  bool pipelined = false;  // Pipelining allowed for this phase.
-  bool ping_pong = false;  // Ping-pong mode chosen.
-  // Sequences stepped without their requested proposer, by reason ("draft_down",
-  // "draft_rejected", "draft_kv", "draft_context", "batch_limit").
-  std::map<std::string, int> fallbacks;
-
-  bool empty() const {
-    return target_prefill.sequences_size() == 0 && verify.sequences_size() == 0 &&
-           draft_prefill.sequences_size() == 0 && draft.sequences_size() == 0;
-  }
-};
-
-// Plans the next phase for `running` (unfinished sequences, admission order). Sets
-// prompt-lookup proposals on the sequences it verifies with that method and counts
-// fallback steps; otherwise only reads them.
+// Plans the next phase for `running` (unfinished sequences, admission order). Asks
+// coordinator-site proposers for the candidates of the sequences it verifies, asks
+// draft-worker proposers for their work, and counts fallback steps.
 PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions& options,
                     const WorkerAvailability& workers);
 

@@ -6,6 +6,8 @@
 #include <memory>
 #include <numeric>
 
+#include "coordinator/proposers/test_util.h"
+
 namespace tandem::coordinator {
 namespace {
 
@@ -23,9 +25,7 @@ struct Fixture {
     r.max_new_tokens = max_new;
     std::vector<int32_t> prompt(prompt_len);
     std::iota(prompt.begin(), prompt.end(), 10);
-    owned.push_back(std::make_unique<Sequence>(
-        owned.size() + 1, r, prompt, max_new, /*tokenizer=*/nullptr, /*eos=*/2,
-        spec::AdaptiveKConfig(), absl::Now(), std::make_shared<OutputChannel>()));
+    owned.push_back(testing::MakeSequence(owned.size() + 1, r, prompt, max_new));
     Sequence* s = owned.back().get();
     s->target_cached = 0;
     running.push_back(s);
@@ -35,18 +35,9 @@ struct Fixture {
 
 // Gives `s` k drafted proposals, with the draft cache as a Draft call leaves it.
 void GiveDraftProposals(Sequence* s, int k) {
-  s->proposals.clear();
-  for (int i = 0; i < k; ++i) {
-    v1::ProposedToken p;
-    p.set_token(100 + i);
-    p.add_q_ids(100 + i);
-    p.add_q_probs(1.0f);
-    s->proposals.push_back(p);
-  }
-  s->has_proposals = true;
-  s->proposal_method = v1::SPECULATION_METHOD_DRAFT;
-  s->draft_cache.clear();
-  s->OnDrafted(0, s->tokens(), s->proposals);
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < k; ++i) tokens.push_back(100 + i);
+  testing::GiveDraftCandidates(s, tokens);
 }
 
 PlannerOptions Options(bool pipelining, bool optimistic = false) {
@@ -128,8 +119,7 @@ TEST(StepPlannerTest, CheapDraftKeepsEveryoneInLockstepWithContinuations) {
   ASSERT_EQ(p.draft.sequences_size(), 4);
   for (bool c : p.draft_is_continuation) EXPECT_TRUE(c);
   // One sequence's continuation failed: it is drafted alone before the next verify.
-  seqs[2]->has_proposals = false;
-  seqs[2]->proposals.clear();
+  seqs[2]->candidates.Clear();
   p = PlanPhase(f.running, Options(true, true), kCheapDraft);
   EXPECT_EQ(p.verify.sequences_size(), 0);
   ASSERT_EQ(p.draft.sequences_size(), 1);
@@ -162,7 +152,6 @@ TEST(StepPlannerTest, DraftDownFallsBack) {
   EXPECT_EQ(p.verify.sequences(0).proposals_size(), 0);  // Target-only decoding.
   EXPECT_EQ(draft_only->stats().fallback_steps, 1);
   EXPECT_EQ(automatic->stats().fallback_steps, 1);
-  EXPECT_EQ(automatic->stats().prompt_lookup_steps, 1);
 }
 
 TEST(StepPlannerTest, PromptLookupProposesFromTheContext) {
@@ -171,9 +160,8 @@ TEST(StepPlannerTest, PromptLookupProposesFromTheContext) {
   r.speculation.method = v1::SPECULATION_METHOD_PROMPT_LOOKUP;
   r.speculation.fixed_k = 3;
   std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 5, 6};  // "5 6" was followed by 7 8 9.
-  Sequence s(1, r, prompt, 32, nullptr, 2, spec::AdaptiveKConfig(), absl::Now(),
-             std::make_shared<OutputChannel>());
-  PhasePlan p = PlanPhase({&s}, Options(false), kBoth);
+  std::unique_ptr<Sequence> s = testing::MakeSequence(1, r, prompt, 32);
+  PhasePlan p = PlanPhase({s.get()}, Options(false), kBoth);
   ASSERT_EQ(p.verify.sequences_size(), 1);
   const v1::VerifySequence& v = p.verify.sequences(0);
   ASSERT_EQ(v.proposals_size(), 3);
@@ -188,15 +176,12 @@ TEST(StepPlannerTest, KIsBoundedByTokensLeftAndMethodNone) {
   r.speculation.method = v1::SPECULATION_METHOD_PROMPT_LOOKUP;
   r.speculation.fixed_k = 8;
   const std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 5, 6};  // A match with 3 followers.
-  Sequence nearly_done(1, r, prompt, /*max_new_tokens=*/2, nullptr, 2, spec::AdaptiveKConfig(),
-                       absl::Now(), std::make_shared<OutputChannel>());
-  Sequence roomy(2, r, prompt, 64, nullptr, 2, spec::AdaptiveKConfig(), absl::Now(),
-                 std::make_shared<OutputChannel>());
+  auto nearly_done = testing::MakeSequence(1, r, prompt, /*max_new_tokens=*/2);
+  auto roomy = testing::MakeSequence(2, r, prompt, 64);
   r.speculation.method = v1::SPECULATION_METHOD_NONE;
   r.speculation.fixed_k.reset();
-  Sequence none(3, r, prompt, 64, nullptr, 2, spec::AdaptiveKConfig(), absl::Now(),
-                std::make_shared<OutputChannel>());
-  PhasePlan p = PlanPhase({&nearly_done, &roomy, &none}, Options(false), kBoth);
+  auto none = testing::MakeSequence(3, r, prompt, 64);
+  PhasePlan p = PlanPhase({nearly_done.get(), roomy.get(), none.get()}, Options(false), kBoth);
   ASSERT_EQ(p.verify.sequences_size(), 3);
   EXPECT_EQ(p.verify.sequences(0).proposals_size(), 1);  // 2 tokens left -> K = 1.
   EXPECT_EQ(p.verify.sequences(1).proposals_size(), 5);  // 7 8 9 5 6 follow "5 6".
@@ -252,9 +237,8 @@ TEST(StepPlannerTest, RequestCanTurnPipeliningOff) {
   off.speculation.method = v1::SPECULATION_METHOD_DRAFT;
   off.speculation.fixed_k = 4;
   off.speculation.pipelining = v1::PIPELINING_OFF;
-  Sequence s(99, off, {1, 2, 3}, 16, nullptr, 2, spec::AdaptiveKConfig(), absl::Now(),
-             std::make_shared<OutputChannel>());
-  f.running.push_back(&s);
+  auto s = testing::MakeSequence(99, off, {1, 2, 3}, 16);
+  f.running.push_back(s.get());
   PhasePlan p = PlanPhase(f.running, Options(true), kBoth);
   EXPECT_FALSE(p.pipelined);
   EXPECT_EQ(p.draft.sequences_size(), 5);  // Sequential: everyone is drafted first.

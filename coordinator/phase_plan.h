@@ -1,0 +1,79 @@
+// What one engine phase runs (PhasePlan) and the inputs its planning reads (planner
+// options, worker availability), shared by the planner, the proposers that add work to
+// a phase, and the engine that runs it. Plain data.
+#ifndef TANDEM_COORDINATOR_PHASE_PLAN_H_
+#define TANDEM_COORDINATOR_PHASE_PLAN_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tandem/v1/worker.pb.h"
+
+namespace tandem::coordinator {
+
+class Sequence;
+
+struct PlannerOptions {
+  bool pipelining = true;         // Server default; requests may turn it off.
+  bool optimistic = true;         // Optimistic continuation in lockstep mode.
+  int optimistic_max_batch = 16;  // Running sequences up to which it is used.
+  // Ping-pong when T(draft phase) / T(verify phase) reaches this (measured).
+  double pingpong_min_ratio = 0.4;
+  int max_k = 8;                   // Upper bound of K.
+  int speculation_max_batch = 32;  // Above this many running: adaptive K -> 0.
+  int prefill_chunk = 256;         // Prefill tokens per sequence and phase (target and draft).
+  // Prefill tokens per phase in total, on each side (capped by its max_batch_tokens).
+  int prefill_budget = 512;
+  int target_max_batch_tokens = 1024;  // Rows per Verify (from Describe).
+  int draft_max_batch_tokens = 1024;   // Rows per Draft forward (from Describe).
+  int draft_max_k = 16;                // Draft worker's max proposals per call.
+  int context_length = 2048;           // Target positions per sequence.
+  int draft_context_length = 2048;     // Draft positions per sequence (from Describe).
+  int proposal_top_k = 32;
+};
+
+struct WorkerAvailability {
+  bool draft = false;
+  bool target = false;
+  // Measured T(draft phase) / T(verify phase) for the same sequences (0 = unknown).
+  double draft_verify_ratio = 0;
+};
+
+struct PhasePlan {
+  // Target side.
+  v1::PrefillRequest target_prefill;
+  v1::VerifyRequest verify;
+  std::vector<Sequence*> verify_sequences;  // Parallel to verify.sequences().
+  std::vector<int> verify_proposed;         // Proposals per verified sequence.
+  // Draft side (normal drafts and continuations in one call).
+  v1::PrefillRequest draft_prefill;
+  v1::DraftRequest draft;
+  std::vector<Sequence*> draft_sequences;  // Parallel to draft.sequences().
+  std::vector<bool> draft_is_continuation;
+  // The proposer (slot in the sequence's chain) that built each draft entry and each
+  // draft prefill entry; results are handed back to it.
+  std::vector<int> draft_slots;                    // Parallel to draft.sequences().
+  std::vector<Sequence*> draft_prefill_sequences;  // Parallel to draft_prefill.sequences().
+  std::vector<int> draft_prefill_slots;
+  bool pipelined = false;  // Pipelining allowed for this phase.
+  bool ping_pong = false;  // Ping-pong mode chosen.
+  // Sequences stepped without their requested proposer, by reason ("draft_down",
+  // "draft_rejected", "draft_kv", "draft_context", "batch_limit").
+  std::map<std::string, int> fallbacks;
+
+  bool empty() const {
+    return target_prefill.sequences_size() == 0 && verify.sequences_size() == 0 &&
+           draft_prefill.sequences_size() == 0 && draft.sequences_size() == 0;
+  }
+};
+
+// Draft-side budgets of one phase, consumed as proposers add work.
+struct DraftBudget {
+  int rows = 0;          // Rows of the Draft call so far.
+  int prefill_left = 0;  // Draft prefill tokens still allowed this phase.
+};
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_PHASE_PLAN_H_

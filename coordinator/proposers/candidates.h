@@ -1,0 +1,43 @@
+// The candidates of one speculative step for one sequence: what a proposer hands to the
+// target for verification. A chain (parents empty: node i follows node i - 1, node 0
+// follows the last committed token) or a tree (parents[i] = index of node i's parent,
+// -1 = a child of the last committed token; parents[i] < i). Position ids are implicit
+// (start + depth) unless `positions` is set (one per node, for methods whose nodes are
+// not at their depth, e.g. Lookahead). Each node carries the sparse distribution q its
+// token was drawn from (a point mass for deterministic proposers).
+#ifndef TANDEM_COORDINATOR_PROPOSERS_CANDIDATES_H_
+#define TANDEM_COORDINATOR_PROPOSERS_CANDIDATES_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "tandem/v1/tandem.pb.h"
+#include "tandem/v1/worker.pb.h"
+
+namespace tandem::coordinator {
+
+// Where a proposer runs: decides which worker a step's proposing costs time on.
+enum class ProposerSite { kCoordinator, kDraftWorker, kTargetLeader };
+
+struct Candidates {
+  v1::SpeculationMethod method = v1::SPECULATION_METHOD_NONE;  // Who proposed them.
+  ProposerSite site = ProposerSite::kCoordinator;
+  std::vector<v1::ProposedToken> tokens;  // One per node.
+  std::vector<int32_t> parents;           // Empty = chain.
+  std::vector<int32_t> positions;         // Empty = start + depth.
+
+  bool empty() const { return tokens.empty(); }
+  int size() const { return static_cast<int>(tokens.size()); }
+  void Clear() { *this = Candidates(); }
+  // Keeps the first `n` nodes of a chain (no-op when it has at most n).
+  void TruncateChain(int n) {
+    if (n < size()) tokens.resize(n < 0 ? 0 : n);
+  }
+};
+
+// A proposal of `token` with probability 1 (deterministic proposers).
+v1::ProposedToken PointMassProposal(int32_t token);
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_PROPOSERS_CANDIDATES_H_

@@ -1,0 +1,54 @@
+// The draft model as a proposer: runs on the draft worker, proposes chains sampled by
+// the draft with their sparse q. Its state mirrors the draft worker's cache for the
+// sequence (which tokens it holds, position by position, including fed proposals) so
+// each Draft call feeds only what the draft lacks, plus an optimistic continuation
+// drafted while the target verifies.
+//
+// Usable unless the draft worker is down ("draft_down"), admission found no room in
+// its KV cache ("draft_kv"), it rejected a batch with the sequence last step
+// ("draft_rejected"), or the sequence has reached the draft's context
+// ("draft_context"). K is capped by the draft's max_speculative_tokens and context.
+// Long uncached stretches (new prompts) are prefilled in chunks of prefill_chunk
+// within the phase's draft prefill budget before drafting.
+#ifndef TANDEM_COORDINATOR_PROPOSERS_DRAFT_PROPOSER_H_
+#define TANDEM_COORDINATOR_PROPOSERS_DRAFT_PROPOSER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "coordinator/proposers/proposer.h"
+
+namespace tandem::coordinator {
+
+class DraftProposer final : public Proposer {
+ public:
+  v1::SpeculationMethod method() const override { return v1::SPECULATION_METHOD_DRAFT; }
+  ProposerCapabilities capabilities() const override { return {ProposerSite::kDraftWorker}; }
+  std::unique_ptr<ProposerState> NewState(const Sequence& s) const override;
+  const char* Unusable(const Sequence& s, const ProposerState& state,
+                       const WorkerAvailability& workers,
+                       const PlannerOptions& options) const override;
+  int MaxK(const Sequence& s, const PlannerOptions& options) const override;
+  void AddWork(Sequence* s, ProposerState& state, int slot, int k, const PlannerOptions& options,
+               DraftBudget* budget, PhasePlan* plan) const override;
+  void AddContinuation(Sequence* s, ProposerState& state, int slot, const PlannerOptions& options,
+                       DraftBudget* budget, PhasePlan* plan) const override;
+  void OnPrefilled(const Sequence& s, ProposerState& state,
+                   const v1::PrefillSequence& fed) const override;
+  std::optional<Candidates> OnDrafted(const Sequence& s, ProposerState& state,
+                                      const v1::DraftSequence& request,
+                                      const v1::DraftedSequence& response,
+                                      bool continuation) const override;
+  std::optional<Candidates> OnVerified(const Sequence& s, ProposerState& state,
+                                       const Candidates& verified,
+                                       const v1::VerifiedSequence& result,
+                                       int committed) const override;
+  void Reset(const Sequence& s, ProposerState& state) const override;
+
+  // What the draft worker holds for `s`, position by position (for tests).
+  static const std::vector<int32_t>& CachedTokens(const ProposerState& state);
+};
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_PROPOSERS_DRAFT_PROPOSER_H_

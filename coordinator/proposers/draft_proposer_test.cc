@@ -1,0 +1,165 @@
+// The draft proposer: its mirror of the draft worker's cache, the work it adds to a
+// phase (what it feeds, prefill chunks within the budget, K caps), continuations and
+// their use only when the guess holds.
+#include "coordinator/proposers/draft_proposer.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "coordinator/proposers/test_util.h"
+
+namespace tandem::coordinator {
+namespace {
+
+using testing::GiveDraftCandidates;
+using testing::MakeSequence;
+using testing::SlotOf;
+
+class DraftProposerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto t = Tokenizer::Load("models/target");
+    ASSERT_TRUE(t.ok()) << t.status();
+    tokenizer_ = std::make_unique<Tokenizer>(*std::move(t));
+  }
+
+  std::unique_ptr<Sequence> Make(int prompt_len, int max_new) {
+    ValidatedRequest r;
+    r.speculation.method = v1::SPECULATION_METHOD_DRAFT;
+    r.speculation.fixed_k = 4;
+    std::vector<int32_t> prompt(prompt_len);
+    std::iota(prompt.begin(), prompt.end(), 10);
+    return MakeSequence(1, r, prompt, max_new, tokenizer_.get());
+  }
+
+  static v1::VerifiedSequence Verified(const std::vector<int>& committed, int accepted) {
+    v1::VerifiedSequence v;
+    for (int t : committed) v.add_committed(t);
+    v.set_num_accepted(accepted);
+    return v;
+  }
+
+  static const std::vector<int32_t>& Cache(const Sequence& s) {
+    return DraftProposer::CachedTokens(s.proposer_state(SlotOf(s, v1::SPECULATION_METHOD_DRAFT)));
+  }
+
+  std::unique_ptr<Tokenizer> tokenizer_;
+  DraftProposer draft_;
+};
+
+TEST_F(DraftProposerTest, MirrorsTheDraftCacheAndFeedsOnlyWhatItLacks) {
+  auto s = Make(8, 100);
+  GiveDraftCandidates(s.get(), {11, 12, 13});  // Feeds the prompt and 11, 12 (13 is not fed).
+  EXPECT_EQ(Cache(*s).size(), 8u + 2);
+  EXPECT_EQ(s->candidates.size(), 3);
+  EXPECT_EQ(s->candidates.site, ProposerSite::kDraftWorker);
+  // The target accepts 11, then corrects with 99: the draft holds prompt + 11 validly.
+  s->OnVerified(Verified({11, 99}, 1), 3, absl::Now());
+  PlannerOptions o;
+  DraftBudget budget{0, 512};
+  PhasePlan plan;
+  const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
+  draft_.AddWork(s.get(), s->proposer_state(slot), slot, 4, o, &budget, &plan);
+  ASSERT_EQ(plan.draft.sequences_size(), 1);
+  EXPECT_EQ(plan.draft.sequences(0).start_position(), 9u);  // Prompt + 11 are cached.
+  ASSERT_EQ(plan.draft.sequences(0).tokens_size(), 1);
+  EXPECT_EQ(plan.draft.sequences(0).tokens(0), 99);
+  EXPECT_EQ(plan.draft_slots, std::vector<int>{slot});
+}
+
+TEST_F(DraftProposerTest, LongPromptsArePrefilledWithinThePhaseBudget) {
+  PlannerOptions o;
+  o.prefill_chunk = 256;
+  DraftBudget budget{0, 400};
+  PhasePlan plan;
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (int i = 0; i < 3; ++i) {
+    seqs.push_back(Make(1500, 10));
+    Sequence* s = seqs.back().get();
+    const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
+    draft_.AddWork(s, s->proposer_state(slot), slot, 4, o, &budget, &plan);
+  }
+  // 256 + 144, then nothing: the third waits for the next phase.
+  ASSERT_EQ(plan.draft_prefill.sequences_size(), 2);
+  EXPECT_EQ(plan.draft_prefill.sequences(0).tokens_size(), 256);
+  EXPECT_EQ(plan.draft_prefill.sequences(1).tokens_size(), 144);
+  EXPECT_EQ(plan.draft.sequences_size(), 0);
+}
+
+TEST_F(DraftProposerTest, ContinuationIsCappedAndUsedOnlyWhenTheGuessHolds) {
+  const std::vector<int> body = {21, 22, 23, 24, 25};
+  for (bool guess_right : {true, false}) {
+    auto s = Make(8, 100);
+    GiveDraftCandidates(s.get(), {body[0], body[1]});
+    const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
+    PlannerOptions o;
+    DraftBudget budget{0, 512};
+    PhasePlan plan;
+    draft_.AddContinuation(s.get(), s->proposer_state(slot), slot, o, &budget, &plan);
+    ASSERT_EQ(plan.draft.sequences_size(), 1);
+    EXPECT_TRUE(plan.draft_is_continuation[0]);
+    EXPECT_EQ(plan.draft.sequences(0).start_position(), 9u);    // Prompt + body[0] cached.
+    EXPECT_EQ(plan.draft.sequences(0).num_draft_tokens(), 3u);  // Bonus guess + K more.
+    v1::DraftedSequence answer;
+    for (int t : {guess_right ? body[2] : body[2] + 1, body[3], body[4]}) {
+      *answer.add_proposals() = PointMassProposal(t);
+    }
+    EXPECT_FALSE(draft_
+                     .OnDrafted(*s, s->proposer_state(slot), plan.draft.sequences(0), answer,
+                                /*continuation=*/true)
+                     .has_value());
+    // Both candidates accepted, bonus body[2].
+    s->OnVerified(Verified({body[0], body[1], body[2]}, 2), 2, absl::Now());
+    EXPECT_EQ(s->candidates.empty(), !guess_right);
+    if (guess_right) {
+      ASSERT_EQ(s->candidates.size(), 2);
+      EXPECT_EQ(s->candidates.tokens[0].token(), body[3]);
+      EXPECT_EQ(s->candidates.tokens[1].token(), body[4]);
+    }
+  }
+}
+
+TEST_F(DraftProposerTest, ContinuationStopsAtTheContextAndTheTokensLeft) {
+  // Prompt 8 + 2 candidates: the continuation starts at position 9 and proposes `more`
+  // tokens, so a Draft call needs 9 + 1 + more <= context, and after a full accept
+  // (3 tokens) more - 1 candidates are useful only up to remaining - 3 - 1... i.e.
+  // more <= remaining - k - 1.
+  const auto more_for = [&](int context, int max_new) -> int {
+    PlannerOptions o;
+    o.context_length = context;
+    auto s = Make(8, max_new);
+    GiveDraftCandidates(s.get(), {30, 31});
+    const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
+    DraftBudget budget{0, 512};
+    PhasePlan plan;
+    draft_.AddContinuation(s.get(), s->proposer_state(slot), slot, o, &budget, &plan);
+    return plan.draft.sequences_size() == 0 ? 0 : plan.draft.sequences(0).num_draft_tokens();
+  };
+  EXPECT_EQ(more_for(2048, 100), 3);  // K + 1.
+  EXPECT_EQ(more_for(14, 100), 3);    // 9 + 1 + 3 < 14.
+  EXPECT_EQ(more_for(12, 100), 2);    // 9 + 1 + 2 = 12.
+  EXPECT_EQ(more_for(11, 100), 0);    // One would only guess the bonus: none.
+  EXPECT_EQ(more_for(2048, 5), 2);    // 5 - 2 - 1.
+  EXPECT_EQ(more_for(2048, 4), 0);
+}
+
+TEST_F(DraftProposerTest, UnusableReasons) {
+  auto s = Make(8, 100);
+  const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
+  PlannerOptions o;
+  const ProposerState& st = s->proposer_state(slot);
+  EXPECT_EQ(draft_.Unusable(*s, st, {true, true}, o), nullptr);
+  EXPECT_STREQ(draft_.Unusable(*s, st, {false, true}, o), "draft_down");
+  s->skip_draft_once = true;
+  EXPECT_STREQ(draft_.Unusable(*s, st, {true, true}, o), "draft_rejected");
+  s->skip_draft_once = false;
+  s->draft_allowed = false;
+  EXPECT_STREQ(draft_.Unusable(*s, st, {true, true}, o), "draft_kv");
+  s->draft_allowed = true;
+  o.draft_context_length = 8;
+  EXPECT_STREQ(draft_.Unusable(*s, st, {true, true}, o), "draft_context");
+}
+
+}  // namespace
+}  // namespace tandem::coordinator

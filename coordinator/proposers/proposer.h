@@ -1,0 +1,108 @@
+// The proposer seam: one speculation method is one Proposer (its coordinator half; a
+// method that runs on a worker also has a worker half there). The planner and the
+// engine see only candidates (coordinator/proposers/candidates.h) and capabilities;
+// they never test a method name.
+//
+// A sequence carries, in preference order, the proposers its request may use (its
+// chain, from ProposerRegistry: AUTO = every served proposer in order; a named method =
+// that one; NONE = empty) and one ProposerState per chain entry. Each step the planner
+// takes the first chain entry that is Usable() for the sequence, with K capped by
+// MaxK(); a preferred entry that is skipped counts as a fallback step with its reason.
+//
+// Lifecycle of one step, by site:
+//  * kCoordinator: the planner calls Propose() when it verifies the sequence.
+//  * kDraftWorker: the planner calls AddWork() (a prefill chunk or a Draft entry), the
+//    engine hands the answer to OnPrefilled() / OnDrafted(), which returns the
+//    candidates; while they are verified the planner may call AddContinuation()
+//    (optimistic continuation), whose answer also reaches OnDrafted().
+//  * every site: after each verify, OnVerified() sees the committed tokens (to keep its
+//    state in step) and may return the next step's candidates (a continuation hit, or
+//    candidates a target-leader proposer returned with the result). Reset() forgets
+//    what the proposer's worker holds for the sequence (the worker restarted, or a
+//    call failed).
+// Proposers are shared by all sequences and called from the engine thread only;
+// per-sequence data lives in their ProposerState.
+#ifndef TANDEM_COORDINATOR_PROPOSERS_PROPOSER_H_
+#define TANDEM_COORDINATOR_PROPOSERS_PROPOSER_H_
+
+#include <memory>
+#include <optional>
+
+#include "coordinator/phase_plan.h"
+#include "coordinator/proposers/candidates.h"
+#include "tandem/v1/worker.pb.h"
+
+namespace tandem::coordinator {
+
+class Sequence;
+
+struct ProposerCapabilities {
+  ProposerSite site = ProposerSite::kCoordinator;
+  bool makes_trees = false;         // Candidates may be trees (parents set).
+  bool explicit_positions = false;  // Candidates may set positions.
+  bool needs_hidden_state = false;  // Needs the target's hidden states (target leader).
+};
+
+// Per-sequence state of one proposer; each proposer defines its own subclass.
+class ProposerState {
+ public:
+  virtual ~ProposerState() = default;
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+
+  virtual v1::SpeculationMethod method() const = 0;
+  virtual ProposerCapabilities capabilities() const = 0;
+  // Fresh state for a sequence (its prompt is s.tokens()).
+  virtual std::unique_ptr<ProposerState> NewState(const Sequence& s) const = 0;
+
+  // nullptr when the proposer can propose for `s` this step; else why not, a
+  // fallback reason for metrics ("draft_down", "draft_kv", ...).
+  virtual const char* Unusable(const Sequence& s, const ProposerState& state,
+                               const WorkerAvailability& workers,
+                               const PlannerOptions& options) const = 0;
+  // Most candidates it can propose for `s` now (its worker's limits), >= 0.
+  virtual int MaxK(const Sequence& s, const PlannerOptions& options) const = 0;
+
+  // kCoordinator: up to `k` candidates for `s` now (may be empty: nothing to propose).
+  virtual Candidates Propose(const Sequence& s, ProposerState& state, int k) const { return {}; }
+
+  // kDraftWorker: adds the work that yields `k` candidates for `s` (or a prefill chunk
+  // towards it) to `plan` within `budget`, recording `slot` with it. May add nothing
+  // (budget spent: the sequence waits for the next phase).
+  virtual void AddWork(Sequence* s, ProposerState& state, int slot, int k,
+                       const PlannerOptions& options, DraftBudget* budget, PhasePlan* plan) const {}
+  // kDraftWorker: while `s`'s candidates (from this proposer) are verified, drafts the
+  // step after them assuming all are accepted; may add nothing.
+  virtual void AddContinuation(Sequence* s, ProposerState& state, int slot,
+                               const PlannerOptions& options, DraftBudget* budget,
+                               PhasePlan* plan) const {}
+  virtual void OnPrefilled(const Sequence& s, ProposerState& state,
+                           const v1::PrefillSequence& fed) const {}
+  // The answer to an entry this proposer added; returns the candidates (not for a
+  // continuation, which is kept until OnVerified).
+  virtual std::optional<Candidates> OnDrafted(const Sequence& s, ProposerState& state,
+                                              const v1::DraftSequence& request,
+                                              const v1::DraftedSequence& response,
+                                              bool continuation) const {
+    return std::nullopt;
+  }
+
+  // After a verify of `verified` (empty: a plain step) committed `committed` tokens
+  // (already appended to s.tokens()). Returns the next step's candidates when it has
+  // them already.
+  virtual std::optional<Candidates> OnVerified(const Sequence& s, ProposerState& state,
+                                               const Candidates& verified,
+                                               const v1::VerifiedSequence& result,
+                                               int committed) const {
+    return std::nullopt;
+  }
+  // Its worker's cache for `s` is unknown or gone: forget what it assumed about it.
+  virtual void Reset(const Sequence& s, ProposerState& state) const {}
+};
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_PROPOSERS_PROPOSER_H_

@@ -1,0 +1,34 @@
+#include "coordinator/proposers/registry.h"
+
+#include "coordinator/proposers/draft_proposer.h"
+#include "coordinator/proposers/prompt_lookup_proposer.h"
+
+namespace tandem::coordinator {
+
+ProposerRegistry::ProposerRegistry(const ProposerConfig& config) {
+  if (config.draft_worker) proposers_.push_back(std::make_unique<DraftProposer>());
+  proposers_.push_back(std::make_unique<PromptLookupProposer>());
+}
+
+std::vector<v1::SpeculationMethod> ProposerRegistry::served_methods() const {
+  std::vector<v1::SpeculationMethod> methods;
+  for (const auto& p : proposers_) methods.push_back(p->method());
+  return methods;
+}
+
+std::vector<v1::SpeculationMethod> ProposerRegistry::listed_methods() const {
+  std::vector<v1::SpeculationMethod> methods = {v1::SPECULATION_METHOD_AUTO,
+                                                v1::SPECULATION_METHOD_NONE};
+  for (v1::SpeculationMethod m : served_methods()) methods.push_back(m);
+  return methods;
+}
+
+std::vector<const Proposer*> ProposerRegistry::ChainFor(v1::SpeculationMethod method) const {
+  std::vector<const Proposer*> chain;
+  for (const auto& p : proposers_) {
+    if (method == v1::SPECULATION_METHOD_AUTO || p->method() == method) chain.push_back(p.get());
+  }
+  return chain;
+}
+
+}  // namespace tandem::coordinator

@@ -1,0 +1,39 @@
+// The proposers a coordinator serves, built once from its configuration: the single
+// source of the methods it accepts (ServerLimits.available_methods), what
+// ModelInfo.methods lists, and each method's chain (AUTO: every served proposer in
+// preference order, the first usable one proposes; a named method: that proposer;
+// NONE: none).
+#ifndef TANDEM_COORDINATOR_PROPOSERS_REGISTRY_H_
+#define TANDEM_COORDINATOR_PROPOSERS_REGISTRY_H_
+
+#include <memory>
+#include <vector>
+
+#include "coordinator/proposers/proposer.h"
+
+namespace tandem::coordinator {
+
+struct ProposerConfig {
+  bool draft_worker = false;  // A draft worker is configured: the draft model is served.
+};
+
+class ProposerRegistry {
+ public:
+  // Served proposers, in AUTO's preference order: the draft model (when configured),
+  // then prompt lookup.
+  explicit ProposerRegistry(const ProposerConfig& config);
+
+  // Methods a request may name besides AUTO and NONE.
+  std::vector<v1::SpeculationMethod> served_methods() const;
+  // What ModelInfo.methods lists: AUTO, NONE, then the served methods.
+  std::vector<v1::SpeculationMethod> listed_methods() const;
+  // The chain of `method` (empty for NONE or a method that is not served).
+  std::vector<const Proposer*> ChainFor(v1::SpeculationMethod method) const;
+
+ private:
+  std::vector<std::unique_ptr<Proposer>> proposers_;  // Preference order.
+};
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_PROPOSERS_REGISTRY_H_

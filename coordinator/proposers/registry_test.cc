@@ -1,0 +1,39 @@
+#include "coordinator/proposers/registry.h"
+
+#include <gtest/gtest.h>
+
+namespace tandem::coordinator {
+namespace {
+
+using v1::SpeculationMethod;
+
+std::vector<SpeculationMethod> Methods(const std::vector<const Proposer*>& chain) {
+  std::vector<SpeculationMethod> out;
+  for (const Proposer* p : chain) out.push_back(p->method());
+  return out;
+}
+
+TEST(ProposerRegistryTest, ServedMethodsAndChainsFollowTheConfiguration) {
+  ProposerRegistry with_draft(ProposerConfig{true});
+  EXPECT_EQ(with_draft.served_methods(),
+            (std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_DRAFT,
+                                            v1::SPECULATION_METHOD_PROMPT_LOOKUP}));
+  EXPECT_EQ(with_draft.listed_methods(),
+            (std::vector<SpeculationMethod>{
+                v1::SPECULATION_METHOD_AUTO, v1::SPECULATION_METHOD_NONE,
+                v1::SPECULATION_METHOD_DRAFT, v1::SPECULATION_METHOD_PROMPT_LOOKUP}));
+  // AUTO: the draft first, prompt lookup when it cannot be used.
+  EXPECT_EQ(Methods(with_draft.ChainFor(v1::SPECULATION_METHOD_AUTO)), with_draft.served_methods());
+  EXPECT_EQ(Methods(with_draft.ChainFor(v1::SPECULATION_METHOD_DRAFT)),
+            std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_DRAFT});
+  EXPECT_TRUE(with_draft.ChainFor(v1::SPECULATION_METHOD_NONE).empty());
+
+  ProposerRegistry without(ProposerConfig{false});
+  EXPECT_EQ(without.served_methods(),
+            std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_PROMPT_LOOKUP});
+  EXPECT_TRUE(without.ChainFor(v1::SPECULATION_METHOD_DRAFT).empty());
+  EXPECT_TRUE(without.ChainFor(v1::SPECULATION_METHOD_MEDUSA).empty());
+}
+
+}  // namespace
+}  // namespace tandem::coordinator
