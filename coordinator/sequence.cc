@@ -40,7 +40,7 @@ void Sequence::OnVerified(const v1::VerifiedSequence& result, int proposed, absl
   const int generated_before = generated();
   // Every step of a sequence that may speculate feeds the controller: plain steps
   // count towards its next K = 1 probe when it has turned speculation off.
-  if (request_.speculation.method != v1::SPECULATION_METHOD_NONE) {
+  if (chain_size() > 0) {
     adaptive_k_.Observe(proposed, accepted);
   }
 
