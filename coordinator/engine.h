@@ -1,5 +1,5 @@
 // The speculation engine: admits requests, and runs draft -> verify -> commit phases
-// against the draft worker and the target group (DESIGN.md §2-§3, §8).
+// against the draft worker and the target group (docs/architecture.md §2-§3, §8).
 //
 // Threads: one engine thread runs the phases (planned by step_planner); each worker
 // has a SerialExecutor so a phase's Draft and Verify calls overlap; a monitor thread

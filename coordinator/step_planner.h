@@ -4,7 +4,7 @@
 // A phase is what the engine runs concurrently in one round trip: on the target, a
 // Verify over the sequences whose proposals are ready (plus prefill chunks of long
 // prompts); on the draft, a Draft over the sequences that need proposals (plus
-// optimistic continuations of sequences being verified). The modes (DESIGN.md §3):
+// optimistic continuations of sequences being verified). The modes (docs/architecture.md §3):
 //  * sequential (pipelining off): draft phase, then verify phase, for all sequences;
 //  * ping-pong (pipelining on, and drafting a micro-batch costs at least
 //    pingpong_min_ratio of verifying it, as measured): sequences fall into two groups

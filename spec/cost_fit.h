@@ -1,7 +1,7 @@
 // Online fit of a step's cost as a linear function of its size, y = a + b x, by
 // exponentially weighted least squares. The coordinator fits verify-call time against
 // the rows verified and draft-call time against the tokens proposed, and turns the
-// fits into the cost model terms c, nu(K) and o for adaptive K (DESIGN.md §3).
+// fits into the cost model terms c, nu(K) and o for adaptive K (docs/architecture.md §3).
 // Pure and deterministic; no I/O.
 #ifndef TANDEM_SPEC_COST_FIT_H_
 #define TANDEM_SPEC_COST_FIT_H_
