@@ -1,116 +1,251 @@
-// Lossless sampling end to end: with temperature 1 and the rejection rule, the first
-// two generated tokens of speculative decoding have the same distribution as
-// target-only sampling. Two-sample chi-square test over (t1, t2) outcomes, N = 1500
-// requests per method, independent seeds, significance 0.001.
+// Lossless sampling end to end: the `rejection` rule against target-only sampling
+// (method none) on the same server.
+//
+// SpeculativeSamplingMatchesTargetSampling: temperature 1, the first two generated
+// tokens (K = 1, the cap of max_new_tokens = 2), two-sample chi-square over (t1, t2),
+// N = 1500 requests per method; a lossy rule (threshold 0.05) must fail it.
+//
+// SpeculativeWindowsMatchTargetSampling: temperature 0.6 and top-p 0.95, generated
+// positions 1..4 with K = 1..8 (K = 1 + i % 8 for request i, max_new_tokens = 9 so
+// that K = 8 is not capped by the tokens left), under load (24 requests in flight, so
+// drafts and verifies are ragged batches of mixed K) and with optimistic continuation
+// (pipelining on; the server runs lockstep with continuation at any batch size:
+// --optimistic_max_batch=64, --pingpong_min_ratio=100). The target-only requests
+// return log p of each token, so every window (t1..tj) they produce comes with its
+// exact probability under the target, exp(sum of log p). The speculative windows are
+// tested against those exact probabilities (GoodnessOfFit for j = 2, 3, 4: the joint
+// of the prefix window, which covers every conditional up to position j), and their
+// marginals at positions 2, 3, 4 against the target-only marginals (TwoSample): six
+// tests at a family-wise significance of 0.001 (Bonferroni). It prints the shift of
+// probability mass between the two likeliest windows that the j = 4 test detects
+// with 90% power (DetectableShift), and a lossy rule (threshold 0.05) must fail.
+// Measured (2026-12-01, 2 loaded cores, ~80 s for both tests): the likeliest windows
+// have p = 0.433 and 0.079, and moving 0.036 of probability between them is detected
+// with 90% power at N = 3000 (a smaller bias spread over several windows needs
+// more); the threshold rule gives chi2 = 761 against a critical 41.5.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
-#include <map>
+#include <functional>
 #include <mutex>
 #include <thread>
 
 #include "tests/e2e/cluster.h"
+#include "tests/e2e/sample_stats.h"
 
 namespace tandem::e2e {
 namespace {
 
-constexpr int kSamples = 1500;
+constexpr double kAlpha = 0.001;
 
-// Upper 0.001 quantile of chi-square with `df` degrees of freedom (Wilson-Hilferty).
-double ChiSquareCritical(int df) {
-  const double z = 3.090;  // Standard normal 0.999 quantile.
-  const double a = 2.0 / (9.0 * df);
-  return df * std::pow(1 - a + z * std::sqrt(a), 3);
-}
+// SpeculativeWindowsMatchTargetSampling: a prompt and sampling whose first four
+// tokens fall on few windows, so a few thousand requests suffice.
+constexpr char kWindowPrompt[] = "    def __init__(self";
+constexpr float kWindowTemperature = 0.6f;
+constexpr float kWindowTopP = 0.95f;
+constexpr int kWindowThreads = 24;
+constexpr int kWindowTargetSamples = 3000;
+constexpr int kWindowSamples = 3000;
+constexpr int kWindowLossySamples = 1000;
 
-using Counts = std::map<std::pair<int, int>, int>;
+struct Arm {
+  v1::SpeculationMethod method = v1::SPECULATION_METHOD_NONE;
+  int max_new_tokens = 2;
+  int window = 2;                                     // Tokens per outcome.
+  std::function<int(int)> k = [](int) { return 0; };  // K of request i; 0 = none.
+  v1::AcceptanceRule rule = v1::ACCEPTANCE_RULE_DEFAULT;
+  float alpha = 0;
+  bool logprobs = false;
+  float temperature = 1.0f;
+  float top_p = 0;  // 0 = unset.
+  int threads = 48;
+};
 
-Counts SamplePairs(v1::Tandem::Stub* stub, const std::string& prompt, v1::SpeculationMethod method,
-                   int k, uint64_t seed_base, v1::AcceptanceRule rule = v1::ACCEPTANCE_RULE_DEFAULT,
-                   float alpha = 0) {
-  std::map<std::pair<int, int>, int> counts;
-  std::mutex mu;
-  std::atomic<int> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < 48; ++t) {
-    pool.emplace_back([&] {
-      for (int i = next++; i < kSamples; i = next++) {
-        v1::GenerateRequest req;
-        req.set_text(prompt);
-        req.set_max_new_tokens(2);
-        req.set_ignore_eos(true);
-        req.set_return_token_ids(true);
-        req.mutable_sampling()->set_temperature(1.0f);
-        req.mutable_sampling()->set_seed(seed_base + i);
-        req.mutable_speculation()->set_method(method);
-        if (k > 0) req.mutable_speculation()->set_num_speculative_tokens(k);
-        req.mutable_speculation()->set_acceptance_rule(rule);
-        if (alpha > 0) req.mutable_speculation()->set_alpha(alpha);
-        grpc::ClientContext ctx;
-        v1::GenerateResponse resp;
-        grpc::Status st = stub->Generate(&ctx, req, &resp);
-        ASSERT_TRUE(st.ok()) << st.error_message();
-        ASSERT_EQ(resp.token_ids_size(), 2);
-        std::lock_guard<std::mutex> lock(mu);
-        counts[{resp.token_ids(0), resp.token_ids(1)}] += 1;
-      }
-    });
+struct Samples {
+  Counts windows;
+  Probabilities exact;  // Window -> exp(sum of log p), when logprobs were asked.
+  int mismatched = 0;   // Windows whose log p differed between two requests.
+};
+
+class SamplingE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ClusterOptions options;
+    options.tp = 2;
+    options.tag = "sampling";
+    options.coordinator_flags = {"--max_running=64", "--max_queue=256", "--optimistic_max_batch=64",
+                                 "--pingpong_min_ratio=100"};
+    auto cluster = Cluster::Start(options);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = cluster->release();
   }
-  for (auto& th : pool) th.join();
-  return counts;
-}
+  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
 
-// Two-sample chi-square statistic of equal-size samples over their outcomes, pooling
-// outcomes seen fewer than 10 times in total; returns {chi2, degrees of freedom}.
-std::pair<double, int> TwoSampleChiSquare(const Counts& a, const Counts& b) {
-  std::map<std::pair<int, int>, std::pair<double, double>> table;
-  for (auto& [k, v] : a) table[k].first += v;
-  for (auto& [k, v] : b) table[k].second += v;
-  std::vector<std::pair<double, double>> cells;
-  std::pair<double, double> rest{0, 0};
-  for (auto& [k, v] : table) {
-    if (v.first + v.second >= 10) {
-      cells.push_back(v);
-    } else {
-      rest.first += v.first;
-      rest.second += v.second;
+  // `n` requests of `arm` with seeds seed_base + i.
+  static Samples Sample(const std::string& prompt, const Arm& arm, int n, uint64_t seed_base) {
+    auto stub = cluster_->Client();
+    Samples out;
+    std::mutex mu;
+    std::atomic<int> next{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < arm.threads; ++t) {
+      pool.emplace_back([&] {
+        for (int i = next++; i < n; i = next++) {
+          v1::GenerateRequest req;
+          req.set_text(prompt);
+          req.set_max_new_tokens(arm.max_new_tokens);
+          req.set_ignore_eos(true);
+          req.set_return_token_ids(true);
+          req.set_return_logprobs(arm.logprobs);
+          req.mutable_sampling()->set_temperature(arm.temperature);
+          if (arm.top_p > 0) req.mutable_sampling()->set_top_p(arm.top_p);
+          req.mutable_sampling()->set_seed(seed_base + i);
+          v1::SpeculationParams* spec = req.mutable_speculation();
+          spec->set_method(arm.method);
+          if (arm.k(i) > 0) spec->set_num_speculative_tokens(arm.k(i));
+          spec->set_acceptance_rule(arm.rule);
+          if (arm.alpha > 0) spec->set_alpha(arm.alpha);
+          if (arm.method != v1::SPECULATION_METHOD_NONE) spec->set_pipelining(v1::PIPELINING_ON);
+          grpc::ClientContext ctx;
+          v1::GenerateResponse resp;
+          grpc::Status st = stub->Generate(&ctx, req, &resp);
+          ASSERT_TRUE(st.ok()) << st.error_message();
+          ASSERT_GE(resp.token_ids_size(), arm.window);
+          Outcome w(resp.token_ids().begin(), resp.token_ids().begin() + arm.window);
+          std::lock_guard<std::mutex> lock(mu);
+          out.windows[w] += 1;
+          if (!arm.logprobs) continue;
+          ASSERT_EQ(resp.logprobs_size(), resp.token_ids_size());
+          double logp = 0;
+          for (int j = 0; j < arm.window; ++j) {
+            logp += resp.logprobs(j);
+            Outcome prefix(w.begin(), w.begin() + j + 1);
+            auto [it, fresh] = out.exact.emplace(prefix, std::exp(logp));
+            if (!fresh && std::abs(it->second - std::exp(logp)) > 1e-4 * it->second) {
+              out.mismatched += 1;
+            }
+          }
+        }
+      });
     }
+    for (auto& th : pool) th.join();
+    return out;
   }
-  if (rest.first + rest.second > 0) cells.push_back(rest);
-  double chi2 = 0;
-  for (auto& [x, y] : cells) chi2 += (x - y) * (x - y) / (x + y);
-  EXPECT_GE(cells.size(), 3u) << "the prompt's distribution is too peaked to test";
-  return {chi2, static_cast<int>(cells.size()) - 1};
+
+  static Cluster* cluster_;
+};
+
+Cluster* SamplingE2eTest::cluster_ = nullptr;
+
+// Prefix windows (t1..tj) of `windows`.
+Counts Prefixes(const Counts& windows, int j) {
+  Counts prefixes;
+  for (const auto& [w, count] : windows) prefixes[Outcome(w.begin(), w.begin() + j)] += count;
+  return prefixes;
 }
 
-TEST(SamplingE2eTest, SpeculativeSamplingMatchesTargetSampling) {
-  ClusterOptions options;
-  options.tp = 2;
-  options.tag = "sampling";
-  options.coordinator_flags = {"--max_running=64", "--max_queue=256"};
-  auto cluster = Cluster::Start(options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  auto stub = (*cluster)->Client();
-  const std::string prompt = "import os\nimport sys\n\ndef main(argv):\n    ";
+// Windows of length j of an exact table that holds prefixes of every length.
+Probabilities OfLength(const Probabilities& exact, int j) {
+  Probabilities out;
+  for (const auto& [w, p] : exact) {
+    if (static_cast<int>(w.size()) == j) out[w] = p;
+  }
+  return out;
+}
 
-  const Counts target_only =
-      SamplePairs(stub.get(), prompt, v1::SPECULATION_METHOD_NONE, 0, 1000000);
-  const Counts speculative =
-      SamplePairs(stub.get(), prompt, v1::SPECULATION_METHOD_DRAFT, 4, 2000000);
-  const auto [chi2, df] = TwoSampleChiSquare(target_only, speculative);
-  std::printf("rejection rule: chi2 = %.1f, df = %d, critical(0.001) = %.1f\n", chi2, df,
-              ChiSquareCritical(df));
-  EXPECT_LT(chi2, ChiSquareCritical(df));
+TEST_F(SamplingE2eTest, SpeculativeSamplingMatchesTargetSampling) {
+  const std::string prompt = "import os\nimport sys\n\ndef main(argv):\n    ";
+  constexpr int kSamples = 1500;
+  const Arm target_only;
+  Arm speculative;
+  speculative.method = v1::SPECULATION_METHOD_DRAFT;
+  speculative.k = [](int) { return 4; };
+  const Counts a = Sample(prompt, target_only, kSamples, 1000000).windows;
+  const ChiSquareTest rejection =
+      TwoSample(a, Sample(prompt, speculative, kSamples, 2000000).windows, kAlpha);
+  std::printf("K = 1, rejection rule: %s\n", rejection.ToString().c_str());
+  EXPECT_GE(rejection.df, 2) << "the prompt's distribution is too peaked to test";
+  EXPECT_FALSE(rejection.rejected()) << rejection.ToString();
 
   // The same test does see a lossy rule: threshold 0.05 accepts most draft tokens, so
   // the output leans towards the draft's distribution.
-  const Counts lossy = SamplePairs(stub.get(), prompt, v1::SPECULATION_METHOD_DRAFT, 4, 3000000,
-                                   v1::ACCEPTANCE_RULE_THRESHOLD, 0.05f);
-  const auto [lossy_chi2, lossy_df] = TwoSampleChiSquare(target_only, lossy);
-  std::printf("threshold rule: chi2 = %.1f, df = %d, critical(0.001) = %.1f\n", lossy_chi2,
-              lossy_df, ChiSquareCritical(lossy_df));
-  EXPECT_GT(lossy_chi2, ChiSquareCritical(lossy_df));
+  Arm lossy = speculative;
+  lossy.rule = v1::ACCEPTANCE_RULE_THRESHOLD;
+  lossy.alpha = 0.05f;
+  const ChiSquareTest threshold =
+      TwoSample(a, Sample(prompt, lossy, kSamples, 3000000).windows, kAlpha);
+  std::printf("K = 1, threshold rule: %s\n", threshold.ToString().c_str());
+  EXPECT_TRUE(threshold.rejected()) << threshold.ToString();
+}
+
+TEST_F(SamplingE2eTest, SpeculativeWindowsMatchTargetSampling) {
+  const std::string prompt = kWindowPrompt;
+  constexpr int kWindow = 4;
+  Arm target_only;
+  target_only.max_new_tokens = kWindow;
+  target_only.window = kWindow;
+  target_only.logprobs = true;
+  target_only.temperature = kWindowTemperature;
+  target_only.top_p = kWindowTopP;
+  target_only.threads = kWindowThreads;
+  Arm speculative = target_only;
+  speculative.method = v1::SPECULATION_METHOD_DRAFT;
+  speculative.max_new_tokens = 9;  // K = 8 is not capped by the tokens left.
+  speculative.k = [](int i) { return 1 + i % 8; };
+  speculative.rule = v1::ACCEPTANCE_RULE_REJECTION;
+
+  const Samples reference = Sample(prompt, target_only, kWindowTargetSamples, 4000000);
+  const Samples spec = Sample(prompt, speculative, kWindowSamples, 5000000);
+  // log p of a window is the target's, whichever method produced it.
+  EXPECT_EQ(reference.mismatched, 0);
+  EXPECT_EQ(spec.mismatched, 0);
+  int mismatched = 0;
+  for (const auto& [w, p] : spec.exact) {
+    const auto it = reference.exact.find(w);
+    mismatched += it != reference.exact.end() && std::abs(it->second - p) > 1e-4 * p;
+  }
+  EXPECT_EQ(mismatched, 0) << "log p differs between method none and draft";
+
+  const double alpha = kAlpha / 6;  // Bonferroni over the six tests.
+  std::vector<double> likeliest;
+  for (int j = 2; j <= kWindow; ++j) {
+    const ChiSquareTest joint =
+        GoodnessOfFit(Prefixes(spec.windows, j), OfLength(reference.exact, j), alpha);
+    const ChiSquareTest marginal =
+        TwoSample(Marginal(reference.windows, j - 1), Marginal(spec.windows, j - 1), alpha);
+    std::printf("positions 1..%d joint vs exact: %s; position %d marginal: %s\n", j,
+                joint.ToString().c_str(), j, marginal.ToString().c_str());
+    EXPECT_GE(joint.df, 4) << "too few windows to test at j = " << j;
+    EXPECT_FALSE(joint.rejected()) << "j = " << j << ": " << joint.ToString();
+    EXPECT_FALSE(marginal.rejected()) << "position " << j << ": " << marginal.ToString();
+    if (j == kWindow) {
+      for (const auto& [w, p] : OfLength(reference.exact, j)) likeliest.push_back(p);
+      std::sort(likeliest.rbegin(), likeliest.rend());
+      ASSERT_GE(likeliest.size(), 2u);
+      std::printf(
+          "j = %d detects with 90%% power a shift of %.4f between windows of p = %.3f "
+          "and %.3f (N = %d)\n",
+          j, DetectableShift(kWindowSamples, joint.df, alpha, likeliest[0], likeliest[1]),
+          likeliest[0], likeliest[1], kWindowSamples);
+    }
+  }
+
+  // The same test sees a lossy rule at these positions.
+  Arm lossy = speculative;
+  lossy.rule = v1::ACCEPTANCE_RULE_THRESHOLD;
+  lossy.alpha = 0.05f;
+  const Samples biased = Sample(prompt, lossy, kWindowLossySamples, 6000000);
+  const ChiSquareTest lossy_joint =
+      GoodnessOfFit(biased.windows, OfLength(reference.exact, kWindow), alpha);
+  std::printf("threshold rule, positions 1..%d: %s\n", kWindow, lossy_joint.ToString().c_str());
+  EXPECT_TRUE(lossy_joint.rejected()) << lossy_joint.ToString();
 }
 
 }  // namespace
