@@ -119,7 +119,9 @@ TEST_P(ProposerConformanceTest, FollowsVerifiedTokensAndRebuildsAfterReset) {
   s->candidates.Clear();
   Candidates rebuilt = Obtain(s.get(), 0, 4, &plan);
   EXPECT_LE(rebuilt.size(), 4);
-  if (plan.draft.sequences_size() == 1) EXPECT_EQ(plan.draft.sequences(0).start_position(), 0u);
+  if (plan.draft.sequences_size() == 1) {
+    EXPECT_EQ(plan.draft.sequences(0).start_position(), 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryServedProposer, ProposerConformanceTest,
