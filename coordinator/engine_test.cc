@@ -52,11 +52,12 @@ class EngineTest : public ::testing::Test {
     options_.eos_token_id = 2;
   }
 
+  // Checks that no worker ever rejected a batch. A test that expects rejections resets
+  // engine_ (which owns the fakes) before it ends.
   void TearDown() override {
-    if (engine_ != nullptr) {
-      engine_->Stop();
-      EXPECT_EQ(engine_->rejected_batches(), 0) << "the engine built a batch a worker rejected";
-    }
+    if (engine_ == nullptr) return;
+    engine_->Stop();
+    EXPECT_EQ(engine_->rejected_batches(), 0) << "the engine built a batch a worker rejected";
     EXPECT_EQ(target_->counters().rejected, 0) << target_->last_rejection();
     if (draft_ != nullptr) {
       EXPECT_EQ(draft_->counters().rejected, 0) << draft_->last_rejection();
