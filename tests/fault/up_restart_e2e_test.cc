@@ -2,7 +2,7 @@
 // (its own process management, tcp collectives, the bundled models):
 //  * the draft worker SIGKILLed mid-stream: every stream completes token-identical to
 //    target-only decoding, `up` restarts the draft, and later requests are speculative
-//    again (proposals > 0);
+//    again (proposals > 0); then the coordinator SIGKILLed: restarted, it serves again;
 //  * a target follower SIGKILLed mid-stream (tp 2): the streams pause and resume
 //    token-exact once `up` has restarted the rank (the whole stream is compared token by
 //    token, so a duplicated or dropped streamed token fails);
@@ -185,8 +185,9 @@ std::vector<std::unique_ptr<RecordedStream>> StartStreams(v1::Tandem::Stub* stub
                                                           v1::SpeculationMethod method) {
   std::vector<std::unique_ptr<RecordedStream>> streams;
   for (const std::string& prompt : e2e::TestPrompts(kStreams)) {
-    streams.push_back(
-        std::make_unique<RecordedStream>(stub, GreedyRequest(prompt, kTokens, method, 3)));
+    streams.push_back(std::make_unique<RecordedStream>(
+        stub,
+        GreedyRequest(prompt, kTokens, method, method == v1::SPECULATION_METHOD_NONE ? -1 : 3)));
   }
   return streams;
 }
@@ -215,13 +216,18 @@ TEST(UpRestartE2eTest, KilledDraftIsRestartedAndSpeculationResumes) {
   auto streams = StartStreams(stub.get(), v1::SPECULATION_METHOD_DRAFT);
   ASSERT_TRUE(WaitForTokens(streams, 4, absl::Seconds(60))) << up.out();
   ASSERT_EQ(kill(draft, SIGKILL), 0);
+  const absl::Time killed = absl::Now();
   std::vector<int> at_kill;
   for (auto& s : streams) at_kill.push_back(s->tokens_received());
   const std::vector<std::vector<int>> after = Outputs(streams);
+  const absl::Duration streams_done = absl::Now() - killed;
+  uint64_t fallback_steps = 0;
   for (int i = 0; i < kStreams; ++i) {
     EXPECT_LT(at_kill[i], kTokens) << "stream " << i << " was done before the kill";
     EXPECT_EQ(after[i], baseline[i]) << "stream " << i;
+    fallback_steps += streams[i]->stats().fallback_steps();
   }
+  EXPECT_GT(fallback_steps, 0u) << "no stream went on without the draft";
 
   // `up` restarts the draft; the coordinator re-adopts it.
   ASSERT_TRUE(up.WaitFor(
@@ -231,6 +237,7 @@ TEST(UpRestartE2eTest, KilledDraftIsRestartedAndSpeculationResumes) {
       },
       absl::Seconds(60)))
       << up.out();
+  const absl::Duration draft_back = absl::Now() - killed;
   uint64_t proposed = 0;
   const absl::Time end = absl::Now() + absl::Seconds(30);
   while (proposed == 0 && absl::Now() < end) {
@@ -244,6 +251,11 @@ TEST(UpRestartE2eTest, KilledDraftIsRestartedAndSpeculationResumes) {
   }
   EXPECT_GT(proposed, 0u) << "no speculation after the draft came back\n"
                           << up.log("coordinator.log");
+  std::printf(
+      "draft killed: streams done after %.1f s, draft serving again after %.1f s, "
+      "speculative again after %.1f s\n",
+      absl::ToDoubleSeconds(streams_done), absl::ToDoubleSeconds(draft_back),
+      absl::ToDoubleSeconds(absl::Now() - killed));
 
   const std::string out = up.out();
   EXPECT_THAT(out, HasSubstr(absl::StrCat("draft (pid ", draft, ") killed by signal 9")));
@@ -253,8 +265,46 @@ TEST(UpRestartE2eTest, KilledDraftIsRestartedAndSpeculationResumes) {
               HasSubstr(absl::StrCat("draft (pid ", draft, ") killed by signal 9")));
   EXPECT_THAT(up.log("up.prom"), HasSubstr("tandem_up_restarts_total{role=\"draft\"} 1\n"));
   EXPECT_THAT(up.log("up.prom"), HasSubstr("tandem_up_restarts_total{role=\"target\"} 0\n"));
+
+  // The coordinator too: the requests it was running are lost (UNAVAILABLE, by design);
+  // restarted on the same port, it serves new requests.
+  const pid_t coordinator = up.Processes()["coordinator"].pid;
+  {
+    auto lost = StartStreams(stub.get(), v1::SPECULATION_METHOD_DRAFT);
+    ASSERT_TRUE(WaitForTokens(lost, 4, absl::Seconds(60))) << up.out();
+    ASSERT_EQ(kill(coordinator, SIGKILL), 0);
+    for (auto& s : lost) {
+      s->Join();
+      EXPECT_EQ(s->status().error_code(), grpc::StatusCode::UNAVAILABLE)
+          << s->status().error_message();
+    }
+  }
+  ASSERT_TRUE(up.WaitFor(
+      [](const std::map<std::string, ProcessLine>& p) {
+        return p.at("coordinator").restarts == 1 && p.at("coordinator").state == "serving";
+      },
+      absl::Seconds(60)))
+      << up.out();
+  // A client retries UNAVAILABLE (its connection to the killed process may still be
+  // cached: gRPC shares subchannels between the channels of a process).
+  grpc::Status served_status;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    RecordedStream served(stub.get(), GreedyRequest(e2e::TestPrompts(1)[0], kTokens,
+                                                    v1::SPECULATION_METHOD_DRAFT, 3));
+    served.Join();
+    served_status = served.status();
+    if (served_status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      absl::SleepFor(absl::Milliseconds(200));
+      continue;
+    }
+    EXPECT_EQ(served.tokens(), baseline[0]);
+    break;
+  }
+  ASSERT_TRUE(served_status.ok()) << served_status.error_message() << "\n"
+                                  << up.log("coordinator.log") << up.out();
+  EXPECT_THAT(up.log("up.prom"), HasSubstr("tandem_up_restarts_total{role=\"coordinator\"} 1\n"));
   EXPECT_EQ(up.Stop(), 0) << up.out();
-  ExpectNoOrphans(up, 4);  // Coordinator, target, draft and its restart.
+  ExpectNoOrphans(up, 5);  // Coordinator twice, target, draft twice.
 }
 
 TEST(UpRestartE2eTest, KilledFollowerIsRestartedAndStreamsResumeTokenExact) {
