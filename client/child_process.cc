@@ -81,7 +81,8 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const ChildOpt
   }
   int log_fd = -1;
   if (!o.log_path.empty()) {
-    log_fd = open(o.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    log_fd = open(o.log_path.c_str(),
+                  O_WRONLY | O_CREAT | O_CLOEXEC | (o.append_log ? O_APPEND : O_TRUNC), 0644);
     if (log_fd < 0) {
       return absl::PermissionDeniedError(
           absl::StrCat("cannot open log file ", o.log_path, ": ", strerror(errno)));

@@ -22,7 +22,8 @@ namespace tandem::client {
 struct ChildOptions {
   std::string binary;             // Path of the executable (not searched in PATH).
   std::vector<std::string> args;  // Arguments after argv[0] (argv[0] = binary).
-  std::string log_path;           // stdout + stderr, truncated at start; "" = inherit.
+  std::string log_path;           // stdout + stderr; "" = inherit.
+  bool append_log = false;        // Append to log_path instead of truncating it.
   std::vector<int> cpus;          // Cores to pin to; empty = inherit the parent's.
   pid_t process_group = 0;        // Group to join; 0 = lead a new group.
   int death_signal = 15;          // Sent to the child when the parent dies; 0 = none.

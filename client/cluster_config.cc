@@ -139,6 +139,29 @@ absl::Status ReadAffinity(const json& value, ClusterConfig* config) {
   return r.NoOthers();
 }
 
+absl::Status ReadRestart(const json& object, RestartPolicy* p) {
+  if (!object.is_object()) return absl::InvalidArgumentError("restart: expected an object");
+  ObjectReader r(object, "restart");
+  std::string mode = RestartModeName(p->mode);
+  double window = absl::ToDoubleSeconds(p->window);
+  double backoff = absl::ToDoubleSeconds(p->backoff);
+  double max_backoff = absl::ToDoubleSeconds(p->max_backoff);
+  RETURN_IF_ERROR(r.String("policy", &mode));
+  RETURN_IF_ERROR(r.Int("budget", &p->budget));
+  RETURN_IF_ERROR(r.Double("window_s", &window));
+  RETURN_IF_ERROR(r.Double("backoff_s", &backoff));
+  RETURN_IF_ERROR(r.Double("max_backoff_s", &max_backoff));
+  RETURN_IF_ERROR(r.NoOthers());
+  absl::StatusOr<RestartMode> parsed = ParseRestartMode(mode);
+  if (!parsed.ok())
+    return absl::InvalidArgumentError(absl::StrCat("restart.policy: ", parsed.status().message()));
+  p->mode = *parsed;
+  p->window = absl::Seconds(window);
+  p->backoff = absl::Seconds(backoff);
+  p->max_backoff = absl::Seconds(max_backoff);
+  return absl::OkStatus();
+}
+
 absl::Status CheckPort(const char* name, int port, bool may_be_off) {
   if (port < (may_be_off ? -1 : 0) || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat(name, " must be in ", may_be_off ? "-1" : "0",
@@ -196,6 +219,7 @@ absl::StatusOr<ClusterConfig> ParseClusterConfig(const std::string& json_text) {
   if (const json* a = r.Find("cpu_affinity")) RETURN_IF_ERROR(ReadAffinity(*a, &config));
   RETURN_IF_ERROR(r.String("log_dir", &config.log_dir));
   RETURN_IF_ERROR(r.Double("startup_timeout_s", &config.startup_timeout_s));
+  if (const json* p = r.Find("restart")) RETURN_IF_ERROR(ReadRestart(*p, &config.restart));
   RETURN_IF_ERROR(r.NoOthers());
   return config;
 }
@@ -247,7 +271,7 @@ absl::Status ValidateClusterConfig(const ClusterConfig& c) {
   if (!(c.startup_timeout_s > 0)) {
     return absl::InvalidArgumentError("startup_timeout_s must be > 0");
   }
-  return absl::OkStatus();
+  return ValidateRestartPolicy(c.restart);
 }
 
 std::string ClusterConfigToJson(const ClusterConfig& c) {
@@ -271,6 +295,12 @@ std::string ClusterConfigToJson(const ClusterConfig& c) {
        {{"enabled", c.cpu_affinity}, {"draft_cpus", c.draft_cpus}, {"target_cpus", c.target_cpus}}},
       {"log_dir", c.log_dir},
       {"startup_timeout_s", c.startup_timeout_s},
+      {"restart",
+       {{"policy", RestartModeName(c.restart.mode)},
+        {"budget", c.restart.budget},
+        {"window_s", absl::ToDoubleSeconds(c.restart.window)},
+        {"backoff_s", absl::ToDoubleSeconds(c.restart.backoff)},
+        {"max_backoff_s", absl::ToDoubleSeconds(c.restart.max_backoff)}}},
   };
   return root.dump(2);
 }

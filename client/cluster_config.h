@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/restart_policy.h"
 
 namespace tandem::client {
 
@@ -45,6 +46,7 @@ struct ClusterConfig {
   std::string target_cpus;         // Explicit cpulist for the target group ("" = planned).
   std::string log_dir;             // Per-process log files ("" = a fresh temp dir).
   double startup_timeout_s = 300;  // Bound on reaching healthy.
+  RestartPolicy restart;           // What `up` does when a process dies.
 
   ClusterConfig() {
     target.model = "models/target";

@@ -131,6 +131,9 @@ TEST(ClusterConfigTest, JsonRoundTrip) {
   c.draft_cpus = "0";
   c.target_cpus = "1-2";
   c.log_dir = "/l";
+  c.restart.mode = RestartMode::kWorkers;
+  c.restart.budget = 2;
+  c.restart.backoff = absl::Milliseconds(250);
   auto back = ParseClusterConfig(ClusterConfigToJson(c));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(ClusterConfigToJson(*back), ClusterConfigToJson(c));
@@ -139,11 +142,35 @@ TEST(ClusterConfigTest, JsonRoundTrip) {
   EXPECT_THAT(back->draft.args, ElementsAre("--x=1"));
   EXPECT_FALSE(back->coordinator.pipelining);
   EXPECT_EQ(back->target_cpus, "1-2");
+  EXPECT_EQ(back->restart.mode, RestartMode::kWorkers);
+  EXPECT_EQ(back->restart.budget, 2);
+  EXPECT_EQ(back->restart.backoff, absl::Milliseconds(250));
 
   c.with_draft = false;
   auto no_draft = ParseClusterConfig(ClusterConfigToJson(c));
   ASSERT_TRUE(no_draft.ok());
   EXPECT_FALSE(no_draft->with_draft);
+}
+
+TEST(ClusterConfigTest, RestartPolicyKey) {
+  auto defaults = ParseClusterConfig("{}");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->restart.mode, RestartMode::kAlways);
+  EXPECT_EQ(defaults->restart.budget, 5);
+  auto c = ParseClusterConfig(R"({"restart": {"policy": "never", "budget": 3, "window_s": 30,
+                                               "backoff_s": 0.1, "max_backoff_s": 2}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->restart.mode, RestartMode::kNever);
+  EXPECT_EQ(c->restart.budget, 3);
+  EXPECT_EQ(c->restart.window, absl::Seconds(30));
+  EXPECT_EQ(c->restart.backoff, absl::Milliseconds(100));
+  EXPECT_EQ(c->restart.max_backoff, absl::Seconds(2));
+  EXPECT_THAT(Message(ParseClusterConfig(R"({"restart": {"policy": "sometimes"}})").status()),
+              HasSubstr("restart.policy: restart policy must be never, workers or always"));
+  EXPECT_THAT(Message(ParseClusterConfig(R"({"restart": {"budgt": 1}})").status()),
+              HasSubstr("restart.budgt: unknown key"));
+  c->restart.backoff = absl::Seconds(5);  // Above max_backoff.
+  EXPECT_FALSE(ValidateClusterConfig(*c).ok());
 }
 
 TEST(ClusterConfigTest, LoadNamesTheFile) {

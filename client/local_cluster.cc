@@ -2,11 +2,10 @@
 
 #include <signal.h>
 
+#include <fstream>
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "client/health.h"
 
@@ -23,82 +22,61 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   cluster->options_ = std::move(options);
   cluster->specs_ = std::move(processes);
   for (const ProcessSpec& spec : cluster->specs_) {
-    ChildOptions o;
-    o.binary = spec.binary;
-    o.args = spec.args;
-    o.log_path = spec.log_path;
-    o.cpus = spec.cpus;
-    o.process_group = cluster->pgid_;
-    o.death_signal = SIGTERM;
-    absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Spawn(o);
+    absl::StatusOr<std::unique_ptr<ChildProcess>> child = cluster->SpawnOne(spec, false);
     if (!child.ok()) {
       cluster->Stop();
-      return absl::Status(child.status().code(),
-                          absl::StrCat(spec.name, ": ", child.status().message()));
+      return child.status();
     }
     if (cluster->pgid_ == 0) cluster->pgid_ = (*child)->process_group();
     cluster->children_.push_back(*std::move(child));
-    cluster->reported_.push_back(false);
   }
   return cluster;
 }
 
+absl::StatusOr<std::unique_ptr<ChildProcess>> LocalCluster::SpawnOne(const ProcessSpec& spec,
+                                                                     bool append) {
+  ChildOptions o;
+  o.binary = spec.binary;
+  o.args = spec.args;
+  o.log_path = spec.log_path;
+  o.append_log = append;
+  o.cpus = spec.cpus;
+  o.process_group = pgid_;
+  o.death_signal = SIGTERM;
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Spawn(o);
+  if (!child.ok()) {
+    return absl::Status(child.status().code(),
+                        absl::StrCat(spec.name, ": ", child.status().message()));
+  }
+  return child;
+}
+
 LocalCluster::~LocalCluster() { Stop(); }
 
-std::string LocalCluster::ExitReport(size_t i) const {
-  const ProcessSpec& spec = specs_[i];
-  std::string report =
-      absl::StrCat(spec.name, " (pid ", children_[i]->pid(), ") ", children_[i]->ExitDescription());
-  if (!spec.log_path.empty()) {
-    const std::string tail = TailOfFile(spec.log_path, 15);
-    absl::StrAppend(&report, "; last lines of ", spec.log_path, ":\n  ",
-                    absl::StrReplaceAll(tail.empty() ? "(empty)" : tail, {{"\n", "\n  "}}));
-  }
-  return report;
+std::string LocalCluster::ExitDescription(size_t i) const {
+  return children_[i]->ExitDescription();
 }
 
-std::optional<std::string> LocalCluster::FindExited() {
-  for (size_t i = 0; i < children_.size(); ++i) {
-    if (!reported_[i] && children_[i]->Poll()) {
-      reported_[i] = true;
-      return ExitReport(i);
-    }
-  }
-  return std::nullopt;
+std::string LocalCluster::LogTail(size_t i) const {
+  return specs_[i].log_path.empty() ? "" : TailOfFile(specs_[i].log_path, 15);
 }
 
-absl::Status LocalCluster::WaitHealthy(absl::Duration timeout,
-                                       const std::function<bool(absl::Duration)>& wait) {
-  const absl::Time deadline = absl::Now() + timeout;
-  std::vector<bool> healthy(children_.size(), false);
-  std::vector<std::string> last_answer(children_.size(), "not asked yet");
-  while (true) {
-    if (std::optional<std::string> dead = FindExited()) {
-      return absl::FailedPreconditionError(*dead);
-    }
-    bool all = true;
-    for (size_t i = 0; i < children_.size(); ++i) {
-      if (healthy[i]) continue;
-      absl::Status s = options_.probe(specs_[i].health_address);
-      if (s.ok()) {
-        healthy[i] = true;
-        if (options_.note) options_.note(absl::StrCat(specs_[i].name, " is healthy"));
-      } else {
-        all = false;
-        last_answer[i] = std::string(s.message());
-      }
-    }
-    if (all) return absl::OkStatus();
-    if (absl::Now() >= deadline) {
-      std::vector<std::string> waiting;
-      for (size_t i = 0; i < children_.size(); ++i) {
-        if (!healthy[i]) waiting.push_back(absl::StrCat(specs_[i].name, " (", last_answer[i], ")"));
-      }
-      return absl::DeadlineExceededError(absl::StrCat(
-          "not healthy after ", absl::FormatDuration(timeout), ": ", absl::StrJoin(waiting, ", ")));
-    }
-    if (wait(absl::Milliseconds(250))) return absl::CancelledError("interrupted");
+absl::Status LocalCluster::Probe(size_t i) { return options_.probe(specs_[i].health_address); }
+
+absl::Status LocalCluster::Respawn(size_t i) {
+  if (stopped_) return absl::FailedPreconditionError("the cluster is stopped");
+  if (!children_[i]->Poll()) {
+    return absl::FailedPreconditionError(absl::StrCat(specs_[i].name, " is still running"));
   }
+  if (!specs_[i].log_path.empty()) {
+    std::ofstream(specs_[i].log_path, std::ios::app)
+        << "--- tandem up: restarting " << specs_[i].name << " (the previous one "
+        << children_[i]->ExitDescription() << ") ---\n";
+  }
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child = SpawnOne(specs_[i], true);
+  if (!child.ok()) return child.status();
+  children_[i] = *std::move(child);
+  return absl::OkStatus();
 }
 
 void LocalCluster::Stop() {

@@ -4,12 +4,12 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace tandem::client {
@@ -34,37 +34,63 @@ ProcessSpec Shell(const std::string& name, const std::string& script) {
 
 bool Alive(pid_t pid) { return kill(pid, 0) == 0; }
 
-bool NoWait(absl::Duration d) {
-  absl::SleepFor(d);
-  return false;
-}
-
-TEST(LocalClusterTest, BecomesHealthyAndStopsEveryProcess) {
-  std::atomic<int> probes{0};
+TEST(LocalClusterTest, StartsEveryProcessInOneGroupAndStopsThem) {
   LocalClusterOptions options;
   options.stop_grace = absl::Seconds(5);
-  // "b" becomes healthy only on its third probe.
-  options.probe = [&probes](const std::string& address) {
-    if (address == "b" && ++probes < 3) return absl::UnavailableError("NOT_SERVING");
-    return absl::OkStatus();
+  options.probe = [](const std::string& address) {
+    return address == "b" ? absl::UnavailableError("NOT_SERVING") : absl::OkStatus();
   };
-  std::vector<std::string> notes;
-  options.note = [&notes](const std::string& line) { notes.push_back(line); };
   auto cluster =
       LocalCluster::Start({Shell("a", "exec sleep 60"), Shell("b", "exec sleep 60")}, options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  EXPECT_TRUE((*cluster)->WaitHealthy(absl::Seconds(20), NoWait).ok());
-  EXPECT_EQ(probes.load(), 3);
-  EXPECT_THAT(notes, ::testing::ElementsAre("a is healthy", "b is healthy"));
-  const std::vector<pid_t> pids = (*cluster)->pids();
+  LocalCluster& c = **cluster;
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c.name(1), "b");
+  EXPECT_TRUE(c.Probe(0).ok());
+  EXPECT_EQ(c.Probe(1).message(), "NOT_SERVING");
+  EXPECT_EQ(c.LogPath(0), TempDir() + "/a.log");
+  const std::vector<pid_t> pids = c.pids();
   ASSERT_EQ(pids.size(), 2u);
-  for (pid_t pid : pids) {
-    EXPECT_TRUE(Alive(pid));
-    EXPECT_EQ(getpgid(pid), (*cluster)->process_group());
+  for (size_t i = 0; i < pids.size(); ++i) {
+    EXPECT_TRUE(Alive(pids[i]));
+    EXPECT_EQ(c.pid(i), pids[i]);
+    EXPECT_FALSE(c.Exited(i));
+    EXPECT_EQ(getpgid(pids[i]), c.process_group());
   }
-  EXPECT_FALSE((*cluster)->FindExited().has_value());
-  (*cluster)->Stop();
+  c.Stop();
   for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << pid;
+}
+
+TEST(LocalClusterTest, DeadProcessIsRespawnedInTheGroupWithItsLogKept) {
+  LocalClusterOptions options;
+  options.probe = [](const std::string&) { return absl::OkStatus(); };
+  auto cluster = LocalCluster::Start(
+      {Shell("coordinator", "exec sleep 60"), Shell("draft", "echo incarnation $$; exec sleep 60")},
+      options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  LocalCluster& c = **cluster;
+  const pid_t first = c.pid(1);
+  EXPECT_FALSE(c.Respawn(1).ok());  // Still running.
+  for (int i = 0; i < 250 && c.LogTail(1).empty(); ++i) absl::SleepFor(absl::Milliseconds(20));
+  // The new incarnation joins the cluster's group and appends to the same log.
+  kill(first, SIGKILL);
+  for (int i = 0; i < 250 && !c.Exited(1); ++i) absl::SleepFor(absl::Milliseconds(20));
+  ASSERT_TRUE(c.Exited(1));
+  EXPECT_THAT(c.ExitDescription(1), HasSubstr("killed by signal 9"));
+  ASSERT_TRUE(c.Respawn(1).ok());
+  const pid_t second = c.pid(1);
+  EXPECT_NE(second, first);
+  EXPECT_FALSE(c.Exited(1));
+  EXPECT_EQ(getpgid(second), c.process_group());
+  absl::SleepFor(absl::Milliseconds(300));  // Let it write its line.
+  const std::string log = c.LogTail(1);
+  EXPECT_THAT(log, HasSubstr(absl::StrCat("incarnation ", first)));
+  EXPECT_THAT(log,
+              HasSubstr("--- tandem up: restarting draft (the previous one killed by signal 9"));
+  EXPECT_THAT(log, HasSubstr(absl::StrCat("incarnation ", second)));
+  c.Stop();
+  EXPECT_FALSE(Alive(second));
+  EXPECT_FALSE(c.Respawn(1).ok());  // Stopped clusters stay stopped.
 }
 
 TEST(LocalClusterTest, StopsStageByStage) {
@@ -109,56 +135,6 @@ TEST(LocalClusterTest, ProcessIgnoringSigtermIsKilled) {
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_THAT(notes[0], HasSubstr("stubborn"));
   EXPECT_THAT(notes[0], HasSubstr("killing it"));
-}
-
-TEST(LocalClusterTest, ProcessDyingDuringStartUpIsReportedWithItsLog) {
-  LocalClusterOptions options;
-  options.probe = [](const std::string&) { return absl::UnavailableError("connection refused"); };
-  auto cluster = LocalCluster::Start(
-      {Shell("coordinator", "exec sleep 60"),
-       Shell("target-1", "echo 'tandem-worker: --model_dir: no config.json' >&2; exit 2")},
-      options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  absl::Status s = (*cluster)->WaitHealthy(absl::Seconds(20), NoWait);
-  ASSERT_TRUE(absl::IsFailedPrecondition(s)) << s;
-  EXPECT_THAT(std::string(s.message()), HasSubstr("target-1 (pid "));
-  EXPECT_THAT(std::string(s.message()), HasSubstr("exited with code 2"));
-  EXPECT_THAT(std::string(s.message()), HasSubstr("no config.json"));
-  const pid_t survivor = (*cluster)->pids()[0];
-  cluster->reset();  // The destructor stops the survivor.
-  EXPECT_FALSE(Alive(survivor));
-}
-
-TEST(LocalClusterTest, DeathAfterStartUpIsFoundOnce) {
-  LocalClusterOptions options;
-  options.probe = [](const std::string&) { return absl::OkStatus(); };
-  auto cluster =
-      LocalCluster::Start({Shell("a", "exec sleep 60"), Shell("draft", "exec sleep 60")}, options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  ASSERT_TRUE((*cluster)->WaitHealthy(absl::Seconds(5), NoWait).ok());
-  kill((*cluster)->pids()[1], SIGKILL);
-  std::optional<std::string> report;
-  for (int i = 0; i < 200 && !report; ++i) {
-    report = (*cluster)->FindExited();
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  ASSERT_TRUE(report.has_value());
-  EXPECT_THAT(*report, HasSubstr("draft"));
-  EXPECT_THAT(*report, HasSubstr("killed by signal 9"));
-  EXPECT_FALSE((*cluster)->FindExited().has_value());
-}
-
-TEST(LocalClusterTest, TimeoutAndInterruptionAreDistinct) {
-  LocalClusterOptions options;
-  options.probe = [](const std::string&) { return absl::UnavailableError("NOT_SERVING"); };
-  auto cluster = LocalCluster::Start({Shell("slow", "exec sleep 60")}, options);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  absl::Status timeout = (*cluster)->WaitHealthy(absl::Milliseconds(300), NoWait);
-  EXPECT_TRUE(absl::IsDeadlineExceeded(timeout)) << timeout;
-  EXPECT_THAT(std::string(timeout.message()), HasSubstr("slow (NOT_SERVING)"));
-  absl::Status interrupted =
-      (*cluster)->WaitHealthy(absl::Seconds(30), [](absl::Duration) { return true; });
-  EXPECT_TRUE(absl::IsCancelled(interrupted)) << interrupted;
 }
 
 TEST(LocalClusterTest, SpawnFailureStopsTheOthersAndNamesTheProcess) {

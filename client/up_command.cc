@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -15,12 +16,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "client/binary_locator.h"
 #include "client/cluster_plan.h"
 #include "client/cpu_set.h"
 #include "client/free_port.h"
 #include "client/local_cluster.h"
+#include "client/restart_policy.h"
 #include "client/shared_flags.h"
+#include "client/supervisor.h"
 
 ABSL_FLAG(std::string, config, "", "Cluster description (JSON).");
 ABSL_FLAG(std::string, target, "models/target", "Target model directory.");
@@ -42,13 +46,31 @@ ABSL_FLAG(double, startup_timeout, 300, "Seconds to become healthy.");
 ABSL_FLAG(std::string, coordinator_bin, "", "Path of tandem-coordinator.");
 ABSL_FLAG(std::string, worker_bin, "", "Path of tandem-worker.");
 ABSL_FLAG(bool, dry_run, false, "Print the plan and exit.");
+ABSL_FLAG(std::string, restart, "always", "Restart policy: never, workers or always.");
+ABSL_FLAG(int, restart_budget, 5, "Restarts allowed per process within --restart-window.");
+ABSL_FLAG(double, restart_window, 60, "Seconds of the restart budget's sliding window.");
+ABSL_FLAG(double, restart_backoff, 0.5, "Seconds before the first restart in a window.");
 
 namespace tandem::client {
 namespace {
 
+// LOG_DIR/up.log once OpenUpLog ran: every line Say prints, with a UTC time stamp.
+std::FILE* up_log = nullptr;
+
+void OpenUpLog(const std::string& path) {
+  if (up_log == nullptr) up_log = std::fopen(path.c_str(), "a");
+}
+
+// One line on stderr and in up.log.
 void Say(const std::string& line) {
   std::fprintf(stderr, "tandem up: %s\n", line.c_str());
   std::fflush(stderr);
+  if (up_log != nullptr) {
+    std::fprintf(up_log, "%s %s\n",
+                 absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()).c_str(),
+                 line.c_str());
+    std::fflush(up_log);
+  }
 }
 
 // Writes `text` to `path` atomically (temp file + rename).
@@ -110,6 +132,75 @@ absl::Status ResolvePorts(ClusterConfig* c, ClusterPorts* ports) {
   ports->draft = (*free)[next++];
   for (int r = 0; r < c->tp; ++r) ports->target.push_back((*free)[next++]);
   return absl::OkStatus();
+}
+
+// The ready file: endpoint, metrics, current pids, logs, the metrics textfile, then
+// one line per process with its state.
+std::string ReadyFileText(const ClusterPlan& plan, const std::string& log_dir,
+                          const std::vector<ProcessStatus>& status) {
+  std::string ready = absl::StrCat(plan.endpoint, "\n");
+  if (!plan.metrics_endpoint.empty())
+    absl::StrAppend(&ready, "metrics=", plan.metrics_endpoint, "\n");
+  std::vector<std::string> pids;
+  for (const ProcessStatus& p : status) pids.push_back(absl::StrCat(p.pid));
+  absl::StrAppend(&ready, "pids=", absl::StrJoin(pids, ","), "\n", "logs=", log_dir, "\n",
+                  "up_metrics=", log_dir, "/up.prom\n", FormatProcessLines(status));
+  return ready;
+}
+
+void PrintBanner(const ClusterPlan& plan) {
+  std::printf("Tandem is serving on %s", plan.endpoint.c_str());
+  if (!plan.metrics_endpoint.empty()) {
+    std::printf(" (metrics: http://%s/metrics)", plan.metrics_endpoint.c_str());
+  }
+  std::printf("\n  try: tandem generate --server %s \"def fib(n):\"\nPress Ctrl-C to stop.\n",
+              plan.endpoint.c_str());
+  std::fflush(stdout);
+}
+
+// Runs the supervision loop until a stop signal (0; 130 before the cluster was ready),
+// a process the policy does not restart, or a start-up timeout (1). Keeps LOG_DIR/up.prom
+// and, once ready, the ready file up to date.
+int Supervise(LocalCluster& cluster, const ClusterConfig& config, const ClusterPlan& plan,
+              const std::string& log_dir, const std::string& ready_file) {
+  Supervisor supervisor(&cluster, config.restart, [](const std::string& line) { Say(line); });
+  const absl::Time start_deadline = absl::Now() + absl::Seconds(config.startup_timeout_s);
+  bool ready = false;
+  while (true) {
+    absl::Status step = supervisor.Step(absl::Now());
+    if (!step.ok()) {
+      Say(absl::StrCat(ready ? "giving up: " : "cluster failed to start: ", step.message()));
+      Say("stopping the other processes");
+      return 1;
+    }
+    if (!ready && supervisor.AllServing()) {
+      ready = true;
+      PrintBanner(plan);
+    } else if (!ready && absl::Now() >= start_deadline) {
+      Say(absl::StrCat("cluster failed to start: not healthy after ",
+                       absl::FormatDuration(absl::Seconds(config.startup_timeout_s)), ": ",
+                       absl::StrJoin(supervisor.NotServing(), ", ")));
+      Say("stopping the other processes");
+      return 1;
+    }
+    if (supervisor.TakeChanged()) {
+      const std::vector<ProcessStatus> status = supervisor.Status();
+      absl::Status written =
+          WriteFileAtomically(log_dir + "/up.prom", FormatSupervisorMetrics(status));
+      if (written.ok() && ready && !ready_file.empty()) {
+        written = WriteFileAtomically(ready_file, ReadyFileText(plan, log_dir, status));
+      }
+      if (!written.ok()) {
+        Say(std::string(written.message()));
+        return 1;
+      }
+    }
+    if (const int sig = WaitForStopSignal(absl::Milliseconds(250)); sig != 0) {
+      Say(absl::StrCat("got ", strsignal(sig),
+                       ready ? "; stopping the cluster" : " while starting; stopping"));
+      return ready ? 0 : 130;
+    }
+  }
 }
 
 int RunUp(const Invocation& inv) {
@@ -175,9 +266,11 @@ int RunUp(const Invocation& inv) {
 
   const std::string ready_file = absl::GetFlag(FLAGS_ready_file);
   if (!ready_file.empty()) unlink(ready_file.c_str());
+  OpenUpLog(log_dir + "/up.log");
   Say(absl::StrCat("starting ", plan->processes.size(), " processes (target tp=", config->tp,
                    config->with_draft ? ", draft" : ", no draft",
-                   config->cpu_affinity ? ", pinned" : "", "); logs in ", log_dir));
+                   config->cpu_affinity ? ", pinned" : "",
+                   ", restart=", RestartModeName(config->restart.mode), "); logs in ", log_dir));
   for (const ProcessSpec& p : plan->processes) {
     Say(absl::StrCat("  ", p.name, ": ", CommandLineOf(p)));
   }
@@ -189,57 +282,10 @@ int RunUp(const Invocation& inv) {
     Say(std::string(cluster.status().message()));
     return 1;
   }
-  int signal_seen = 0;
-  absl::Status healthy = (*cluster)->WaitHealthy(absl::Seconds(config->startup_timeout_s),
-                                                 [&signal_seen](absl::Duration d) {
-                                                   signal_seen = WaitForStopSignal(d);
-                                                   return signal_seen != 0;
-                                                 });
-  if (!healthy.ok()) {
-    if (absl::IsCancelled(healthy)) {
-      Say(absl::StrCat("got ", strsignal(signal_seen), " while starting; stopping"));
-    } else {
-      Say(absl::StrCat("cluster failed to start: ", healthy.message()));
-      Say("stopping the other processes");
-    }
-    (*cluster)->Stop();
-    return absl::IsCancelled(healthy) ? 130 : 1;
+  for (size_t i = 0; i < (*cluster)->size(); ++i) {
+    Say(absl::StrCat("started ", (*cluster)->name(i), " (pid ", (*cluster)->pid(i), ")"));
   }
-
-  std::string ready = absl::StrCat(plan->endpoint, "\n");
-  if (!plan->metrics_endpoint.empty())
-    absl::StrAppend(&ready, "metrics=", plan->metrics_endpoint, "\n");
-  std::vector<std::string> pids;
-  for (pid_t pid : (*cluster)->pids()) pids.push_back(absl::StrCat(pid));
-  absl::StrAppend(&ready, "pids=", absl::StrJoin(pids, ","), "\n", "logs=", log_dir, "\n");
-  std::printf("Tandem is serving on %s", plan->endpoint.c_str());
-  if (!plan->metrics_endpoint.empty()) {
-    std::printf(" (metrics: http://%s/metrics)", plan->metrics_endpoint.c_str());
-  }
-  std::printf("\n  try: tandem generate --server %s \"def fib(n):\"\nPress Ctrl-C to stop.\n",
-              plan->endpoint.c_str());
-  std::fflush(stdout);
-  if (!ready_file.empty()) {
-    if (absl::Status s = WriteFileAtomically(ready_file, ready); !s.ok()) {
-      Say(std::string(s.message()));
-      (*cluster)->Stop();
-      return 1;
-    }
-  }
-
-  int exit_code = 0;
-  while (true) {
-    if (const int sig = WaitForStopSignal(absl::Milliseconds(250)); sig != 0) {
-      Say(absl::StrCat("got ", strsignal(sig), "; stopping the cluster"));
-      break;
-    }
-    if (std::optional<std::string> dead = (*cluster)->FindExited()) {
-      Say(absl::StrCat("a process died unexpectedly: ", *dead));
-      Say("stopping the other processes");
-      exit_code = 1;
-      break;
-    }
-  }
+  const int exit_code = Supervise(**cluster, *config, *plan, log_dir, ready_file);
   if (!ready_file.empty()) unlink(ready_file.c_str());
   (*cluster)->Stop();
   Say("stopped");
@@ -288,6 +334,18 @@ absl::StatusOr<ClusterConfig> ConfigFromFlags(const std::set<std::string>& given
     }
     if (p != "default") c.coordinator.pipelining = p == "on";
   }
+  if (set("restart")) {
+    absl::StatusOr<RestartMode> mode = ParseRestartMode(absl::GetFlag(FLAGS_restart));
+    if (!mode.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--restart: ", mode.status().message()));
+    c.restart.mode = *mode;
+  }
+  if (set("restart_budget")) c.restart.budget = absl::GetFlag(FLAGS_restart_budget);
+  if (set("restart_window")) c.restart.window = absl::Seconds(absl::GetFlag(FLAGS_restart_window));
+  if (set("restart_backoff")) {
+    c.restart.backoff = absl::Seconds(absl::GetFlag(FLAGS_restart_backoff));
+    c.restart.max_backoff = std::max(c.restart.max_backoff, c.restart.backoff);
+  }
   if (absl::Status s = ValidateClusterConfig(c); !s.ok()) return s;
   return c;
 }
@@ -303,13 +361,24 @@ Command UpCommand() {
       "rendezvous through the coordinator). Workers listen on free ports. Waits until\n"
       "every process reports healthy (grpc.health.v1), prints the endpoint, writes\n"
       "--ready-file, and runs until Ctrl-C or SIGTERM, then stops everything. Each\n"
-      "process logs to LOG_DIR/NAME.log. If a process dies, `up` reports which one with\n"
-      "the end of its log, stops the rest and exits with status 1. No process outlives\n"
-      "`up`, even if it is killed (the children get a parent-death signal).\n\n"
+      "process logs to LOG_DIR/NAME.log, `up` itself to stderr and LOG_DIR/up.log.\n\n"
+      "A process that dies is restarted (--restart always, the default; `workers` leaves\n"
+      "a dead coordinator alone, `never` stops at the first death) after a backoff that\n"
+      "starts at --restart-backoff and doubles with each restart within --restart-window,\n"
+      "up to --restart-budget restarts per process per window. Each death and restart is\n"
+      "reported (process, exit status or signal, restart count). A restarted coordinator\n"
+      "loses the requests it was running (their clients get UNAVAILABLE); workers are\n"
+      "re-adopted and requests in flight pause and resume. When a death is not to be\n"
+      "restarted, `up` names the process with the end of its log, stops the rest and\n"
+      "exits with status 1. No process outlives `up`, even if it is killed (the children\n"
+      "get a parent-death signal).\n\n"
       "A JSON --config file describes the same cluster (see client/README.md); flags\n"
       "given on the command line override its values.\n\n"
       "Ready file: line 1 is the endpoint (HOST:PORT); then metrics=HOST:PORT,\n"
-      "pids=PID,... (coordinator first) and logs=DIR. It is removed on shutdown.";
+      "pids=PID,... (coordinator first), logs=DIR, up_metrics=FILE and one line per\n"
+      "process: process=NAME state=starting|serving|restarting|failed pid=P restarts=N.\n"
+      "It is rewritten on every change and removed on shutdown. FILE (LOG_DIR/up.prom) is\n"
+      "Prometheus text: tandem_up_restarts_total{role} and tandem_up_process_serving.";
   c.flags = {
       {"config", "FILE", "Cluster description (JSON); flags override its values."},
       {"target", "DIR", "Target model directory (Hugging Face layout)."},
@@ -345,6 +414,13 @@ Command UpCommand() {
        "program, in the Bazel tree, or on PATH."},
       {"worker_bin", "PATH", "tandem-worker to run (found like --coordinator-bin)."},
       {"dry_run", "", "Print the cluster description and command lines, start nothing."},
+      {"restart", "POLICY",
+       "What to do when a process dies: always (restart it, the default), workers (not the "
+       "coordinator), never (stop the cluster)."},
+      {"restart_budget", "N", "Restarts allowed per process within the window; then give up."},
+      {"restart_window", "SECONDS", "Sliding window of the restart budget."},
+      {"restart_backoff", "SECONDS",
+       "Delay of the first restart in a window; doubles with each further one (max 10 s)."},
   };
   c.run = RunUp;
   return c;

@@ -18,6 +18,10 @@ ABSL_DECLARE_FLAG(bool, cpu_affinity);
 ABSL_DECLARE_FLAG(std::string, target_cpus);
 ABSL_DECLARE_FLAG(std::string, draft_cpus);
 ABSL_DECLARE_FLAG(std::string, backend);
+ABSL_DECLARE_FLAG(std::string, restart);
+ABSL_DECLARE_FLAG(int, restart_budget);
+ABSL_DECLARE_FLAG(double, restart_window);
+ABSL_DECLARE_FLAG(double, restart_backoff);
 
 namespace tandem::client {
 namespace {
@@ -82,6 +86,32 @@ TEST(ConfigFromFlagsTest, CudaBackendSwitchesCollectivesToNccl) {
   EXPECT_EQ(c->draft.backend, "cuda");
   EXPECT_EQ(c->comm, "nccl");
   absl::SetFlag(&FLAGS_backend, "cpu");
+}
+
+TEST(ConfigFromFlagsTest, RestartFlagsOverrideTheFile) {
+  absl::SetFlag(&FLAGS_config, WriteConfig(R"({"restart": {"policy": "workers", "budget": 9,
+                                                           "window_s": 30}})"));
+  absl::SetFlag(&FLAGS_restart, "never");
+  absl::SetFlag(&FLAGS_restart_budget, 2);
+  absl::SetFlag(&FLAGS_restart_backoff, 20);  // Above the default cap: raises it.
+  auto c = ConfigFromFlags({"config", "restart", "restart_budget", "restart_backoff"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->restart.mode, RestartMode::kNever);
+  EXPECT_EQ(c->restart.budget, 2);
+  EXPECT_EQ(c->restart.window, absl::Seconds(30));  // From the file.
+  EXPECT_EQ(c->restart.backoff, absl::Seconds(20));
+  EXPECT_EQ(c->restart.max_backoff, absl::Seconds(20));
+  absl::SetFlag(&FLAGS_restart, "sometimes");
+  EXPECT_THAT(std::string(ConfigFromFlags({"restart"}).status().message()),
+              HasSubstr("--restart: restart policy must be never, workers or always"));
+  absl::SetFlag(&FLAGS_restart_window, 0);
+  EXPECT_THAT(std::string(ConfigFromFlags({"restart_window"}).status().message()),
+              HasSubstr("window_s"));
+  absl::SetFlag(&FLAGS_config, "");
+  absl::SetFlag(&FLAGS_restart, "always");
+  absl::SetFlag(&FLAGS_restart_budget, 5);
+  absl::SetFlag(&FLAGS_restart_window, 60);
+  absl::SetFlag(&FLAGS_restart_backoff, 0.5);
 }
 
 TEST(ConfigFromFlagsTest, BadFileOrValuesAreErrors) {
