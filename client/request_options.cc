@@ -30,7 +30,7 @@ constexpr RuleEntry kRules[] = {
     {"default", v1::ACCEPTANCE_RULE_DEFAULT},     {"greedy", v1::ACCEPTANCE_RULE_GREEDY},
     {"rejection", v1::ACCEPTANCE_RULE_REJECTION}, {"threshold", v1::ACCEPTANCE_RULE_THRESHOLD},
     {"ratio", v1::ACCEPTANCE_RULE_RATIO},         {"position", v1::ACCEPTANCE_RULE_POSITION},
-    {"typical", v1::ACCEPTANCE_RULE_TYPICAL},
+    {"typical", v1::ACCEPTANCE_RULE_TYPICAL},     {"coupled", v1::ACCEPTANCE_RULE_COUPLED},
 };
 
 std::string Lower(const std::string& s) {
