@@ -34,6 +34,8 @@ ABSL_FLAG(std::string, prompts, "bench/prompts/code_completion.jsonl", "Prompts 
 ABSL_FLAG(std::string, concurrency, "1", "Concurrency levels.");
 ABSL_FLAG(int, requests, 8, "Requests per configuration.");
 ABSL_FLAG(std::string, methods, "none,draft", "Methods to compare.");
+ABSL_FLAG(std::string, rules, "default", "Acceptance rules to compare.");
+ABSL_FLAG(int, repeat, 1, "Rounds over all configurations (interleaved); medians reported.");
 ABSL_FLAG(std::string, out, "", "JSON results file.");
 ABSL_FLAG(std::string, plot, "", "PNG plot file.");
 ABSL_FLAG(std::string, metrics, "", "Coordinator metrics address.");
@@ -96,6 +98,7 @@ struct BenchSettings {
   std::vector<std::string> prompts;
   RequestOptions request;
   absl::Duration timeout;
+  std::optional<uint64_t> seed;  // Requests for prompt i carry seed + i.
 };
 
 v1::GenerateRequest MakeRequest(const BenchSettings& s, const ConfigKey& key, int number,
@@ -103,8 +106,33 @@ v1::GenerateRequest MakeRequest(const BenchSettings& s, const ConfigKey& key, in
   RequestOptions o = s.request;
   o.method = key.method;
   o.pipelining = key.pipelining;
+  o.accept = key.rule;
   *prompt_index = number % static_cast<int>(s.prompts.size());
+  if (s.seed.has_value()) o.seed = *s.seed + *prompt_index;
   return *BuildRequest(o, s.prompts[*prompt_index]);  // Options were checked up front.
+}
+
+// Every configuration of one round, in order: methods x rules x pipelining modes x
+// concurrency levels (`none` once per rule and concurrency: pipelining does not apply).
+std::vector<ConfigKey> Configurations(const std::vector<v1::SpeculationMethod>& methods,
+                                      const std::vector<v1::AcceptanceRule>& rules,
+                                      const std::vector<v1::Pipelining>& pipelining,
+                                      const std::vector<int>& concurrency) {
+  std::vector<ConfigKey> keys;
+  for (v1::SpeculationMethod method : methods) {
+    for (v1::AcceptanceRule rule : rules) {
+      for (size_t p = 0; p < pipelining.size(); ++p) {
+        if (method == v1::SPECULATION_METHOD_NONE && p > 0) continue;
+        for (int c : concurrency) {
+          keys.push_back(ConfigKey{
+              method,
+              method == v1::SPECULATION_METHOD_NONE ? v1::PIPELINING_DEFAULT : pipelining[p], c,
+              rule});
+        }
+      }
+    }
+  }
+  return keys;
 }
 
 ConfigRun RunConfig(v1::Tandem::Stub* stub, const BenchSettings& s, const ConfigKey& key,
@@ -113,7 +141,8 @@ ConfigRun RunConfig(v1::Tandem::Stub* stub, const BenchSettings& s, const Config
   run.key = key;
   run.results.resize(requests);
   run.prompt_index.assign(requests, 0);
-  const std::string label = absl::StrFormat("%-13s pipe=%-7s c=%-3d", MethodName(key.method),
+  const std::string label = absl::StrFormat("%-13s %-9s pipe=%-7s c=%-3d", MethodName(key.method),
+                                            AcceptanceRuleName(key.rule),
                                             PipeliningName(key.pipelining), key.concurrency);
   ProgressBar bar(stderr, label);
   int done = 0, failed = 0;
@@ -284,6 +313,10 @@ int RunBench(const Invocation& inv) {
   if (!methods.ok()) return usage_error(methods.status());
   auto pipelining = ParsePipeliningList(absl::GetFlag(FLAGS_pipelining));
   if (!pipelining.ok()) return usage_error(pipelining.status());
+  auto rules = ParseAcceptanceRuleList(absl::GetFlag(FLAGS_rules));
+  if (!rules.ok()) return usage_error(rules.status());
+  const int repeat = absl::GetFlag(FLAGS_repeat);
+  if (repeat < 1) return usage_error(absl::InvalidArgumentError("--repeat must be >= 1"));
   if (absl::GetFlag(FLAGS_requests) < 1) {
     return usage_error(absl::InvalidArgumentError("--requests must be >= 1"));
   }
@@ -305,6 +338,7 @@ int RunBench(const Invocation& inv) {
   s.request.k = absl::GetFlag(FLAGS_k);
   s.request.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
   s.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
+  s.seed = absl::GetFlag(FLAGS_seed);
   if (auto check = BuildRequest(s.request, "x"); !check.ok()) return usage_error(check.status());
 
   const std::string server = absl::GetFlag(FLAGS_server);
@@ -354,6 +388,8 @@ int RunBench(const Invocation& inv) {
         {"max_tokens", s.request.max_tokens},
         {"temperature", s.request.temperature},
         {"k", s.request.k.has_value() ? nlohmann::json(*s.request.k) : nlohmann::json("adaptive")},
+        {"seed", s.seed.has_value() ? nlohmann::json(*s.seed) : nlohmann::json(nullptr)},
+        {"repeat", repeat},
         {"ignore_eos", s.request.ignore_eos},
         {"warmup", absl::GetFlag(FLAGS_warmup)},
         {"metrics", absl::GetFlag(FLAGS_metrics)}}},
@@ -374,46 +410,57 @@ int RunBench(const Invocation& inv) {
   }
 
   if (absl::GetFlag(FLAGS_soak) > absl::ZeroDuration()) {
-    ConfigKey key{(*methods)[0], (*pipelining)[0], (*concurrency)[0]};
+    ConfigKey key{(*methods)[0], (*pipelining)[0], (*concurrency)[0], (*rules)[0]};
     return RunSoak(stub.get(), s, key, absl::GetFlag(FLAGS_soak), pids, report);
   }
 
   std::vector<ConfigRun> runs;
-  std::vector<ConfigResult> rows;
+  std::vector<std::vector<ConfigResult>> rounds;
   const std::string metrics = absl::GetFlag(FLAGS_metrics);
-  for (v1::SpeculationMethod method : *methods) {
-    for (size_t p = 0; p < pipelining->size(); ++p) {
-      // Pipelining does not apply to plain decoding: run `none` once.
-      if (method == v1::SPECULATION_METHOD_NONE && p > 0) continue;
-      for (int c : *concurrency) {
-        if (g_interrupted) break;
-        ConfigKey key{
-            method,
-            method == v1::SPECULATION_METHOD_NONE ? v1::PIPELINING_DEFAULT : (*pipelining)[p], c};
-        const std::vector<PrometheusSample> before = Scrape(metrics);
-        ConfigRun run = RunConfig(stub.get(), s, key, absl::GetFlag(FLAGS_requests));
-        const std::vector<PrometheusSample> after = Scrape(metrics);
-        ConfigResult row = Aggregate(run);
-        row.busy = BusyBetween(before, after, run.wall_s);
-        rows.push_back(row);
-        runs.push_back(std::move(run));
-      }
+  for (int round = 0; round < repeat && !g_interrupted; ++round) {
+    std::vector<ConfigResult> rows;
+    for (const ConfigKey& key : Configurations(*methods, *rules, *pipelining, *concurrency)) {
+      if (g_interrupted) break;
+      const std::vector<PrometheusSample> before = Scrape(metrics);
+      ConfigRun run = RunConfig(stub.get(), s, key, absl::GetFlag(FLAGS_requests));
+      const std::vector<PrometheusSample> after = Scrape(metrics);
+      ConfigResult row = Aggregate(run);
+      row.busy = BusyBetween(before, after, run.wall_s);
+      row.step = StepCostsBetween(before, after);
+      rows.push_back(row);
+      runs.push_back(std::move(run));
     }
+    ComputeSpeedups(&rows);
+    if (repeat > 1) std::printf("\nRound %d of %d:\n", round + 1, repeat);
+    std::printf("\n%s\n%s", RenderResultsTable(rows).c_str(), RenderCostTable(rows).c_str());
+    rounds.push_back(std::move(rows));
   }
-  ComputeSpeedups(&rows);
-  std::printf("\n%s", RenderResultsTable(rows).c_str());
+  std::vector<ConfigResult> rows = MedianOverRounds(rounds);
+  if (rounds.size() > 1) {
+    std::printf("\nMedians over %zu rounds:\n\n%s\n%s", rounds.size(),
+                RenderResultsTable(rows).c_str(), RenderCostTable(rows).c_str());
+  }
 
   int exit_code = 0;
   nlohmann::json check_json;
-  if (s.request.temperature == 0) {
-    OutputCheck check = CheckOutputsAgainstNone(runs);
+  // Greedy outputs, and seeded outputs of the coupled rule (spec/acceptance.h), equal
+  // target-only outputs token for token.
+  const auto comparable = [&](const ConfigKey& key) {
+    if (s.request.temperature == 0) return true;
+    return s.seed.has_value() &&
+           (key.rule == v1::ACCEPTANCE_RULE_COUPLED || key.rule == v1::ACCEPTANCE_RULE_DEFAULT);
+  };
+  bool any_comparable = false;
+  for (v1::AcceptanceRule rule : *rules) any_comparable |= comparable(ConfigKey{.rule = rule});
+  if (any_comparable) {
+    OutputCheck check = CheckOutputsAgainstNone(runs, comparable);
     check_json = ToJson(check);
     if (check.compared == 0) {
       std::printf("Output check: nothing to compare (needs `none` and another configuration)\n");
     } else if (check.ok()) {
       std::printf(
           "Output check: all %d outputs identical to `none` for the same prompt "
-          "(greedy is lossless)\n",
+          "(greedy, or seeded coupled sampling)\n",
           check.compared);
     } else {
       std::printf("Output check: FAILED, %zu of %d outputs differ from `none`:\n",
@@ -424,8 +471,10 @@ int RunBench(const Invocation& inv) {
       exit_code = 1;
     }
   } else {
-    check_json = {{"skipped", "sampling (temperature > 0): outputs agree in distribution only"}};
-    std::printf("Output check: skipped (temperature > 0)\n");
+    check_json = {{"skipped",
+                   "sampling (temperature > 0) without --seed and rule coupled: outputs agree in "
+                   "distribution only"}};
+    std::printf("Output check: skipped (temperature > 0 without --seed and rule coupled)\n");
   }
   for (const ConfigResult& row : rows) {
     if (row.ok == 0) exit_code = 1;
@@ -479,7 +528,8 @@ Command BenchCommand() {
   c.summary = "Benchmark a server: methods x pipelining x concurrency, or a soak run.";
   c.usage =
       "Usage: tandem bench --server HOST:PORT [flags]\n\n"
-      "Runs every configuration (method, pipelining mode, concurrency) back to back with\n"
+      "Runs every configuration (method, acceptance rule, pipelining mode, concurrency)\n"
+      "back to back with\n"
       "--requests requests each (prompt i of the file for request i, cycling), greedy by\n"
       "default so outputs are comparable, and prints one table row per configuration:\n"
       "throughput (generated tokens/s), requests/s, time to first token and time per\n"
@@ -488,7 +538,12 @@ Command BenchCommand() {
       "same concurrency) and draft/target busy fractions (with --metrics).\n"
       "With greedy decoding it checks that every output equals the `none` output for the\n"
       "same prompt and exits with status 1 if one differs (or a configuration had no\n"
-      "successful request).\n\n"
+      "successful request); with --seed the same check covers sampled runs of the coupled\n"
+      "rule (or the default rule, which is coupled for seeded requests).\n"
+      "--repeat N runs all configurations N times, round after round (interleaved, so\n"
+      "machine noise spreads over all of them), and prints per-round tables and medians.\n"
+      "With --metrics a second table gives the cost-model terms (alpha, K, E, c, nu, o;\n"
+      "spec/cost_model.h) measured for each configuration.\n\n"
       "--soak DURATION runs the first method/pipelining/concurrency for that long and\n"
       "reports requests served, errors by status code, latency, and (with --pids) the RSS\n"
       "of the server processes at start, end and peak. Ctrl-C ends a run early; what\n"
@@ -501,6 +556,11 @@ Command BenchCommand() {
       {"concurrency", "N[,N...]", "Requests in flight at once; one run per level."},
       {"requests", "M", "Requests per configuration."},
       {"methods", "M[,M...]", "Speculation methods: none, draft, prompt_lookup, auto."},
+      {"rules", "R[,R...]",
+       "Acceptance rules: default, rejection, coupled, ...; one run per rule "
+       "(`none` too: its sampling follows the rule)."},
+      {"repeat", "N", "Rounds over every configuration; medians over the rounds."},
+      {"seed", "S", "Requests for prompt i carry seed S + i (unset: the server draws one)."},
       {"pipelining", "MODE[,MODE...]",
        "Draft/verify overlap per request: default, on, off; "
        "one run per mode (`none` runs once)."},

@@ -93,6 +93,8 @@ TEST(SpeedupTest, RatioToNoneAtTheSameConcurrency) {
   EXPECT_TRUE(std::isnan(rows[4].speedup_vs_none));
 }
 
+bool All(const ConfigKey&) { return true; }
+
 TEST(OutputCheckTest, EveryMethodMustReproduceNone) {
   std::vector<ConfigRun> runs;
   runs.push_back(MakeRun(v1::SPECULATION_METHOD_NONE, 1, 1,
@@ -101,13 +103,13 @@ TEST(OutputCheckTest, EveryMethodMustReproduceNone) {
                          {Ok("alpha", 1, 1, 1, 1, 1, 1), Ok("beta", 1, 1, 1, 1, 1, 1),
                           Ok("alpha", 1, 1, 1, 1, 1, 1), Failed(absl::StatusCode::kInternal)},
                          {0, 1, 0, 1}));
-  OutputCheck good = CheckOutputsAgainstNone(runs);
+  OutputCheck good = CheckOutputsAgainstNone(runs, All);
   EXPECT_EQ(good.compared, 3);
   EXPECT_TRUE(good.ok());
 
   runs.push_back(
       MakeRun(v1::SPECULATION_METHOD_PROMPT_LOOKUP, 1, 1, {Ok("betx", 1, 1, 1, 1, 1, 1)}, {1}));
-  OutputCheck bad = CheckOutputsAgainstNone(runs);
+  OutputCheck bad = CheckOutputsAgainstNone(runs, All);
   EXPECT_EQ(bad.compared, 4);
   ASSERT_EQ(bad.mismatches.size(), 1u);
   EXPECT_THAT(bad.mismatches[0], HasSubstr("prompt_lookup"));
@@ -122,7 +124,92 @@ TEST(OutputCheckTest, EveryMethodMustReproduceNone) {
 TEST(OutputCheckTest, NothingToCompareIsNotOk) {
   std::vector<ConfigRun> runs;
   runs.push_back(MakeRun(v1::SPECULATION_METHOD_DRAFT, 1, 1, {Ok("a", 1, 1, 1, 1, 1, 1)}, {0}));
-  EXPECT_FALSE(CheckOutputsAgainstNone(runs).ok());
+  EXPECT_FALSE(CheckOutputsAgainstNone(runs, All).ok());
+}
+
+TEST(OutputCheckTest, OnlyComparableRulesTakePart) {
+  std::vector<ConfigRun> runs;
+  runs.push_back(MakeRun(v1::SPECULATION_METHOD_NONE, 1, 1, {Ok("alpha", 1, 0, 0, 1, 1, 1)}, {0}));
+  runs.back().key.rule = v1::ACCEPTANCE_RULE_REJECTION;  // Seeded inverse-CDF sampling.
+  runs.push_back(MakeRun(v1::SPECULATION_METHOD_NONE, 1, 1, {Ok("gamma", 1, 0, 0, 1, 1, 1)}, {0}));
+  runs.back().key.rule = v1::ACCEPTANCE_RULE_COUPLED;
+  runs.push_back(MakeRun(v1::SPECULATION_METHOD_DRAFT, 1, 1, {Ok("gamma", 1, 1, 1, 1, 1, 1)}, {0}));
+  runs.back().key.rule = v1::ACCEPTANCE_RULE_COUPLED;
+  runs.push_back(MakeRun(v1::SPECULATION_METHOD_DRAFT, 1, 1, {Ok("delta", 1, 1, 1, 1, 1, 1)}, {0}));
+  runs.back().key.rule = v1::ACCEPTANCE_RULE_REJECTION;
+  const auto coupled = [](const ConfigKey& k) { return k.rule == v1::ACCEPTANCE_RULE_COUPLED; };
+  OutputCheck check = CheckOutputsAgainstNone(runs, coupled);
+  EXPECT_EQ(check.compared, 1);
+  EXPECT_TRUE(check.ok());
+  EXPECT_FALSE(CheckOutputsAgainstNone(runs, All).ok());
+}
+
+TEST(CostTermsTest, RelativeToTheTargetStepOfNoneWithTheSameRule) {
+  auto before = ParsePrometheusText(
+      "tandem_step_latency_ms_count{phase=\"verify\"} 100\n"
+      "tandem_step_latency_ms_sum{phase=\"draft\"} 0\n"
+      "tandem_step_latency_ms_sum{phase=\"verify\"} 1000\n");
+  auto after = ParsePrometheusText(
+      "tandem_step_latency_ms_count{phase=\"verify\"} 110\n"
+      "tandem_step_latency_ms_sum{phase=\"draft\"} 12\n"
+      "tandem_step_latency_ms_sum{phase=\"verify\"} 1030\n"
+      "tandem_step_latency_ms_sum{phase=\"collective\"} 10\n"
+      "tandem_step_latency_ms_sum{phase=\"rpc\"} 5\n"
+      "tandem_step_latency_ms_sum{phase=\"overhead\"} 2\n");
+  ASSERT_TRUE(before.ok() && after.ok());
+  const StepCosts step = StepCostsBetween(*before, *after);
+  EXPECT_DOUBLE_EQ(step.steps, 10);
+  EXPECT_DOUBLE_EQ(step.draft_ms, 1.2);
+  EXPECT_DOUBLE_EQ(step.target_ms, 4.0);
+  EXPECT_DOUBLE_EQ(step.rpc_ms, 0.5);
+  EXPECT_DOUBLE_EQ(step.overhead_ms, 0.2);
+  EXPECT_TRUE(std::isnan(StepCostsBetween({}, {}).steps));
+
+  std::vector<ConfigResult> rows(3);
+  rows[0].key = {v1::SPECULATION_METHOD_NONE, v1::PIPELINING_DEFAULT, 1,
+                 v1::ACCEPTANCE_RULE_REJECTION};
+  rows[0].step = {10, 0, 9.0, 1.0, 0.5};  // T = 10 ms: not the baseline of a coupled row.
+  rows[1].key = {v1::SPECULATION_METHOD_NONE, v1::PIPELINING_DEFAULT, 1,
+                 v1::ACCEPTANCE_RULE_COUPLED};
+  rows[1].step = {10, 0, 2.5, 0.5, 0.1};  // T = 3 ms.
+  rows[2].key = {v1::SPECULATION_METHOD_DRAFT, v1::PIPELINING_ON, 1, v1::ACCEPTANCE_RULE_COUPLED};
+  rows[2].step = step;
+  rows[2].cost.k = 4;
+  rows[2].acceptance_rate = 0.5;
+  rows[2].mean_accepted_length = 2.2;
+  for (int i = 0; i < 3; ++i) rows[i].throughput_tok_s = 10.0 * (i + 1);
+  ComputeSpeedups(&rows);
+  EXPECT_DOUBLE_EQ(rows[2].speedup_vs_none, 1.5);  // 30 / 20: the coupled `none`.
+  EXPECT_DOUBLE_EQ(rows[2].cost.nu, 4.5 / 3.0);
+  EXPECT_DOUBLE_EQ(rows[2].cost.c, 1.2 / (4 * 3.0));
+  EXPECT_DOUBLE_EQ(rows[2].cost.o, 0.2 / 3.0);
+  EXPECT_DOUBLE_EQ(rows[2].cost.alpha, 0.5);
+  EXPECT_DOUBLE_EQ(rows[2].cost.e, 2.2);
+  EXPECT_THAT(RenderCostTable(rows), HasSubstr("coupled"));
+}
+
+TEST(MedianTest, MediansOverRoundsPerConfiguration) {
+  std::vector<std::vector<ConfigResult>> rounds(3, std::vector<ConfigResult>(2));
+  const double throughputs[3][2] = {{10, 30}, {12, 15}, {11, 33}};
+  for (int r = 0; r < 3; ++r) {
+    rounds[r][0].key = {v1::SPECULATION_METHOD_NONE, v1::PIPELINING_DEFAULT, 1};
+    rounds[r][1].key = {v1::SPECULATION_METHOD_DRAFT, v1::PIPELINING_ON, 1};
+    for (int c = 0; c < 2; ++c) {
+      rounds[r][c].throughput_tok_s = throughputs[r][c];
+      rounds[r][c].requests = rounds[r][c].ok = 4;
+    }
+    rounds[r][1].acceptance_rate = r == 1 ? NAN : 0.5 + 0.1 * r;
+    ComputeSpeedups(&rounds[r]);
+  }
+  const std::vector<ConfigResult> medians = MedianOverRounds(rounds);
+  ASSERT_EQ(medians.size(), 2u);
+  EXPECT_DOUBLE_EQ(medians[0].throughput_tok_s, 11);
+  EXPECT_DOUBLE_EQ(medians[1].throughput_tok_s, 30);
+  EXPECT_DOUBLE_EQ(medians[1].speedup_vs_none, 3.0);  // Of 3.0, 1.25, 3.0.
+  EXPECT_DOUBLE_EQ(medians[1].acceptance_rate, 0.6);  // Of 0.5 and 0.7 (NaN skipped).
+  EXPECT_EQ(medians[1].rounds, 3);
+  EXPECT_EQ(medians[1].requests, 12);
+  EXPECT_EQ(ToJson(medians[1])["rounds"], 3);
 }
 
 TEST(BusyBetweenTest, UsesTheGrowthOfStepLatencySums) {

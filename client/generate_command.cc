@@ -18,7 +18,6 @@
 
 ABSL_FLAG(std::optional<double>, top_p, std::nullopt, "Nucleus sampling mass.");
 ABSL_FLAG(int, top_k, 0, "Top-k sampling; 0 = no limit.");
-ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt, "Sampling seed.");
 ABSL_FLAG(std::string, method, "auto", "Speculation method.");
 ABSL_FLAG(std::string, accept, "default", "Acceptance rule.");
 ABSL_FLAG(std::optional<double>, alpha, std::nullopt, "threshold/ratio parameter.");
