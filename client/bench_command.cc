@@ -107,6 +107,7 @@ v1::GenerateRequest MakeRequest(const BenchSettings& s, const ConfigKey& key, in
   o.method = key.method;
   o.pipelining = key.pipelining;
   o.accept = key.rule;
+  if (key.method == v1::SPECULATION_METHOD_NONE) o.k.reset();  // A fixed K contradicts none.
   *prompt_index = number % static_cast<int>(s.prompts.size());
   if (s.seed.has_value()) o.seed = *s.seed + *prompt_index;
   return *BuildRequest(o, s.prompts[*prompt_index]);  // Options were checked up front.

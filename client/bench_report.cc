@@ -170,6 +170,11 @@ std::vector<ConfigResult> MedianOverRounds(const std::vector<std::vector<ConfigR
     m.speedup_vs_none = median([](const ConfigResult& r) { return r.speedup_vs_none; });
     m.busy.draft = median([](const ConfigResult& r) { return r.busy.draft; });
     m.busy.target = median([](const ConfigResult& r) { return r.busy.target; });
+    m.step.steps = median([](const ConfigResult& r) { return r.step.steps; });
+    m.step.draft_ms = median([](const ConfigResult& r) { return r.step.draft_ms; });
+    m.step.target_ms = median([](const ConfigResult& r) { return r.step.target_ms; });
+    m.step.rpc_ms = median([](const ConfigResult& r) { return r.step.rpc_ms; });
+    m.step.overhead_ms = median([](const ConfigResult& r) { return r.step.overhead_ms; });
     m.cost.alpha = median([](const ConfigResult& r) { return r.cost.alpha; });
     m.cost.k = median([](const ConfigResult& r) { return r.cost.k; });
     m.cost.e = median([](const ConfigResult& r) { return r.cost.e; });

@@ -97,8 +97,8 @@ ConfigResult Aggregate(const ConfigRun& run);
 void ComputeSpeedups(std::vector<ConfigResult>* rows);
 
 // One row per configuration of the first round: the median over the rounds of every
-// number of the tables (throughput, latencies' p50, acceptance, tokens per step,
-// speedup, busy fractions, cost terms); `rounds` set. Rounds must hold the same keys.
+// number of the tables (throughput, latency percentiles, acceptance, tokens per step,
+// speedup, busy fractions, step costs, cost terms); `rounds` set. Rounds must hold the same keys.
 std::vector<ConfigResult> MedianOverRounds(const std::vector<std::vector<ConfigResult>>& rounds);
 
 // Greedy runs are lossless: every method must produce, for the same prompt, exactly the
