@@ -62,7 +62,7 @@ rc=$?
 [ $rc -eq 0 ] && pass "bench exits 0" || fail "bench rc=$rc: $(cat "$TMP/bench.err")"
 grep -q "Output check: all .* identical" "$TMP/table" && pass "bench output check" \
   || fail "output check: $(cat "$TMP/table")"
-[ "$(grep -c '^draft ' "$TMP/table")" = 4 ] && [ "$(grep -c '^none ' "$TMP/table")" = 2 ] \
+[ "$(grep -cE '^draft .* 6/6 ' "$TMP/table")" = 4 ] && [ "$(grep -cE '^none .* 6/6 ' "$TMP/table")" = 2 ] \
   && pass "bench table rows (none once per concurrency)" || fail "rows: $(cat "$TMP/table")"
 /usr/bin/python3 - "$TMP/r.json" <<'PY' && pass "bench JSON fields" || fail "bench JSON"
 import json, sys
@@ -91,11 +91,29 @@ else
   echo "skip: python3-matplotlib not installed, plot not checked"
 fi
 
+"$TANDEM" bench --server "$ADDR" --prompts "$TMP/prompts.jsonl" --requests 3 --methods none,draft \
+  --rules rejection,coupled --repeat 2 --seed 7 --temperature 0.8 --max-tokens 2 --warmup 0 \
+  --out "$TMP/rules.json" >"$TMP/table" 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q "Medians over 2 rounds" "$TMP/table" \
+  && [ "$(grep -c "Round [12] of 2" "$TMP/table")" = 2 ] \
+  && grep -q "Output check: all 9 outputs identical" "$TMP/table" \
+  && /usr/bin/python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+rows = [(x['method'], x['rule'], x['rounds'], x['ok']) for x in r['results']]
+assert sorted(rows) == [('draft', 'coupled', 2, 6), ('draft', 'rejection', 2, 6),
+                        ('none', 'coupled', 2, 6), ('none', 'rejection', 2, 6)], rows
+assert r['settings']['seed'] == 7 and r['settings']['repeat'] == 2
+assert all('cost_terms' in x and 'step_ms' in x for x in r['results'])
+" "$TMP/rules.json" \
+  && pass "bench --rules --repeat --seed: medians, coupled output check" \
+  || fail "rules: rc=$rc $(cat "$TMP/table")"
+
 printf 'fine\nwill diverge\n' >"$TMP/diverge.txt"
 "$TANDEM" bench --server "$ADDR" --prompts "$TMP/diverge.txt" --requests 2 --methods none,draft \
   --max-tokens 2 --warmup 0 >"$TMP/table" 2>&1; rc=$?
 [ $rc -eq 1 ] && grep -q "Output check: FAILED, 1 of 2" "$TMP/table" \
-  && grep -q "draft pipelining=default c=1 prompt 1" "$TMP/table" \
+  && grep -q "draft rule=default pipelining=default c=1 prompt 1" "$TMP/table" \
   && pass "bench detects a lossy server" || fail "divergence: rc=$rc $(cat "$TMP/table")"
 
 "$TANDEM" bench --server "$ADDR" --prompts "$TMP/prompts.jsonl" --soak 1s --concurrency 2 \
