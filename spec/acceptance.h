@@ -20,7 +20,8 @@
 //                t_i = argmax over v with p_i(v) > 0 of ln p_i(v) + g(v),
 //                g(v) = GumbelNoise(seed, a_i, v) = -ln(-ln u(v)),
 //                u(v) = UniformDouble(seed, kGumbel, a_i, v)         (spec/rng.h),
-//              ties to the lower id, where a_i = key.position + (i - 1) is the absolute
+//              ties to the lower id (evaluated as argmax p_i(v) / -ln u(v), the same
+//              order with one logarithm), where a_i = key.position + (i - 1) is the absolute
 //              sequence position proposal i would occupy. Accept iff d_i == t_i; on
 //              reject emit t_i. The draft proposes d_i = GumbelSample(q_i, seed, a_i)
 //              with its own processed distribution q_i and the same noise (q is not

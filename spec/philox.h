@@ -71,13 +71,15 @@ TANDEM_HOST_DEVICE inline double Gumbel(uint64_t seed, uint64_t position, uint32
 }
 
 // The coupled rule's score of `token` with processed probability `p` (spec/sampling.h
-// GumbelSample): ln p + Gumbel(seed, position, token) for p > 0 and finite, NaN (not in
-// the support, skipped by argmax) otherwise.
+// GumbelSample): p / E with E = -ln u, u = Uniform(seed, 4 = kGumbel, position, token), for
+// p > 0 and finite; NaN (not in the support, skipped by argmax) otherwise. Its log is
+// ln p + Gumbel(seed, position, token), so the argmax is that of ln p + g, with one
+// logarithm per token instead of two (u == 0 gives E = inf and score 0).
 TANDEM_HOST_DEVICE inline double GumbelScore(float p, uint64_t seed, uint64_t position,
                                              uint32_t token) {
   const double x = p;
   if (!(x > 0.0) || x - x != 0.0) return static_cast<double>(NAN);
-  return Ln(x) + Gumbel(seed, position, token);
+  return x / -Ln(Uniform(seed, 4u, position, token));
 }
 
 }  // namespace philox
