@@ -116,6 +116,45 @@ TEST_F(CoordinatorE2eTest, PromptLookupIsTokenIdenticalToTargetOnly) {
   });
 }
 
+// Stop strings end the ids, log-probabilities and counts exactly where the text ends:
+// speculative steps that commit past the stop string must not leak tokens.
+TEST_F(CoordinatorE2eTest, StopStringsEndIdsWhereTheTextEnds) {
+  auto stub = cluster_->Client();
+  const std::vector<std::string> prompts = TestPrompts(4);
+  ParallelFor(prompts.size(), 4, [&](int i) {
+    auto none = Generate(stub.get(), prompts[i], 40, v1::SPECULATION_METHOD_NONE, -1);
+    ASSERT_TRUE(none.ok()) << none.status();
+    const std::string& text = none->text();
+    ASSERT_GT(text.size(), 12u);
+    const std::string stop = text.substr(text.size() / 2, 3);  // From the middle.
+    const auto run = [&](v1::SpeculationMethod method, int k) {
+      v1::GenerateRequest req;
+      req.set_text(prompts[i]);
+      req.set_max_new_tokens(40);
+      req.set_return_token_ids(true);
+      req.set_return_logprobs(true);
+      req.add_stop(stop);
+      req.mutable_speculation()->set_method(method);
+      if (k >= 0) req.mutable_speculation()->set_num_speculative_tokens(k);
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+      v1::GenerateResponse resp;
+      grpc::Status st = stub->Generate(&ctx, req, &resp);
+      EXPECT_TRUE(st.ok()) << st.error_message();
+      return resp;
+    };
+    const v1::GenerateResponse plain = run(v1::SPECULATION_METHOD_NONE, -1);
+    EXPECT_EQ(plain.finish_reason(), v1::FINISH_REASON_STOP) << "prompt " << i;
+    for (int k : {4, 8}) {
+      const v1::GenerateResponse spec = run(v1::SPECULATION_METHOD_DRAFT, k);
+      EXPECT_EQ(spec.text(), plain.text()) << "prompt " << i << " K=" << k;
+      EXPECT_EQ(Ids(spec), Ids(plain)) << "prompt " << i << " K=" << k;
+      EXPECT_EQ(spec.logprobs_size(), spec.token_ids_size());
+      EXPECT_EQ(spec.stats().generated_tokens(), plain.stats().generated_tokens());
+    }
+  });
+}
+
 TEST_F(CoordinatorE2eTest, ConcurrentStreamsEqualTheirSingleRequestOutputs) {
   auto stub = cluster_->Client();
   const std::vector<std::string> prompts = TestPrompts(32);
