@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/request_options.h"
-#include "client/table.h"
 
 namespace tandem::client {
 namespace {
@@ -51,7 +50,8 @@ ConfigResult Aggregate(const ConfigRun& run) {
   row.wall_s = run.wall_s;
   row.requests = static_cast<int>(run.results.size());
   std::vector<double> ttft, tpot, latency;
-  long long proposed = 0, accepted = 0, steps = 0, decode_tokens = 0;
+  row.round = run.round;
+  long long proposed = 0, accepted = 0, steps = 0, decode_tokens = 0, speculative = 0;
   for (const RequestResult& r : run.results) {
     if (r.code != absl::StatusCode::kOk) {
       ++row.errors[StatusCodeName(r.code)];
@@ -65,6 +65,7 @@ ConfigResult Aggregate(const ConfigRun& run) {
     row.generated_tokens += r.stats.generated_tokens();
     proposed += r.stats.draft_tokens_proposed();
     accepted += r.stats.draft_tokens_accepted();
+    speculative += r.stats.speculative_steps();
     if (r.stats.target_steps() > 0) {
       steps += r.stats.target_steps();
       decode_tokens += std::llround(r.stats.mean_accepted_length() * r.stats.target_steps());
@@ -79,20 +80,27 @@ ConfigResult Aggregate(const ConfigRun& run) {
   }
   if (proposed > 0) row.acceptance_rate = static_cast<double>(accepted) / proposed;
   if (steps > 0) row.mean_accepted_length = static_cast<double>(decode_tokens) / steps;
+  row.cost = AcceptanceTerms(proposed, accepted, speculative);
   return row;
+}
+
+const ConfigResult* NoneBaseline(const std::vector<ConfigResult>& rows, const ConfigResult& row) {
+  const ConfigResult* base = nullptr;
+  for (const ConfigResult& other : rows) {
+    if (other.key.method != v1::SPECULATION_METHOD_NONE || other.round != row.round ||
+        other.key.concurrency != row.key.concurrency || other.throughput_tok_s <= 0) {
+      continue;
+    }
+    if (base == nullptr || other.key.pipelining == row.key.pipelining) base = &other;
+  }
+  return base;
 }
 
 void ComputeSpeedups(std::vector<ConfigResult>* rows) {
   for (ConfigResult& row : *rows) {
-    const ConfigResult* base = nullptr;
-    for (const ConfigResult& other : *rows) {
-      if (other.key.method != v1::SPECULATION_METHOD_NONE ||
-          other.key.concurrency != row.key.concurrency || other.throughput_tok_s <= 0) {
-        continue;
-      }
-      if (base == nullptr || other.key.pipelining == row.key.pipelining) base = &other;
-    }
+    const ConfigResult* base = NoneBaseline(*rows, row);
     row.speedup_vs_none = base != nullptr ? row.throughput_tok_s / base->throughput_tok_s : NAN;
+    if (base != nullptr) AddTimeTerms(row.step_times, base->step_times, &row.cost);
   }
 }
 
@@ -156,31 +164,12 @@ BusyFractions BusyBetween(const std::vector<PrometheusSample>& before,
   return busy;
 }
 
-std::string RenderResultsTable(const std::vector<ConfigResult>& rows) {
-  TextTable t;
-  t.AddRow({"method", "pipe", "conc", "ok/req", "tok/s", "req/s", "ttft p50", "p90", "p99",
-            "tpot p50", "p90", "p99", "accept", "acc.len", "speedup", "draft busy", "target busy"});
-  for (const ConfigResult& r : rows) {
-    t.AddRow({MethodName(r.key.method), PipeliningName(r.key.pipelining),
-              absl::StrCat(r.key.concurrency), absl::StrCat(r.ok, "/", r.requests),
-              FormatNumber(r.throughput_tok_s, 1), FormatNumber(r.requests_per_s, 2),
-              FormatNumber(r.ttft_ms.p50, 1), FormatNumber(r.ttft_ms.p90, 1),
-              FormatNumber(r.ttft_ms.p99, 1), FormatNumber(r.tpot_ms.p50, 1),
-              FormatNumber(r.tpot_ms.p90, 1), FormatNumber(r.tpot_ms.p99, 1),
-              FormatPercent(r.acceptance_rate), FormatNumber(r.mean_accepted_length, 2),
-              std::isfinite(r.speedup_vs_none) ? absl::StrFormat("%.2fx", r.speedup_vs_none) : "-",
-              FormatPercent(r.busy.draft), FormatPercent(r.busy.target)});
-  }
-  return t.Render() +
-         "(times in ms; ttft = time to first token, tpot = time per output "
-         "token, both as the client sees them)\n";
-}
-
 nlohmann::json ToJson(const ConfigResult& r) {
   return {
       {"method", MethodName(r.key.method)},
       {"pipelining", PipeliningName(r.key.pipelining)},
       {"concurrency", r.key.concurrency},
+      {"round", r.round},
       {"requests", r.requests},
       {"ok", r.ok},
       {"errors", r.errors},
@@ -197,6 +186,19 @@ nlohmann::json ToJson(const ConfigResult& r) {
       {"draft_busy", Number(r.busy.draft)},
       {"target_busy", Number(r.busy.target)},
       {"busy_source", r.busy.source},
+      {"step_times",
+       {{"verify_steps", r.step_times.steps},
+        {"verify_ms", Number(r.step_times.verify_ms)},
+        {"draft_ms", Number(r.step_times.draft_ms)},
+        {"overhead_ms", Number(r.step_times.overhead_ms)}}},
+      {"cost_terms",
+       {{"alpha", Number(r.cost.alpha)},
+        {"k_mean", Number(r.cost.k_mean)},
+        {"c", Number(r.cost.draft_cost)},
+        {"nu", Number(r.cost.verify_cost)},
+        {"o", Number(r.cost.overhead)},
+        {"expected_tokens", Number(r.cost.expected_tokens)},
+        {"predicted_speedup", Number(r.cost.predicted_speedup)}}},
   };
 }
 

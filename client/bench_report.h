@@ -1,6 +1,6 @@
 // Aggregation of benchmark runs: one row per (method, pipelining, concurrency)
-// configuration, speedups against the `none` baseline, the greedy output check, the
-// text table and the JSON record.
+// configuration and round, speedups and cost-model terms against the `none` baseline
+// of the same round, the greedy output check and the row's JSON record.
 #ifndef TANDEM_CLIENT_BENCH_REPORT_H_
 #define TANDEM_CLIENT_BENCH_REPORT_H_
 
@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "client/bench_schedule.h"
+#include "client/cost_terms.h"
 #include "client/load_runner.h"
 #include "client/prometheus_text.h"
 #include "client/stats.h"
@@ -17,16 +19,11 @@
 
 namespace tandem::client {
 
-struct ConfigKey {
-  v1::SpeculationMethod method = v1::SPECULATION_METHOD_NONE;
-  v1::Pipelining pipelining = v1::PIPELINING_DEFAULT;
-  int concurrency = 1;
-};
-
 // Requests of one configuration: results[i] is request number i, which used prompt
 // prompt_index[i].
 struct ConfigRun {
   ConfigKey key;
+  int round = 0;  // Which --repeat round measured it.
   std::vector<RequestResult> results;
   std::vector<int> prompt_index;
   double wall_s = 0;  // First request sent to last request finished.
@@ -41,6 +38,7 @@ struct BusyFractions {
 
 struct ConfigResult {
   ConfigKey key;
+  int round = 0;
   int requests = 0;
   int ok = 0;
   std::map<std::string, int> errors;  // Status code name ("deadline_exceeded") -> count.
@@ -53,6 +51,8 @@ struct ConfigResult {
   double mean_accepted_length = NAN;  // Tokens committed per target step over the run.
   double speedup_vs_none = NAN;       // throughput / throughput of `none` at this concurrency.
   BusyFractions busy;
+  StepTimes step_times;  // From the coordinator's metrics (set by the caller).
+  CostTerms cost;        // alpha and K mean from Aggregate, the rest from ComputeCostTerms.
 };
 
 // Lower-case status code name, as the server's metrics label it ("ok", "unavailable").
@@ -60,8 +60,12 @@ std::string StatusCodeName(absl::StatusCode code);
 
 ConfigResult Aggregate(const ConfigRun& run);
 
-// Sets speedup_vs_none of every row: its throughput over that of the `none` row with
-// the same concurrency (and the same pipelining when there is one, else any).
+// The `none` row `row` is compared with: same round and concurrency, positive
+// throughput, the same pipelining when there is one, else any; nullptr when none.
+const ConfigResult* NoneBaseline(const std::vector<ConfigResult>& rows, const ConfigResult& row);
+
+// Sets speedup_vs_none of every row: its throughput over its NoneBaseline's, and adds
+// the time terms of its cost model (AddTimeTerms against the baseline's step times).
 void ComputeSpeedups(std::vector<ConfigResult>* rows);
 
 // Greedy runs are lossless: every method must produce, for the same prompt, exactly the
@@ -80,9 +84,6 @@ OutputCheck CheckOutputsAgainstNone(const std::vector<ConfigRun>& runs);
 // missing, the tandem_*_busy_fraction gauges of the later scrape.
 BusyFractions BusyBetween(const std::vector<PrometheusSample>& before,
                           const std::vector<PrometheusSample>& after, double wall_s);
-
-// The results table (one row per configuration).
-std::string RenderResultsTable(const std::vector<ConfigResult>& rows);
 
 nlohmann::json ToJson(const ConfigResult& row);
 nlohmann::json ToJson(const OutputCheck& check);

@@ -93,6 +93,34 @@ TEST(SpeedupTest, RatioToNoneAtTheSameConcurrency) {
   EXPECT_TRUE(std::isnan(rows[4].speedup_vs_none));
 }
 
+TEST(SpeedupTest, EachRoundAgainstItsOwnNoneWithCostTerms) {
+  std::vector<ConfigResult> rows(4);
+  for (int i = 0; i < 4; ++i) {
+    rows[i].key = {i % 2 ? v1::SPECULATION_METHOD_DRAFT : v1::SPECULATION_METHOD_NONE,
+                   v1::PIPELINING_DEFAULT, 1};
+    rows[i].round = i / 2;
+    rows[i].step_times.steps = 10;
+    rows[i].step_times.verify_ms = i % 2 ? 3.0 : 2.0;
+    rows[i].step_times.draft_ms = i % 2 ? 0.4 : 0;
+    rows[i].step_times.overhead_ms = 0.2;
+    rows[i].cost = AcceptanceTerms(i % 2 ? 20 : 0, 10, i % 2 ? 10 : 0);
+  }
+  rows[0].throughput_tok_s = 10;  // Round 0.
+  rows[1].throughput_tok_s = 30;
+  rows[2].throughput_tok_s = 20;  // Round 1: the machine was faster.
+  rows[3].throughput_tok_s = 30;
+  ComputeSpeedups(&rows);
+  EXPECT_DOUBLE_EQ(rows[1].speedup_vs_none, 3.0);
+  EXPECT_DOUBLE_EQ(rows[3].speedup_vs_none, 1.5);
+  EXPECT_EQ(NoneBaseline(rows, rows[3]), &rows[2]);
+  EXPECT_DOUBLE_EQ(rows[1].cost.k_mean, 2.0);
+  EXPECT_DOUBLE_EQ(rows[1].cost.verify_cost, 1.5);
+  EXPECT_DOUBLE_EQ(rows[1].cost.draft_cost, 0.1);
+  EXPECT_DOUBLE_EQ(rows[1].cost.overhead, 0.0);
+  EXPECT_TRUE(std::isfinite(rows[1].cost.predicted_speedup));
+  EXPECT_TRUE(std::isnan(rows[0].cost.predicted_speedup));  // `none` has no K.
+}
+
 TEST(OutputCheckTest, EveryMethodMustReproduceNone) {
   std::vector<ConfigRun> runs;
   runs.push_back(MakeRun(v1::SPECULATION_METHOD_NONE, 1, 1,
@@ -156,7 +184,7 @@ TEST(BusyBetweenTest, FallsBackToGaugesThenToNothing) {
   EXPECT_EQ(none.source, "");
 }
 
-TEST(TableTest, HasARowPerConfigurationWithSpeedup) {
+TEST(ToJsonTest, RowWithSpeedupRoundAndCostTerms) {
   std::vector<ConfigResult> rows(2);
   rows[0].key = {v1::SPECULATION_METHOD_NONE, v1::PIPELINING_DEFAULT, 1};
   rows[0].throughput_tok_s = 10;
@@ -164,16 +192,23 @@ TEST(TableTest, HasARowPerConfigurationWithSpeedup) {
   rows[1].throughput_tok_s = 21;
   rows[1].acceptance_rate = 0.5;
   ComputeSpeedups(&rows);
-  const std::string table = RenderResultsTable(rows);
-  EXPECT_THAT(table, HasSubstr("speedup"));
-  EXPECT_THAT(table, HasSubstr("2.10x"));
-  EXPECT_THAT(table, HasSubstr("50.0%"));
   nlohmann::json j = ToJson(rows[1]);
   EXPECT_EQ(j["method"], "draft");
   EXPECT_EQ(j["pipelining"], "on");
+  EXPECT_EQ(j["round"], 0);
   EXPECT_DOUBLE_EQ(j["speedup_vs_none"].get<double>(), 2.1);
   EXPECT_TRUE(j["draft_busy"].is_null());
   EXPECT_TRUE(j["ttft_ms"]["p50"].is_null());
+  EXPECT_TRUE(j["cost_terms"]["nu"].is_null());  // No metrics.
+  EXPECT_TRUE(j["step_times"].contains("verify_ms"));
+}
+
+TEST(AggregateTest, AcceptanceTermsFromSpeculativeSteps) {
+  RequestResult a = Ok("a", 30, 40, 15, 12, 1, 1);
+  a.stats.set_speculative_steps(10);
+  ConfigResult r = Aggregate(MakeRun(v1::SPECULATION_METHOD_DRAFT, 1, 1.0, {a}, {0}));
+  EXPECT_DOUBLE_EQ(r.cost.k_mean, 4.0);
+  EXPECT_DOUBLE_EQ(r.cost.alpha, AcceptanceFromAcceptedPerStep(1.5, 4));
 }
 
 }  // namespace
