@@ -140,10 +140,12 @@ std::string RenderCostTable(const std::vector<RepeatedResult>& results) {
   return "Cost model (spec/cost_model.h): S = E / (K c + nu + o), E = (1 - alpha^(K+1)) / "
          "(1 - alpha)\n" +
          t.Render() +
-         "(alpha: per-token acceptance giving the accepted proposals per speculative step "
-         "at K; K: proposals per speculative step; c = T(draft token) / T, nu = T(verify "
-         "call) / T, o = extra coordinator time per step / T, T = the verify call of "
-         "`none` at this concurrency; c, nu, o need --metrics)\n";
+         "(alpha: per-token acceptance that gives the accepted proposals per speculative "
+         "step at K;\n"
+         " K: proposals per speculative step; T: verify call of `none` at this concurrency "
+         "in the same round;\n"
+         " c = T(draft token) / T, nu = T(verify call) / T, o = extra coordinator time per "
+         "step / T; c, nu, o need --metrics)\n";
 }
 
 nlohmann::json ToJson(const RepeatedResult& result) {

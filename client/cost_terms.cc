@@ -63,6 +63,7 @@ CostTerms AcceptanceTerms(long long proposed, long long accepted, long long spec
   terms.k_mean = static_cast<double>(proposed) / speculative_steps;
   terms.alpha = AcceptanceFromAcceptedPerStep(static_cast<double>(accepted) / speculative_steps,
                                               RoundedK(terms.k_mean));
+  terms.expected_tokens = spec::ExpectedTokensPerStep(terms.alpha, RoundedK(terms.k_mean));
   return terms;
 }
 
@@ -75,7 +76,6 @@ void AddTimeTerms(const StepTimes& row, const StepTimes& none, CostTerms* terms)
   terms->draft_cost = row.draft_ms / (terms->k_mean * t);
   terms->verify_cost = row.verify_ms / t;
   terms->overhead = (row.overhead_ms - none.overhead_ms) / t;
-  terms->expected_tokens = spec::ExpectedTokensPerStep(terms->alpha, k);
   if (std::isfinite(terms->overhead)) {
     terms->predicted_speedup = spec::SequentialSpeedup(terms->alpha, k, terms->draft_cost,
                                                        terms->verify_cost, terms->overhead);

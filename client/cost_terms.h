@@ -49,10 +49,10 @@ struct CostTerms {
   double expected_tokens = NAN, predicted_speedup = NAN;       // E, S
 };
 
-// Acceptance part of the terms from pooled request stats (counts over the run).
+// alpha, k_mean and E from pooled request stats (counts over the run).
 CostTerms AcceptanceTerms(long long proposed, long long accepted, long long speculative_steps);
 
-// Adds c, nu, o, E and S to `terms` (from AcceptanceTerms) given this row's and the
+// Adds c, nu, o and S to `terms` (from AcceptanceTerms) given this row's and the
 // `none` row's step times. Leaves the time terms NaN when either has no steps.
 void AddTimeTerms(const StepTimes& row, const StepTimes& none, CostTerms* terms);
 

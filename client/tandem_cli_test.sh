@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The `tandem` CLI as a user runs it, against a fake server (no models): help texts,
 # dashed and underscore flags, usage errors, streamed generate with stats on stderr,
-# bench with table, JSON, output check, plot, and soak.
+# bench with table, cost-model table, --repeat rounds, JSON, output check, plot, and soak.
 set -uo pipefail
 TANDEM=client/tandem
 FAKE=client/fake_tandem_server
@@ -62,8 +62,13 @@ rc=$?
 [ $rc -eq 0 ] && pass "bench exits 0" || fail "bench rc=$rc: $(cat "$TMP/bench.err")"
 grep -q "Output check: all .* identical" "$TMP/table" && pass "bench output check" \
   || fail "output check: $(cat "$TMP/table")"
-[ "$(grep -c '^draft ' "$TMP/table")" = 4 ] && [ "$(grep -c '^none ' "$TMP/table")" = 2 ] \
+sed '/^Cost model/,$d' "$TMP/table" >"$TMP/results_table"
+[ "$(grep -c '^draft ' "$TMP/results_table")" = 4 ] \
+  && [ "$(grep -c '^none ' "$TMP/results_table")" = 2 ] \
   && pass "bench table rows (none once per concurrency)" || fail "rows: $(cat "$TMP/table")"
+sed -n '/^Cost model/,$p' "$TMP/table" >"$TMP/cost_table"
+[ "$(grep -c '^draft ' "$TMP/cost_table")" = 4 ] && ! grep -q '^none ' "$TMP/cost_table" \
+  && pass "bench cost-model table (speculative rows only)" || fail "cost: $(cat "$TMP/table")"
 /usr/bin/python3 - "$TMP/r.json" <<'PY' && pass "bench JSON fields" || fail "bench JSON"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -90,6 +95,27 @@ if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
 else
   echo "skip: python3-matplotlib not installed, plot not checked"
 fi
+
+"$TANDEM" bench --server "$ADDR" --prompts "$TMP/prompts.jsonl" --requests 3 --repeat 3 \
+  --methods none,draft --max-tokens 4 --out "$TMP/rep.json" >"$TMP/table" 2>"$TMP/bench.err"
+rc=$?
+[ $rc -eq 0 ] && grep -q "3 interleaved rounds" "$TMP/table" \
+  && grep -q "round 3 of 3" "$TMP/bench.err" && pass "bench --repeat" \
+  || fail "repeat rc=$rc: $(cat "$TMP/table" "$TMP/bench.err")"
+/usr/bin/python3 - "$TMP/rep.json" <<'PY' && pass "bench --repeat JSON" || fail "repeat JSON"
+import json, statistics, sys
+r = json.load(open(sys.argv[1]))
+assert r["settings"]["repeat"] == 3
+assert len(r["results"]) == 2, r["results"]
+for row in r["results"]:
+    assert row["rounds"] == 3 and row["requests"] == 9 and row["ok"] == 9, row
+    assert [x["round"] for x in row["repeats"]] == [0, 1, 2], row["repeats"]
+    assert all(x["requests"] == 3 for x in row["repeats"])
+draft = r["results"][1]
+ratios = [x["speedup_vs_none"] for x in draft["repeats"]]
+assert abs(draft["speedup_vs_none"] - statistics.median(ratios)) < 1e-12, draft
+assert draft["spread"]["/speedup_vs_none"]["min"] == min(ratios)
+PY
 
 printf 'fine\nwill diverge\n' >"$TMP/diverge.txt"
 "$TANDEM" bench --server "$ADDR" --prompts "$TMP/diverge.txt" --requests 2 --methods none,draft \
