@@ -62,6 +62,7 @@ const std::vector<Figure>& RowFigures() {
       {"/target_busy", [](R r) { return r.busy.target; }},
       {"/cost_terms/alpha", [](R r) { return r.cost.alpha; }},
       {"/cost_terms/k_mean", [](R r) { return r.cost.k_mean; }},
+      {"/cost_terms/speculative_share", [](R r) { return r.cost.speculative_share; }},
       {"/cost_terms/c", [](R r) { return r.cost.draft_cost; }},
       {"/cost_terms/nu", [](R r) { return r.cost.verify_cost; }},
       {"/cost_terms/o", [](R r) { return r.cost.overhead; }},
@@ -129,19 +130,19 @@ std::string RenderCostTable(const std::vector<RepeatedResult>& results) {
       {"method", "pipe", "conc", "alpha", "K", "c", "nu", "o", "E", "S predicted", "S measured"});
   for (const RepeatedResult& r : results) {
     if (r.key.method == v1::SPECULATION_METHOD_NONE) continue;
-    t.AddRow({MethodName(r.key.method), PipeliningName(r.key.pipelining),
-              absl::StrCat(r.key.concurrency), Cell(r, "/cost_terms/alpha", 2),
-              Cell(r, "/cost_terms/k_mean", 2), Cell(r, "/cost_terms/c", 3),
-              Cell(r, "/cost_terms/nu", 2), Cell(r, "/cost_terms/o", 2),
-              Cell(r, "/cost_terms/expected_tokens", 2),
-              Cell(r, "/cost_terms/predicted_speedup", 2, "x"),
-              Cell(r, "/speedup_vs_none", 2, "x")});
+    t.AddRow(
+        {MethodName(r.key.method), PipeliningName(r.key.pipelining),
+         absl::StrCat(r.key.concurrency), Cell(r, "/cost_terms/speculative_share", 1, "%", 100),
+         Cell(r, "/cost_terms/alpha", 2), Cell(r, "/cost_terms/k_mean", 2),
+         Cell(r, "/cost_terms/c", 3), Cell(r, "/cost_terms/nu", 2), Cell(r, "/cost_terms/o", 2),
+         Cell(r, "/cost_terms/expected_tokens", 2),
+         Cell(r, "/cost_terms/predicted_speedup", 2, "x"), Cell(r, "/speedup_vs_none", 2, "x")});
   }
   return "Cost model (spec/cost_model.h): S = E / (K c + nu + o), E = (1 - alpha^(K+1)) / "
-         "(1 - alpha)\n" +
+         "(1 - alpha),\nwith the plain steps mixed in: S = (f E + 1 - f) / (f K c + nu + o)\n" +
          t.Render() +
-         "(alpha: per-token acceptance that gives the accepted proposals per speculative "
-         "step at K;\n"
+         "(spec = f: share of the target steps that verified proposals; alpha: per-token "
+         "acceptance\n that gives the accepted proposals per speculative step at K;\n"
          " K: proposals per speculative step; T: verify call of `none` at this concurrency "
          "in the same round;\n"
          " c = T(draft token) / T, nu = T(verify call) / T, o = extra coordinator time per "

@@ -80,7 +80,7 @@ ConfigResult Aggregate(const ConfigRun& run) {
   }
   if (proposed > 0) row.acceptance_rate = static_cast<double>(accepted) / proposed;
   if (steps > 0) row.mean_accepted_length = static_cast<double>(decode_tokens) / steps;
-  row.cost = AcceptanceTerms(proposed, accepted, speculative);
+  row.cost = AcceptanceTerms(proposed, accepted, speculative, steps);
   return row;
 }
 
@@ -194,6 +194,7 @@ nlohmann::json ToJson(const ConfigResult& r) {
       {"cost_terms",
        {{"alpha", Number(r.cost.alpha)},
         {"k_mean", Number(r.cost.k_mean)},
+        {"speculative_share", Number(r.cost.speculative_share)},
         {"c", Number(r.cost.draft_cost)},
         {"nu", Number(r.cost.verify_cost)},
         {"o", Number(r.cost.overhead)},

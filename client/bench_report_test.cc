@@ -103,7 +103,7 @@ TEST(SpeedupTest, EachRoundAgainstItsOwnNoneWithCostTerms) {
     rows[i].step_times.verify_ms = i % 2 ? 3.0 : 2.0;
     rows[i].step_times.draft_ms = i % 2 ? 0.4 : 0;
     rows[i].step_times.overhead_ms = 0.2;
-    rows[i].cost = AcceptanceTerms(i % 2 ? 20 : 0, 10, i % 2 ? 10 : 0);
+    rows[i].cost = AcceptanceTerms(i % 2 ? 20 : 0, 10, i % 2 ? 10 : 0, 10);
   }
   rows[0].throughput_tok_s = 10;  // Round 0.
   rows[1].throughput_tok_s = 30;
@@ -209,6 +209,7 @@ TEST(AggregateTest, AcceptanceTermsFromSpeculativeSteps) {
   ConfigResult r = Aggregate(MakeRun(v1::SPECULATION_METHOD_DRAFT, 1, 1.0, {a}, {0}));
   EXPECT_DOUBLE_EQ(r.cost.k_mean, 4.0);
   EXPECT_DOUBLE_EQ(r.cost.alpha, AcceptanceFromAcceptedPerStep(1.5, 4));
+  EXPECT_DOUBLE_EQ(r.cost.speculative_share, 10.0 / 12.0);  // 12 target steps.
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "client/cost_terms.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -57,13 +58,17 @@ double AcceptanceFromAcceptedPerStep(double accepted_per_step, int k) {
   return 0.5 * (lo + hi);
 }
 
-CostTerms AcceptanceTerms(long long proposed, long long accepted, long long speculative_steps) {
+CostTerms AcceptanceTerms(long long proposed, long long accepted, long long speculative_steps,
+                          long long target_steps) {
   CostTerms terms;
   if (speculative_steps <= 0 || proposed <= 0) return terms;
+  const int k = RoundedK(static_cast<double>(proposed) / speculative_steps);
   terms.k_mean = static_cast<double>(proposed) / speculative_steps;
-  terms.alpha = AcceptanceFromAcceptedPerStep(static_cast<double>(accepted) / speculative_steps,
-                                              RoundedK(terms.k_mean));
-  terms.expected_tokens = spec::ExpectedTokensPerStep(terms.alpha, RoundedK(terms.k_mean));
+  terms.speculative_share =
+      std::min(1.0, static_cast<double>(speculative_steps) /
+                        static_cast<double>(std::max(target_steps, speculative_steps)));
+  terms.alpha = AcceptanceFromAcceptedPerStep(static_cast<double>(accepted) / speculative_steps, k);
+  terms.expected_tokens = spec::ExpectedTokensPerStep(terms.alpha, k);
   return terms;
 }
 
@@ -71,15 +76,16 @@ void AddTimeTerms(const StepTimes& row, const StepTimes& none, CostTerms* terms)
   if (std::isnan(terms->k_mean) || !(row.steps > 0) || !(none.steps > 0) || !(none.verify_ms > 0)) {
     return;
   }
-  const double t = none.verify_ms;
+  const double t = none.verify_ms, f = terms->speculative_share;
   const int k = RoundedK(terms->k_mean);
-  terms->draft_cost = row.draft_ms / (terms->k_mean * t);
+  terms->draft_cost = row.draft_ms / (f * terms->k_mean * t);
   terms->verify_cost = row.verify_ms / t;
   terms->overhead = (row.overhead_ms - none.overhead_ms) / t;
-  if (std::isfinite(terms->overhead)) {
-    terms->predicted_speedup = spec::SequentialSpeedup(terms->alpha, k, terms->draft_cost,
-                                                       terms->verify_cost, terms->overhead);
-  }
+  if (!std::isfinite(terms->overhead)) return;
+  const double e = terms->expected_tokens;
+  terms->predicted_speedup = spec::SequentialSpeedup(terms->alpha, k, f * terms->draft_cost,
+                                                     terms->verify_cost, terms->overhead) *
+                             (f * e + 1 - f) / e;
 }
 
 }  // namespace tandem::client

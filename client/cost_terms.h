@@ -35,22 +35,27 @@ StepTimes StepTimesBetween(const std::vector<PrometheusSample>& before,
 double AcceptanceFromAcceptedPerStep(double accepted_per_step, int k);
 
 // Terms of spec/cost_model.h, all relative to the plain step T = verify_ms of the
-// `none` row at the same concurrency and round:
-//   alpha = AcceptanceFromAcceptedPerStep(accepted / speculative steps, round(k_mean))
+// `none` row at the same concurrency and round; K = round(k_mean), at least 1:
 //   k_mean = proposed / speculative steps
-//   c = draft_ms / (k_mean T), nu = verify_ms / T, o = (overhead_ms - overhead_ms of
-//   `none`) / T (the coordinator time speculation adds; may be slightly negative)
-//   E = spec::ExpectedTokensPerStep(alpha, round(k_mean)),
-//   predicted_speedup = spec::SequentialSpeedup(alpha, round(k_mean), c, nu, o).
+//   share f = speculative steps / target steps (a proposer may have nothing to offer
+//     on some steps, e.g. prompt lookup without a match: those are plain steps)
+//   alpha = AcceptanceFromAcceptedPerStep(accepted / speculative steps, K)
+//   E = spec::ExpectedTokensPerStep(alpha, K), tokens per speculative step
+//   c = draft_ms / (f k_mean T) (draft_ms is per verify step), nu = verify_ms / T,
+//   o = (overhead_ms - overhead_ms of `none`) / T (the coordinator time speculation
+//     adds; noise can make it slightly negative)
+//   predicted_speedup = spec::SequentialSpeedup(alpha, K, f c, nu, o) * (f E + 1 - f) / E:
+//     the model's E / (K c + nu + o) with the plain steps mixed in (f = 1: exactly S).
 // Fields that cannot be computed are NaN.
 struct CostTerms {
-  double alpha = NAN, k_mean = NAN;
+  double alpha = NAN, k_mean = NAN, speculative_share = NAN;
   double draft_cost = NAN, verify_cost = NAN, overhead = NAN;  // c, nu, o
   double expected_tokens = NAN, predicted_speedup = NAN;       // E, S
 };
 
-// alpha, k_mean and E from pooled request stats (counts over the run).
-CostTerms AcceptanceTerms(long long proposed, long long accepted, long long speculative_steps);
+// alpha, k_mean, the share and E from pooled request stats (counts over the run).
+CostTerms AcceptanceTerms(long long proposed, long long accepted, long long speculative_steps,
+                          long long target_steps);
 
 // Adds c, nu, o and S to `terms` (from AcceptanceTerms) given this row's and the
 // `none` row's step times. Leaves the time terms NaN when either has no steps.
