@@ -126,8 +126,8 @@ std::string RenderResultsTable(const std::vector<RepeatedResult>& results) {
 
 std::string RenderCostTable(const std::vector<RepeatedResult>& results) {
   TextTable t;
-  t.AddRow(
-      {"method", "pipe", "conc", "alpha", "K", "c", "nu", "o", "E", "S predicted", "S measured"});
+  t.AddRow({"method", "pipe", "conc", "spec", "alpha", "K", "c", "nu", "o", "E", "S predicted",
+            "S measured"});
   for (const RepeatedResult& r : results) {
     if (r.key.method == v1::SPECULATION_METHOD_NONE) continue;
     t.AddRow(

@@ -85,6 +85,9 @@ TEST(RenderTest, TablesShowMediansAndRanges) {
   EXPECT_THAT(table, HasSubstr("3 interleaved rounds"));
   const std::string cost = RenderCostTable(results);
   EXPECT_THAT(cost, HasSubstr("S predicted"));
+  // Every line of the cost table has as many cells as its header.
+  const std::string header = cost.substr(cost.find("method"));
+  EXPECT_THAT(header.substr(0, header.find('\n')), HasSubstr("conc  spec  alpha"));
   EXPECT_THAT(cost, ::testing::Not(HasSubstr("\nnone ")));
   EXPECT_THAT(cost, HasSubstr("\ndraft "));
 }
