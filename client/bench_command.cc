@@ -186,29 +186,68 @@ absl::Status WriteJson(const std::string& path, const nlohmann::json& j) {
   return absl::OkStatus();
 }
 
-// --soak: one configuration at constant concurrency for a duration.
-int RunSoak(v1::Tandem::Stub* stub, const BenchSettings& s, const ConfigKey& key,
-            absl::Duration duration, const std::vector<pid_t>& pids, nlohmann::json report) {
-  struct Rss {
-    long start = -1, end = -1, max = -1;
-  };
-  std::map<pid_t, Rss> rss;
-  auto sample_rss = [&](bool first) {
-    for (pid_t pid : pids) {
+// Resident set sizes of the server processes over a soak: at the start, the end, and
+// the peak of the samples taken.
+class RssTracker {
+ public:
+  explicit RssTracker(std::vector<pid_t> pids) : pids_(std::move(pids)) { Sample(true); }
+
+  void Sample(bool first = false) {
+    for (pid_t pid : pids_) {
       std::optional<long> kib = ResidentKib(pid);
-      Rss& r = rss[pid];
+      Rss& r = rss_[pid];
       if (!kib.has_value()) continue;
       if (first) r.start = *kib;
       r.end = *kib;
       r.max = std::max(r.max, *kib);
     }
+  }
+
+  // Prints one line per process and returns {pid: {start_kib, end_kib, max_kib}}.
+  nlohmann::json PrintAndJson() const {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& [pid, r] : rss_) {
+      std::printf("  pid %d RSS: start %ld KiB, end %ld KiB, max %ld KiB\n", pid, r.start, r.end,
+                  r.max);
+      j[absl::StrCat(pid)] = {{"start_kib", r.start}, {"end_kib", r.end}, {"max_kib", r.max}};
+    }
+    return j;
+  }
+
+ private:
+  struct Rss {
+    long start = -1, end = -1, max = -1;
   };
-  sample_rss(true);
+  std::vector<pid_t> pids_;
+  std::map<pid_t, Rss> rss_;
+};
+
+// Prints the soak summary and returns its JSON record.
+nlohmann::json ReportSoak(const ConfigResult& row, absl::Time start, absl::Time end,
+                          const RssTracker& rss) {
+  std::printf("Soak: %s to %s (%.1f s), %s, concurrency %d\n", Iso(start).c_str(), Iso(end).c_str(),
+              row.wall_s, MethodName(row.key.method).c_str(), row.key.concurrency);
+  std::printf("  requests served: %d, failed: %d\n", row.ok, row.requests - row.ok);
+  for (const auto& [code, count] : row.errors) std::printf("    %s: %d\n", code.c_str(), count);
+  std::printf("  throughput: %.1f tok/s, %.2f req/s; latency p50/p90/p99: %s/%s/%s ms\n",
+              row.throughput_tok_s, row.requests_per_s, FormatNumber(row.latency_ms.p50, 0).c_str(),
+              FormatNumber(row.latency_ms.p90, 0).c_str(),
+              FormatNumber(row.latency_ms.p99, 0).c_str());
+  nlohmann::json rss_json = rss.PrintAndJson();
+  return {{"start", Iso(start)},       {"end", Iso(end)},
+          {"duration_s", row.wall_s},  {"interrupted", g_interrupted.load()},
+          {"requests_served", row.ok}, {"requests_failed", row.requests - row.ok},
+          {"errors", row.errors},      {"rss", rss_json},
+          {"result", ToJson(row)}};
+}
+
+// --soak: one configuration at constant concurrency for a duration.
+int RunSoak(v1::Tandem::Stub* stub, const BenchSettings& s, const ConfigKey& key,
+            absl::Duration duration, const std::vector<pid_t>& pids, nlohmann::json report) {
+  RssTracker rss(pids);
   ConfigRun run;
   run.key = key;
-  const std::string label =
-      absl::StrFormat("soak %s c=%d", MethodName(key.method), key.concurrency);
-  ProgressBar bar(stderr, label);
+  ProgressBar bar(stderr, absl::StrFormat("soak %s c=%d", MethodName(key.method), key.concurrency));
   const absl::Time start = absl::Now();
   absl::Time last_rss = start;
   int failed = 0;
@@ -220,8 +259,7 @@ int RunSoak(v1::Tandem::Stub* stub, const BenchSettings& s, const ConfigKey& key
       stub, spec,
       [&](int number) {
         int prompt = 0;
-        v1::GenerateRequest r = MakeRequest(s, key, number, &prompt);
-        return r;
+        return MakeRequest(s, key, number, &prompt);
       },
       [&](int, const RequestResult& r) {
         RequestResult kept = r;
@@ -231,7 +269,7 @@ int RunSoak(v1::Tandem::Stub* stub, const BenchSettings& s, const ConfigKey& key
         if (r.code != absl::StatusCode::kOk) ++failed;
         const absl::Time now = absl::Now();
         if (now - last_rss >= absl::Seconds(5)) {
-          sample_rss(false);
+          rss.Sample();
           last_rss = now;
         }
         bar.Update(absl::FDivDuration(now - start, duration),
@@ -239,30 +277,11 @@ int RunSoak(v1::Tandem::Stub* stub, const BenchSettings& s, const ConfigKey& key
       },
       &g_interrupted);
   const absl::Time end = absl::Now();
-  sample_rss(false);
+  rss.Sample();
   run.wall_s = absl::ToDoubleSeconds(end - start);
   ConfigResult row = Aggregate(run);
   bar.Finish("");
-
-  std::printf("Soak: %s to %s (%.1f s), %s, concurrency %d\n", Iso(start).c_str(), Iso(end).c_str(),
-              run.wall_s, MethodName(key.method).c_str(), key.concurrency);
-  std::printf("  requests served: %d, failed: %d\n", row.ok, row.requests - row.ok);
-  for (const auto& [code, count] : row.errors) std::printf("    %s: %d\n", code.c_str(), count);
-  std::printf("  throughput: %.1f tok/s, %.2f req/s; latency p50/p90/p99: %s/%s/%s ms\n",
-              row.throughput_tok_s, row.requests_per_s, FormatNumber(row.latency_ms.p50, 0).c_str(),
-              FormatNumber(row.latency_ms.p90, 0).c_str(),
-              FormatNumber(row.latency_ms.p99, 0).c_str());
-  nlohmann::json rss_json = nlohmann::json::object();
-  for (const auto& [pid, r] : rss) {
-    std::printf("  pid %d RSS: start %ld KiB, end %ld KiB, max %ld KiB\n", pid, r.start, r.end,
-                r.max);
-    rss_json[absl::StrCat(pid)] = {{"start_kib", r.start}, {"end_kib", r.end}, {"max_kib", r.max}};
-  }
-  report["soak"] = {{"start", Iso(start)},       {"end", Iso(end)},
-                    {"duration_s", run.wall_s},  {"interrupted", g_interrupted.load()},
-                    {"requests_served", row.ok}, {"requests_failed", row.requests - row.ok},
-                    {"errors", row.errors},      {"rss", rss_json},
-                    {"result", ToJson(row)}};
+  report["soak"] = ReportSoak(row, start, end, rss);
   const std::string out = absl::GetFlag(FLAGS_out);
   if (!out.empty()) {
     if (absl::Status st = WriteJson(out, report); !st.ok()) {
