@@ -39,6 +39,7 @@ ABSL_FLAG(std::string, concurrency, "1", "Concurrency levels.");
 ABSL_FLAG(int, requests, 8, "Requests per configuration.");
 ABSL_FLAG(int, repeat, 1, "Interleaved rounds over all configurations.");
 ABSL_FLAG(std::string, methods, "none,draft", "Methods to compare.");
+ABSL_FLAG(std::string, rules, "default", "Acceptance rules to compare.");
 ABSL_FLAG(std::string, out, "", "JSON results file.");
 ABSL_FLAG(std::string, plot, "", "PNG plot file.");
 ABSL_FLAG(std::string, metrics, "", "Coordinator metrics address.");
@@ -101,6 +102,7 @@ struct BenchSettings {
   std::vector<std::string> prompts;
   RequestOptions request;
   absl::Duration timeout;
+  std::optional<uint64_t> seed;  // Requests for prompt i carry seed + i.
 };
 
 v1::GenerateRequest MakeRequest(const BenchSettings& s, const ConfigKey& key, int number,
@@ -108,7 +110,10 @@ v1::GenerateRequest MakeRequest(const BenchSettings& s, const ConfigKey& key, in
   RequestOptions o = s.request;
   o.method = key.method;
   o.pipelining = key.pipelining;
+  o.accept = key.rule;
+  if (key.method == v1::SPECULATION_METHOD_NONE) o.k.reset();  // A fixed K contradicts none.
   *prompt_index = number % static_cast<int>(s.prompts.size());
+  if (s.seed.has_value()) o.seed = *s.seed + *prompt_index;
   return *BuildRequest(o, s.prompts[*prompt_index]);  // Options were checked up front.
 }
 
@@ -118,7 +123,8 @@ ConfigRun RunConfig(v1::Tandem::Stub* stub, const BenchSettings& s, const Config
   run.key = key;
   run.results.resize(requests);
   run.prompt_index.assign(requests, 0);
-  const std::string label = absl::StrFormat("%-13s pipe=%-7s c=%-3d", MethodName(key.method),
+  const std::string label = absl::StrFormat("%-13s %-9s pipe=%-7s c=%-3d", MethodName(key.method),
+                                            AcceptanceRuleName(key.rule),
                                             PipeliningName(key.pipelining), key.concurrency);
   ProgressBar bar(stderr, label);
   int done = 0, failed = 0;
@@ -297,6 +303,7 @@ int RunSoak(v1::Tandem::Stub* stub, const BenchSettings& s, const ConfigKey& key
 struct BenchArgs {
   std::vector<int> concurrency;
   std::vector<v1::SpeculationMethod> methods;
+  std::vector<v1::AcceptanceRule> rules;
   std::vector<v1::Pipelining> pipelining;
   std::vector<pid_t> pids;
   int repeat = 1;
@@ -315,6 +322,8 @@ absl::Status ParseBenchArgs(const Invocation& inv, BenchArgs* args) {
   if (!methods.ok()) return methods.status();
   auto pipelining = ParsePipeliningList(absl::GetFlag(FLAGS_pipelining));
   if (!pipelining.ok()) return pipelining.status();
+  auto rules = ParseAcceptanceRuleList(absl::GetFlag(FLAGS_rules));
+  if (!rules.ok()) return rules.status();
   if (absl::GetFlag(FLAGS_requests) < 1)
     return absl::InvalidArgumentError("--requests must be >= 1");
   args->repeat = absl::GetFlag(FLAGS_repeat);
@@ -329,6 +338,7 @@ absl::Status ParseBenchArgs(const Invocation& inv, BenchArgs* args) {
   args->concurrency = *std::move(concurrency);
   args->methods = *std::move(methods);
   args->pipelining = *std::move(pipelining);
+  args->rules = *std::move(rules);
   BenchSettings& s = args->settings;
   auto prompts = LoadPrompts(absl::GetFlag(FLAGS_prompts));
   if (!prompts.ok()) return prompts.status();
@@ -338,6 +348,7 @@ absl::Status ParseBenchArgs(const Invocation& inv, BenchArgs* args) {
   s.request.k = absl::GetFlag(FLAGS_k);
   s.request.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
   s.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
+  s.seed = absl::GetFlag(FLAGS_seed);
   return BuildRequest(s.request, "x").status();
 }
 
@@ -382,6 +393,7 @@ nlohmann::json ReportHeader(const Invocation& inv, const std::string& server,
         {"max_tokens", s.request.max_tokens},
         {"temperature", s.request.temperature},
         {"k", s.request.k.has_value() ? nlohmann::json(*s.request.k) : nlohmann::json("adaptive")},
+        {"seed", s.seed.has_value() ? nlohmann::json(*s.seed) : nlohmann::json(nullptr)},
         {"ignore_eos", s.request.ignore_eos},
         {"warmup", absl::GetFlag(FLAGS_warmup)},
         {"metrics", absl::GetFlag(FLAGS_metrics)}}},
@@ -439,14 +451,30 @@ std::vector<RepeatedResult> RunRounds(v1::Tandem::Stub* stub, const BenchSetting
   return results;
 }
 
-// Prints the greedy output check; sets `*json`; returns 1 when an output differs.
-int PrintOutputCheck(const std::vector<ConfigRun>& runs, float temperature, nlohmann::json* json) {
-  if (temperature != 0) {
-    *json = {{"skipped", "sampling (temperature > 0): outputs agree in distribution only"}};
-    std::printf("Output check: skipped (temperature > 0)\n");
+// Prints the output check of the runs whose outputs must equal `none`'s token for token
+// (greedy ones, and with --seed those of the coupled rule, or of the default rule,
+// which is coupled for seeded requests); sets `*json`; returns 1 when an output differs.
+int PrintOutputCheck(const std::vector<ConfigRun>& runs, const BenchSettings& s,
+                     const std::vector<v1::AcceptanceRule>& rules, nlohmann::json* json) {
+  const auto comparable = [&s](const ConfigKey& key) {
+    if (s.request.temperature == 0) return true;
+    return s.seed.has_value() &&
+           (key.rule == v1::ACCEPTANCE_RULE_COUPLED || key.rule == v1::ACCEPTANCE_RULE_DEFAULT);
+  };
+  bool any_comparable = false;
+  for (v1::AcceptanceRule rule : rules) {
+    ConfigKey key;
+    key.rule = rule;
+    any_comparable |= comparable(key);
+  }
+  if (!any_comparable) {
+    *json = {{"skipped",
+              "sampling (temperature > 0) without --seed and rule coupled: outputs agree in "
+              "distribution only"}};
+    std::printf("Output check: skipped (temperature > 0 without --seed and rule coupled)\n");
     return 0;
   }
-  OutputCheck check = CheckOutputsAgainstNone(runs);
+  OutputCheck check = CheckOutputsAgainstNone(runs, comparable);
   *json = ToJson(check);
   if (check.compared == 0) {
     std::printf("Output check: nothing to compare (needs `none` and another configuration)\n");
@@ -455,7 +483,7 @@ int PrintOutputCheck(const std::vector<ConfigRun>& runs, float temperature, nloh
   if (check.ok()) {
     std::printf(
         "Output check: all %d outputs identical to `none` for the same prompt "
-        "(greedy is lossless)\n",
+        "(greedy, or seeded coupled sampling)\n",
         check.compared);
     return 0;
   }
@@ -527,16 +555,16 @@ int RunBench(const Invocation& inv) {
   nlohmann::json report = ReportHeader(inv, server, info, args);
   Warmup(stub.get(), s, absl::GetFlag(FLAGS_warmup));
   if (absl::GetFlag(FLAGS_soak) > absl::ZeroDuration()) {
-    ConfigKey key{args.methods[0], args.pipelining[0], args.concurrency[0]};
+    ConfigKey key{args.methods[0], args.pipelining[0], args.concurrency[0], args.rules[0]};
     return RunSoak(stub.get(), s, key, absl::GetFlag(FLAGS_soak), args.pids, report);
   }
   std::vector<ConfigRun> runs;
-  const std::vector<RepeatedResult> results =
-      RunRounds(stub.get(), s, BenchConfigs(args.methods, args.pipelining, args.concurrency),
-                args.repeat, &runs);
+  const std::vector<RepeatedResult> results = RunRounds(
+      stub.get(), s, BenchConfigs(args.methods, args.rules, args.pipelining, args.concurrency),
+      args.repeat, &runs);
   std::printf("\n%s\n%s", RenderResultsTable(results).c_str(), RenderCostTable(results).c_str());
   nlohmann::json check_json;
-  int exit_code = PrintOutputCheck(runs, s.request.temperature, &check_json);
+  int exit_code = PrintOutputCheck(runs, s, args.rules, &check_json);
   nlohmann::json results_json = nlohmann::json::array();
   for (const RepeatedResult& r : results) {
     results_json.push_back(ToJson(r));
@@ -557,12 +585,13 @@ int RunBench(const Invocation& inv) {
 Command BenchCommand() {
   Command c;
   c.name = "bench";
-  c.summary = "Benchmark a server: methods x pipelining x concurrency, or a soak run.";
+  c.summary = "Benchmark a server: methods x rules x pipelining x concurrency, or a soak run.";
   c.usage =
       "Usage: tandem bench --server HOST:PORT [flags]\n\n"
-      "Runs every configuration (method, pipelining mode, concurrency) with --requests\n"
-      "requests each (prompt i of the file for request i, cycling), greedy by default so\n"
-      "outputs are comparable, and prints one table row per configuration: throughput\n"
+      "Runs every configuration (method, acceptance rule, pipelining mode, concurrency)\n"
+      "with --requests requests each (prompt i of the file for request i, cycling; with\n"
+      "--seed S it carries seed S + i), greedy by default so outputs are comparable, and\n"
+      "prints one table row per configuration: throughput\n"
       "(generated tokens/s), requests/s, time to first token and time per output token\n"
       "p50/p99 (as the client sees them), acceptance rate, mean accepted length (tokens\n"
       "per target step), speedup (throughput / `none` throughput at the same concurrency)\n"
@@ -573,10 +602,12 @@ Command BenchCommand() {
       "`none` of the same round. A second table gives each speculative row's cost-model\n"
       "terms (alpha, K, and with --metrics c, nu, o) and the speedup they predict,\n"
       "S = E / (K c + nu + o), next to the measured one.\n"
-      "With greedy decoding it checks that every output equals the `none` output for the\n"
-      "same prompt and exits with status 1 if one differs (or a configuration had no\n"
-      "successful request).\n\n"
-      "--soak DURATION runs the first method/pipelining/concurrency for that long and\n"
+      "With greedy decoding it checks that every output equals the `none` output for\n"
+      "the same prompt and exits with status 1 if one differs (or a\n"
+      "configuration had no successful request); with --seed the same check covers\n"
+      "sampled runs of the coupled rule (or the default rule, which is coupled for\n"
+      "seeded requests). `none` ignores a fixed --k.\n\n"
+      "--soak DURATION runs the first method/rule/pipelining/concurrency for that long and\n"
       "reports requests served, errors by status code, latency, and (with --pids) the RSS\n"
       "of the server processes at start, end and peak. Ctrl-C ends a run early; what\n"
       "finished is reported.";
@@ -589,6 +620,10 @@ Command BenchCommand() {
       {"requests", "M", "Requests per configuration and round."},
       {"repeat", "N", "Interleaved rounds over all configurations (median [min-max])."},
       {"methods", "M[,M...]", "Speculation methods: none, draft, prompt_lookup, auto."},
+      {"rules", "R[,R...]",
+       "Acceptance rules: default, rejection, coupled, ...; one run per rule "
+       "(`none` too: its sampling follows the rule)."},
+      {"seed", "S", "Requests for prompt i carry seed S + i (unset: the server draws one)."},
       {"pipelining", "MODE[,MODE...]",
        "Draft/verify overlap per request: default, on, off; "
        "one run per mode (`none` runs once)."},

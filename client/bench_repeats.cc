@@ -15,10 +15,6 @@ nlohmann::json Number(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
-bool SameKey(const ConfigKey& a, const ConfigKey& b) {
-  return a.method == b.method && a.pipelining == b.pipelining && a.concurrency == b.concurrency;
-}
-
 // A table cell for a figure: its median, with the range when the rounds differ.
 // `scale` multiplies the values (100 for percentages).
 std::string Cell(const RepeatedResult& r, const char* pointer, int digits,
@@ -88,7 +84,7 @@ std::vector<RepeatedResult> GroupByConfig(const std::vector<ConfigKey>& configs,
     RepeatedResult r;
     r.key = key;
     for (const ConfigResult& row : rows) {
-      if (SameKey(row.key, key)) r.repeats.push_back(row);
+      if (row.key == key) r.repeats.push_back(row);
     }
     std::stable_sort(
         r.repeats.begin(), r.repeats.end(),
@@ -100,18 +96,18 @@ std::vector<RepeatedResult> GroupByConfig(const std::vector<ConfigKey>& configs,
 
 std::string RenderResultsTable(const std::vector<RepeatedResult>& results) {
   TextTable t;
-  t.AddRow({"method", "pipe", "conc", "ok/req", "tok/s", "req/s", "ttft p50", "p99", "tpot p50",
-            "p99", "accept", "acc.len", "speedup", "draft busy", "target busy"});
+  t.AddRow({"method", "rule", "pipe", "conc", "ok/req", "tok/s", "req/s", "ttft p50", "p99",
+            "tpot p50", "p99", "accept", "acc.len", "speedup", "draft busy", "target busy"});
   size_t rounds = 0;
   for (const RepeatedResult& r : results) {
     rounds = std::max(rounds, r.repeats.size());
-    t.AddRow({MethodName(r.key.method), PipeliningName(r.key.pipelining),
-              absl::StrCat(r.key.concurrency), Counts(r), Cell(r, "/throughput_tok_s", 1),
-              Cell(r, "/requests_per_s", 2), Cell(r, "/ttft_ms/p50", 1), Cell(r, "/ttft_ms/p99", 1),
-              Cell(r, "/tpot_ms/p50", 1), Cell(r, "/tpot_ms/p99", 1),
-              Cell(r, "/acceptance_rate", 1, "%", 100), Cell(r, "/mean_accepted_length", 2),
-              Cell(r, "/speedup_vs_none", 2, "x"), Cell(r, "/draft_busy", 1, "%", 100),
-              Cell(r, "/target_busy", 1, "%", 100)});
+    t.AddRow({MethodName(r.key.method), AcceptanceRuleName(r.key.rule),
+              PipeliningName(r.key.pipelining), absl::StrCat(r.key.concurrency), Counts(r),
+              Cell(r, "/throughput_tok_s", 1), Cell(r, "/requests_per_s", 2),
+              Cell(r, "/ttft_ms/p50", 1), Cell(r, "/ttft_ms/p99", 1), Cell(r, "/tpot_ms/p50", 1),
+              Cell(r, "/tpot_ms/p99", 1), Cell(r, "/acceptance_rate", 1, "%", 100),
+              Cell(r, "/mean_accepted_length", 2), Cell(r, "/speedup_vs_none", 2, "x"),
+              Cell(r, "/draft_busy", 1, "%", 100), Cell(r, "/target_busy", 1, "%", 100)});
   }
   std::string notes =
       "(times in ms; ttft = time to first token, tpot = time per output token, both as the "
@@ -126,12 +122,12 @@ std::string RenderResultsTable(const std::vector<RepeatedResult>& results) {
 
 std::string RenderCostTable(const std::vector<RepeatedResult>& results) {
   TextTable t;
-  t.AddRow({"method", "pipe", "conc", "spec", "alpha", "K", "c", "nu", "o", "E", "S predicted",
-            "S measured"});
+  t.AddRow({"method", "rule", "pipe", "conc", "spec", "alpha", "K", "c", "nu", "o", "E",
+            "S predicted", "S measured"});
   for (const RepeatedResult& r : results) {
     if (r.key.method == v1::SPECULATION_METHOD_NONE) continue;
     t.AddRow(
-        {MethodName(r.key.method), PipeliningName(r.key.pipelining),
+        {MethodName(r.key.method), AcceptanceRuleName(r.key.rule), PipeliningName(r.key.pipelining),
          absl::StrCat(r.key.concurrency), Cell(r, "/cost_terms/speculative_share", 1, "%", 100),
          Cell(r, "/cost_terms/alpha", 2), Cell(r, "/cost_terms/k_mean", 2),
          Cell(r, "/cost_terms/c", 3), Cell(r, "/cost_terms/nu", 2), Cell(r, "/cost_terms/o", 2),
@@ -151,6 +147,7 @@ std::string RenderCostTable(const std::vector<RepeatedResult>& results) {
 
 nlohmann::json ToJson(const RepeatedResult& result) {
   nlohmann::json j = {{"method", MethodName(result.key.method)},
+                      {"rule", AcceptanceRuleName(result.key.rule)},
                       {"pipelining", PipeliningName(result.key.pipelining)},
                       {"concurrency", result.key.concurrency},
                       {"rounds", result.repeats.size()}};

@@ -23,8 +23,8 @@ nlohmann::json ToJson(const Distribution& d) {
 }
 
 std::string Describe(const ConfigKey& k) {
-  return absl::StrCat(MethodName(k.method), " pipelining=", PipeliningName(k.pipelining),
-                      " c=", k.concurrency);
+  return absl::StrCat(MethodName(k.method), " rule=", AcceptanceRuleName(k.rule),
+                      " pipelining=", PipeliningName(k.pipelining), " c=", k.concurrency);
 }
 
 // First differing position of two texts, with a little context from each.
@@ -86,12 +86,18 @@ ConfigResult Aggregate(const ConfigRun& run) {
 
 const ConfigResult* NoneBaseline(const std::vector<ConfigResult>& rows, const ConfigResult& row) {
   const ConfigResult* base = nullptr;
+  int best = -1;
   for (const ConfigResult& other : rows) {
     if (other.key.method != v1::SPECULATION_METHOD_NONE || other.round != row.round ||
         other.key.concurrency != row.key.concurrency || other.throughput_tok_s <= 0) {
       continue;
     }
-    if (base == nullptr || other.key.pipelining == row.key.pipelining) base = &other;
+    const int score =
+        2 * (other.key.rule == row.key.rule) + (other.key.pipelining == row.key.pipelining);
+    if (score > best) {
+      best = score;
+      base = &other;
+    }
   }
   return base;
 }
@@ -104,10 +110,11 @@ void ComputeSpeedups(std::vector<ConfigResult>* rows) {
   }
 }
 
-OutputCheck CheckOutputsAgainstNone(const std::vector<ConfigRun>& runs) {
+OutputCheck CheckOutputsAgainstNone(const std::vector<ConfigRun>& runs,
+                                    const std::function<bool(const ConfigKey&)>& compare) {
   std::map<int, const std::string*> baseline;
   for (const ConfigRun& run : runs) {
-    if (run.key.method != v1::SPECULATION_METHOD_NONE) continue;
+    if (run.key.method != v1::SPECULATION_METHOD_NONE || !compare(run.key)) continue;
     for (size_t i = 0; i < run.results.size(); ++i) {
       if (run.results[i].code == absl::StatusCode::kOk) {
         baseline.emplace(run.prompt_index[i], &run.results[i].text);
@@ -116,6 +123,7 @@ OutputCheck CheckOutputsAgainstNone(const std::vector<ConfigRun>& runs) {
   }
   OutputCheck check;
   for (const ConfigRun& run : runs) {
+    if (!compare(run.key)) continue;
     for (size_t i = 0; i < run.results.size(); ++i) {
       const RequestResult& r = run.results[i];
       auto it = baseline.find(run.prompt_index[i]);
@@ -167,6 +175,7 @@ BusyFractions BusyBetween(const std::vector<PrometheusSample>& before,
 nlohmann::json ToJson(const ConfigResult& r) {
   return {
       {"method", MethodName(r.key.method)},
+      {"rule", AcceptanceRuleName(r.key.rule)},
       {"pipelining", PipeliningName(r.key.pipelining)},
       {"concurrency", r.key.concurrency},
       {"round", r.round},

@@ -1,9 +1,10 @@
-// Aggregation of benchmark runs: one row per (method, pipelining, concurrency)
-// configuration and round, speedups and cost-model terms against the `none` baseline
-// of the same round, the greedy output check and the row's JSON record.
+// Aggregation of benchmark runs: one row per (method, acceptance rule, pipelining,
+// concurrency) configuration and round, speedups and cost-model terms against the
+// `none` baseline of the same round, the output check and the row's JSON record.
 #ifndef TANDEM_CLIENT_BENCH_REPORT_H_
 #define TANDEM_CLIENT_BENCH_REPORT_H_
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -61,22 +62,26 @@ std::string StatusCodeName(absl::StatusCode code);
 ConfigResult Aggregate(const ConfigRun& run);
 
 // The `none` row `row` is compared with: same round and concurrency, positive
-// throughput, the same pipelining when there is one, else any; nullptr when none.
+// throughput, preferably the same acceptance rule and then the same pipelining, else
+// any; nullptr when none.
 const ConfigResult* NoneBaseline(const std::vector<ConfigResult>& rows, const ConfigResult& row);
 
 // Sets speedup_vs_none of every row: its throughput over its NoneBaseline's, and adds
 // the time terms of its cost model (AddTimeTerms against the baseline's step times).
 void ComputeSpeedups(std::vector<ConfigResult>* rows);
 
-// Greedy runs are lossless: every method must produce, for the same prompt, exactly the
-// text `none` produced. Compares every successful request with the first successful
-// `none` output for its prompt.
+// Greedy runs, and seeded runs of the coupled rule (spec/acceptance.h), are lossless
+// token for token: every method must produce, for the same prompt, exactly the text
+// `none` produced. Compares every successful request with the first successful `none`
+// output for its prompt.
 struct OutputCheck {
   int compared = 0;
   std::vector<std::string> mismatches;  // "draft pipelining=on c=4 prompt 3: ..."
   bool ok() const { return compared > 0 && mismatches.empty(); }
 };
-OutputCheck CheckOutputsAgainstNone(const std::vector<ConfigRun>& runs);
+// Only runs with compare(key) true take part, as baseline or compared.
+OutputCheck CheckOutputsAgainstNone(const std::vector<ConfigRun>& runs,
+                                    const std::function<bool(const ConfigKey&)>& compare);
 
 // Busy fractions between two scrapes of /metrics taken `wall_s` apart, from the growth
 // of the tandem_step_latency_ms sums: draft = phase "draft", target = phases "verify"

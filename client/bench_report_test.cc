@@ -121,6 +121,20 @@ TEST(SpeedupTest, EachRoundAgainstItsOwnNoneWithCostTerms) {
   EXPECT_TRUE(std::isnan(rows[0].cost.predicted_speedup));  // `none` has no K.
 }
 
+TEST(SpeedupTest, PrefersTheNoneOfTheSameRule) {
+  std::vector<ConfigResult> rows(3);
+  rows[0].key = {v1::SPECULATION_METHOD_NONE, v1::PIPELINING_ON, 1, v1::ACCEPTANCE_RULE_REJECTION};
+  rows[1].key = {v1::SPECULATION_METHOD_NONE, v1::PIPELINING_DEFAULT, 1,
+                 v1::ACCEPTANCE_RULE_COUPLED};
+  rows[2].key = {v1::SPECULATION_METHOD_DRAFT, v1::PIPELINING_ON, 1, v1::ACCEPTANCE_RULE_COUPLED};
+  for (int i = 0; i < 3; ++i) rows[i].throughput_tok_s = 10.0 * (i + 1);
+  ComputeSpeedups(&rows);
+  EXPECT_EQ(NoneBaseline(rows, rows[2]), &rows[1]);  // The rule outranks the pipelining.
+  EXPECT_DOUBLE_EQ(rows[2].speedup_vs_none, 1.5);    // 30 / 20.
+}
+
+bool All(const ConfigKey&) { return true; }
+
 TEST(OutputCheckTest, EveryMethodMustReproduceNone) {
   std::vector<ConfigRun> runs;
   runs.push_back(MakeRun(v1::SPECULATION_METHOD_NONE, 1, 1,
@@ -129,13 +143,13 @@ TEST(OutputCheckTest, EveryMethodMustReproduceNone) {
                          {Ok("alpha", 1, 1, 1, 1, 1, 1), Ok("beta", 1, 1, 1, 1, 1, 1),
                           Ok("alpha", 1, 1, 1, 1, 1, 1), Failed(absl::StatusCode::kInternal)},
                          {0, 1, 0, 1}));
-  OutputCheck good = CheckOutputsAgainstNone(runs);
+  OutputCheck good = CheckOutputsAgainstNone(runs, All);
   EXPECT_EQ(good.compared, 3);
   EXPECT_TRUE(good.ok());
 
   runs.push_back(
       MakeRun(v1::SPECULATION_METHOD_PROMPT_LOOKUP, 1, 1, {Ok("betx", 1, 1, 1, 1, 1, 1)}, {1}));
-  OutputCheck bad = CheckOutputsAgainstNone(runs);
+  OutputCheck bad = CheckOutputsAgainstNone(runs, All);
   EXPECT_EQ(bad.compared, 4);
   ASSERT_EQ(bad.mismatches.size(), 1u);
   EXPECT_THAT(bad.mismatches[0], HasSubstr("prompt_lookup"));
@@ -150,7 +164,25 @@ TEST(OutputCheckTest, EveryMethodMustReproduceNone) {
 TEST(OutputCheckTest, NothingToCompareIsNotOk) {
   std::vector<ConfigRun> runs;
   runs.push_back(MakeRun(v1::SPECULATION_METHOD_DRAFT, 1, 1, {Ok("a", 1, 1, 1, 1, 1, 1)}, {0}));
-  EXPECT_FALSE(CheckOutputsAgainstNone(runs).ok());
+  EXPECT_FALSE(CheckOutputsAgainstNone(runs, All).ok());
+}
+
+TEST(OutputCheckTest, OnlyComparableRulesTakePart) {
+  std::vector<ConfigRun> runs;
+  runs.push_back(MakeRun(v1::SPECULATION_METHOD_NONE, 1, 1, {Ok("alpha", 1, 0, 0, 1, 1, 1)}, {0}));
+  runs.back().key.rule = v1::ACCEPTANCE_RULE_REJECTION;  // Seeded inverse-CDF sampling.
+  runs.push_back(MakeRun(v1::SPECULATION_METHOD_NONE, 1, 1, {Ok("gamma", 1, 0, 0, 1, 1, 1)}, {0}));
+  runs.back().key.rule = v1::ACCEPTANCE_RULE_COUPLED;
+  runs.push_back(MakeRun(v1::SPECULATION_METHOD_DRAFT, 1, 1, {Ok("gamma", 1, 1, 1, 1, 1, 1)}, {0}));
+  runs.back().key.rule = v1::ACCEPTANCE_RULE_COUPLED;
+  runs.push_back(MakeRun(v1::SPECULATION_METHOD_DRAFT, 1, 1, {Ok("delta", 1, 1, 1, 1, 1, 1)}, {0}));
+  runs.back().key.rule = v1::ACCEPTANCE_RULE_REJECTION;
+  const auto coupled = [](const ConfigKey& k) { return k.rule == v1::ACCEPTANCE_RULE_COUPLED; };
+  OutputCheck check = CheckOutputsAgainstNone(runs, coupled);
+  EXPECT_EQ(check.compared, 1);
+  EXPECT_TRUE(check.ok());
+  EXPECT_FALSE(CheckOutputsAgainstNone(runs, All).ok());
+  EXPECT_THAT(CheckOutputsAgainstNone(runs, All).mismatches[0], HasSubstr("none rule=coupled"));
 }
 
 TEST(BusyBetweenTest, UsesTheGrowthOfStepLatencySums) {
@@ -194,6 +226,7 @@ TEST(ToJsonTest, RowWithSpeedupRoundAndCostTerms) {
   ComputeSpeedups(&rows);
   nlohmann::json j = ToJson(rows[1]);
   EXPECT_EQ(j["method"], "draft");
+  EXPECT_EQ(j["rule"], "default");
   EXPECT_EQ(j["pipelining"], "on");
   EXPECT_EQ(j["round"], 0);
   EXPECT_DOUBLE_EQ(j["speedup_vs_none"].get<double>(), 2.1);

@@ -5,15 +5,18 @@
 namespace tandem::client {
 
 std::vector<ConfigKey> BenchConfigs(const std::vector<v1::SpeculationMethod>& methods,
+                                    const std::vector<v1::AcceptanceRule>& rules,
                                     const std::vector<v1::Pipelining>& pipelining,
                                     const std::vector<int>& concurrency) {
   std::vector<ConfigKey> configs;
   for (v1::SpeculationMethod method : methods) {
-    for (size_t p = 0; p < pipelining.size(); ++p) {
-      const bool plain = method == v1::SPECULATION_METHOD_NONE;
-      if (plain && p > 0) continue;
-      for (int c : concurrency) {
-        configs.push_back({method, plain ? v1::PIPELINING_DEFAULT : pipelining[p], c});
+    for (v1::AcceptanceRule rule : rules) {
+      for (size_t p = 0; p < pipelining.size(); ++p) {
+        const bool plain = method == v1::SPECULATION_METHOD_NONE;
+        if (plain && p > 0) continue;
+        for (int c : concurrency) {
+          configs.push_back({method, plain ? v1::PIPELINING_DEFAULT : pipelining[p], c, rule});
+        }
       }
     }
   }

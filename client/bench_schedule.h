@@ -12,12 +12,19 @@ struct ConfigKey {
   v1::SpeculationMethod method = v1::SPECULATION_METHOD_NONE;
   v1::Pipelining pipelining = v1::PIPELINING_DEFAULT;
   int concurrency = 1;
+  v1::AcceptanceRule rule = v1::ACCEPTANCE_RULE_DEFAULT;
+  bool operator==(const ConfigKey& o) const {
+    return method == o.method && pipelining == o.pipelining && concurrency == o.concurrency &&
+           rule == o.rule;
+  }
 };
 
-// Every (method, pipelining, concurrency) in the order the results table lists them:
-// method-major, then pipelining, then concurrency. Pipelining does not apply to plain
-// decoding, so `none` appears once per concurrency, with PIPELINING_DEFAULT.
+// Every (method, rule, pipelining, concurrency) in the order the results table lists
+// them: method-major, then acceptance rule, then pipelining, then concurrency.
+// Pipelining does not apply to plain decoding, so `none` appears once per rule and
+// concurrency, with PIPELINING_DEFAULT (the rule still applies: `none` samples by it).
 std::vector<ConfigKey> BenchConfigs(const std::vector<v1::SpeculationMethod>& methods,
+                                    const std::vector<v1::AcceptanceRule>& rules,
                                     const std::vector<v1::Pipelining>& pipelining,
                                     const std::vector<int>& concurrency);
 

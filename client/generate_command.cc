@@ -18,7 +18,6 @@
 
 ABSL_FLAG(std::optional<double>, top_p, std::nullopt, "Nucleus sampling mass.");
 ABSL_FLAG(int, top_k, 0, "Top-k sampling; 0 = no limit.");
-ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt, "Sampling seed.");
 ABSL_FLAG(std::string, method, "auto", "Speculation method.");
 ABSL_FLAG(std::string, accept, "default", "Acceptance rule.");
 ABSL_FLAG(std::optional<double>, alpha, std::nullopt, "threshold/ratio parameter.");
@@ -158,7 +157,8 @@ Command GenerateCommand() {
        "lookahead where the server has them)."},
       {"k", "N", "Draft length K per step; 0 disables speculation; unset = adaptive K."},
       {"accept", "RULE",
-       "Acceptance rule: default, greedy, rejection (lossless), threshold, "
+       "Acceptance rule: default, greedy, rejection, coupled (lossless; coupled is "
+       "token-identical to target-only sampling with the same seed), threshold, "
        "ratio, position, typical (lossy, opt-in)."},
       {"alpha", "A",
        "threshold: probability bound (default 0.3); ratio: ratio bound "

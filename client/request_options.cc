@@ -30,7 +30,7 @@ constexpr RuleEntry kRules[] = {
     {"default", v1::ACCEPTANCE_RULE_DEFAULT},     {"greedy", v1::ACCEPTANCE_RULE_GREEDY},
     {"rejection", v1::ACCEPTANCE_RULE_REJECTION}, {"threshold", v1::ACCEPTANCE_RULE_THRESHOLD},
     {"ratio", v1::ACCEPTANCE_RULE_RATIO},         {"position", v1::ACCEPTANCE_RULE_POSITION},
-    {"typical", v1::ACCEPTANCE_RULE_TYPICAL},
+    {"typical", v1::ACCEPTANCE_RULE_TYPICAL},     {"coupled", v1::ACCEPTANCE_RULE_COUPLED},
 };
 
 std::string Lower(const std::string& s) {
@@ -77,7 +77,15 @@ absl::StatusOr<v1::AcceptanceRule> ParseAcceptanceRule(const std::string& name) 
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown acceptance rule '", name,
-                   "' (default, greedy, rejection, threshold, ratio, position, typical)"));
+                   "' (default, greedy, rejection, threshold, ratio, position, typical, "
+                   "coupled)"));
+}
+
+std::string AcceptanceRuleName(v1::AcceptanceRule rule) {
+  for (const auto& r : kRules) {
+    if (r.value == rule) return r.name;
+  }
+  return absl::StrCat("rule_", static_cast<int>(rule));
 }
 
 absl::StatusOr<v1::Pipelining> ParsePipelining(const std::string& name) {
@@ -106,6 +114,10 @@ absl::StatusOr<std::vector<v1::SpeculationMethod>> ParseMethodList(const std::st
 
 absl::StatusOr<std::vector<v1::Pipelining>> ParsePipeliningList(const std::string& list) {
   return ParseList<v1::Pipelining>(list, ParsePipelining);
+}
+
+absl::StatusOr<std::vector<v1::AcceptanceRule>> ParseAcceptanceRuleList(const std::string& list) {
+  return ParseList<v1::AcceptanceRule>(list, ParseAcceptanceRule);
 }
 
 absl::StatusOr<std::vector<int>> ParsePositiveIntList(const std::string& list) {

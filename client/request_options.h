@@ -17,8 +17,10 @@ namespace tandem::client {
 absl::StatusOr<v1::SpeculationMethod> ParseMethod(const std::string& name);
 std::string MethodName(v1::SpeculationMethod method);
 
-// "default", "greedy", "rejection", "threshold", "ratio", "position", "typical".
+// "default", "greedy", "rejection", "threshold", "ratio", "position", "typical",
+// "coupled".
 absl::StatusOr<v1::AcceptanceRule> ParseAcceptanceRule(const std::string& name);
+std::string AcceptanceRuleName(v1::AcceptanceRule rule);
 
 // "default", "on", "off".
 absl::StatusOr<v1::Pipelining> ParsePipelining(const std::string& name);
@@ -27,6 +29,7 @@ std::string PipeliningName(v1::Pipelining pipelining);
 // Comma-separated lists of the above ("none,draft"); empty items are errors.
 absl::StatusOr<std::vector<v1::SpeculationMethod>> ParseMethodList(const std::string& list);
 absl::StatusOr<std::vector<v1::Pipelining>> ParsePipeliningList(const std::string& list);
+absl::StatusOr<std::vector<v1::AcceptanceRule>> ParseAcceptanceRuleList(const std::string& list);
 // Comma-separated positive integers ("1,2,4").
 absl::StatusOr<std::vector<int>> ParsePositiveIntList(const std::string& list);
 

@@ -10,3 +10,5 @@ ABSL_FLAG(std::optional<int>, k, std::nullopt, "Draft length K; unset = adaptive
 ABSL_FLAG(std::string, pipelining, "default", "Draft/verify overlap: default, on or off.");
 ABSL_FLAG(bool, ignore_eos, false, "Keep generating past end-of-sequence.");
 ABSL_FLAG(double, timeout, 600, "Per-request deadline, seconds.");
+ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt,
+          "Sampling seed (bench: requests for prompt i use seed + i).");

@@ -15,5 +15,6 @@ ABSL_DECLARE_FLAG(std::optional<int>, k);
 ABSL_DECLARE_FLAG(std::string, pipelining);
 ABSL_DECLARE_FLAG(bool, ignore_eos);
 ABSL_DECLARE_FLAG(double, timeout);
+ABSL_DECLARE_FLAG(std::optional<uint64_t>, seed);
 
 #endif  // TANDEM_CLIENT_SHARED_FLAGS_H_

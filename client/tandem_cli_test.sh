@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The `tandem` CLI as a user runs it, against a fake server (no models): help texts,
 # dashed and underscore flags, usage errors, streamed generate with stats on stderr,
-# bench with table, cost-model table, --repeat rounds, JSON, output check, plot, and soak.
+# bench with table, cost-model table, --repeat rounds, --rules, --seed, JSON, output check
+# (greedy and seeded coupled), plot, and soak.
 set -uo pipefail
 TANDEM=client/tandem
 FAKE=client/fake_tandem_server
@@ -47,6 +48,11 @@ grep -q "method=draft" "$TMP/stats" && grep -q "acceptance=50.0% (3/6)" "$TMP/st
 echo "piped" | "$TANDEM" generate --server="$ADDR" --max_tokens=1 --quiet - >"$TMP/out" 2>"$TMP/stats"
 grep -q "^piped" "$TMP/out" && [ ! -s "$TMP/stats" ] && pass "prompt from stdin, --quiet" \
   || fail "stdin prompt: $(cat "$TMP/out") / $(cat "$TMP/stats")"
+"$TANDEM" generate --server "$ADDR" --max-tokens 2 --accept coupled --seed 5 --temperature 0.7 \
+  --quiet hi >"$TMP/out" 2>&1 && grep -q "^hi" "$TMP/out" \
+  && "$TANDEM" generate --server "$ADDR" --accept strict hi >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "coupled)" "$TMP/err" && pass "generate --accept coupled" \
+  || fail "accept coupled: rc=$rc $(cat "$TMP/out" "$TMP/err")"
 "$TANDEM" generate --server "$ADDR" fail >/dev/null 2>"$TMP/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "INVALID_ARGUMENT: fake: bad prompt" "$TMP/err" \
   && pass "server errors are reported" || fail "error: rc=$rc $(cat "$TMP/err")"
@@ -117,11 +123,30 @@ assert abs(draft["speedup_vs_none"] - statistics.median(ratios)) < 1e-12, draft
 assert draft["spread"]["/speedup_vs_none"]["min"] == min(ratios)
 PY
 
+"$TANDEM" bench --server "$ADDR" --prompts "$TMP/prompts.jsonl" --requests 3 --methods none,draft \
+  --rules rejection,coupled --repeat 2 --seed 7 --temperature 0.8 --max-tokens 2 --warmup 0 \
+  --out "$TMP/rules.json" >"$TMP/table" 2>"$TMP/bench.err"; rc=$?
+[ $rc -eq 0 ] && grep -q "2 interleaved rounds" "$TMP/table" \
+  && grep -q "round 2 of 2" "$TMP/bench.err" \
+  && grep -q "Output check: all 9 outputs identical" "$TMP/table" \
+  && /usr/bin/python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+rows = [(x['method'], x['rule'], x['rounds'], x['ok']) for x in r['results']]
+assert rows == [('none', 'rejection', 2, 6), ('none', 'coupled', 2, 6),
+                ('draft', 'rejection', 2, 6), ('draft', 'coupled', 2, 6)], rows
+assert r['settings']['seed'] == 7 and r['settings']['repeat'] == 2
+assert all(y['rule'] == x['rule'] for x in r['results'] for y in x['repeats'])
+assert r['output_check']['compared'] == 9 and r['output_check']['ok']
+" "$TMP/rules.json" \
+  && pass "bench --rules --repeat --seed: rules interleaved, coupled output check" \
+  || fail "rules: rc=$rc $(cat "$TMP/table" "$TMP/bench.err")"
+
 printf 'fine\nwill diverge\n' >"$TMP/diverge.txt"
 "$TANDEM" bench --server "$ADDR" --prompts "$TMP/diverge.txt" --requests 2 --methods none,draft \
   --max-tokens 2 --warmup 0 >"$TMP/table" 2>&1; rc=$?
 [ $rc -eq 1 ] && grep -q "Output check: FAILED, 1 of 2" "$TMP/table" \
-  && grep -q "draft pipelining=default c=1 prompt 1" "$TMP/table" \
+  && grep -q "draft rule=default pipelining=default c=1 prompt 1" "$TMP/table" \
   && pass "bench detects a lossy server" || fail "divergence: rc=$rc $(cat "$TMP/table")"
 
 "$TANDEM" bench --server "$ADDR" --prompts "$TMP/prompts.jsonl" --soak 1s --concurrency 2 \

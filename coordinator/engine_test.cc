@@ -219,8 +219,8 @@ TEST_F(EngineTest, GreedyOutputIsTargetOnlyInEveryMode) {
 }
 
 TEST_F(EngineTest, DraftOutageFallsBackAndTheDraftIsReadoptedAfterARestart) {
-  FakeWorkerOptions slow;
-  slow.step_delay = absl::Milliseconds(1);
+  FakeWorkerOptions slow;  // 300 tokens take >= 60 steps of 3 ms: the outage hits mid-way.
+  slow.step_delay = absl::Milliseconds(3);
   StartEngine(slow, {});
   RequestSpec s;
   s.prompt = Prompt(20, 1);
@@ -287,7 +287,9 @@ TEST_F(EngineTest, ADraftRejectionIsNotAnOutageAndOnlyThatStepFallsBack) {
 }
 
 TEST_F(EngineTest, TargetOutagePausesAndResumesTokenExact) {
-  StartEngine();
+  FakeWorkerOptions slow;  // 200 tokens take >= 40 steps of 3 ms: the outage hits mid-way.
+  slow.step_delay = absl::Milliseconds(3);
+  StartEngine(slow, {});
   RequestSpec s;
   s.prompt = Prompt(20, 4);
   s.max_new_tokens = 200;
@@ -306,7 +308,9 @@ TEST_F(EngineTest, TargetOutagePausesAndResumesTokenExact) {
 
 TEST_F(EngineTest, TargetThatStaysDownFailsWithinTheRecoveryTimeout) {
   options_.target_recovery_timeout = absl::Milliseconds(200);
-  StartEngine();
+  FakeWorkerOptions slow;
+  slow.step_delay = absl::Milliseconds(3);
+  StartEngine(slow, {});
   RequestSpec s;
   s.prompt = Prompt(20, 5);
   s.max_new_tokens = 500;

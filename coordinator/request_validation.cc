@@ -159,8 +159,9 @@ struct RuleParam {
 };
 
 absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLimits& limits,
-                                 float temperature, ResolvedSpeculation* out) {
+                                 const ResolvedSampling& sampling, ResolvedSpeculation* out) {
   const SpeculationParams& sp = request.speculation();
+  const float temperature = sampling.temperature;
   if (!tandem::v1::SpeculationMethod_IsValid(sp.method())) {
     return Invalid("speculation.method = ", sp.method(),
                    " is not a known SpeculationMethod; valid values 0..5 (AUTO, NONE, DRAFT, "
@@ -206,19 +207,18 @@ absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLim
 
   if (!tandem::v1::AcceptanceRule_IsValid(sp.acceptance_rule())) {
     return Invalid("speculation.acceptance_rule = ", sp.acceptance_rule(),
-                   " is not a known AcceptanceRule; valid values 0..6 (DEFAULT, GREEDY, "
-                   "REJECTION, THRESHOLD, RATIO, POSITION, TYPICAL)");
+                   " is not a known AcceptanceRule; valid values 0..7 (DEFAULT, GREEDY, "
+                   "REJECTION, THRESHOLD, RATIO, POSITION, TYPICAL, COUPLED)");
   }
   AcceptanceRule rule = sp.acceptance_rule();
-  if (rule == tandem::v1::ACCEPTANCE_RULE_DEFAULT) {
-    rule = temperature == 0.0f ? tandem::v1::ACCEPTANCE_RULE_GREEDY
-                               : tandem::v1::ACCEPTANCE_RULE_REJECTION;
-  }
+  if (rule == tandem::v1::ACCEPTANCE_RULE_DEFAULT)
+    rule = DefaultAcceptanceRule(temperature, sampling.seed_from_request);
   if (rule == tandem::v1::ACCEPTANCE_RULE_GREEDY && temperature > 0.0f) {
     return Invalid(
         "speculation.acceptance_rule = ACCEPTANCE_RULE_GREEDY requires "
         "sampling.temperature = 0 (got ",
-        temperature, "); use ACCEPTANCE_RULE_REJECTION (lossless) or DEFAULT");
+        temperature,
+        "); use ACCEPTANCE_RULE_REJECTION or ACCEPTANCE_RULE_COUPLED (lossless) or DEFAULT");
   }
   out->rule = rule;
 
@@ -276,6 +276,12 @@ absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLim
 }
 
 }  // namespace
+
+tandem::v1::AcceptanceRule DefaultAcceptanceRule(float temperature, bool seed_from_request) {
+  if (!(temperature > 0.0f)) return tandem::v1::ACCEPTANCE_RULE_GREEDY;
+  return seed_from_request ? tandem::v1::ACCEPTANCE_RULE_COUPLED
+                           : tandem::v1::ACCEPTANCE_RULE_REJECTION;
+}
 
 absl::Status ValidateServerLimits(const ServerLimits& limits) {
   if (limits.context_length < 2) {
@@ -336,8 +342,7 @@ absl::StatusOr<ValidatedRequest> ValidateRequest(const GenerateRequest& request,
   if (absl::Status s = ValidateSampling(request, limits, random, &out.sampling); !s.ok()) {
     return s;
   }
-  if (absl::Status s =
-          ValidateSpeculation(request, limits, out.sampling.temperature, &out.speculation);
+  if (absl::Status s = ValidateSpeculation(request, limits, out.sampling, &out.speculation);
       !s.ok()) {
     return s;
   }

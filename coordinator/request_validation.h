@@ -58,6 +58,13 @@ struct ServerLimits {
       tandem::v1::SPECULATION_METHOD_DRAFT, tandem::v1::SPECULATION_METHOD_PROMPT_LOOKUP};
 };
 
+// The rule ACCEPTANCE_RULE_DEFAULT resolves to: GREEDY at temperature 0; with sampling,
+// COUPLED when the request carries a seed (its output is then a function of prompt,
+// seed and sampling alone, whatever the method, K and load: tandem.proto's contract),
+// REJECTION when the server draws the seed. bench/README.md has the measurement behind
+// the choice.
+tandem::v1::AcceptanceRule DefaultAcceptanceRule(float temperature, bool seed_from_request);
+
 // INVALID_ARGUMENT when the limits themselves are inconsistent (server configuration
 // error; check once at startup).
 absl::Status ValidateServerLimits(const ServerLimits& limits);
@@ -84,7 +91,7 @@ struct ResolvedSpeculation {
   tandem::v1::SpeculationMethod method = tandem::v1::SPECULATION_METHOD_AUTO;
   // Fixed K in [0, max_speculative_tokens]; nullopt = adaptive K.
   std::optional<int> fixed_k;
-  // Never ACCEPTANCE_RULE_DEFAULT: greedy for temperature 0, rejection otherwise.
+  // Never ACCEPTANCE_RULE_DEFAULT (DefaultAcceptanceRule resolves it).
   tandem::v1::AcceptanceRule rule = tandem::v1::ACCEPTANCE_RULE_GREEDY;
   // Parameters of `rule`, defaults applied; 0 for parameters the rule does not use.
   float alpha = 0.0f;

@@ -275,12 +275,49 @@ TEST(ValidateRequestTest, DefaultsResolved) {
   EXPECT_FALSE(v->return_token_ids || v->return_logprobs || v->ignore_eos);
 }
 
-TEST(ValidateRequestTest, SamplingDefaultsToRejectionRule) {
+TEST(ValidateRequestTest, UnseededSamplingDefaultsToRejectionRule) {
   GenerateRequest r = BaseRequest();
   r.mutable_sampling()->set_temperature(0.8f);
   absl::StatusOr<ValidatedRequest> v = Validate(r);
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(v->speculation.rule, v1::ACCEPTANCE_RULE_REJECTION);
+}
+
+// tandem.proto's contract: a seeded request's output does not depend on method, K or
+// load, which the coupled rule guarantees.
+TEST(ValidateRequestTest, SeededSamplingDefaultsToCoupledRule) {
+  for (v1::SpeculationMethod method :
+       {v1::SPECULATION_METHOD_AUTO, v1::SPECULATION_METHOD_NONE, v1::SPECULATION_METHOD_DRAFT}) {
+    GenerateRequest r = BaseRequest();
+    r.mutable_sampling()->set_temperature(0.8f);
+    r.mutable_sampling()->set_seed(0);  // Present, even if 0.
+    r.mutable_speculation()->set_method(method);
+    absl::StatusOr<ValidatedRequest> v = Validate(r);
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(v->speculation.rule, v1::ACCEPTANCE_RULE_COUPLED);
+    EXPECT_EQ(ToSequenceSampling(*v).rule(), v1::ACCEPTANCE_RULE_COUPLED);
+  }
+  GenerateRequest greedy = BaseRequest();
+  greedy.mutable_sampling()->set_seed(5);
+  absl::StatusOr<ValidatedRequest> v = Validate(greedy);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->speculation.rule, v1::ACCEPTANCE_RULE_GREEDY);
+  EXPECT_EQ(DefaultAcceptanceRule(0.0f, true), v1::ACCEPTANCE_RULE_GREEDY);
+  EXPECT_EQ(DefaultAcceptanceRule(0.5f, false), v1::ACCEPTANCE_RULE_REJECTION);
+  EXPECT_EQ(DefaultAcceptanceRule(0.5f, true), v1::ACCEPTANCE_RULE_COUPLED);
+}
+
+TEST(ValidateRequestTest, CoupledRuleAtAnyTemperatureWithoutParameters) {
+  for (float temperature : {0.0f, 1.0f}) {
+    GenerateRequest r = BaseRequest();
+    r.mutable_sampling()->set_temperature(temperature);
+    r.mutable_speculation()->set_acceptance_rule(v1::ACCEPTANCE_RULE_COUPLED);
+    absl::StatusOr<ValidatedRequest> v = Validate(r);
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(v->speculation.rule, v1::ACCEPTANCE_RULE_COUPLED);
+    r.mutable_speculation()->set_alpha(0.3f);
+    EXPECT_EQ(Validate(r).status().code(), absl::StatusCode::kInvalidArgument);
+  }
 }
 
 TEST(ValidateRequestTest, RuleParameterDefaultsAndExplicitValues) {
@@ -352,7 +389,7 @@ TEST(ValidateRequestTest, BoundaryValuesAccepted) {
   EXPECT_EQ(v->sampling.top_k, 100);
   EXPECT_EQ(v->speculation.method, v1::SPECULATION_METHOD_PROMPT_LOOKUP);
   EXPECT_EQ(v->speculation.fixed_k, 8);
-  EXPECT_EQ(v->speculation.rule, v1::ACCEPTANCE_RULE_REJECTION);
+  EXPECT_EQ(v->speculation.rule, v1::ACCEPTANCE_RULE_COUPLED);  // Seeded: the default.
   EXPECT_TRUE(v->return_token_ids && v->return_logprobs && v->ignore_eos);
 }
 

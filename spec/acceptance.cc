@@ -13,7 +13,8 @@ namespace {
 
 constexpr AcceptanceRule kAllRules[] = {AcceptanceRule::kGreedy,    AcceptanceRule::kRejection,
                                         AcceptanceRule::kThreshold, AcceptanceRule::kRatio,
-                                        AcceptanceRule::kPosition,  AcceptanceRule::kTypical};
+                                        AcceptanceRule::kPosition,  AcceptanceRule::kTypical,
+                                        AcceptanceRule::kCoupled};
 
 constexpr double kProposalSumTolerance = 1e-3;
 
@@ -37,6 +38,7 @@ absl::Status ValidateRuleParameters(const AcceptanceParams& params) {
   switch (params.rule) {
     case AcceptanceRule::kGreedy:
     case AcceptanceRule::kRejection:
+    case AcceptanceRule::kCoupled:
       return absl::OkStatus();
     case AcceptanceRule::kThreshold:
       return CheckRange(name, "alpha", AlphaOrDefault(params), 0, false, 1, false);
@@ -139,13 +141,27 @@ absl::Status NoMassError(size_t index) {
       absl::StrCat("acceptance: target distribution ", index, " has no positive probability"));
 }
 
-// A token drawn from p with the kResample draw at `position`, or from argmax p.
-absl::StatusOr<int32_t> EmitFrom(absl::Span<const float> p, size_t index, bool use_argmax,
-                                 uint64_t seed, uint64_t position) {
-  const int token =
-      use_argmax ? Argmax(p)
-                 : SampleFromProbs(p, UniformDouble(seed, RandomStream::kResample, position));
-  if (token < 0 || (use_argmax && !(p[token] > 0.0f))) return NoMassError(index);
+// How a rule emits a correction or bonus token from p.
+enum class Emit { kArgmax, kSample, kGumbel };
+
+// A token from p: argmax p; the inverse-CDF sample with the kResample draw at
+// `sample_index`; or the GumbelSample at absolute position `position`.
+absl::StatusOr<int32_t> EmitFrom(absl::Span<const float> p, size_t index, Emit how, uint64_t seed,
+                                 uint64_t sample_index, uint64_t position) {
+  int token = -1;
+  switch (how) {
+    case Emit::kArgmax:
+      token = Argmax(p);
+      if (token >= 0 && !(p[token] > 0.0f)) token = -1;
+      break;
+    case Emit::kSample:
+      token = SampleFromProbs(p, UniformDouble(seed, RandomStream::kResample, sample_index));
+      break;
+    case Emit::kGumbel:
+      token = GumbelSample(p, seed, position);
+      break;
+  }
+  if (token < 0) return NoMassError(index);
   return token;
 }
 
@@ -181,6 +197,8 @@ absl::string_view AcceptanceRuleName(AcceptanceRule rule) {
       return "position";
     case AcceptanceRule::kTypical:
       return "typical";
+    case AcceptanceRule::kCoupled:
+      return "coupled";
   }
   return "unknown";
 }
@@ -189,13 +207,9 @@ absl::StatusOr<AcceptanceRule> ParseAcceptanceRule(absl::string_view name) {
   for (AcceptanceRule rule : kAllRules) {
     if (AcceptanceRuleName(rule) == name) return rule;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown acceptance rule '", name,
-                   "'; expected greedy, rejection, threshold, ratio, position or typical"));
-}
-
-AcceptanceRule DefaultAcceptanceRule(float temperature) {
-  return temperature > 0.0f ? AcceptanceRule::kRejection : AcceptanceRule::kGreedy;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown acceptance rule '", name,
+      "'; expected greedy, rejection, threshold, ratio, position, typical or coupled"));
 }
 
 float AlphaOrDefault(const AcceptanceParams& params) {
@@ -247,6 +261,7 @@ absl::StatusOr<AcceptanceResult> AcceptProposals(
     const double p_token = p[token];
     const uint64_t position = key.sample_index + i;
     bool accept = false;
+    int32_t coupled_token = -1;  // t_i of the coupled rule.
     switch (params.rule) {
       case AcceptanceRule::kGreedy:
         accept = token == Argmax(p);
@@ -273,25 +288,38 @@ absl::StatusOr<AcceptanceResult> AcceptProposals(
         accept = p_token > static_cast<double>(params.epsilon) ||
                  p_token > TypicalThreshold(p, params.epsilon, params.delta);
         break;
+      case AcceptanceRule::kCoupled:
+        coupled_token = GumbelSample(p, key.seed, key.position + i);
+        if (coupled_token < 0) return NoMassError(i);
+        accept = token == coupled_token;
+        break;
     }
     if (accept) {
       result.committed.push_back(token);
       ++result.num_accepted;
       continue;
     }
+    if (params.rule == AcceptanceRule::kCoupled) {
+      result.committed.push_back(coupled_token);
+      return result;
+    }
+    const Emit how =
+        params.rule == AcceptanceRule::kGreedy || params.rule == AcceptanceRule::kTypical
+            ? Emit::kArgmax
+            : Emit::kSample;
     absl::StatusOr<int32_t> correction =
         params.rule == AcceptanceRule::kRejection
             ? SampleResidual(p, proposals[i].q, i, key.seed, position)
-            : EmitFrom(
-                  p, i,
-                  params.rule == AcceptanceRule::kGreedy || params.rule == AcceptanceRule::kTypical,
-                  key.seed, position);
+            : EmitFrom(p, i, how, key.seed, position, key.position + i);
     if (!correction.ok()) return correction.status();
     result.committed.push_back(*correction);
     return result;
   }
-  absl::StatusOr<int32_t> bonus = EmitFrom(
-      target_probs[k], k, params.rule == AcceptanceRule::kGreedy, key.seed, key.sample_index + k);
+  const Emit bonus_how = params.rule == AcceptanceRule::kGreedy    ? Emit::kArgmax
+                         : params.rule == AcceptanceRule::kCoupled ? Emit::kGumbel
+                                                                   : Emit::kSample;
+  absl::StatusOr<int32_t> bonus =
+      EmitFrom(target_probs[k], k, bonus_how, key.seed, key.sample_index + k, key.position + k);
   if (!bonus.ok()) return bonus.status();
   result.committed.push_back(*bonus);
   return result;

@@ -15,8 +15,26 @@
 //              on reject sample from p_i.                                    (lossy)
 //   typical    accept iff p_i(d_i) > min(epsilon, delta * exp(-H(p_i))) (H in nats);
 //              on reject emit argmax p_i.                                    (lossy)
-// When all K proposals pass, a bonus token follows: argmax p_{K+1} for greedy, a
-// sample from p_{K+1} for every other rule. So 1..K+1 tokens are committed per step.
+//   coupled    Gumbel-max coupling (lossless and seed-deterministic). Every position
+//              is sampled as t_i = GumbelSample(p_i, seed, a_i) (spec/sampling.h):
+//                t_i = argmax over v with p_i(v) > 0 of ln p_i(v) + g(v),
+//                g(v) = GumbelNoise(seed, a_i, v) = -ln(-ln u(v)),
+//                u(v) = UniformDouble(seed, kGumbel, a_i, v)         (spec/rng.h),
+//              ties to the lower id (evaluated as argmax p_i(v) / -ln u(v), the same
+//              order with one logarithm), where a_i = key.position + (i - 1) is the absolute
+//              sequence position proposal i would occupy. Accept iff d_i == t_i; on
+//              reject emit t_i. The draft proposes d_i = GumbelSample(q_i, seed, a_i)
+//              with its own processed distribution q_i and the same noise (q is not
+//              read here; the draft sends PointMass(d_i)). Each t_i is a function of
+//              (seed, a_i, p_i) alone, and p_i of the committed prefix, so the output is
+//              token-identical to target-only sampling with this rule (K = 0 steps) for
+//              every K, proposer, batch and load; t_i ~ p_i exactly (Gumbel-max), so it
+//              is lossless. Acceptance probability P(argmax(ln p + g) = argmax(ln q + g))
+//              is at most 1 - TV(p, q), the rejection rule's. At temperature 0 p is
+//              one-hot and coupled equals greedy.
+// When all K proposals pass, a bonus token follows: argmax p_{K+1} for greedy,
+// GumbelSample(p_{K+1}, seed, key.position + K) for coupled, a sample from p_{K+1} for
+// every other rule. So 1..K+1 tokens are committed per step.
 //
 // Random draws (spec/rng.h), keyed by the request seed and the generated-token index
 // n_i = sample_index + (i - 1) of proposal i, so results never depend on batching:
@@ -24,7 +42,8 @@
 //   the correction sample at proposal i      UniformDouble(seed, kResample, n_i)
 //   the bonus sample                         UniformDouble(seed, kResample, sample_index + K)
 // With K = 0 a step is plain decoding: one sample from p_1 with the kResample draw at
-// sample_index, exactly what target-only sampling at that index does.
+// sample_index (coupled: GumbelSample at key.position), exactly what target-only
+// sampling at that index does.
 //
 // Typical use. Draft side, for generated index n:
 //   ProcessLogits(draft_logits, config, &probs); q = TopKSparse(probs, 32);
@@ -47,15 +66,20 @@
 namespace tandem {
 namespace spec {
 
-enum class AcceptanceRule { kGreedy, kRejection, kThreshold, kRatio, kPosition, kTypical };
+enum class AcceptanceRule {
+  kGreedy,
+  kRejection,
+  kThreshold,
+  kRatio,
+  kPosition,
+  kTypical,
+  kCoupled
+};
 
 // Lower-case rule name ("greedy", "rejection", "threshold", "ratio", "position",
-// "typical"), and its inverse (INVALID_ARGUMENT listing the valid names).
+// "typical", "coupled"), and its inverse (INVALID_ARGUMENT listing the valid names).
 absl::string_view AcceptanceRuleName(AcceptanceRule rule);
 absl::StatusOr<AcceptanceRule> ParseAcceptanceRule(absl::string_view name);
-
-// The default rule: greedy for temperature 0 (or below), rejection otherwise.
-AcceptanceRule DefaultAcceptanceRule(float temperature);
 
 // Rule parameters with their defaults.
 constexpr float kDefaultThresholdAlpha = 0.3f;
@@ -100,12 +124,16 @@ struct Proposal {
   SparseDistribution q;
 };
 
-// Random key of one step: the request's seed and the index, among the request's
+// Random key of one step: the request's seed; the index, among the request's
 // generated tokens, of the first proposal (the position of the token this step's
-// first commit will occupy).
+// first commit will occupy), which keys the kAccept / kResample draws; and the absolute
+// sequence position of that token (the cache position it will occupy), which keys the
+// coupled rule's Gumbel noise so that the draft, which knows only cache positions,
+// draws the same noise.
 struct RandomKey {
   uint64_t seed = 0;
   uint64_t sample_index = 0;
+  uint64_t position = 0;
 };
 
 struct AcceptanceResult {

@@ -68,14 +68,13 @@ int32_t ResampleAt(const Dense& p, uint64_t seed, uint64_t position) {
 TEST(AcceptanceParamsTest, NamesRoundTripAndDefaults) {
   for (AcceptanceRule rule :
        {AcceptanceRule::kGreedy, AcceptanceRule::kRejection, AcceptanceRule::kThreshold,
-        AcceptanceRule::kRatio, AcceptanceRule::kPosition, AcceptanceRule::kTypical}) {
+        AcceptanceRule::kRatio, AcceptanceRule::kPosition, AcceptanceRule::kTypical,
+        AcceptanceRule::kCoupled}) {
     absl::StatusOr<AcceptanceRule> parsed = ParseAcceptanceRule(AcceptanceRuleName(rule));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, rule);
   }
   EXPECT_EQ(ParseAcceptanceRule("medusa").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(DefaultAcceptanceRule(0.0f), AcceptanceRule::kGreedy);
-  EXPECT_EQ(DefaultAcceptanceRule(0.7f), AcceptanceRule::kRejection);
   EXPECT_EQ(AlphaOrDefault(Rule(AcceptanceRule::kThreshold)), 0.3f);
   EXPECT_EQ(AlphaOrDefault(Rule(AcceptanceRule::kRatio)), 0.5f);
   AcceptanceParams set = Rule(AcceptanceRule::kRatio);

@@ -5,6 +5,7 @@
 #ifndef TANDEM_SPEC_PHILOX_H_
 #define TANDEM_SPEC_PHILOX_H_
 
+#include <cmath>
 #include <cstdint>
 
 #include "spec/host_device.h"
@@ -51,6 +52,34 @@ TANDEM_HOST_DEVICE inline double Uniform(uint64_t seed, uint32_t stream, uint64_
                    stream};
   Rounds(x, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
   return UnitDouble((static_cast<uint64_t>(x[0]) << 32) | x[1]);
+}
+
+// Natural logarithm in double, the same function on the host and in device code.
+TANDEM_HOST_DEVICE inline double Ln(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::log(x);
+#else
+  return std::log(x);
+#endif
+}
+
+// spec::GumbelNoise(seed, position, token) (spec/rng.h): -ln(-ln u) with
+// u = Uniform(seed, stream 4 = kGumbel, position, token); -inf when u == 0.
+TANDEM_HOST_DEVICE inline double Gumbel(uint64_t seed, uint64_t position, uint32_t token) {
+  const double u = Uniform(seed, 4u, position, token);
+  return -Ln(-Ln(u));
+}
+
+// The coupled rule's score of `token` with processed probability `p` (spec/sampling.h
+// GumbelSample): p / E with E = -ln u, u = Uniform(seed, 4 = kGumbel, position, token), for
+// p > 0 and finite; NaN (not in the support, skipped by argmax) otherwise. Its log is
+// ln p + Gumbel(seed, position, token), so the argmax is that of ln p + g, with one
+// logarithm per token instead of two (u == 0 gives E = inf and score 0).
+TANDEM_HOST_DEVICE inline double GumbelScore(float p, uint64_t seed, uint64_t position,
+                                             uint32_t token) {
+  const double x = p;
+  if (!(x > 0.0) || x - x != 0.0) return static_cast<double>(NAN);
+  return x / -Ln(Uniform(seed, 4u, position, token));
 }
 
 }  // namespace philox

@@ -17,5 +17,9 @@ double UniformDouble(uint64_t seed, RandomStream stream, uint64_t position, uint
   return philox::Uniform(seed, static_cast<uint32_t>(stream), position, draw);
 }
 
+double GumbelNoise(uint64_t seed, uint64_t position, int32_t token) {
+  return philox::Gumbel(seed, position, static_cast<uint32_t>(token));
+}
+
 }  // namespace spec
 }  // namespace tandem

@@ -29,6 +29,8 @@ enum class RandomStream : uint32_t {
                      // plain (non-speculative) decoding all use it, so K = 0 matches
                      // target-only sampling draw for draw.
   kProposer = 3,     // Spare stream for proposers other than the draft model.
+  kGumbel = 4,       // Gumbel noise of the coupled rule: draw = token id, position = the
+                     // token's absolute position in the sequence (GumbelNoise below).
 };
 
 // Maps 64 random bits to a double in [0, 1): the top 53 bits times 2^-53. Never 1.
@@ -39,6 +41,12 @@ double UnitDoubleFromBits(uint64_t bits);
 // position (0 for the first). Philox key = seed; counter = (position low word,
 // position high word, draw, stream).
 double UniformDouble(uint64_t seed, RandomStream stream, uint64_t position, uint32_t draw = 0);
+
+// Standard Gumbel noise g = -ln(-ln u) of token `token` at absolute sequence position
+// `position`, u = UniformDouble(seed, kGumbel, position, token); -inf when u == 0
+// (probability 2^-53). The coupled acceptance rule (spec/acceptance.h) samples every
+// position as argmax_v(ln p(v) + g(v)) with it, on the target and on the draft alike.
+double GumbelNoise(uint64_t seed, uint64_t position, int32_t token);
 
 }  // namespace spec
 }  // namespace tandem

@@ -53,6 +53,20 @@ TEST(UniformDoubleTest, MatchesPhiloxWordLayout) {
             static_cast<double>(bits >> 11) / 9007199254740992.0);
 }
 
+TEST(GumbelNoiseTest, IsMinusLogMinusLogOfTheGumbelStreamDrawnPerToken) {
+  for (int32_t token : {0, 1, 2047, 31999}) {
+    const double u = UniformDouble(99, RandomStream::kGumbel, 1234, static_cast<uint32_t>(token));
+    EXPECT_EQ(GumbelNoise(99, 1234, token), -std::log(-std::log(u)));
+  }
+  EXPECT_NE(GumbelNoise(99, 1234, 5), GumbelNoise(99, 1235, 5));
+  EXPECT_NE(GumbelNoise(99, 1234, 5), GumbelNoise(100, 1234, 5));
+  // Mean of the standard Gumbel: the Euler-Mascheroni constant.
+  double sum = 0.0;
+  constexpr int kDraws = 200000;
+  for (int i = 0; i < kDraws; ++i) sum += GumbelNoise(7, i, i % 13);
+  EXPECT_NEAR(sum / kDraws, 0.5772156649, 5 * 1.2825 / std::sqrt(kDraws));
+}
+
 // Upper critical value of chi-square with `dof` degrees of freedom at significance
 // 1e-6 (one-sided normal quantile z = 4.753), Wilson-Hilferty approximation.
 double ChiSquareCritical1e6(int dof) {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "spec/philox.h"
 
 namespace tandem {
 namespace spec {
@@ -197,6 +198,20 @@ int SampleFromProbs(absl::Span<const float> probs, double u) { return SampleFrom
 
 int SampleFromProbs(absl::Span<const double> weights, double u) {
   return SampleFromWeights(weights, u);
+}
+
+int GumbelSample(absl::Span<const float> probs, uint64_t seed, uint64_t position) {
+  int best = -1;
+  double best_score = 0.0;
+  for (size_t v = 0; v < probs.size(); ++v) {
+    const double score = philox::GumbelScore(probs[v], seed, position, static_cast<uint32_t>(v));
+    if (std::isnan(score)) continue;
+    if (best < 0 || score > best_score) {
+      best = static_cast<int>(v);
+      best_score = score;
+    }
+  }
+  return best;
 }
 
 SparseDistribution TopKSparse(absl::Span<const float> probs, int k) {

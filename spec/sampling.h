@@ -52,6 +52,15 @@ void ProcessLogits(absl::Span<const float> logits, const SamplingConfig& config,
 int SampleFromProbs(absl::Span<const float> probs, double u);
 int SampleFromProbs(absl::Span<const double> weights, double u);
 
+// Gumbel-max sample from the processed distribution `probs` at absolute sequence
+// position `position` of a request with seed `seed`: argmax over the tokens v with
+// probs[v] > 0 (finite) of ln probs[v] + GumbelNoise(seed, position, v) (spec/rng.h),
+// computed (here and on every backend) as the argmax of the same order,
+// probs[v] / -ln u(v) in double, u(v) = UniformDouble(seed, kGumbel, position, v);
+// ties to the lower index; distributed exactly as `probs`. -1 when no entry is positive.
+// The sample of the coupled acceptance rule (spec/acceptance.h).
+int GumbelSample(absl::Span<const float> probs, uint64_t seed, uint64_t position);
+
 // A distribution on a subset of the vocabulary: probs[j] is the probability of token
 // ids[j]; all other tokens have probability 0. Ids are distinct.
 struct SparseDistribution {

@@ -1,6 +1,7 @@
 // Prints the CPU time of the per-position speculation math at realistic vocabulary
-// sizes: ProcessLogits (temperature, top-k, top-p), TopKSparse, and AcceptProposals
-// for a K = 8 step. Usage: bazel run //spec:spec_benchmark
+// sizes: ProcessLogits (temperature, top-k, top-p), TopKSparse, GumbelSample (the
+// coupled rule's per-position draw), and AcceptProposals for a K = 8 step. Usage: bazel run
+// //spec:spec_benchmark
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -46,6 +47,8 @@ void Run(int vocab) {
   ProcessLogits(logits, {1.0f, 0, 1.0f}, &probs);
   std::printf("vocab %6d  TopKSparse k=32                        %8.1f us\n", vocab,
               MicrosPerCall(20, [&](int) { TopKSparse(probs, 32); }));
+  std::printf("vocab %6d  GumbelSample (full support)            %8.1f us\n", vocab,
+              MicrosPerCall(20, [&](int i) { GumbelSample(probs, 7, i); }));
 
   constexpr int kK = 8;
   std::vector<std::vector<float>> targets(kK + 1);
@@ -60,11 +63,13 @@ void Run(int vocab) {
       proposals.push_back({q.ids[0], q});
     }
   }
-  for (AcceptanceRule rule : {AcceptanceRule::kRejection, AcceptanceRule::kTypical}) {
+  for (AcceptanceRule rule :
+       {AcceptanceRule::kRejection, AcceptanceRule::kTypical, AcceptanceRule::kCoupled}) {
     AcceptanceParams params;
     params.rule = rule;
     const double us = MicrosPerCall(50, [&](int i) {
-      (void)AcceptProposals(proposals, spans, params, {7, static_cast<uint64_t>(i) * 16});
+      const uint64_t n = static_cast<uint64_t>(i) * 16;
+      (void)AcceptProposals(proposals, spans, params, {7, n, n});
     });
     std::printf("vocab %6d  AcceptProposals K=8 %-19s %8.1f us\n", vocab,
                 std::string(AcceptanceRuleName(rule)).c_str(), us);

@@ -51,6 +51,7 @@ absl::StatusOr<v1::DraftResponse> DraftEngine::Draft(const v1::DraftRequest& req
     next_draft[s].sampling = ToSamplingConfig(seq.sampling());
     next_draft[s].q_size = seq.proposal_top_k() > 0 ? static_cast<int>(seq.proposal_top_k())
                                                     : options_.default_proposal_top_k;
+    next_draft[s].coupled = seq.sampling().rule() == v1::ACCEPTANCE_RULE_COUPLED;
     next_draft[s].seed = seq.sampling().seed();
     next_draft[s].position = uint64_t{seq.start_position()} + seq.tokens_size();
     max_k = std::max(max_k, static_cast<int>(seq.num_draft_tokens()));

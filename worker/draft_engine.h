@@ -7,11 +7,13 @@
 // spec::ProcessLogits) and turned into the sparse proposal q = TopKSparse(p, k)
 // (greedy: PointMass(argmax)); d_i is drawn from q with
 // UniformDouble(seed, kDraftSample, position of d_i) -- an absolute cache position, so
-// the draws never depend on batching. The sampling runs where the logits are
-// (ModelExecutor::ForwardSampleDrafts, kernels/accept/draft_sample.h): only each token
-// and its q come back. d_1 .. d_{K-1} are then fed one per forward pass (each pass
-// batching every sequence that still needs tokens), so K forward passes in all; d_K is
-// not fed, and the cache ends at start_position + tokens + K - 1.
+// the draws never depend on batching. Sequences whose rule is ACCEPTANCE_RULE_COUPLED
+// propose the Gumbel-max token instead, spec::GumbelSample(p, seed, position of d_i),
+// with q = PointMass(d_i) (spec/acceptance.h, the coupled rule). The sampling runs where the logits
+// are (ModelExecutor::ForwardSampleDrafts, kernels/accept/draft_sample.h): only each token and its
+// q come back. d_1 .. d_{K-1} are then fed one per forward pass (each pass batching every sequence
+// that still needs tokens), so K forward passes in all; d_K is not fed, and the cache ends at
+// start_position + tokens + K - 1.
 //
 // Requests are expected to be valid (see request_validation.h; q sizes must be in
 // [1, kMaxDraftQSize]); the engine still never crashes on bad input (the model rejects

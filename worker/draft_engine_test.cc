@@ -148,6 +148,31 @@ TEST_F(DraftEngineTest, SparseProposalsAreTheRenormalisedTopKOfTheModel) {
   }
 }
 
+// Under the coupled rule each proposal is the Gumbel-max token of the processed draft
+// distribution at its absolute position, with a point-mass q.
+TEST_F(DraftEngineTest, CoupledProposalsAreTheGumbelArgmaxAtEachPosition) {
+  const std::vector<int32_t> prompt = testing::Tokens(9, kVocab, 6);
+  Prefill(5, prompt);
+  const v1::SequenceSampling sampling = Sampled(0.8f, 21, v1::ACCEPTANCE_RULE_COUPLED, 20, 0.95f);
+  auto drafted = Draft({Seq(5, prompt, 5, sampling)});
+  ASSERT_TRUE(drafted.ok()) << drafted.status();
+  const v1::DraftedSequence& out = drafted->sequences(0);
+  ASSERT_EQ(out.proposals_size(), 5);
+  std::vector<int32_t> chain = prompt;
+  for (int i = 0; i < 4; ++i) chain.push_back(out.proposals(i).token());
+  const auto logits = testing::DecodeLogits(*reference_.model, chain);
+  std::vector<float> probs;
+  for (int i = 0; i < 5; ++i) {
+    const v1::ProposedToken& p = out.proposals(i);
+    spec::ProcessLogits(logits[prompt.size() - 1 + i], spec::SamplingConfig{0.8f, 20, 0.95f},
+                        &probs);
+    EXPECT_EQ(p.token(), spec::GumbelSample(probs, 21, prompt.size() + i)) << "proposal " << i;
+    ASSERT_EQ(p.q_ids_size(), 1);
+    EXPECT_EQ(p.q_ids(0), p.token());
+    EXPECT_EQ(p.q_probs(0), 1.0f);
+  }
+}
+
 TEST_F(DraftEngineTest, GreedyProposalsAreTheArgmaxChain) {
   const std::vector<int32_t> prompt = testing::Tokens(10, kVocab, 3);
   Prefill(11, prompt);

@@ -43,6 +43,9 @@ absl::StatusOr<spec::AcceptanceParams> ToAcceptanceParams(const v1::SequenceSamp
     case v1::ACCEPTANCE_RULE_TYPICAL:
       params.rule = spec::AcceptanceRule::kTypical;
       break;
+    case v1::ACCEPTANCE_RULE_COUPLED:
+      params.rule = spec::AcceptanceRule::kCoupled;
+      break;
     case v1::ACCEPTANCE_RULE_DEFAULT:
       return absl::InvalidArgumentError(
           "sampling.rule is ACCEPTANCE_RULE_DEFAULT; workers need the resolved rule");

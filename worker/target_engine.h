@@ -5,14 +5,13 @@
 // a chain, or as a tree when proposal_parents is given (a tree attention mask). Logits
 // are taken for the last committed token and for every proposal (K + 1 rows), processed
 // with the sequence's sampling, and spec::AcceptProposals runs the resolved rule with
-// RandomKey{seed, sample_index}: over the chain, or over every root-to-leaf path of a
-// tree, keeping the path that accepts the most (ties: lowest leaf index; the position
-// rule's K is the path length). Trees take every rule but rejection sampling (the
-// best of several paths would not keep the target distribution; validation answers
-// UNIMPLEMENTED). The cache keeps the committed
-// tokens and the accepted proposals: start_position + tokens + num_accepted positions
-// (the correction or bonus token is not cached yet). Log-probabilities of committed
-// tokens, when asked, follow spec::CommittedLogProb (spec/sampling.h): processed
+// RandomKey{seed, sample_index, position of the first proposal}: over the chain, or over every
+// root-to-leaf path of a tree, keeping the path that accepts the most (ties: lowest leaf index; the
+// position rule's K is the path length). Trees take every rule but rejection sampling (the best of
+// several paths would not keep the target distribution; validation answers UNIMPLEMENTED). The
+// cache keeps the committed tokens and the accepted proposals: start_position + tokens +
+// num_accepted positions (the correction or bonus token is not cached yet). Log-probabilities of
+// committed tokens, when asked, follow spec::CommittedLogProb (spec/sampling.h): processed
 // distribution under sampling, log_softmax at temperature 1 under greedy.
 //
 // Where acceptance runs (verify_acceptance.h): when every sequence is a chain, on the

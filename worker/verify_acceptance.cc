@@ -21,6 +21,13 @@ struct Accepted {
   std::vector<int> accepted;
 };
 
+// The random key of a sequence: its first proposal (row 1) sits at absolute position
+// start_position + tokens_size (the last committed token is at the one before).
+spec::RandomKey KeyOf(const v1::VerifySequence& seq) {
+  return spec::RandomKey{seq.sampling().seed(), seq.sample_index(),
+                         uint64_t{seq.start_position()} + uint64_t(seq.tokens_size())};
+}
+
 // Runs the rule over the proposals `path` (indices, a root-to-node chain) whose logit
 // rows are 0 (the last committed token) and path[i] + 1.
 absl::StatusOr<Accepted> AcceptPath(const v1::VerifySequence& seq, const std::vector<int>& path,
@@ -34,8 +41,8 @@ absl::StatusOr<Accepted> AcceptPath(const v1::VerifySequence& seq, const std::ve
     spans.push_back(probs[j + 1]);
     rows.push_back(j + 1);
   }
-  absl::StatusOr<spec::AcceptanceResult> result = spec::AcceptProposals(
-      proposals, spans, params, spec::RandomKey{seq.sampling().seed(), seq.sample_index()});
+  absl::StatusOr<spec::AcceptanceResult> result =
+      spec::AcceptProposals(proposals, spans, params, KeyOf(seq));
   if (!result.ok()) return result.status();
   Accepted out;
   out.committed = std::move(result->committed);
@@ -117,7 +124,7 @@ absl::Status VerifyOnBackend(ModelExecutor* executor, const v1::VerifyRequest& r
     for (const v1::ProposedToken& p : seq.proposals()) chain.proposals.push_back(ToProposal(p));
     chain.sampling = ToSamplingConfig(seq.sampling());
     chain.params = *params;
-    chain.key = spec::RandomKey{seq.sampling().seed(), seq.sample_index()};
+    chain.key = KeyOf(seq);
     chain.want_logprobs = seq.sampling().return_logprobs();
     first_row += seq.proposals_size() + 1;
   }

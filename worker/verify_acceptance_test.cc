@@ -172,6 +172,48 @@ TEST_F(VerifyAcceptanceTest, BackendAndHostAgreeForEveryRule) {
   EXPECT_GT(rejected, 10);
 }
 
+// The coupled rule commits, at every position, the Gumbel-max token of the target's
+// processed distribution keyed by the token's absolute position (start_position +
+// tokens fed), on both paths; proposals are accepted iff they equal it.
+TEST_F(VerifyAcceptanceTest, CoupledCommitsTheGumbelTokenOfEachAbsolutePosition) {
+  int accepted = 0, rejected = 0;
+  for (int round = 0; round < 4; ++round) {
+    v1::VerifyRequest request;
+    for (int s = 0; s < kSequences; ++s) {
+      const v1::SequenceSampling sampling =
+          testing::Sampled(s % 2 ? 0.7f : 1.0f, 100 * round + s, v1::ACCEPTANCE_RULE_COUPLED,
+                           s % 3 ? 0 : 16, s % 2 ? 0.9f : 1.0f, s % 2 == 0);
+      // sample_index does not key the coupled rule: any value gives the same tokens.
+      *request.add_sequences() = Chain(s + 1, 1 + (round + s) % 5, 9, sampling, 1000 * round);
+    }
+    const Verdicts verdicts = RunBoth(request);
+    ASSERT_EQ(verdicts.size(), size_t(kSequences));
+    std::vector<float> probs;
+    for (int s = 0; s < kSequences; ++s) {
+      ASSERT_TRUE(verdicts[s].ok()) << verdicts[s].status();
+      const v1::VerifySequence& seq = request.sequences(s);
+      const Verdict& v = *verdicts[s];
+      for (size_t j = 0; j < v.committed.size(); ++j) {
+        // Accepted proposals follow the greedy continuation, so row j's context is
+        // prompt + greedy[0..j).
+        spec::ProcessLogits(target_logits_[prompt_.size() - 1 + j],
+                            ToSamplingConfig(seq.sampling()), &probs);
+        EXPECT_EQ(v.committed[j],
+                  spec::GumbelSample(probs, seq.sampling().seed(), prompt_.size() + j))
+            << "sequence " << s << " token " << j;
+        if (j < v.accepted.size()) EXPECT_EQ(v.committed[j], seq.proposals(j).token());
+      }
+      if (v.accepted.size() < size_t(seq.proposals_size())) {
+        EXPECT_NE(v.committed.back(), seq.proposals(v.accepted.size()).token());
+      }
+      accepted += static_cast<int>(v.accepted.size());
+      rejected += seq.proposals_size() - static_cast<int>(v.accepted.size());
+    }
+  }
+  EXPECT_GT(accepted, 5);
+  EXPECT_GT(rejected, 5);
+}
+
 // A sequence whose rule parameters are invalid ends the verdicts on both paths, after
 // the sequences before it; the forward still covers the whole batch.
 TEST_F(VerifyAcceptanceTest, InvalidRuleParametersEndTheVerdictsAlike) {

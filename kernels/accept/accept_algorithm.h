@@ -33,11 +33,27 @@ enum RuleCode : int32_t {
   kRuleThreshold = 2,
   kRuleRatio = 3,
   kRulePosition = 4,
-  kRuleTypical = 5
+  kRuleTypical = 5,
+  kRuleCoupled = 6
 };
 constexpr uint32_t kStreamDraft = 0;
 constexpr uint32_t kStreamAccept = 1;
 constexpr uint32_t kStreamResample = 2;
+constexpr uint32_t kStreamGumbel = 4;  // Used through spec::philox::Gumbel.
+
+namespace detail {
+
+// spec::GumbelSample of probs[0..n) at absolute position `position`: the block argmax of
+// spec::philox::GumbelScore (NaN outside the support, skipped); -1 without support.
+template <class Block>
+TANDEM_HOST_DEVICE int GumbelArgMax(Block& block, int n, const float* probs, uint64_t seed,
+                                    uint64_t position) {
+  return ArgMax(block, n, [&](int v) {
+    return spec::philox::GumbelScore(probs[v], seed, position, static_cast<uint32_t>(v));
+  });
+}
+
+}  // namespace detail
 
 // Runs the acceptance of chain `c` of `view` on `block` and writes its outputs
 // (out_tokens / out_logprobs slots, out_status[c]).
@@ -105,6 +121,7 @@ TANDEM_HOST_DEVICE void AcceptChain(Block& block, const BatchView& view, int c) 
       }
     }
     bool accept = false;
+    int coupled_token = -1;  // t_i of the coupled rule.
     switch (chain.rule) {
       case kRuleGreedy:
         accept = token == ArgMax(block, n, [&](int v) { return static_cast<double>(probs[v]); });
@@ -139,6 +156,11 @@ TANDEM_HOST_DEVICE void AcceptChain(Block& block, const BatchView& view, int c) 
         }
         break;
       }
+      case kRuleCoupled:
+        coupled_token = GumbelArgMax(block, n, probs, chain.seed, chain.position + i);
+        if (coupled_token < 0) return finish(i);
+        accept = token == coupled_token;
+        break;
       default:
         break;
     }
@@ -147,7 +169,9 @@ TANDEM_HOST_DEVICE void AcceptChain(Block& block, const BatchView& view, int c) 
       continue;
     }
     int correction;
-    if (chain.rule == kRuleRejection) {
+    if (chain.rule == kRuleCoupled) {
+      correction = coupled_token;
+    } else if (chain.rule == kRuleRejection) {
       // normalize(max(0, p - q)), or p when that has no mass; q ids are distinct.
       block.ForEach(n, [&](int v) { w[v] = probs[v]; });
       block.ForEach(q_end - q_first, [&](int j) {
@@ -170,14 +194,17 @@ TANDEM_HOST_DEVICE void AcceptChain(Block& block, const BatchView& view, int c) 
     return finish(-1);
   }
   ProcessRow(block, n, row(k), chain.sampling, probs, w);
-  const int bonus = emit(chain.rule == kRuleGreedy, chain.sample_index + k);
+  const int bonus = chain.rule == kRuleCoupled
+                        ? GumbelArgMax(block, n, probs, chain.seed, chain.position + k)
+                        : emit(chain.rule == kRuleGreedy, chain.sample_index + k);
   if (bonus < 0) return finish(k);
   commit(k, bonus);
   finish(-1);
 }
 
 // Samples the proposal of draft row `index` of `view` on `block` (draft_sample.h):
-// greedy: the argmax with a point-mass q; otherwise the processed row, its q_size most
+// greedy: the argmax with a point-mass q; coupled: the Gumbel argmax of the processed
+// row at draft.position with a point-mass q; otherwise the processed row, its q_size most
 // likely tokens (descending, ties to the lower id; repeated block argmax) renormalised
 // and a token drawn from them with the kDraftSample uniform. The renormalisation and
 // the draw over q run on the leader in spec's sequential order. Writes out_tokens,
@@ -199,15 +226,18 @@ TANDEM_HOST_DEVICE void SampleDraftRow(Block& block, const DraftView& view, int 
       view.out_q_counts[index] = token >= 0 ? count : 0;
     }
   };
-  if (!(draft.sampling.temperature > 0.0f)) {
-    const int best = ArgMax(block, n, [&](int v) { return static_cast<double>(logit(v)); });
-    if (block.leader() && best >= 0) {
-      ids[0] = best;
+  const auto point_mass = [&](int token) {
+    if (block.leader() && token >= 0) {
+      ids[0] = token;
       q[0] = 1.0f;
     }
-    return finish(best, 1);
+    return finish(token, 1);
+  };
+  if (!(draft.sampling.temperature > 0.0f)) {
+    return point_mass(ArgMax(block, n, [&](int v) { return static_cast<double>(logit(v)); }));
   }
   ProcessRow(block, n, logit, draft.sampling, probs, w);
+  if (draft.coupled) return point_mass(GumbelArgMax(block, n, probs, draft.seed, draft.position));
   block.ForEach(n, [&](int v) { w[v] = probs[v]; });
   int count = 0;
   for (; count < draft.q_size; ++count) {  // Taken entries become -1.

@@ -170,7 +170,7 @@ TEST(AcceptAlgorithmTest, BatchesMatchTheReferenceForEveryRule) {
   for (int vocab : {8, 300, 1000}) {
     for (int parts : {1, 2, 4}) {
       for (int batch_index = 0; batch_index < 12; ++batch_index) {
-        const testing::RandomBatch batch = testing::MakeRandomBatch(rng, vocab, 6, batch_index);
+        const testing::RandomBatch batch = testing::MakeRandomBatch(rng, vocab, 7, batch_index);
         proposals += batch.proposals;
         const std::string where =
             absl::StrCat("vocab ", vocab, " parts ", parts, " batch ", batch_index);
@@ -190,7 +190,7 @@ TEST(AcceptAlgorithmTest, BatchesMatchTheReferenceForEveryRule) {
       }
     }
   }
-  EXPECT_EQ(chains_checked, 3 * 3 * 12 * 6);
+  EXPECT_EQ(chains_checked, 3 * 3 * 12 * 7);
   // The cases are not degenerate: proposals are accepted and rejected, errors occur.
   EXPECT_GT(accepted, proposals / 5);
   EXPECT_LT(accepted, proposals);
@@ -240,6 +240,7 @@ TEST(AcceptAlgorithmTest, DraftSamplingMatchesTheReference) {
         draft.q_size = q_sizes[rng() % 4];
         draft.seed = rng();
         draft.position = rng() % 5000;
+        draft.coupled = r % 3 == 1;
         drafts.push_back(draft);
         sampled += draft.sampling.temperature > 0.0f;
       }

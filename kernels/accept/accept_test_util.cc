@@ -67,7 +67,7 @@ VerifyChain RandomChain(std::mt19937_64& rng, const std::vector<float>& logits, 
   chain.params.rule = rule;
   if (rule == spec::AcceptanceRule::kThreshold && rng() % 2) chain.params.alpha = 0.05f;
   if (rule == spec::AcceptanceRule::kRatio && rng() % 2) chain.params.alpha = 0.9f;
-  chain.key = {rng(), rng() % 1000};
+  chain.key = {rng(), rng() % 1000, rng() % 5000};
   chain.want_logprobs = rng() % 2 == 0;
   std::normal_distribution<float> noise(0.0f, 1.0f);
   for (int i = 0; i < k; ++i) {
@@ -79,9 +79,14 @@ VerifyChain RandomChain(std::mt19937_64& rng, const std::vector<float>& logits, 
     std::vector<float> q_dense;
     spec::ProcessLogits(draft, draft_config, &q_dense);
     spec::Proposal proposal;
-    proposal.q = spec::TopKSparse(q_dense, 32);
-    proposal.token =
-        spec::SampleFromSparse(proposal.q, std::uniform_real_distribution<double>(0.0, 1.0)(rng));
+    if (rule == spec::AcceptanceRule::kCoupled) {  // The draft's Gumbel-max proposal.
+      proposal.token = spec::GumbelSample(q_dense, chain.key.seed, chain.key.position + i);
+      proposal.q = spec::PointMass(proposal.token);
+    } else {
+      proposal.q = spec::TopKSparse(q_dense, 32);
+      proposal.token =
+          spec::SampleFromSparse(proposal.q, std::uniform_real_distribution<double>(0.0, 1.0)(rng));
+    }
     chain.proposals.push_back(proposal);
   }
   return chain;
@@ -91,7 +96,9 @@ RandomBatch MakeRandomBatch(std::mt19937_64& rng, int vocab, int num_chains, int
   const spec::AcceptanceRule rules[] = {
       spec::AcceptanceRule::kGreedy,    spec::AcceptanceRule::kRejection,
       spec::AcceptanceRule::kThreshold, spec::AcceptanceRule::kRatio,
-      spec::AcceptanceRule::kPosition,  spec::AcceptanceRule::kTypical};
+      spec::AcceptanceRule::kPosition,  spec::AcceptanceRule::kTypical,
+      spec::AcceptanceRule::kCoupled};
+  constexpr int kNumRules = sizeof(rules) / sizeof(rules[0]);
   RandomBatch batch;
   for (int c = 0; c < num_chains; ++c) {
     const int k = static_cast<int>(rng() % 8);
@@ -101,7 +108,7 @@ RandomBatch MakeRandomBatch(std::mt19937_64& rng, int vocab, int num_chains, int
       batch.logits.insert(batch.logits.end(), row.begin(), row.end());
     }
     batch.chains.push_back(
-        RandomChain(rng, batch.logits, vocab, batch.rows, k, rules[(first_rule + c) % 6]));
+        RandomChain(rng, batch.logits, vocab, batch.rows, k, rules[(first_rule + c) % kNumRules]));
     batch.rows += k + 1;
     batch.proposals += k;
   }

@@ -26,7 +26,8 @@ spec::SamplingConfig RandomSampling(std::mt19937_64& rng, int vocab, bool greedy
 
 // A chain of K proposals drawn from a perturbed copy of the target rows first_row..
 // (in row-major `logits`), with the exact sparse q (top 32) they were drawn from, so
-// every rule accepts some proposals and rejects others.
+// every rule accepts some proposals and rejects others (coupled: the draft's Gumbel-max
+// proposals with point-mass q).
 VerifyChain RandomChain(std::mt19937_64& rng, const std::vector<float>& logits, int vocab,
                         int first_row, int k, spec::AcceptanceRule rule);
 

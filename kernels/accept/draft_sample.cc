@@ -43,6 +43,10 @@ absl::Status HostSampleDrafts(absl::Span<const float> logits, int vocab,
     if (!(draft.sampling.temperature > 0.0f)) {
       out.token = spec::Argmax(row);
       if (out.token >= 0) out.q = spec::PointMass(out.token);
+    } else if (draft.coupled) {
+      spec::ProcessLogits(row, draft.sampling, &probs);
+      out.token = spec::GumbelSample(probs, draft.seed, draft.position);
+      if (out.token >= 0) out.q = spec::PointMass(out.token);
     } else {
       spec::ProcessLogits(row, draft.sampling, &probs);
       out.q = spec::TopKSparse(probs, draft.q_size);

@@ -3,6 +3,9 @@
 // q and a token drawn from q, so only the token and q (not the vocabulary-sized logits)
 // leave a GPU. Semantics are exactly those of the draft worker's host code:
 //   greedy (temperature 0): token = spec::Argmax(logits), q = spec::PointMass(token);
+//   coupled rule (DraftRow::coupled, temperature > 0): spec::ProcessLogits,
+//              token = spec::GumbelSample(probs, seed, position), q = PointMass(token)
+//              (the Gumbel-max proposal of spec/acceptance.h's coupled rule);
 //   otherwise: spec::ProcessLogits, q = spec::TopKSparse(probs, q_size),
 //              token = spec::SampleFromSparse(q, UniformDouble(seed, kDraftSample, position)).
 // HostSampleDrafts is that reference; Backend::SampleDrafts is tested against it.
@@ -28,8 +31,9 @@ struct DraftRow {
   int row = 0;                    // Logit row in the view.
   spec::SamplingConfig sampling;  // temperature 0 = greedy.
   int q_size = 32;                // Most tokens in q.
+  bool coupled = false;           // The sequence's rule is coupled: Gumbel-max proposal.
   uint64_t seed = 0;              // The request's seed.
-  uint64_t position = 0;          // Generated-token index of this proposal.
+  uint64_t position = 0;          // Absolute sequence position of this proposal.
 };
 
 // The proposal of one row. `status` is INVALID_ARGUMENT (token -1, q empty) when the

@@ -114,6 +114,42 @@ TEST(HostSampleDraftsTest, SampledIsTheSeededDrawFromTheSparseTopQ) {
   }
 }
 
+TEST(HostSampleDraftsTest, CoupledIsTheGumbelArgmaxWithAPointMass) {
+  std::mt19937_64 rng(5);
+  const std::vector<float> logits = Rows(rng, kSampleableKinds);
+  const int rows = static_cast<int>(kSampleableKinds.size());
+  std::vector<DraftRow> drafts;
+  for (int trial = 0; trial < 60; ++trial) {
+    spec::SamplingConfig sampling = accept::testing::RandomSampling(rng, kVocab, trial % 10 == 0);
+    if (trial % 4 == 1) sampling.top_k = 5;
+    DraftRow draft = Draft(int(rng() % rows), sampling, kQSizes[trial % 4], rng(), rng() % 1000);
+    draft.coupled = true;
+    drafts.push_back(draft);
+  }
+  std::vector<DraftProposal> proposals;
+  ASSERT_TRUE(HostSampleDrafts(logits, kVocab, drafts, &proposals).ok());
+  ASSERT_EQ(proposals.size(), drafts.size());
+  std::vector<float> probs;
+  int differs_from_inverse_cdf = 0;
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    SCOPED_TRACE("draft row " + std::to_string(i));
+    const DraftRow& draft = drafts[i];
+    spec::ProcessLogits(Row(logits, draft.row), draft.sampling, &probs);
+    const int32_t token = spec::GumbelSample(probs, draft.seed, draft.position);
+    ASSERT_GE(token, 0);
+    EXPECT_TRUE(proposals[i].status.ok()) << proposals[i].status;
+    EXPECT_EQ(proposals[i].token, token);
+    EXPECT_GT(probs[token], 0.0f);
+    EXPECT_EQ(proposals[i].q.ids, std::vector<int32_t>{token});
+    EXPECT_EQ(proposals[i].q.probs, std::vector<float>{1.0f});
+    const double u =
+        spec::UniformDouble(draft.seed, spec::RandomStream::kDraftSample, draft.position);
+    differs_from_inverse_cdf +=
+        token != spec::SampleFromSparse(spec::TopKSparse(probs, draft.q_size), u);
+  }
+  EXPECT_GT(differs_from_inverse_cdf, 0);  // The flag selects another draw.
+}
+
 TEST(HostSampleDraftsTest, SeedsAndPositionsChangeTheDraw) {
   // A flat row: q is uniform over its 32 lowest ids, so draws vary with the uniform.
   const std::vector<float> flat(kVocab, 0.0f);

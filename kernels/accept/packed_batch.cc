@@ -14,11 +14,13 @@ static_assert(kRuleGreedy == static_cast<int>(spec::AcceptanceRule::kGreedy) &&
                   kRuleThreshold == static_cast<int>(spec::AcceptanceRule::kThreshold) &&
                   kRuleRatio == static_cast<int>(spec::AcceptanceRule::kRatio) &&
                   kRulePosition == static_cast<int>(spec::AcceptanceRule::kPosition) &&
-                  kRuleTypical == static_cast<int>(spec::AcceptanceRule::kTypical),
+                  kRuleTypical == static_cast<int>(spec::AcceptanceRule::kTypical) &&
+                  kRuleCoupled == static_cast<int>(spec::AcceptanceRule::kCoupled),
               "accept_algorithm.h rule codes follow spec::AcceptanceRule");
 static_assert(kStreamDraft == static_cast<uint32_t>(spec::RandomStream::kDraftSample) &&
                   kStreamAccept == static_cast<uint32_t>(spec::RandomStream::kAccept) &&
-                  kStreamResample == static_cast<uint32_t>(spec::RandomStream::kResample),
+                  kStreamResample == static_cast<uint32_t>(spec::RandomStream::kResample) &&
+                  kStreamGumbel == static_cast<uint32_t>(spec::RandomStream::kGumbel),
               "accept_algorithm.h streams follow spec::RandomStream");
 
 namespace {
@@ -53,6 +55,7 @@ PackedBatch PackChains(absl::Span<const VerifyChain> chains) {
     packed.want_logprobs = chain.want_logprobs ? 1 : 0;
     packed.seed = chain.key.seed;
     packed.sample_index = chain.key.sample_index;
+    packed.position = chain.key.position;
     for (const spec::Proposal& proposal : chain.proposals) {
       batch.tokens.push_back(proposal.token);
       const size_t n = std::min(proposal.q.ids.size(), proposal.q.probs.size());
@@ -117,6 +120,7 @@ PackedDrafts PackDrafts(absl::Span<const DraftRow> drafts) {
     row.q_size = draft.q_size;
     row.output_begin = packed.num_q_slots;
     row.sampling = Pack(draft.sampling);
+    row.coupled = draft.coupled ? 1 : 0;
     row.seed = draft.seed;
     row.position = draft.position;
     packed.num_q_slots += draft.q_size;

@@ -45,6 +45,7 @@ struct PackedChain {
   int32_t want_logprobs = 0;
   uint64_t seed = 0;
   uint64_t sample_index = 0;
+  uint64_t position = 0;  // spec::RandomKey::position: absolute position of proposal 1.
 };
 
 // What a chain reports besides its tokens.
@@ -77,6 +78,7 @@ struct PackedDraftRow {
   int32_t q_size = 1;        // Most entries of q.
   int32_t output_begin = 0;  // First of this row's q_size q slots.
   PackedSampling sampling;
+  int32_t coupled = 0;  // DraftRow::coupled.
   uint64_t seed = 0;
   uint64_t position = 0;
 };

@@ -170,6 +170,9 @@ TEST_F(SamplingE2eTest, SpeculativeSamplingMatchesTargetSampling) {
   Arm speculative;
   speculative.method = v1::SPECULATION_METHOD_DRAFT;
   speculative.k = [](int) { return 4; };
+  // Explicit: seeded requests default to `coupled` (its identity with target-only
+  // sampling is coupled_identity_e2e_test's).
+  speculative.rule = v1::ACCEPTANCE_RULE_REJECTION;
   const Counts a = Sample(prompt, target_only, kSamples, 1000000).windows;
   const ChiSquareTest rejection =
       TwoSample(a, Sample(prompt, speculative, kSamples, 2000000).windows, kAlpha);

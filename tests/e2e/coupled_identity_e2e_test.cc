@@ -1,0 +1,181 @@
+// The output contract end to end: a request that carries a seed gets the default
+// acceptance rule `coupled`, and its output (token ids and text) is identical to
+// target-only sampling (method NONE) with the same seed, whatever the method, K
+// (1..8 and adaptive), pipelining (on / off) and load (alone on the server, or among
+// dozens of concurrent requests). 20 prompts at temperature 0.7 (top-k 40, top-p 0.9)
+// and 1.0 (top-p 0.95). A control shows the test can fail: the rejection rule with the
+// same seeds does change outputs.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tests/e2e/cluster.h"
+
+namespace tandem::e2e {
+namespace {
+
+constexpr int kNewTokens = 16;
+
+const char* const kPrompts[] = {
+    "import os\nimport sys\n\ndef main(argv):\n    ",
+    "def fibonacci(n):\n    ",
+    "class Stack:\n    def __init__(self):\n        ",
+    "for i in range(10):\n    ",
+    "# Read a file and count the words\n",
+    "def add(a, b):\n    return",
+    "import numpy as np\n\nx = np.",
+    "if __name__ == \"__main__\":\n    ",
+    "while True:\n    line = input()\n    ",
+    "def is_prime(n):\n    if n < 2:\n        ",
+    "from collections import defaultdict\n\n",
+    "try:\n    value = int(text)\nexcept ",
+    "def quicksort(xs):\n    ",
+    "with open(path) as f:\n    ",
+    "result = []\nfor item in items:\n    ",
+    "def __repr__(self):\n        return ",
+    "print(\"hello",
+    "lambda x: x",
+    "def parse(line):\n    parts = line.split(",
+    "import json\n\ndata = json.loads(",
+};
+constexpr int kNumPrompts = sizeof(kPrompts) / sizeof(kPrompts[0]);
+
+struct Sampling {
+  float temperature;
+  int top_k;
+  float top_p;
+};
+
+// One way of running a request: method, fixed K (nullopt = adaptive), pipelining, rule.
+struct Variant {
+  v1::SpeculationMethod method;
+  std::optional<int> k;
+  v1::Pipelining pipelining;
+  v1::AcceptanceRule rule = v1::ACCEPTANCE_RULE_DEFAULT;
+
+  std::string Name() const {
+    return absl::StrCat(v1::SpeculationMethod_Name(method), " K ", k ? std::to_string(*k) : "auto",
+                        " ", v1::Pipelining_Name(pipelining), " ", v1::AcceptanceRule_Name(rule));
+  }
+};
+
+struct Output {
+  std::vector<int> ids;
+  std::string text;
+  bool operator==(const Output& o) const { return ids == o.ids && text == o.text; }
+};
+
+Output Run(v1::Tandem::Stub* stub, int prompt, const Sampling& s, const Variant& variant) {
+  v1::GenerateRequest req;
+  req.set_text(kPrompts[prompt]);
+  req.set_max_new_tokens(kNewTokens);
+  req.set_ignore_eos(true);
+  req.set_return_token_ids(true);
+  req.mutable_sampling()->set_temperature(s.temperature);
+  req.mutable_sampling()->set_top_k(s.top_k);
+  req.mutable_sampling()->set_top_p(s.top_p);
+  req.mutable_sampling()->set_seed(9000 + prompt);
+  req.mutable_speculation()->set_method(variant.method);
+  if (variant.k) req.mutable_speculation()->set_num_speculative_tokens(*variant.k);
+  req.mutable_speculation()->set_pipelining(variant.pipelining);
+  req.mutable_speculation()->set_acceptance_rule(variant.rule);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  v1::GenerateResponse resp;
+  const grpc::Status st = stub->Generate(&ctx, req, &resp);
+  EXPECT_TRUE(st.ok()) << variant.Name() << ": " << st.error_message();
+  EXPECT_EQ(resp.token_ids_size(), kNewTokens) << variant.Name();
+  return Output{{resp.token_ids().begin(), resp.token_ids().end()}, resp.text()};
+}
+
+// Runs every (prompt, variant) pair: one at a time (idle server), or all from 48
+// client threads at once (each request shares its steps with dozens of others).
+std::vector<Output> RunAll(v1::Tandem::Stub* stub, const Sampling& s,
+                           const std::vector<Variant>& variants, bool loaded) {
+  const int total = kNumPrompts * static_cast<int>(variants.size());
+  std::vector<Output> outputs(total);
+  const auto job = [&](int i) {
+    outputs[i] = Run(stub, i % kNumPrompts, s, variants[i / kNumPrompts]);
+  };
+  if (!loaded) {
+    for (int i = 0; i < total; ++i) job(i);
+    return outputs;
+  }
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 48; ++t) {
+    pool.emplace_back([&] {
+      for (int i = next++; i < total; i = next++) job(i);
+    });
+  }
+  for (std::thread& thread : pool) thread.join();
+  return outputs;
+}
+
+std::vector<Variant> SpeculativeVariants() {
+  std::vector<Variant> variants;
+  for (v1::Pipelining pipelining : {v1::PIPELINING_ON, v1::PIPELINING_OFF}) {
+    for (int k = 1; k <= 8; ++k) variants.push_back({v1::SPECULATION_METHOD_DRAFT, k, pipelining});
+    variants.push_back({v1::SPECULATION_METHOD_AUTO, std::nullopt, pipelining});
+  }
+  variants.push_back({v1::SPECULATION_METHOD_PROMPT_LOOKUP, 4, v1::PIPELINING_DEFAULT});
+  variants.push_back(
+      {v1::SPECULATION_METHOD_DRAFT, 3, v1::PIPELINING_DEFAULT, v1::ACCEPTANCE_RULE_COUPLED});
+  return variants;
+}
+
+TEST(CoupledIdentityE2eTest, SeededOutputIsTheTargetOnlyOutputForEveryKMethodAndLoad) {
+  ClusterOptions options;
+  options.tp = 2;
+  options.tag = "coupled";
+  options.coordinator_flags = {"--max_running=64", "--max_queue=512"};
+  auto cluster = Cluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto stub = (*cluster)->Client();
+  const std::vector<Variant> variants = SpeculativeVariants();
+  const Variant target_only{v1::SPECULATION_METHOD_NONE, std::nullopt, v1::PIPELINING_DEFAULT};
+  const Variant rejection{v1::SPECULATION_METHOD_DRAFT, 4, v1::PIPELINING_DEFAULT,
+                          v1::ACCEPTANCE_RULE_REJECTION};
+
+  for (const Sampling& s : {Sampling{0.7f, 40, 0.9f}, Sampling{1.0f, 0, 0.95f}}) {
+    SCOPED_TRACE(absl::StrCat("temperature ", s.temperature));
+    const std::vector<Output> baseline = RunAll(stub.get(), s, {target_only}, false);
+    int compared = 0;
+    for (bool loaded : {false, true}) {
+      const std::vector<Output> got = RunAll(stub.get(), s, variants, loaded);
+      for (size_t i = 0; i < got.size(); ++i) {
+        const int prompt = static_cast<int>(i % kNumPrompts);
+        ASSERT_TRUE(got[i] == baseline[prompt])
+            << variants[i / kNumPrompts].Name() << (loaded ? " loaded" : " idle") << ", prompt "
+            << prompt << ": got \"" << got[i].text << "\", target-only \"" << baseline[prompt].text
+            << "\"";
+        ++compared;
+      }
+    }
+    EXPECT_EQ(compared, 2 * kNumPrompts * static_cast<int>(variants.size()));
+    // The target-only outputs themselves repeat under load.
+    EXPECT_TRUE(RunAll(stub.get(), s, {target_only}, true) == baseline);
+
+    // Control: the rejection rule's outputs depend on the proposals, so the same seeds
+    // give other tokens for some prompts; the comparison above would have seen that.
+    const std::vector<Output> other = RunAll(stub.get(), s, {rejection}, true);
+    int differing = 0;
+    for (int p = 0; p < kNumPrompts; ++p) differing += !(other[p] == baseline[p]);
+    std::printf(
+        "temperature %.1f: %d variants x %d prompts x (idle, loaded) identical to target-only; "
+        "rejection differs on %d prompts\n",
+        s.temperature, static_cast<int>(variants.size()), kNumPrompts, differing);
+    EXPECT_GT(differing, 0);
+  }
+}
+
+}  // namespace
+}  // namespace tandem::e2e
