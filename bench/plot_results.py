@@ -3,7 +3,7 @@
 
 Usage: plot_results.py RESULTS.json OUT.png
 
-Three panels against concurrency, one line per (method, pipelining): throughput
+Three panels against concurrency, one line per (method, rule, pipelining): throughput
 (generated tokens/s), speedup over `none` at the same concurrency, and acceptance
 rate. Needs matplotlib (Debian: python3-matplotlib). `tandem bench --plot` runs a
 copy of this script built into the binary.
@@ -23,6 +23,8 @@ def series(results, field):
         label = row["method"]
         if row["method"] != "none" and row.get("pipelining", "default") != "default":
             label += " (pipelining %s)" % row["pipelining"]
+        if row.get("rule", "default") != "default":
+            label += " [%s]" % row["rule"]
         value = row.get(field)
         if value is None:
             continue

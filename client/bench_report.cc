@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/request_options.h"
-#include "client/table.h"
 
 namespace tandem::client {
 namespace {
@@ -26,39 +25,6 @@ nlohmann::json ToJson(const Distribution& d) {
 std::string Describe(const ConfigKey& k) {
   return absl::StrCat(MethodName(k.method), " rule=", AcceptanceRuleName(k.rule),
                       " pipelining=", PipeliningName(k.pipelining), " c=", k.concurrency);
-}
-
-std::string Times(double v) { return std::isfinite(v) ? absl::StrFormat("%.2fx", v) : "-"; }
-
-// Median of the finite values (NaN when none).
-double Median(std::vector<double> values) {
-  values.erase(
-      std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }),
-      values.end());
-  if (values.empty()) return NAN;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
-// The `none` row `row` is compared with: same concurrency, preferably the same rule and
-// then the same pipelining; null when there is none.
-const ConfigResult* BaselineOf(const ConfigResult& row, const std::vector<ConfigResult>& rows) {
-  const ConfigResult* base = nullptr;
-  int best = -1;
-  for (const ConfigResult& other : rows) {
-    if (other.key.method != v1::SPECULATION_METHOD_NONE ||
-        other.key.concurrency != row.key.concurrency || other.throughput_tok_s <= 0) {
-      continue;
-    }
-    const int score =
-        2 * (other.key.rule == row.key.rule) + (other.key.pipelining == row.key.pipelining);
-    if (score > best) {
-      best = score;
-      base = &other;
-    }
-  }
-  return base;
 }
 
 // First differing position of two texts, with a little context from each.
@@ -84,7 +50,8 @@ ConfigResult Aggregate(const ConfigRun& run) {
   row.wall_s = run.wall_s;
   row.requests = static_cast<int>(run.results.size());
   std::vector<double> ttft, tpot, latency;
-  long long proposed = 0, accepted = 0, steps = 0, decode_tokens = 0, speculative_steps = 0;
+  row.round = run.round;
+  long long proposed = 0, accepted = 0, steps = 0, decode_tokens = 0, speculative = 0;
   for (const RequestResult& r : run.results) {
     if (r.code != absl::StatusCode::kOk) {
       ++row.errors[StatusCodeName(r.code)];
@@ -98,7 +65,7 @@ ConfigResult Aggregate(const ConfigRun& run) {
     row.generated_tokens += r.stats.generated_tokens();
     proposed += r.stats.draft_tokens_proposed();
     accepted += r.stats.draft_tokens_accepted();
-    speculative_steps += r.stats.speculative_steps();
+    speculative += r.stats.speculative_steps();
     if (r.stats.target_steps() > 0) {
       steps += r.stats.target_steps();
       decode_tokens += std::llround(r.stats.mean_accepted_length() * r.stats.target_steps());
@@ -113,77 +80,34 @@ ConfigResult Aggregate(const ConfigRun& run) {
   }
   if (proposed > 0) row.acceptance_rate = static_cast<double>(accepted) / proposed;
   if (steps > 0) row.mean_accepted_length = static_cast<double>(decode_tokens) / steps;
-  if (speculative_steps > 0) row.cost.k = static_cast<double>(proposed) / speculative_steps;
+  row.cost = AcceptanceTerms(proposed, accepted, speculative, steps);
   return row;
+}
+
+const ConfigResult* NoneBaseline(const std::vector<ConfigResult>& rows, const ConfigResult& row) {
+  const ConfigResult* base = nullptr;
+  int best = -1;
+  for (const ConfigResult& other : rows) {
+    if (other.key.method != v1::SPECULATION_METHOD_NONE || other.round != row.round ||
+        other.key.concurrency != row.key.concurrency || other.throughput_tok_s <= 0) {
+      continue;
+    }
+    const int score =
+        2 * (other.key.rule == row.key.rule) + (other.key.pipelining == row.key.pipelining);
+    if (score > best) {
+      best = score;
+      base = &other;
+    }
+  }
+  return base;
 }
 
 void ComputeSpeedups(std::vector<ConfigResult>* rows) {
   for (ConfigResult& row : *rows) {
-    const ConfigResult* base = BaselineOf(row, *rows);
+    const ConfigResult* base = NoneBaseline(*rows, row);
     row.speedup_vs_none = base != nullptr ? row.throughput_tok_s / base->throughput_tok_s : NAN;
-    CostTerms& cost = row.cost;
-    cost.alpha = row.acceptance_rate;
-    cost.e = row.mean_accepted_length;
-    if (base == nullptr) continue;
-    const double t = base->step.target_ms + base->step.rpc_ms;
-    if (!(t > 0)) continue;
-    cost.nu = (row.step.target_ms + row.step.rpc_ms) / t;
-    cost.o = row.step.overhead_ms / t;
-    cost.c = cost.k > 0 ? row.step.draft_ms / (cost.k * t) : NAN;
+    if (base != nullptr) AddTimeTerms(row.step_times, base->step_times, &row.cost);
   }
-}
-
-std::vector<ConfigResult> MedianOverRounds(const std::vector<std::vector<ConfigResult>>& rounds) {
-  std::vector<ConfigResult> medians;
-  if (rounds.empty()) return medians;
-  for (const ConfigResult& first : rounds[0]) {
-    std::vector<const ConfigResult*> same;
-    for (const std::vector<ConfigResult>& round : rounds) {
-      for (const ConfigResult& r : round) {
-        if (r.key == first.key) same.push_back(&r);
-      }
-    }
-    const auto median = [&](auto field) {
-      std::vector<double> values;
-      for (const ConfigResult* r : same) values.push_back(field(*r));
-      return Median(values);
-    };
-    ConfigResult m = first;
-    m.rounds = static_cast<int>(same.size());
-    m.requests = m.ok = 0;
-    m.generated_tokens = 0;
-    for (const ConfigResult* r : same) {
-      m.requests += r->requests;
-      m.ok += r->ok;
-      m.generated_tokens += r->generated_tokens;
-    }
-    m.throughput_tok_s = median([](const ConfigResult& r) { return r.throughput_tok_s; });
-    m.requests_per_s = median([](const ConfigResult& r) { return r.requests_per_s; });
-    m.ttft_ms.p50 = median([](const ConfigResult& r) { return r.ttft_ms.p50; });
-    m.ttft_ms.p90 = median([](const ConfigResult& r) { return r.ttft_ms.p90; });
-    m.ttft_ms.p99 = median([](const ConfigResult& r) { return r.ttft_ms.p99; });
-    m.tpot_ms.p50 = median([](const ConfigResult& r) { return r.tpot_ms.p50; });
-    m.tpot_ms.p90 = median([](const ConfigResult& r) { return r.tpot_ms.p90; });
-    m.tpot_ms.p99 = median([](const ConfigResult& r) { return r.tpot_ms.p99; });
-    m.acceptance_rate = median([](const ConfigResult& r) { return r.acceptance_rate; });
-    m.mean_accepted_length = median([](const ConfigResult& r) { return r.mean_accepted_length; });
-    m.speedup_vs_none = median([](const ConfigResult& r) { return r.speedup_vs_none; });
-    m.busy.draft = median([](const ConfigResult& r) { return r.busy.draft; });
-    m.busy.target = median([](const ConfigResult& r) { return r.busy.target; });
-    m.step.steps = median([](const ConfigResult& r) { return r.step.steps; });
-    m.step.draft_ms = median([](const ConfigResult& r) { return r.step.draft_ms; });
-    m.step.target_ms = median([](const ConfigResult& r) { return r.step.target_ms; });
-    m.step.rpc_ms = median([](const ConfigResult& r) { return r.step.rpc_ms; });
-    m.step.overhead_ms = median([](const ConfigResult& r) { return r.step.overhead_ms; });
-    m.cost.alpha = median([](const ConfigResult& r) { return r.cost.alpha; });
-    m.cost.k = median([](const ConfigResult& r) { return r.cost.k; });
-    m.cost.e = median([](const ConfigResult& r) { return r.cost.e; });
-    m.cost.c = median([](const ConfigResult& r) { return r.cost.c; });
-    m.cost.nu = median([](const ConfigResult& r) { return r.cost.nu; });
-    m.cost.o = median([](const ConfigResult& r) { return r.cost.o; });
-    medians.push_back(m);
-  }
-  return medians;
 }
 
 OutputCheck CheckOutputsAgainstNone(const std::vector<ConfigRun>& runs,
@@ -248,72 +172,13 @@ BusyFractions BusyBetween(const std::vector<PrometheusSample>& before,
   return busy;
 }
 
-StepCosts StepCostsBetween(const std::vector<PrometheusSample>& before,
-                           const std::vector<PrometheusSample>& after) {
-  const auto growth = [&](const std::string& name, const char* phase) -> double {
-    std::optional<double> a = FindSample(before, name, {{"phase", phase}});
-    std::optional<double> b = FindSample(after, name, {{"phase", phase}});
-    return b.has_value() ? *b - a.value_or(0) : NAN;
-  };
-  StepCosts step;
-  step.steps = growth("tandem_step_latency_ms_count", "verify");
-  if (!(step.steps > 0)) return step;
-  const auto per_step = [&](const char* phase) {
-    const double ms = growth("tandem_step_latency_ms_sum", phase);
-    return (std::isfinite(ms) ? ms : 0.0) / step.steps;  // A phase never observed took 0.
-  };
-  step.draft_ms = per_step("draft");
-  step.target_ms = per_step("verify") + per_step("collective");
-  step.rpc_ms = per_step("rpc");
-  step.overhead_ms = per_step("overhead");
-  return step;
-}
-
-std::string RenderCostTable(const std::vector<ConfigResult>& rows) {
-  TextTable t;
-  t.AddRow(
-      {"method", "rule", "pipe", "conc", "alpha", "K", "E", "c", "nu", "o", "T ms", "speedup"});
-  for (const ConfigResult& r : rows) {
-    const double t_ms = r.step.target_ms + r.step.rpc_ms;
-    t.AddRow({MethodName(r.key.method), AcceptanceRuleName(r.key.rule),
-              PipeliningName(r.key.pipelining), absl::StrCat(r.key.concurrency),
-              FormatNumber(r.cost.alpha, 3), FormatNumber(r.cost.k, 2), FormatNumber(r.cost.e, 2),
-              FormatNumber(r.cost.c, 3), FormatNumber(r.cost.nu, 2), FormatNumber(r.cost.o, 3),
-              FormatNumber(t_ms, 2), Times(r.speedup_vs_none)});
-  }
-  return t.Render() +
-         "(spec/cost_model.h terms: alpha accepted per proposal, K proposals per speculative "
-         "step, E tokens per target step; c, nu, o relative to the target step T of `none`, "
-         "T = verify + collective + rpc ms per step of that row; needs --metrics)\n";
-}
-
-std::string RenderResultsTable(const std::vector<ConfigResult>& rows) {
-  TextTable t;
-  t.AddRow({"method", "rule", "pipe", "conc", "ok/req", "tok/s", "req/s", "ttft p50", "p90", "p99",
-            "tpot p50", "p90", "p99", "accept", "acc.len", "speedup", "draft busy", "target busy"});
-  for (const ConfigResult& r : rows) {
-    t.AddRow({MethodName(r.key.method), AcceptanceRuleName(r.key.rule),
-              PipeliningName(r.key.pipelining), absl::StrCat(r.key.concurrency),
-              absl::StrCat(r.ok, "/", r.requests), FormatNumber(r.throughput_tok_s, 1),
-              FormatNumber(r.requests_per_s, 2), FormatNumber(r.ttft_ms.p50, 1),
-              FormatNumber(r.ttft_ms.p90, 1), FormatNumber(r.ttft_ms.p99, 1),
-              FormatNumber(r.tpot_ms.p50, 1), FormatNumber(r.tpot_ms.p90, 1),
-              FormatNumber(r.tpot_ms.p99, 1), FormatPercent(r.acceptance_rate),
-              FormatNumber(r.mean_accepted_length, 2), Times(r.speedup_vs_none),
-              FormatPercent(r.busy.draft), FormatPercent(r.busy.target)});
-  }
-  return t.Render() +
-         "(times in ms; ttft = time to first token, tpot = time per output "
-         "token, both as the client sees them)\n";
-}
-
 nlohmann::json ToJson(const ConfigResult& r) {
   return {
       {"method", MethodName(r.key.method)},
       {"rule", AcceptanceRuleName(r.key.rule)},
       {"pipelining", PipeliningName(r.key.pipelining)},
       {"concurrency", r.key.concurrency},
-      {"rounds", r.rounds},
+      {"round", r.round},
       {"requests", r.requests},
       {"ok", r.ok},
       {"errors", r.errors},
@@ -330,19 +195,20 @@ nlohmann::json ToJson(const ConfigResult& r) {
       {"draft_busy", Number(r.busy.draft)},
       {"target_busy", Number(r.busy.target)},
       {"busy_source", r.busy.source},
+      {"step_times",
+       {{"verify_steps", r.step_times.steps},
+        {"verify_ms", Number(r.step_times.verify_ms)},
+        {"draft_ms", Number(r.step_times.draft_ms)},
+        {"overhead_ms", Number(r.step_times.overhead_ms)}}},
       {"cost_terms",
        {{"alpha", Number(r.cost.alpha)},
-        {"k", Number(r.cost.k)},
-        {"e", Number(r.cost.e)},
-        {"c", Number(r.cost.c)},
-        {"nu", Number(r.cost.nu)},
-        {"o", Number(r.cost.o)}}},
-      {"step_ms",
-       {{"steps", Number(r.step.steps)},
-        {"draft", Number(r.step.draft_ms)},
-        {"target", Number(r.step.target_ms)},
-        {"rpc", Number(r.step.rpc_ms)},
-        {"overhead", Number(r.step.overhead_ms)}}},
+        {"k_mean", Number(r.cost.k_mean)},
+        {"speculative_share", Number(r.cost.speculative_share)},
+        {"c", Number(r.cost.draft_cost)},
+        {"nu", Number(r.cost.verify_cost)},
+        {"o", Number(r.cost.overhead)},
+        {"expected_tokens", Number(r.cost.expected_tokens)},
+        {"predicted_speedup", Number(r.cost.predicted_speedup)}}},
   };
 }
 

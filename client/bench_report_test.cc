@@ -93,6 +93,46 @@ TEST(SpeedupTest, RatioToNoneAtTheSameConcurrency) {
   EXPECT_TRUE(std::isnan(rows[4].speedup_vs_none));
 }
 
+TEST(SpeedupTest, EachRoundAgainstItsOwnNoneWithCostTerms) {
+  std::vector<ConfigResult> rows(4);
+  for (int i = 0; i < 4; ++i) {
+    rows[i].key = {i % 2 ? v1::SPECULATION_METHOD_DRAFT : v1::SPECULATION_METHOD_NONE,
+                   v1::PIPELINING_DEFAULT, 1};
+    rows[i].round = i / 2;
+    rows[i].step_times.steps = 10;
+    rows[i].step_times.verify_ms = i % 2 ? 3.0 : 2.0;
+    rows[i].step_times.draft_ms = i % 2 ? 0.4 : 0;
+    rows[i].step_times.overhead_ms = 0.2;
+    rows[i].cost = AcceptanceTerms(i % 2 ? 20 : 0, 10, i % 2 ? 10 : 0, 10);
+  }
+  rows[0].throughput_tok_s = 10;  // Round 0.
+  rows[1].throughput_tok_s = 30;
+  rows[2].throughput_tok_s = 20;  // Round 1: the machine was faster.
+  rows[3].throughput_tok_s = 30;
+  ComputeSpeedups(&rows);
+  EXPECT_DOUBLE_EQ(rows[1].speedup_vs_none, 3.0);
+  EXPECT_DOUBLE_EQ(rows[3].speedup_vs_none, 1.5);
+  EXPECT_EQ(NoneBaseline(rows, rows[3]), &rows[2]);
+  EXPECT_DOUBLE_EQ(rows[1].cost.k_mean, 2.0);
+  EXPECT_DOUBLE_EQ(rows[1].cost.verify_cost, 1.5);
+  EXPECT_DOUBLE_EQ(rows[1].cost.draft_cost, 0.1);
+  EXPECT_DOUBLE_EQ(rows[1].cost.overhead, 0.0);
+  EXPECT_TRUE(std::isfinite(rows[1].cost.predicted_speedup));
+  EXPECT_TRUE(std::isnan(rows[0].cost.predicted_speedup));  // `none` has no K.
+}
+
+TEST(SpeedupTest, PrefersTheNoneOfTheSameRule) {
+  std::vector<ConfigResult> rows(3);
+  rows[0].key = {v1::SPECULATION_METHOD_NONE, v1::PIPELINING_ON, 1, v1::ACCEPTANCE_RULE_REJECTION};
+  rows[1].key = {v1::SPECULATION_METHOD_NONE, v1::PIPELINING_DEFAULT, 1,
+                 v1::ACCEPTANCE_RULE_COUPLED};
+  rows[2].key = {v1::SPECULATION_METHOD_DRAFT, v1::PIPELINING_ON, 1, v1::ACCEPTANCE_RULE_COUPLED};
+  for (int i = 0; i < 3; ++i) rows[i].throughput_tok_s = 10.0 * (i + 1);
+  ComputeSpeedups(&rows);
+  EXPECT_EQ(NoneBaseline(rows, rows[2]), &rows[1]);  // The rule outranks the pipelining.
+  EXPECT_DOUBLE_EQ(rows[2].speedup_vs_none, 1.5);    // 30 / 20.
+}
+
 bool All(const ConfigKey&) { return true; }
 
 TEST(OutputCheckTest, EveryMethodMustReproduceNone) {
@@ -142,74 +182,7 @@ TEST(OutputCheckTest, OnlyComparableRulesTakePart) {
   EXPECT_EQ(check.compared, 1);
   EXPECT_TRUE(check.ok());
   EXPECT_FALSE(CheckOutputsAgainstNone(runs, All).ok());
-}
-
-TEST(CostTermsTest, RelativeToTheTargetStepOfNoneWithTheSameRule) {
-  auto before = ParsePrometheusText(
-      "tandem_step_latency_ms_count{phase=\"verify\"} 100\n"
-      "tandem_step_latency_ms_sum{phase=\"draft\"} 0\n"
-      "tandem_step_latency_ms_sum{phase=\"verify\"} 1000\n");
-  auto after = ParsePrometheusText(
-      "tandem_step_latency_ms_count{phase=\"verify\"} 110\n"
-      "tandem_step_latency_ms_sum{phase=\"draft\"} 12\n"
-      "tandem_step_latency_ms_sum{phase=\"verify\"} 1030\n"
-      "tandem_step_latency_ms_sum{phase=\"collective\"} 10\n"
-      "tandem_step_latency_ms_sum{phase=\"rpc\"} 5\n"
-      "tandem_step_latency_ms_sum{phase=\"overhead\"} 2\n");
-  ASSERT_TRUE(before.ok() && after.ok());
-  const StepCosts step = StepCostsBetween(*before, *after);
-  EXPECT_DOUBLE_EQ(step.steps, 10);
-  EXPECT_DOUBLE_EQ(step.draft_ms, 1.2);
-  EXPECT_DOUBLE_EQ(step.target_ms, 4.0);
-  EXPECT_DOUBLE_EQ(step.rpc_ms, 0.5);
-  EXPECT_DOUBLE_EQ(step.overhead_ms, 0.2);
-  EXPECT_TRUE(std::isnan(StepCostsBetween({}, {}).steps));
-
-  std::vector<ConfigResult> rows(3);
-  rows[0].key = {v1::SPECULATION_METHOD_NONE, v1::PIPELINING_DEFAULT, 1,
-                 v1::ACCEPTANCE_RULE_REJECTION};
-  rows[0].step = {10, 0, 9.0, 1.0, 0.5};  // T = 10 ms: not the baseline of a coupled row.
-  rows[1].key = {v1::SPECULATION_METHOD_NONE, v1::PIPELINING_DEFAULT, 1,
-                 v1::ACCEPTANCE_RULE_COUPLED};
-  rows[1].step = {10, 0, 2.5, 0.5, 0.1};  // T = 3 ms.
-  rows[2].key = {v1::SPECULATION_METHOD_DRAFT, v1::PIPELINING_ON, 1, v1::ACCEPTANCE_RULE_COUPLED};
-  rows[2].step = step;
-  rows[2].cost.k = 4;
-  rows[2].acceptance_rate = 0.5;
-  rows[2].mean_accepted_length = 2.2;
-  for (int i = 0; i < 3; ++i) rows[i].throughput_tok_s = 10.0 * (i + 1);
-  ComputeSpeedups(&rows);
-  EXPECT_DOUBLE_EQ(rows[2].speedup_vs_none, 1.5);  // 30 / 20: the coupled `none`.
-  EXPECT_DOUBLE_EQ(rows[2].cost.nu, 4.5 / 3.0);
-  EXPECT_DOUBLE_EQ(rows[2].cost.c, 1.2 / (4 * 3.0));
-  EXPECT_DOUBLE_EQ(rows[2].cost.o, 0.2 / 3.0);
-  EXPECT_DOUBLE_EQ(rows[2].cost.alpha, 0.5);
-  EXPECT_DOUBLE_EQ(rows[2].cost.e, 2.2);
-  EXPECT_THAT(RenderCostTable(rows), HasSubstr("coupled"));
-}
-
-TEST(MedianTest, MediansOverRoundsPerConfiguration) {
-  std::vector<std::vector<ConfigResult>> rounds(3, std::vector<ConfigResult>(2));
-  const double throughputs[3][2] = {{10, 30}, {12, 15}, {11, 33}};
-  for (int r = 0; r < 3; ++r) {
-    rounds[r][0].key = {v1::SPECULATION_METHOD_NONE, v1::PIPELINING_DEFAULT, 1};
-    rounds[r][1].key = {v1::SPECULATION_METHOD_DRAFT, v1::PIPELINING_ON, 1};
-    for (int c = 0; c < 2; ++c) {
-      rounds[r][c].throughput_tok_s = throughputs[r][c];
-      rounds[r][c].requests = rounds[r][c].ok = 4;
-    }
-    rounds[r][1].acceptance_rate = r == 1 ? NAN : 0.5 + 0.1 * r;
-    ComputeSpeedups(&rounds[r]);
-  }
-  const std::vector<ConfigResult> medians = MedianOverRounds(rounds);
-  ASSERT_EQ(medians.size(), 2u);
-  EXPECT_DOUBLE_EQ(medians[0].throughput_tok_s, 11);
-  EXPECT_DOUBLE_EQ(medians[1].throughput_tok_s, 30);
-  EXPECT_DOUBLE_EQ(medians[1].speedup_vs_none, 3.0);  // Of 3.0, 1.25, 3.0.
-  EXPECT_DOUBLE_EQ(medians[1].acceptance_rate, 0.6);  // Of 0.5 and 0.7 (NaN skipped).
-  EXPECT_EQ(medians[1].rounds, 3);
-  EXPECT_EQ(medians[1].requests, 12);
-  EXPECT_EQ(ToJson(medians[1])["rounds"], 3);
+  EXPECT_THAT(CheckOutputsAgainstNone(runs, All).mismatches[0], HasSubstr("none rule=coupled"));
 }
 
 TEST(BusyBetweenTest, UsesTheGrowthOfStepLatencySums) {
@@ -243,7 +216,7 @@ TEST(BusyBetweenTest, FallsBackToGaugesThenToNothing) {
   EXPECT_EQ(none.source, "");
 }
 
-TEST(TableTest, HasARowPerConfigurationWithSpeedup) {
+TEST(ToJsonTest, RowWithSpeedupRoundAndCostTerms) {
   std::vector<ConfigResult> rows(2);
   rows[0].key = {v1::SPECULATION_METHOD_NONE, v1::PIPELINING_DEFAULT, 1};
   rows[0].throughput_tok_s = 10;
@@ -251,16 +224,25 @@ TEST(TableTest, HasARowPerConfigurationWithSpeedup) {
   rows[1].throughput_tok_s = 21;
   rows[1].acceptance_rate = 0.5;
   ComputeSpeedups(&rows);
-  const std::string table = RenderResultsTable(rows);
-  EXPECT_THAT(table, HasSubstr("speedup"));
-  EXPECT_THAT(table, HasSubstr("2.10x"));
-  EXPECT_THAT(table, HasSubstr("50.0%"));
   nlohmann::json j = ToJson(rows[1]);
   EXPECT_EQ(j["method"], "draft");
+  EXPECT_EQ(j["rule"], "default");
   EXPECT_EQ(j["pipelining"], "on");
+  EXPECT_EQ(j["round"], 0);
   EXPECT_DOUBLE_EQ(j["speedup_vs_none"].get<double>(), 2.1);
   EXPECT_TRUE(j["draft_busy"].is_null());
   EXPECT_TRUE(j["ttft_ms"]["p50"].is_null());
+  EXPECT_TRUE(j["cost_terms"]["nu"].is_null());  // No metrics.
+  EXPECT_TRUE(j["step_times"].contains("verify_ms"));
+}
+
+TEST(AggregateTest, AcceptanceTermsFromSpeculativeSteps) {
+  RequestResult a = Ok("a", 30, 40, 15, 12, 1, 1);
+  a.stats.set_speculative_steps(10);
+  ConfigResult r = Aggregate(MakeRun(v1::SPECULATION_METHOD_DRAFT, 1, 1.0, {a}, {0}));
+  EXPECT_DOUBLE_EQ(r.cost.k_mean, 4.0);
+  EXPECT_DOUBLE_EQ(r.cost.alpha, AcceptanceFromAcceptedPerStep(1.5, 4));
+  EXPECT_DOUBLE_EQ(r.cost.speculative_share, 10.0 / 12.0);  // 12 target steps.
 }
 
 }  // namespace

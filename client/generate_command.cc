@@ -157,7 +157,8 @@ Command GenerateCommand() {
        "lookahead where the server has them)."},
       {"k", "N", "Draft length K per step; 0 disables speculation; unset = adaptive K."},
       {"accept", "RULE",
-       "Acceptance rule: default, greedy, rejection (lossless), threshold, "
+       "Acceptance rule: default, greedy, rejection, coupled (lossless; coupled is "
+       "token-identical to target-only sampling with the same seed), threshold, "
        "ratio, position, typical (lossy, opt-in)."},
       {"alpha", "A",
        "threshold: probability bound (default 0.3); ratio: ratio bound "

@@ -23,7 +23,10 @@ TEST(ParseTest, AcceptanceRulesAndPipelining) {
   EXPECT_EQ(*ParseAcceptanceRule("greedy"), v1::ACCEPTANCE_RULE_GREEDY);
   EXPECT_EQ(*ParseAcceptanceRule("typical"), v1::ACCEPTANCE_RULE_TYPICAL);
   EXPECT_EQ(*ParseAcceptanceRule("position"), v1::ACCEPTANCE_RULE_POSITION);
+  EXPECT_EQ(*ParseAcceptanceRule("coupled"), v1::ACCEPTANCE_RULE_COUPLED);
   EXPECT_FALSE(ParseAcceptanceRule("strict").ok());
+  EXPECT_EQ(AcceptanceRuleName(v1::ACCEPTANCE_RULE_COUPLED), "coupled");
+  EXPECT_EQ(AcceptanceRuleName(v1::ACCEPTANCE_RULE_DEFAULT), "default");
   EXPECT_EQ(*ParsePipelining("on"), v1::PIPELINING_ON);
   EXPECT_EQ(*ParsePipelining("off"), v1::PIPELINING_OFF);
   EXPECT_EQ(*ParsePipelining("default"), v1::PIPELINING_DEFAULT);
@@ -37,6 +40,10 @@ TEST(ParseTest, Lists) {
   EXPECT_THAT(*methods, ElementsAre(v1::SPECULATION_METHOD_NONE, v1::SPECULATION_METHOD_DRAFT,
                                     v1::SPECULATION_METHOD_PROMPT_LOOKUP));
   EXPECT_FALSE(ParseMethodList("none,,draft").ok());
+  auto rules = ParseAcceptanceRuleList("rejection,coupled");
+  ASSERT_TRUE(rules.ok());
+  EXPECT_THAT(*rules, ElementsAre(v1::ACCEPTANCE_RULE_REJECTION, v1::ACCEPTANCE_RULE_COUPLED));
+  EXPECT_FALSE(ParseAcceptanceRuleList("coupled,strict").ok());
   auto ints = ParsePositiveIntList("1,2,16");
   ASSERT_TRUE(ints.ok());
   EXPECT_THAT(*ints, ElementsAre(1, 2, 16));

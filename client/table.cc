@@ -15,7 +15,8 @@ bool LooksNumeric(const std::string& cell) {
   for (char c : cell) {
     if (c >= '0' && c <= '9') {
       digit = true;
-    } else if (c != '.' && c != '-' && c != '+' && c != '%' && c != 'x') {
+    } else if (c != '.' && c != '-' && c != '+' && c != '%' && c != 'x' && c != ' ' && c != '[' &&
+               c != ']') {
       return false;
     }
   }
@@ -61,6 +62,17 @@ std::string FormatNumber(double value, int digits) {
 std::string FormatPercent(double fraction) {
   if (!std::isfinite(fraction)) return "-";
   return absl::StrFormat("%.1f%%", 100.0 * fraction);
+}
+
+std::string FormatSpread(double median, double min, double max, int digits,
+                         const std::string& suffix) {
+  if (!std::isfinite(median)) return "-";
+  std::string out = FormatNumber(median, digits) + suffix;
+  const std::string lo = FormatNumber(min, digits), hi = FormatNumber(max, digits);
+  if (std::isfinite(min) && std::isfinite(max) && lo != hi) {
+    out += " [" + lo + "-" + hi + "]";
+  }
+  return out;
 }
 
 }  // namespace tandem::client

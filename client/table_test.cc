@@ -34,5 +34,24 @@ TEST(FormatTest, NumbersAndPercentages) {
   EXPECT_EQ(FormatPercent(NAN), "-");
 }
 
+TEST(FormatTest, SpreadShowsTheRangeOnlyWhenTheRepeatsDiffer) {
+  EXPECT_EQ(FormatSpread(1.5, 1.0, 2.25, 2, "x"), "1.50x [1.00-2.25]");
+  EXPECT_EQ(FormatSpread(42.04, 42.01, 42.0, 1), "42.0");
+  EXPECT_EQ(FormatSpread(3, NAN, NAN, 0, "%"), "3%");
+  EXPECT_EQ(FormatSpread(NAN, 1, 2, 1), "-");
+}
+
+TEST(TextTableTest, SpreadCellsAlignRight) {
+  TextTable t;
+  t.AddRow({"speedup"});
+  t.AddRow({"1.50x [1.00-2.25]"});
+  t.AddRow({"1.00x"});
+  EXPECT_EQ(t.Render(),
+            "speedup\n"
+            "-----------------\n"
+            "1.50x [1.00-2.25]\n"
+            "            1.00x\n");
+}
+
 }  // namespace
 }  // namespace tandem::client

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The `tandem` CLI as a user runs it, against a fake server (no models): help texts,
 # dashed and underscore flags, usage errors, streamed generate with stats on stderr,
-# bench with table, JSON, output check, plot, and soak.
+# bench with table, cost-model table, --repeat rounds, --rules, --seed, JSON, output check
+# (greedy and seeded coupled), plot, and soak.
 set -uo pipefail
 TANDEM=client/tandem
 FAKE=client/fake_tandem_server
@@ -47,6 +48,11 @@ grep -q "method=draft" "$TMP/stats" && grep -q "acceptance=50.0% (3/6)" "$TMP/st
 echo "piped" | "$TANDEM" generate --server="$ADDR" --max_tokens=1 --quiet - >"$TMP/out" 2>"$TMP/stats"
 grep -q "^piped" "$TMP/out" && [ ! -s "$TMP/stats" ] && pass "prompt from stdin, --quiet" \
   || fail "stdin prompt: $(cat "$TMP/out") / $(cat "$TMP/stats")"
+"$TANDEM" generate --server "$ADDR" --max-tokens 2 --accept coupled --seed 5 --temperature 0.7 \
+  --quiet hi >"$TMP/out" 2>&1 && grep -q "^hi" "$TMP/out" \
+  && "$TANDEM" generate --server "$ADDR" --accept strict hi >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "coupled)" "$TMP/err" && pass "generate --accept coupled" \
+  || fail "accept coupled: rc=$rc $(cat "$TMP/out" "$TMP/err")"
 "$TANDEM" generate --server "$ADDR" fail >/dev/null 2>"$TMP/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "INVALID_ARGUMENT: fake: bad prompt" "$TMP/err" \
   && pass "server errors are reported" || fail "error: rc=$rc $(cat "$TMP/err")"
@@ -62,8 +68,13 @@ rc=$?
 [ $rc -eq 0 ] && pass "bench exits 0" || fail "bench rc=$rc: $(cat "$TMP/bench.err")"
 grep -q "Output check: all .* identical" "$TMP/table" && pass "bench output check" \
   || fail "output check: $(cat "$TMP/table")"
-[ "$(grep -cE '^draft .* 6/6 ' "$TMP/table")" = 4 ] && [ "$(grep -cE '^none .* 6/6 ' "$TMP/table")" = 2 ] \
+sed '/^Cost model/,$d' "$TMP/table" >"$TMP/results_table"
+[ "$(grep -c '^draft ' "$TMP/results_table")" = 4 ] \
+  && [ "$(grep -c '^none ' "$TMP/results_table")" = 2 ] \
   && pass "bench table rows (none once per concurrency)" || fail "rows: $(cat "$TMP/table")"
+sed -n '/^Cost model/,$p' "$TMP/table" >"$TMP/cost_table"
+[ "$(grep -c '^draft ' "$TMP/cost_table")" = 4 ] && ! grep -q '^none ' "$TMP/cost_table" \
+  && pass "bench cost-model table (speculative rows only)" || fail "cost: $(cat "$TMP/table")"
 /usr/bin/python3 - "$TMP/r.json" <<'PY' && pass "bench JSON fields" || fail "bench JSON"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -91,23 +102,45 @@ else
   echo "skip: python3-matplotlib not installed, plot not checked"
 fi
 
+"$TANDEM" bench --server "$ADDR" --prompts "$TMP/prompts.jsonl" --requests 3 --repeat 3 \
+  --methods none,draft --max-tokens 4 --out "$TMP/rep.json" >"$TMP/table" 2>"$TMP/bench.err"
+rc=$?
+[ $rc -eq 0 ] && grep -q "3 interleaved rounds" "$TMP/table" \
+  && grep -q "round 3 of 3" "$TMP/bench.err" && pass "bench --repeat" \
+  || fail "repeat rc=$rc: $(cat "$TMP/table" "$TMP/bench.err")"
+/usr/bin/python3 - "$TMP/rep.json" <<'PY' && pass "bench --repeat JSON" || fail "repeat JSON"
+import json, statistics, sys
+r = json.load(open(sys.argv[1]))
+assert r["settings"]["repeat"] == 3
+assert len(r["results"]) == 2, r["results"]
+for row in r["results"]:
+    assert row["rounds"] == 3 and row["requests"] == 9 and row["ok"] == 9, row
+    assert [x["round"] for x in row["repeats"]] == [0, 1, 2], row["repeats"]
+    assert all(x["requests"] == 3 for x in row["repeats"])
+draft = r["results"][1]
+ratios = [x["speedup_vs_none"] for x in draft["repeats"]]
+assert abs(draft["speedup_vs_none"] - statistics.median(ratios)) < 1e-12, draft
+assert draft["spread"]["/speedup_vs_none"]["min"] == min(ratios)
+PY
+
 "$TANDEM" bench --server "$ADDR" --prompts "$TMP/prompts.jsonl" --requests 3 --methods none,draft \
   --rules rejection,coupled --repeat 2 --seed 7 --temperature 0.8 --max-tokens 2 --warmup 0 \
-  --out "$TMP/rules.json" >"$TMP/table" 2>&1; rc=$?
-[ $rc -eq 0 ] && grep -q "Medians over 2 rounds" "$TMP/table" \
-  && [ "$(grep -c "Round [12] of 2" "$TMP/table")" = 2 ] \
+  --out "$TMP/rules.json" >"$TMP/table" 2>"$TMP/bench.err"; rc=$?
+[ $rc -eq 0 ] && grep -q "2 interleaved rounds" "$TMP/table" \
+  && grep -q "round 2 of 2" "$TMP/bench.err" \
   && grep -q "Output check: all 9 outputs identical" "$TMP/table" \
   && /usr/bin/python3 -c "
 import json, sys
 r = json.load(open(sys.argv[1]))
 rows = [(x['method'], x['rule'], x['rounds'], x['ok']) for x in r['results']]
-assert sorted(rows) == [('draft', 'coupled', 2, 6), ('draft', 'rejection', 2, 6),
-                        ('none', 'coupled', 2, 6), ('none', 'rejection', 2, 6)], rows
+assert rows == [('none', 'rejection', 2, 6), ('none', 'coupled', 2, 6),
+                ('draft', 'rejection', 2, 6), ('draft', 'coupled', 2, 6)], rows
 assert r['settings']['seed'] == 7 and r['settings']['repeat'] == 2
-assert all('cost_terms' in x and 'step_ms' in x for x in r['results'])
+assert all(y['rule'] == x['rule'] for x in r['results'] for y in x['repeats'])
+assert r['output_check']['compared'] == 9 and r['output_check']['ok']
 " "$TMP/rules.json" \
-  && pass "bench --rules --repeat --seed: medians, coupled output check" \
-  || fail "rules: rc=$rc $(cat "$TMP/table")"
+  && pass "bench --rules --repeat --seed: rules interleaved, coupled output check" \
+  || fail "rules: rc=$rc $(cat "$TMP/table" "$TMP/bench.err")"
 
 printf 'fine\nwill diverge\n' >"$TMP/diverge.txt"
 "$TANDEM" bench --server "$ADDR" --prompts "$TMP/diverge.txt" --requests 2 --methods none,draft \

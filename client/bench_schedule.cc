@@ -1,0 +1,46 @@
+#include "client/bench_schedule.h"
+
+#include <algorithm>
+
+namespace tandem::client {
+
+std::vector<ConfigKey> BenchConfigs(const std::vector<v1::SpeculationMethod>& methods,
+                                    const std::vector<v1::AcceptanceRule>& rules,
+                                    const std::vector<v1::Pipelining>& pipelining,
+                                    const std::vector<int>& concurrency) {
+  std::vector<ConfigKey> configs;
+  for (v1::SpeculationMethod method : methods) {
+    for (v1::AcceptanceRule rule : rules) {
+      for (size_t p = 0; p < pipelining.size(); ++p) {
+        const bool plain = method == v1::SPECULATION_METHOD_NONE;
+        if (plain && p > 0) continue;
+        for (int c : concurrency) {
+          configs.push_back({method, plain ? v1::PIPELINING_DEFAULT : pipelining[p], c, rule});
+        }
+      }
+    }
+  }
+  return configs;
+}
+
+std::vector<ScheduledRun> InterleavedSchedule(const std::vector<ConfigKey>& configs, int repeats) {
+  std::vector<int> levels;
+  for (const ConfigKey& k : configs) {
+    if (std::find(levels.begin(), levels.end(), k.concurrency) == levels.end()) {
+      levels.push_back(k.concurrency);
+    }
+  }
+  std::vector<int> round_order;
+  for (int level : levels) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (configs[i].concurrency == level) round_order.push_back(static_cast<int>(i));
+    }
+  }
+  std::vector<ScheduledRun> schedule;
+  for (int round = 0; round < std::max(repeats, 1); ++round) {
+    for (int config : round_order) schedule.push_back({round, config});
+  }
+  return schedule;
+}
+
+}  // namespace tandem::client

@@ -1,0 +1,47 @@
+// Which configurations `tandem bench` measures, and in what order with --repeat.
+#ifndef TANDEM_CLIENT_BENCH_SCHEDULE_H_
+#define TANDEM_CLIENT_BENCH_SCHEDULE_H_
+
+#include <vector>
+
+#include "tandem/v1/tandem.pb.h"
+
+namespace tandem::client {
+
+struct ConfigKey {
+  v1::SpeculationMethod method = v1::SPECULATION_METHOD_NONE;
+  v1::Pipelining pipelining = v1::PIPELINING_DEFAULT;
+  int concurrency = 1;
+  v1::AcceptanceRule rule = v1::ACCEPTANCE_RULE_DEFAULT;
+  bool operator==(const ConfigKey& o) const {
+    return method == o.method && pipelining == o.pipelining && concurrency == o.concurrency &&
+           rule == o.rule;
+  }
+};
+
+// Every (method, rule, pipelining, concurrency) in the order the results table lists
+// them: method-major, then acceptance rule, then pipelining, then concurrency.
+// Pipelining does not apply to plain decoding, so `none` appears once per rule and
+// concurrency, with PIPELINING_DEFAULT (the rule still applies: `none` samples by it).
+std::vector<ConfigKey> BenchConfigs(const std::vector<v1::SpeculationMethod>& methods,
+                                    const std::vector<v1::AcceptanceRule>& rules,
+                                    const std::vector<v1::Pipelining>& pipelining,
+                                    const std::vector<int>& concurrency);
+
+// One measurement: configuration configs[config] in round `round` (0-based).
+struct ScheduledRun {
+  int round = 0;
+  int config = 0;
+};
+
+// Interleaved order of `repeats` (>= 1; fewer counts as 1) rounds: each round measures
+// every configuration once, in the same order (A B C A B C ...), so configuration
+// drift on a noisy machine hits every configuration alike. Within a round the
+// configurations are grouped by concurrency (in the order the levels first appear in
+// `configs`), keeping `configs`' order inside a group, so each speculative run is
+// measured right next to the `none` run it is compared with.
+std::vector<ScheduledRun> InterleavedSchedule(const std::vector<ConfigKey>& configs, int repeats);
+
+}  // namespace tandem::client
+
+#endif  // TANDEM_CLIENT_BENCH_SCHEDULE_H_

@@ -1,0 +1,82 @@
+#include "client/bench_schedule.h"
+
+#include <gtest/gtest.h>
+
+namespace tandem::client {
+namespace {
+
+constexpr auto kNone = v1::SPECULATION_METHOD_NONE;
+constexpr auto kDraft = v1::SPECULATION_METHOD_DRAFT;
+constexpr auto kLookup = v1::SPECULATION_METHOD_PROMPT_LOOKUP;
+const std::vector<v1::AcceptanceRule> kDefaultRule = {v1::ACCEPTANCE_RULE_DEFAULT};
+
+TEST(BenchConfigsTest, NoneOncePerConcurrencyOthersPerPipeliningMode) {
+  std::vector<ConfigKey> c =
+      BenchConfigs({kNone, kDraft}, kDefaultRule, {v1::PIPELINING_ON, v1::PIPELINING_OFF}, {1, 4});
+  ASSERT_EQ(c.size(), 6u);
+  EXPECT_EQ(c[0].method, kNone);
+  EXPECT_EQ(c[0].pipelining, v1::PIPELINING_DEFAULT);
+  EXPECT_EQ(c[1].concurrency, 4);
+  EXPECT_EQ(c[2].method, kDraft);
+  EXPECT_EQ(c[2].pipelining, v1::PIPELINING_ON);
+  EXPECT_EQ(c[2].concurrency, 1);
+  EXPECT_EQ(c[4].pipelining, v1::PIPELINING_OFF);
+  EXPECT_EQ(c[5].concurrency, 4);
+}
+
+TEST(BenchConfigsTest, EveryRuleForEveryMethodNoneIncluded) {
+  const auto kCoupled = v1::ACCEPTANCE_RULE_COUPLED;
+  const auto kRejection = v1::ACCEPTANCE_RULE_REJECTION;
+  std::vector<ConfigKey> c = BenchConfigs({kNone, kDraft}, {kCoupled, kRejection},
+                                          {v1::PIPELINING_ON, v1::PIPELINING_OFF}, {1});
+  // none x 2 rules (pipelining once), draft x 2 rules x 2 modes.
+  ASSERT_EQ(c.size(), 6u);
+  EXPECT_EQ(c[0].rule, kCoupled);
+  EXPECT_EQ(c[1].method, kNone);
+  EXPECT_EQ(c[1].rule, kRejection);
+  EXPECT_EQ(c[2].method, kDraft);
+  EXPECT_EQ(c[2].rule, kCoupled);
+  EXPECT_EQ(c[3].rule, kCoupled);
+  EXPECT_EQ(c[3].pipelining, v1::PIPELINING_OFF);
+  EXPECT_EQ(c[4].rule, kRejection);
+  EXPECT_FALSE(c[0] == c[1]);  // The rule is part of the key.
+  // Every rule takes part in every round.
+  std::vector<ScheduledRun> s = InterleavedSchedule(c, 2);
+  ASSERT_EQ(s.size(), 12u);
+  for (size_t i = 0; i < s.size(); ++i) EXPECT_EQ(s[i].config, static_cast<int>(i % 6)) << i;
+}
+
+TEST(InterleavedScheduleTest, RoundsRepeatTheSameOrderAndCoverEveryConfigOnce) {
+  std::vector<ConfigKey> configs =
+      BenchConfigs({kNone, kDraft, kLookup}, kDefaultRule, {v1::PIPELINING_DEFAULT}, {1});  // A B C
+  std::vector<ScheduledRun> s = InterleavedSchedule(configs, 3);
+  ASSERT_EQ(s.size(), 9u);
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(s[i].round, i / 3) << i;
+    EXPECT_EQ(s[i].config, i % 3) << i;  // A B C A B C A B C, never A A A B B B.
+  }
+}
+
+TEST(InterleavedScheduleTest, GroupsByConcurrencySoNoneRunsNextToItsComparisons) {
+  std::vector<ConfigKey> configs =
+      BenchConfigs({kNone, kDraft}, kDefaultRule, {v1::PIPELINING_DEFAULT}, {1, 4});
+  // Display order: none c1, none c4, draft c1, draft c4 -> run order per round:
+  // none c1, draft c1, none c4, draft c4.
+  std::vector<ScheduledRun> s = InterleavedSchedule(configs, 2);
+  ASSERT_EQ(s.size(), 8u);
+  const std::vector<int> expected = {0, 2, 1, 3, 0, 2, 1, 3};
+  for (size_t i = 0; i < s.size(); ++i) {
+    EXPECT_EQ(s[i].config, expected[i]) << i;
+    EXPECT_EQ(s[i].round, static_cast<int>(i) / 4) << i;
+  }
+}
+
+TEST(InterleavedScheduleTest, AtLeastOneRound) {
+  std::vector<ConfigKey> configs =
+      BenchConfigs({kNone}, kDefaultRule, {v1::PIPELINING_DEFAULT}, {2});
+  EXPECT_EQ(InterleavedSchedule(configs, 0).size(), 1u);
+  EXPECT_TRUE(InterleavedSchedule({}, 3).empty());
+}
+
+}  // namespace
+}  // namespace tandem::client
