@@ -206,7 +206,6 @@ std::vector<std::string> WorkerGroup::Args(int rank) const {
     for (const std::string& flag : extra_flags_) {
       own_rendezvous |= flag.rfind("--rendezvous=", 0) == 0;
     }
-    args.push_back("--comm=gloo");
     if (!own_rendezvous) args.push_back("--rendezvous_dir=" + store_dir_);
     args.push_back("--run_id=" + tag_);
     args.push_back("--hostname=127.0.0.1");

@@ -61,7 +61,8 @@ bool WaitForHealth(const std::string& address, Health want, absl::Duration timeo
 std::unique_ptr<v1::Worker::Stub> WorkerStub(const std::string& address);
 
 // A target worker on loopback: one process (tp = 1) or a tensor-parallel group of tp
-// processes joined by gloo through a fresh file-store directory and a unique run id.
+// processes joined by the worker's default collective (tcp; "--comm=gloo" among
+// `extra_flags` picks gloo) through a fresh file-store directory and a unique run id.
 // Each process gets --threads=1 and `extra_flags` (a --rendezvous=host:port among them
 // replaces the file store); logs go to `log_dir`. A model_dir of "synthetic:<model>"
 // starts the ranks with --synthetic=<model> instead (benchmarks).
