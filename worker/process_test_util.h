@@ -53,10 +53,14 @@ class ChildProcess {
   std::string log_path_;
 };
 
-enum class Health { kServing, kNotServing, kUnreachable };
-Health CheckHealth(const std::string& address);
+// grpc.health.v1 Check of `service` ("" = the whole server) at `address`, plaintext,
+// 2 s deadline. kUnknownService: the server answered NOT_FOUND (no such service);
+// kUnreachable: any other failure.
+enum class Health { kServing, kNotServing, kUnknownService, kUnreachable };
+Health CheckHealth(const std::string& address, const std::string& service = "");
 // Polls until the health is `want`; returns whether it got there within `timeout`.
-bool WaitForHealth(const std::string& address, Health want, absl::Duration timeout);
+bool WaitForHealth(const std::string& address, Health want, absl::Duration timeout,
+                   const std::string& service = "");
 
 std::unique_ptr<v1::Worker::Stub> WorkerStub(const std::string& address);
 
