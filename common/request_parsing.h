@@ -10,6 +10,9 @@
 // parses them with ParseRequest and then calls the typed method: a malformed request
 // answers INVALID_ARGUMENT "request could not be parsed as <type>: <reason>". The wire
 // protocol is unchanged (clients see ordinary unary and server-streaming calls).
+// The hook (Service::MarkMethodStreamed, grpc::internal::BidiStreamingHandler) is the
+// one gRPC's own generated code uses; request_parsing_test checks it on each upgrade.
+// Parsing comes before any method code, authentication included, as it did before.
 #ifndef TANDEM_COMMON_REQUEST_PARSING_H_
 #define TANDEM_COMMON_REQUEST_PARSING_H_
 
