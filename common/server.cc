@@ -65,6 +65,13 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(
                                                " (address in use, or not a valid host:port)"));
   }
   self->address_ = absl::StrCat(HostPart(options.listen_address), ":", self->port_);
+  grpc::HealthCheckServiceInterface* health = self->server_->GetHealthCheckService();
+  if (health != nullptr) {
+    // Registers the names; SetServing(bool) then updates every registered one.
+    for (const std::string& name : options.health_services) {
+      health->SetServingStatus(name, false);
+    }
+  }
   self->SetServing(false);
   return self;
 }

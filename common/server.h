@@ -25,6 +25,11 @@ struct ServerOptions {
   std::shared_ptr<grpc::ServerCredentials> credentials;
   // Largest request/response message accepted, bytes.
   int max_message_bytes = 64 << 20;
+  // Fully qualified names of the services whose health grpc.health.v1 reports besides
+  // the whole server's (""), e.g. {"tandem.v1.Tandem"}; any other name is NOT_FOUND.
+  // Each follows SetServing() and Shutdown() like "" does. A health-only server that
+  // stands in for another (--health_listen) lists that server's names.
+  std::vector<std::string> health_services;
 };
 
 // A running gRPC server. Owns the grpc::Server; the services are borrowed and must
@@ -32,8 +37,8 @@ struct ServerOptions {
 class GrpcServer {
  public:
   // Builds and starts a server for `services`. Health starts as NOT_SERVING for the
-  // whole server until SetServing(true). Fails with a message naming the address when
-  // it cannot bind.
+  // whole server and for each of `options.health_services` until SetServing(true).
+  // Fails with a message naming the address when it cannot bind.
   static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(
       const ServerOptions& options, const std::vector<grpc::Service*>& services);
 
@@ -46,11 +51,13 @@ class GrpcServer {
   // "host:port" with the bound port substituted.
   const std::string& address() const { return address_; }
 
-  // Health status reported for the whole server (service name "").
+  // Health status reported for the whole server (service name "") and for every
+  // service of ServerOptions::health_services.
   void SetServing(bool serving);
 
-  // Stops accepting calls, waits up to `grace` for calls in flight, then cancels the
-  // rest. Idempotent.
+  // Drains: every health status turns NOT_SERVING for good, the server stops
+  // accepting calls, waits up to `grace` for calls in flight, then cancels the rest.
+  // Idempotent.
   void Shutdown(absl::Duration grace = absl::Seconds(5));
 
   // Blocks until Shutdown() has completed.

@@ -10,6 +10,8 @@
 
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tandem/v1/rendezvous.grpc.pb.h"
 #include "testing/reflection_wire.pb.h"
@@ -21,12 +23,30 @@ using grpc::health::v1::Health;
 using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
 
-// A trivial service so the server has something to list and to size-limit.
+// A trivial service so the server has something to list and to size-limit. A Set of
+// key "block" waits until Unblock().
 class EchoRendezvous final : public tandem::v1::Rendezvous::Service {
-  grpc::Status Set(grpc::ServerContext*, const tandem::v1::SetRequest*,
+ public:
+  grpc::Status Set(grpc::ServerContext*, const tandem::v1::SetRequest* request,
                    tandem::v1::SetResponse*) override {
+    if (request->key() != "block") return grpc::Status::OK;
+    absl::MutexLock lock(&mu_);
+    blocked_ = true;
+    mu_.Await(absl::Condition(&unblocked_));
     return grpc::Status::OK;
   }
+  void WaitUntilBlocked() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&blocked_));
+  }
+  void Unblock() {
+    absl::MutexLock lock(&mu_);
+    unblocked_ = true;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool blocked_ = false, unblocked_ = false;
 };
 
 std::shared_ptr<grpc::Channel> Connect(const GrpcServer& server) {
@@ -34,15 +54,26 @@ std::shared_ptr<grpc::Channel> Connect(const GrpcServer& server) {
                              grpc::InsecureChannelCredentials());
 }
 
-HealthCheckResponse::ServingStatus CheckHealth(const std::shared_ptr<grpc::Channel>& ch) {
+// The status code of a health Check of `service`; `serving` gets the answer.
+grpc::StatusCode CheckHealthCode(const std::shared_ptr<grpc::Channel>& ch,
+                                 const std::string& service,
+                                 HealthCheckResponse::ServingStatus* serving = nullptr) {
   auto stub = Health::NewStub(ch);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   HealthCheckRequest req;
+  req.set_service(service);
   HealthCheckResponse resp;
   grpc::Status st = stub->Check(&ctx, req, &resp);
-  EXPECT_TRUE(st.ok()) << st.error_message();
-  return resp.status();
+  if (serving != nullptr) *serving = resp.status();
+  return st.error_code();
+}
+
+HealthCheckResponse::ServingStatus CheckHealth(const std::shared_ptr<grpc::Channel>& ch,
+                                               const std::string& service = "") {
+  HealthCheckResponse::ServingStatus serving = HealthCheckResponse::UNKNOWN;
+  EXPECT_EQ(CheckHealthCode(ch, service, &serving), grpc::StatusCode::OK) << service;
+  return serving;
 }
 
 TEST(GrpcServerTest, HealthFollowsServingState) {
@@ -58,6 +89,60 @@ TEST(GrpcServerTest, HealthFollowsServingState) {
   EXPECT_EQ(CheckHealth(ch), HealthCheckResponse::SERVING);
   (*server)->SetServing(false);
   EXPECT_EQ(CheckHealth(ch), HealthCheckResponse::NOT_SERVING);
+}
+
+TEST(GrpcServerTest, ListedServicesHaveTheirOwnHealth) {
+  EchoRendezvous service;
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.health_services = {"tandem.v1.Rendezvous"};
+  auto server = GrpcServer::Start(options, {&service});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto ch = Connect(**server);
+  EXPECT_EQ(CheckHealth(ch, "tandem.v1.Rendezvous"), HealthCheckResponse::NOT_SERVING);
+  (*server)->SetServing(true);
+  EXPECT_EQ(CheckHealth(ch, ""), HealthCheckResponse::SERVING);
+  EXPECT_EQ(CheckHealth(ch, "tandem.v1.Rendezvous"), HealthCheckResponse::SERVING);
+  EXPECT_EQ(CheckHealthCode(ch, "tandem.v1.Tandem"), grpc::StatusCode::NOT_FOUND);
+  (*server)->SetServing(false);
+  EXPECT_EQ(CheckHealth(ch, "tandem.v1.Rendezvous"), HealthCheckResponse::NOT_SERVING);
+  (*server)->SetServing(true);
+
+  // Draining: a call is in flight, so Shutdown waits for it. Meanwhile a watch opened
+  // before sees every status turn NOT_SERVING, and a probe's new Check gets NOT_SERVING
+  // or, once the server has stopped accepting calls, UNAVAILABLE / CANCELLED; SetServing(true)
+  // changes nothing any more.
+  auto health = Health::NewStub(ch);
+  grpc::ClientContext watch_context;
+  HealthCheckRequest watch_request;
+  watch_request.set_service("tandem.v1.Rendezvous");
+  auto watch = health->Watch(&watch_context, watch_request);
+  HealthCheckResponse update;
+  ASSERT_TRUE(watch->Read(&update));
+  EXPECT_EQ(update.status(), HealthCheckResponse::SERVING);
+  std::thread call([&] {
+    auto stub = tandem::v1::Rendezvous::NewStub(ch);
+    grpc::ClientContext ctx;
+    tandem::v1::SetRequest request;
+    request.set_key("block");
+    tandem::v1::SetResponse response;
+    EXPECT_TRUE(stub->Set(&ctx, request, &response).ok()) << "the call in flight should finish";
+  });
+  service.WaitUntilBlocked();
+  std::thread drain([&] { (*server)->Shutdown(absl::Seconds(10)); });
+  ASSERT_TRUE(watch->Read(&update));
+  EXPECT_EQ(update.status(), HealthCheckResponse::NOT_SERVING);
+  (*server)->SetServing(true);
+  HealthCheckResponse::ServingStatus probed = HealthCheckResponse::UNKNOWN;
+  const grpc::StatusCode code = CheckHealthCode(ch, "tandem.v1.Rendezvous", &probed);
+  EXPECT_TRUE(code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::CANCELLED ||
+              (code == grpc::StatusCode::OK && probed == HealthCheckResponse::NOT_SERVING))
+      << code << " " << probed;
+  watch_context.TryCancel();
+  watch->Finish();
+  service.Unblock();
+  call.join();
+  drain.join();
 }
 
 TEST(GrpcServerTest, ReflectionListsRegisteredServices) {

@@ -160,6 +160,7 @@ int Run() {
     opts.listen_address = absl::GetFlag(FLAGS_rendezvous_listen);
     opts.credentials = *rendezvous_credentials;
     opts.max_message_bytes = absl::GetFlag(FLAGS_worker_max_message_bytes);
+    opts.health_services = {v1::Rendezvous::service_full_name()};
     auto server = GrpcServer::Start(opts, {&rendezvous});
     if (!server.ok()) {
       std::fprintf(stderr, "tandem-coordinator: rendezvous: %s\n",
@@ -265,6 +266,7 @@ int Run() {
   so.listen_address = absl::GetFlag(FLAGS_listen);
   so.credentials = *public_credentials;
   so.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  so.health_services = {v1::Tandem::service_full_name()};
   auto server = GrpcServer::Start(so, {&service});
   if (!server.ok()) {
     std::fprintf(stderr, "tandem-coordinator: %s\n", server.status().ToString().c_str());
@@ -274,6 +276,7 @@ int Run() {
   if (!absl::GetFlag(FLAGS_health_listen).empty()) {
     ServerOptions ho;
     ho.listen_address = absl::GetFlag(FLAGS_health_listen);
+    ho.health_services = so.health_services;  // It stands in for the public port.
     auto started = GrpcServer::Start(ho, {});
     if (!started.ok()) {
       std::fprintf(stderr, "tandem-coordinator: --health_listen: %s\n",
@@ -294,6 +297,8 @@ int Run() {
   std::printf("tandem-coordinator listening on %s\n", (*server)->address().c_str());
   std::fflush(stdout);
 
+  // Draining: health (the public port's and --health_listen's, "" and
+  // tandem.v1.Tandem) turns NOT_SERVING first, then the calls in flight finish.
   int sig = WaitForShutdownSignal();
   LOG(INFO) << "signal " << sig << ": draining";
   if (health_server != nullptr) health_server->SetServing(false);

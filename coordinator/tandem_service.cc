@@ -37,7 +37,12 @@ TandemService::TandemService(Engine* engine, const Tokenizer* tokenizer, ServerL
       limits_(std::move(limits)),
       model_info_(std::move(model_info)),
       metrics_(metrics),
-      auth_(auth) {}
+      auth_(auth) {
+  ParseUnary(this, "Generate", &TandemService::Generate);
+  ParseServerStreaming(this, "GenerateStream", &TandemService::GenerateStream);
+  ParseUnary(this, "GetModelInfo", &TandemService::GetModelInfo);
+  CheckEveryMethodParsed();
+}
 
 grpc::Status TandemService::Finish(const absl::Status& status) {
   if (metrics_) metrics_->RecordRequest(status.code());
@@ -105,7 +110,7 @@ grpc::Status TandemService::Generate(grpc::ServerContext* context,
 
 grpc::Status TandemService::GenerateStream(grpc::ServerContext* context,
                                            const v1::GenerateRequest* request,
-                                           grpc::ServerWriter<v1::GenerateStreamResponse>* writer) {
+                                           ResponseWriter<v1::GenerateStreamResponse>* writer) {
   if (auth_ != nullptr) {
     if (grpc::Status denied = auth_->Check(*context); !denied.ok()) return denied;
   }

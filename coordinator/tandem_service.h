@@ -1,10 +1,12 @@
 // tandem.v1.Tandem: the public API. Validates and tokenises requests, hands them to
 // the Engine, and returns or streams their output. Thread-safe; one handler thread
-// per call (gRPC's synchronous server).
+// per call (gRPC's synchronous server). Requests are parsed by ParsingService: a
+// malformed one answers INVALID_ARGUMENT "request could not be parsed as ...".
 #ifndef TANDEM_COORDINATOR_TANDEM_SERVICE_H_
 #define TANDEM_COORDINATOR_TANDEM_SERVICE_H_
 
 #include "common/auth.h"
+#include "common/request_parsing.h"
 #include "coordinator/engine.h"
 #include "coordinator/metrics.h"
 #include "coordinator/request_validation.h"
@@ -13,7 +15,7 @@
 
 namespace tandem::coordinator {
 
-class TandemService final : public v1::Tandem::Service {
+class TandemService final : public ParsingService<v1::Tandem> {
  public:
   // `engine` must be started; all pointers must outlive the service. `metrics` may be
   // null. `model_info` is what GetModelInfo reports (draft_available is live).
@@ -26,7 +28,7 @@ class TandemService final : public v1::Tandem::Service {
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                         v1::GenerateResponse* response) override;
   grpc::Status GenerateStream(grpc::ServerContext* context, const v1::GenerateRequest* request,
-                              grpc::ServerWriter<v1::GenerateStreamResponse>* writer) override;
+                              ResponseWriter<v1::GenerateStreamResponse>* writer);
   grpc::Status GetModelInfo(grpc::ServerContext* context, const v1::GetModelInfoRequest* request,
                             v1::ModelInfo* response) override;
 

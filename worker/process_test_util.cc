@@ -136,23 +136,26 @@ std::string ChildProcess::LogTail(size_t bytes) const {
   return all.size() > bytes ? all.substr(all.size() - bytes) : all;
 }
 
-Health CheckHealth(const std::string& address) {
+Health CheckHealth(const std::string& address, const std::string& service) {
   auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   auto stub = grpc::health::v1::Health::NewStub(channel);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
   grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
   grpc::health::v1::HealthCheckResponse response;
   grpc::Status status = stub->Check(&context, request, &response);
+  if (status.error_code() == grpc::StatusCode::NOT_FOUND) return Health::kUnknownService;
   if (!status.ok()) return Health::kUnreachable;
   return response.status() == grpc::health::v1::HealthCheckResponse::SERVING ? Health::kServing
                                                                              : Health::kNotServing;
 }
 
-bool WaitForHealth(const std::string& address, Health want, absl::Duration timeout) {
+bool WaitForHealth(const std::string& address, Health want, absl::Duration timeout,
+                   const std::string& service) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
-    if (CheckHealth(address) == want) return true;
+    if (CheckHealth(address, service) == want) return true;
     absl::SleepFor(absl::Milliseconds(50));
   }
   return false;
@@ -206,7 +209,6 @@ std::vector<std::string> WorkerGroup::Args(int rank) const {
     for (const std::string& flag : extra_flags_) {
       own_rendezvous |= flag.rfind("--rendezvous=", 0) == 0;
     }
-    args.push_back("--comm=gloo");
     if (!own_rendezvous) args.push_back("--rendezvous_dir=" + store_dir_);
     args.push_back("--run_id=" + tag_);
     args.push_back("--hostname=127.0.0.1");

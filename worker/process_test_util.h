@@ -53,15 +53,20 @@ class ChildProcess {
   std::string log_path_;
 };
 
-enum class Health { kServing, kNotServing, kUnreachable };
-Health CheckHealth(const std::string& address);
+// grpc.health.v1 Check of `service` ("" = the whole server) at `address`, plaintext,
+// 2 s deadline. kUnknownService: the server answered NOT_FOUND (no such service);
+// kUnreachable: any other failure.
+enum class Health { kServing, kNotServing, kUnknownService, kUnreachable };
+Health CheckHealth(const std::string& address, const std::string& service = "");
 // Polls until the health is `want`; returns whether it got there within `timeout`.
-bool WaitForHealth(const std::string& address, Health want, absl::Duration timeout);
+bool WaitForHealth(const std::string& address, Health want, absl::Duration timeout,
+                   const std::string& service = "");
 
 std::unique_ptr<v1::Worker::Stub> WorkerStub(const std::string& address);
 
 // A target worker on loopback: one process (tp = 1) or a tensor-parallel group of tp
-// processes joined by gloo through a fresh file-store directory and a unique run id.
+// processes joined by the worker's default collective (tcp; "--comm=gloo" among
+// `extra_flags` picks gloo) through a fresh file-store directory and a unique run id.
 // Each process gets --threads=1 and `extra_flags` (a --rendezvous=host:port among them
 // replaces the file store); logs go to `log_dir`. A model_dir of "synthetic:<model>"
 // starts the ranks with --synthetic=<model> instead (benchmarks).

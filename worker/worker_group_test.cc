@@ -36,7 +36,7 @@ const std::vector<std::string>& CommonFlags() {
   static const std::vector<std::string> flags = {
       "--kv_cache_mb=4",       "--block_size=8",        "--max_batch_tokens=256",
       "--step_timeout_s=10",   "--heartbeat_s=0.5",     "--leader_timeout_s=5",
-      "--regroup_timeout_s=5", "--lease_timeout_s=600",
+      "--regroup_timeout_s=5", "--lease_timeout_s=600", "--comm=gloo",
   };
   return flags;
 }

@@ -263,6 +263,8 @@ int Run(int argc, char** argv) {
   if (!absl::GetFlag(FLAGS_health_listen).empty()) {
     ServerOptions health_options;
     health_options.listen_address = absl::GetFlag(FLAGS_health_listen);
+    // It stands in for the main port: a leader's or draft's lists tandem.v1.Worker.
+    if (options.is_leader()) health_options.health_services = {v1::Worker::service_full_name()};
     auto started = GrpcServer::Start(health_options, {});
     if (!started.ok()) Die(started.status(), 1);
     health_server = *std::move(started);
@@ -323,6 +325,7 @@ int Run(int argc, char** argv) {
   service_options.synthetic = !options.synthetic.empty();
   service_options.backend = options.backend;
   WorkerService service(executor.get(), service_options);
+  server_options.health_services = {v1::Worker::service_full_name()};
   auto server = GrpcServer::Start(server_options, {&service});
   if (!server.ok()) Die(server.status(), 1);
   LOG(INFO) << "tandem-worker: serving tandem.v1.Worker on " << (*server)->address()

@@ -27,11 +27,11 @@ struct WorkerOptions {
   int max_batch_tokens = 1024;      // Positions in one forward pass.
   int max_speculative_tokens = 16;  // Max K per sequence.
   std::string listen = "0.0.0.0:50061";
-  std::string comm = "gloo";           // "gloo", "local" or "nccl" (tp_size > 1).
+  std::string comm = "tcp";            // "tcp", "gloo", "local" or "nccl" (tp_size > 1).
   std::string rendezvous;              // host:port of tandem.v1.Rendezvous.
   std::string rendezvous_dir;          // File-store directory (one machine).
   std::string run_id;                  // Names this group's keys in the store.
-  std::string hostname = "127.0.0.1";  // Address gloo publishes.
+  std::string hostname = "127.0.0.1";  // Address the collectives publish.
   absl::Duration lease_timeout = absl::Seconds(120);
   int proposal_top_k = 32;
   absl::Duration step_timeout = absl::Seconds(30);

@@ -36,6 +36,14 @@ WorkerService::WorkerService(ModelExecutor* executor, const WorkerServiceOptions
       started_(absl::Now()),
       draft_engine_(executor, DraftEngineOptions{options.proposal_top_k}),
       target_engine_(executor) {
+  ParseUnary(this, "Describe", &WorkerService::Describe);
+  ParseUnary(this, "Prefill", &WorkerService::Prefill);
+  ParseUnary(this, "Draft", &WorkerService::Draft);
+  ParseUnary(this, "Verify", &WorkerService::Verify);
+  ParseUnary(this, "Truncate", &WorkerService::Truncate);
+  ParseUnary(this, "Release", &WorkerService::Release);
+  ParseUnary(this, "GetStats", &WorkerService::GetStats);
+  CheckEveryMethodParsed();
   const LlamaConfig& c = executor_->config();
   limits_.vocab_size = c.vocab_size;
   limits_.max_batch_tokens = executor_->max_batch_tokens();

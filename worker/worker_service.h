@@ -1,9 +1,10 @@
 // tandem.v1.Worker over a ModelExecutor (one process, or the leader of a
 // tensor-parallel target group).
 //
-// * Every request is validated first (request_validation.h); bad input never crashes
-//   and gets the status code of the protocol. Draft on a target worker and Verify on a
-//   draft worker are FAILED_PRECONDITION; steps while the target group is regrouping
+// * Requests are parsed by ParsingService (a malformed one answers INVALID_ARGUMENT
+//   "request could not be parsed as ..."), then validated (request_validation.h); bad
+//   input never crashes and gets the status code of the protocol. Draft on a target worker and
+//   Verify on a draft worker are FAILED_PRECONDITION; steps while the target group is regrouping
 //   are UNAVAILABLE.
 // * Steps (Prefill, Draft, Verify, Truncate, Release) are serialized: one model call at
 //   a time. Describe and GetStats never wait for a step.
@@ -26,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/request_parsing.h"
 #include "tandem/v1/worker.grpc.pb.h"
 #include "worker/draft_engine.h"
 #include "worker/model_executor.h"
@@ -45,7 +47,7 @@ struct WorkerServiceOptions {
   std::string backend = "cpu";  // Compute backend, reported in Describe.
 };
 
-class WorkerService final : public v1::Worker::Service {
+class WorkerService final : public ParsingService<v1::Worker> {
  public:
   // `executor` is borrowed and must outlive the service.
   WorkerService(ModelExecutor* executor, const WorkerServiceOptions& options);

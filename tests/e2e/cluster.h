@@ -1,6 +1,7 @@
 // A whole Tandem cluster on loopback for end-to-end tests: a draft worker, a target
-// group of tp processes (gloo over a file store) and a tandem-coordinator, started
-// from the built binaries with the bundled models.
+// group of tp processes (the workers' default collective, tcp, rendezvousing through a
+// file store; "--comm=gloo" in worker_flags picks gloo) and a tandem-coordinator,
+// started from the built binaries with the bundled models.
 #ifndef TANDEM_TESTS_E2E_CLUSTER_H_
 #define TANDEM_TESTS_E2E_CLUSTER_H_
 

@@ -1,6 +1,6 @@
 // End-to-end tests of the coordinator with real processes: a draft worker, a 4-process
-// target group over Gloo and tandem-coordinator, on the bundled models, through the
-// public gRPC API.
+// target group on the default collective (tcp) and tandem-coordinator, on the bundled models,
+// through the public gRPC API.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 

@@ -1,6 +1,8 @@
 // The draft worker dies (SIGKILL) in the middle of greedy streams: every request still
 // completes, with output identical to target-only decoding; the fallback is visible
 // in the stats; after the draft restarts, speculation resumes.
+// This is the one end-to-end test whose target group runs on gloo; every other e2e,
+// fault and soak test runs on the workers' default collective (tcp).
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +18,7 @@ TEST(DraftFailureE2eTest, RequestsSurviveADraftCrashAndSpeculationResumes) {
   ClusterOptions options;
   options.tp = 2;
   options.tag = "draftfail";
+  options.worker_flags = {"--comm=gloo"};
   auto started = Cluster::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();
   Cluster& cluster = **started;

@@ -3,12 +3,15 @@
 //    orphaned and the workers release them when their lease (--lease_timeout_s)
 //    expires, so every KV block is free again; a restarted coordinator serves new
 //    requests with the same greedy output as before.
-//  * SIGTERM: a graceful drain: streams in flight finish (within the grace period),
-//    then the coordinator releases their sequences on the workers at once.
+//  * SIGTERM: a graceful drain: health (the whole server and tandem.v1.Tandem, on
+//    the --health_listen port) turns NOT_SERVING while streams in flight finish
+//    (within the grace period), then the coordinator releases their sequences on the
+//    workers at once.
 #include <gtest/gtest.h>
 
 #include <csignal>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "tests/e2e/cluster.h"
 #include "tests/fault/stream_recorder.h"
@@ -18,6 +21,7 @@ namespace {
 
 using e2e::Cluster;
 using e2e::ClusterOptions;
+using worker::testing::Health;
 
 constexpr int kStreams = 4;
 constexpr int kTokens = 160;
@@ -69,10 +73,20 @@ TEST(CoordinatorRestartE2eTest, OrphanedSequencesExpireAndARestartedCoordinatorS
   options.tp = 1;
   options.tag = "coordrestart";
   options.worker_flags = {absl::StrCat("--lease_timeout_s=", kLeaseTimeoutS)};
+  const std::string health = absl::StrCat("127.0.0.1:", worker::testing::FreePort());
+  options.coordinator_flags = {"--health_listen=" + health};
   auto started = Cluster::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();
   Cluster& cluster = **started;
   const std::vector<std::string> prompts = e2e::TestPrompts(kStreams);
+  // Per-service health: the served service is known on both ports, others are not.
+  for (const std::string& address : {cluster.address(), health}) {
+    EXPECT_EQ(worker::testing::CheckHealth(address, ""), Health::kServing) << address;
+    EXPECT_EQ(worker::testing::CheckHealth(address, "tandem.v1.Tandem"), Health::kServing)
+        << address;
+    EXPECT_EQ(worker::testing::CheckHealth(address, "tandem.v1.Worker"), Health::kUnknownService)
+        << address;
+  }
 
   std::vector<std::vector<int>> baseline(kStreams);
   {
@@ -138,6 +152,14 @@ TEST(CoordinatorRestartE2eTest, OrphanedSequencesExpireAndARestartedCoordinatorS
     auto streams = StartStreams(stub.get(), prompts);
     ASSERT_TRUE(WaitForTokens(streams, 4, absl::Seconds(60))) << cluster.Logs();
     cluster.coordinator().Signal(SIGTERM);
+    // Draining: the probe port reports NOT_SERVING while the streams still run.
+    EXPECT_TRUE(worker::testing::WaitForHealth(health, Health::kNotServing, absl::Seconds(5),
+                                               "tandem.v1.Tandem"))
+        << cluster.Logs();
+    EXPECT_EQ(worker::testing::CheckHealth(health, ""), Health::kNotServing);
+    int running = 0;
+    for (const auto& stream : streams) running += stream->tokens_received() < kTokens;
+    EXPECT_GT(running, 0) << "every stream had ended: the check was not during the drain";
     for (int i = 0; i < kStreams; ++i) {
       streams[i]->Join();
       EXPECT_TRUE(streams[i]->status().ok()) << streams[i]->status().error_message();

@@ -6,6 +6,8 @@
 //  * Not restarted: every stream ends UNAVAILABLE once --target_recovery_timeout_s has
 //    passed (not before, not much later), with a partial output that is a prefix of
 //    the undisturbed one.
+// Runs on the default collective (tcp), so regrouping after a lost rank is tcp's.
+// The leader's tandem.v1.Worker health is NOT_SERVING while it re-forms.
 // (A killed draft worker is covered by tests/e2e/draft_failure_e2e_test.)
 #include <gtest/gtest.h>
 
@@ -54,6 +56,13 @@ TEST(TargetFailureE2eTest, KilledFollowerPausesStreamsThenRestartOrTimeout) {
   auto stub = cluster.Client();
   const std::vector<std::string> prompts = e2e::TestPrompts(kStreams);
   ASSERT_EQ(prompts.size(), static_cast<size_t>(kStreams));
+  // Health per service: the leader serves tandem.v1.Worker, a follower serves health only.
+  EXPECT_EQ(worker::testing::CheckHealth(cluster.target().leader_address(), "tandem.v1.Worker"),
+            worker::testing::Health::kServing);
+  EXPECT_EQ(worker::testing::CheckHealth(cluster.target().address(1), ""),
+            worker::testing::Health::kServing);
+  EXPECT_EQ(worker::testing::CheckHealth(cluster.target().address(1), "tandem.v1.Worker"),
+            worker::testing::Health::kUnknownService);
 
   // The undisturbed run: the same streams, all at once.
   std::vector<std::vector<int>> baseline(kStreams);
@@ -108,6 +117,11 @@ TEST(TargetFailureE2eTest, KilledFollowerPausesStreamsThenRestartOrTimeout) {
     ASSERT_TRUE(WaitForTokens(streams, 4, absl::Seconds(60))) << cluster.Logs();
     cluster.target().process(1).Signal(SIGKILL);
     const absl::Time killed = absl::Now();
+    // The leader re-forming its group reports its Worker service NOT_SERVING.
+    EXPECT_TRUE(worker::testing::WaitForHealth(
+        cluster.target().leader_address(), worker::testing::Health::kNotServing,
+        absl::Seconds(kRecoveryTimeoutS), "tandem.v1.Worker"))
+        << cluster.Logs();
     for (int i = 0; i < kStreams; ++i) {
       streams[i]->Join();
       SCOPED_TRACE(absl::StrCat("stream ", i));

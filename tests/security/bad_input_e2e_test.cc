@@ -4,9 +4,10 @@
 //  * the worker API: every status code of worker.proto's header;
 //  * oversized messages (over --max_message_bytes): RESOURCE_EXHAUSTED;
 //  * malformed protobuf bytes sent with grpc::GenericStub: bytes that do not parse
-//    are refused by gRPC itself with INTERNAL before any handler runs; bytes that
-//    parse (wrong wire type = unknown field, repeated oneof) reach the validator.
-// After all of it, every process is still serving.
+//    answer INVALID_ARGUMENT "request could not be parsed as <type>: <reason>"
+//    (common/request_parsing.h) on both APIs; bytes that parse (wrong wire type =
+//    unknown field, repeated oneof) reach the validator.
+// After all of it, every process is still serving, per service too.
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -51,9 +52,15 @@ class BadInputE2eTest : public ::testing::Test {
   }
 
   static void ExpectAllServing() {
-    EXPECT_EQ(worker::testing::CheckHealth(cluster_->address()), Health::kServing);
-    EXPECT_EQ(worker::testing::CheckHealth(cluster_->target().leader_address()), Health::kServing);
-    EXPECT_EQ(worker::testing::CheckHealth(cluster_->draft()->leader_address()), Health::kServing);
+    using worker::testing::CheckHealth;
+    EXPECT_EQ(CheckHealth(cluster_->address()), Health::kServing);
+    EXPECT_EQ(CheckHealth(cluster_->address(), "tandem.v1.Tandem"), Health::kServing);
+    for (const std::string& worker :
+         {cluster_->target().leader_address(), cluster_->draft()->leader_address()}) {
+      EXPECT_EQ(CheckHealth(worker), Health::kServing) << worker;
+      EXPECT_EQ(CheckHealth(worker, "tandem.v1.Worker"), Health::kServing) << worker;
+      EXPECT_EQ(CheckHealth(worker, "tandem.v1.Tandem"), Health::kUnknownService) << worker;
+    }
   }
 
   static Cluster* cluster_;
@@ -288,13 +295,22 @@ struct RawCase {
   std::string name;
   std::string bytes;
   grpc::StatusCode code;
+  std::string message = "";  // Expected in the status message (when not empty).
 };
 
-TEST_F(BadInputE2eTest, MalformedProtobufsAreRefusedWithoutReachingTheService) {
+void ExpectRawCase(const std::string& address, const std::string& method, const RawCase& c) {
+  grpc::Status status = RawCall(address, method, c.bytes);
+  EXPECT_EQ(status.error_code(), c.code) << c.name << ": " << status.error_message();
+  EXPECT_NE(status.error_message().find(c.message), std::string::npos)
+      << c.name << ": got \"" << status.error_message() << "\", want \"" << c.message << "\"";
+}
+
+TEST_F(BadInputE2eTest, MalformedProtobufsAnswerInvalidArgumentWithTheReason) {
   // GenerateRequest: text = field 2 (length-delimited), token_ids = field 3 (message
   // TokenIds { repeated int32 ids = 1 }), max_new_tokens = field 4 (varint).
   const std::string text = Bytes({0x12, 0x04}) + "def ";
   const std::string max4 = Bytes({0x20, 0x04});
+  const std::string unparsed = "request could not be parsed as tandem.v1.GenerateRequest: ";
   const std::vector<RawCase> cases = {
       {"well formed (control)", text + max4, grpc::OK},
       {"empty message: no prompt", "", grpc::INVALID_ARGUMENT},
@@ -303,39 +319,64 @@ TEST_F(BadInputE2eTest, MalformedProtobufsAreRefusedWithoutReachingTheService) {
        Bytes({0x10, 0x05}) + max4, grpc::INVALID_ARGUMENT},
       {"oneof given twice: the last (token_ids) wins",
        text + Bytes({0x1A, 0x03, 0x0A, 0x01, 0x05}) + max4, grpc::OK},
-      {"truncated varint", text + Bytes({0x20, 0x80}), grpc::INTERNAL},
+      {"truncated varint", text + Bytes({0x20, 0x80}), grpc::INVALID_ARGUMENT,
+       unparsed + "field tandem.v1.GenerateRequest.max_new_tokens (4) at byte 6: truncated varint"},
       {"varint longer than 10 bytes",
        text + Bytes({0x20, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01}),
-       grpc::INTERNAL},
-      {"length past the end", Bytes({0x12, 0x10}) + "abc", grpc::INTERNAL},
-      {"length of 4 GiB", Bytes({0x12, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F}) + "abc", grpc::INTERNAL},
-      {"invalid UTF-8 in text", Bytes({0x12, 0x02, 0xC3, 0x28}) + max4, grpc::INTERNAL},
-      {"invalid UTF-8 in a stop string", text + max4 + Bytes({0x2A, 0x01, 0xFF}), grpc::INTERNAL},
-      {"wire type 7", text + Bytes({0x27, 0x00}), grpc::INTERNAL},
-      {"field number 0", Bytes({0x02, 0x00}) + text, grpc::INTERNAL},
-      {"start group without its end", text + Bytes({0xA3, 0x06}), grpc::INTERNAL},
-      {"truncated packed token ids", Bytes({0x1A, 0x03, 0x0A, 0x05, 0x05}), grpc::INTERNAL},
+       grpc::INVALID_ARGUMENT, "longer than 10 bytes"},
+      {"length past the end", Bytes({0x12, 0x10}) + "abc", grpc::INVALID_ARGUMENT,
+       unparsed + "field tandem.v1.GenerateRequest.text (2) at byte 0: length 16 runs past"},
+      {"length of 4 GiB", Bytes({0x12, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F}) + "abc",
+       grpc::INVALID_ARGUMENT, unparsed + "field tandem.v1.GenerateRequest.text (2) at byte 0"},
+      {"invalid UTF-8 in text", Bytes({0x12, 0x02, 0xC3, 0x28}) + max4, grpc::INVALID_ARGUMENT,
+       unparsed + "field tandem.v1.GenerateRequest.text (2) is not valid UTF-8 (byte 2)"},
+      {"invalid UTF-8 in a stop string", text + max4 + Bytes({0x2A, 0x01, 0xFF}),
+       grpc::INVALID_ARGUMENT,
+       unparsed + "field tandem.v1.GenerateRequest.stop (5) is not valid UTF-8 (byte 10)"},
+      {"wire type 7", text + Bytes({0x27, 0x00}), grpc::INVALID_ARGUMENT,
+       unparsed + "invalid wire type 7 at byte 6"},
+      {"field number 0", Bytes({0x02, 0x00}) + text, grpc::INVALID_ARGUMENT,
+       unparsed + "field number 0 at byte 0"},
+      {"start group without its end", text + Bytes({0xA3, 0x06}), grpc::INVALID_ARGUMENT,
+       unparsed + "unknown field 100 at byte 6: group without its end-group tag"},
+      {"truncated packed token ids", Bytes({0x1A, 0x03, 0x0A, 0x05, 0x05}), grpc::INVALID_ARGUMENT,
+       unparsed + "field tandem.v1.TokenIds.ids (1) at byte 2: length 5"},
       {"packed token ids with a truncated varint inside",
-       Bytes({0x1A, 0x04, 0x0A, 0x02, 0x05, 0x80}), grpc::INTERNAL},
+       Bytes({0x1A, 0x04, 0x0A, 0x02, 0x05, 0x80}), grpc::INVALID_ARGUMENT,
+       unparsed + "packed field tandem.v1.TokenIds.ids (1): truncated varint at byte 5"},
+      {"garbage", Bytes({0xFF, 0xFF, 0xFF}), grpc::INVALID_ARGUMENT,
+       unparsed + "malformed field tag at byte 0"},
   };
-  for (const RawCase& c : cases) {
-    grpc::Status status = RawCall(cluster_->address(), "/tandem.v1.Tandem/Generate", c.bytes);
-    EXPECT_EQ(status.error_code(), c.code) << c.name << ": " << status.error_message();
-  }
-  // The worker API parses the same way.
-  const std::string worker = cluster_->target().leader_address();
-  const std::vector<RawCase> worker_cases = {
-      {"Describe, well formed", "", grpc::OK},
-      {"Verify, truncated varint", Bytes({0x0A, 0x02, 0x08, 0x80}), grpc::INTERNAL},
-      {"Prefill, length past the end", Bytes({0x0A, 0x20, 0x08, 0x01}), grpc::INTERNAL},
-      {"Release, wire type 6", Bytes({0x0E}), grpc::INTERNAL},
+  for (const RawCase& c : cases)
+    ExpectRawCase(cluster_->address(), "/tandem.v1.Tandem/Generate", c);
+  // The streaming method and GetModelInfo parse the same way.
+  ExpectRawCase(cluster_->address(), "/tandem.v1.Tandem/GenerateStream",
+                {"stream, invalid UTF-8", Bytes({0x12, 0x01, 0xFF}), grpc::INVALID_ARGUMENT,
+                 unparsed + "field tandem.v1.GenerateRequest.text (2) is not valid UTF-8"});
+  ExpectRawCase(cluster_->address(), "/tandem.v1.Tandem/GetModelInfo",
+                {"model info, garbage", Bytes({0x0F}), grpc::INVALID_ARGUMENT,
+                 "request could not be parsed as tandem.v1.GetModelInfoRequest: invalid wire "
+                 "type 7 at byte 0"});
+  // So does the worker API, on the target leader and on the draft.
+  const std::vector<std::pair<std::string, RawCase>> worker_cases = {
+      {"Describe", {"Describe, well formed", "", grpc::OK}},
+      {"Verify",
+       {"Verify, truncated varint", Bytes({0x0A, 0x02, 0x08, 0x80}), grpc::INVALID_ARGUMENT,
+        "request could not be parsed as tandem.v1.VerifyRequest: field "
+        "tandem.v1.VerifySequence.sequence_id (1) at byte 2: truncated varint"}},
+      {"Prefill",
+       {"Prefill, length past the end", Bytes({0x0A, 0x20, 0x08, 0x01}), grpc::INVALID_ARGUMENT,
+        "request could not be parsed as tandem.v1.PrefillRequest: field "
+        "tandem.v1.PrefillRequest.sequences (1) at byte 0: length 32 runs past"}},
+      {"Release",
+       {"Release, wire type 6", Bytes({0x0E}), grpc::INVALID_ARGUMENT,
+        "request could not be parsed as tandem.v1.ReleaseRequest: invalid wire type 6 at byte 0"}},
   };
-  const char* methods[] = {"Describe", "Verify", "Prefill", "Release"};
-  for (size_t i = 0; i < worker_cases.size(); ++i) {
-    grpc::Status status =
-        RawCall(worker, absl::StrCat("/tandem.v1.Worker/", methods[i]), worker_cases[i].bytes);
-    EXPECT_EQ(status.error_code(), worker_cases[i].code)
-        << worker_cases[i].name << ": " << status.error_message();
+  for (const std::string& worker :
+       {cluster_->target().leader_address(), cluster_->draft()->leader_address()}) {
+    for (const auto& [method, c] : worker_cases) {
+      ExpectRawCase(worker, absl::StrCat("/tandem.v1.Worker/", method), c);
+    }
   }
   EXPECT_EQ(RawCall(cluster_->address(), "/tandem.v1.Tandem/NoSuchMethod", "").error_code(),
             grpc::StatusCode::UNIMPLEMENTED);

@@ -237,6 +237,10 @@ TEST_F(TlsE2eTest, WorkerHealthListenServesPlaintextHealthOnly) {
   const std::string health_address = absl::StrCat("127.0.0.1:", health);
   ASSERT_TRUE(worker::testing::WaitForHealth(health_address, Health::kServing, absl::Seconds(60)))
       << (*worker)->LogTail();
+  // It stands in for the API port, per service too.
+  EXPECT_EQ(worker::testing::CheckHealth(health_address, "tandem.v1.Worker"), Health::kServing);
+  EXPECT_EQ(worker::testing::CheckHealth(health_address, "tandem.v1.Tandem"),
+            Health::kUnknownService);
   // The health port serves nothing else; the API port still requires the certificate.
   auto stats = e2e::WorkerStatsOf(health_address);
   EXPECT_FALSE(stats.ok());
