@@ -27,7 +27,8 @@ constexpr char kTestModels[] = "model/test_tokenizers/";
 
 // Text that a code-trained vocabulary can only spell with byte fallback.
 const char kMultilingual[] =
-    "Hello 世界! 🎉👍🏽 naïve café — ☃ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢, Ελληνικά, русский, "
+    "Hello 世界! 🎉👍🏽 naïve café — ☃ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢, Ελληνικά, "
+    "русский, "
     "עברית, "
     "日本語のテキスト 😀\n";
 

@@ -158,7 +158,7 @@ std::vector<PublicCase> PublicCases() {
        grpc::INVALID_ARGUMENT},
       {"unknown acceptance rule",
        [](R& r) {
-         r.mutable_speculation()->set_acceptance_rule(static_cast<v1::AcceptanceRule>(7));
+         r.mutable_speculation()->set_acceptance_rule(static_cast<v1::AcceptanceRule>(99));
        },
        grpc::INVALID_ARGUMENT},
       {"greedy rule with temperature > 0",
