@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/proposers/candidates.h"
 #include "worker/request_validation.h"
 
 namespace tandem::coordinator {
@@ -23,14 +24,6 @@ uint64_t ContextHash(const std::vector<int32_t>& context) {
 }
 
 constexpr int kFirstId = 3;  // Ids 0..2 are <unk>, <s>, </s> in the bundled tokenizer.
-
-v1::ProposedToken PointMass(int32_t token) {
-  v1::ProposedToken p;
-  p.set_token(token);
-  p.add_q_ids(token);
-  p.add_q_probs(1.0f);
-  return p;
-}
 
 }  // namespace
 
@@ -202,7 +195,7 @@ absl::StatusOr<v1::DraftResponse> FakeWorker::Draft(const v1::DraftRequest& requ
     out->set_sequence_id(d.sequence_id());
     for (uint32_t i = 0; i < d.num_draft_tokens(); ++i) {
       const int32_t t = FakeDraftNext(cache, options_.vocab_size, options_.draft_error_rate);
-      *out->add_proposals() = PointMass(t);
+      *out->add_proposals() = PointMassProposal(t);
       counters_.max_position = std::max<int>(counters_.max_position, cache.size());
       if (i + 1 < d.num_draft_tokens()) cache.push_back(t);  // The last one is not fed.
     }
