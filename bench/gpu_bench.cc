@@ -40,6 +40,7 @@
 #include "kernels/cuda/device.h"
 #include "model/kv_cache.h"
 #include "model/llama.h"
+#include "model/output_consumers.h"
 #include "model/synthetic_weights.h"
 #include "spec/acceptance.h"
 #include "spec/cost_model.h"
@@ -125,9 +126,9 @@ std::unique_ptr<Backend> NewBackend(const std::string& gemm) {
 }
 
 // A verify step of K = min(5, max_k) proposals with its acceptance (rejection sampling,
-// temperature 0.8, top-p 0.9) run on the backend (ForwardAccept: only committed tokens
-// come back) versus on the host (Forward copies the K + 1 full-vocabulary logit rows
-// back, then the spec reference runs). `step_ms[k]` is the forward alone.
+// temperature 0.8, top-p 0.9) run on the backend (VerifyAcceptConsumer: only committed
+// tokens come back) versus on the host (HostLogitsConsumer copies the K + 1 full-vocabulary logit
+// rows back, then the spec reference runs). `step_ms[k]` is the forward alone.
 json BenchAcceptance(LlamaModel& model, const LlamaConfig& c, int context, int max_k,
                      const std::vector<double>& step_ms) {
   const int k = std::min(5, max_k);
@@ -149,11 +150,13 @@ json BenchAcceptance(LlamaModel& model, const LlamaConfig& c, int context, int m
   for (int i = 0; i <= k; ++i) in.logit_indices.push_back(i);
   std::vector<VerifyOutcome> outcomes;
   std::vector<float> logits;
-  const Timing device = Measure([&] { return model.ForwardAccept({in}, {chain}, &outcomes); },
-                                "verify + device acceptance");
+  const VerifyChain chains[] = {chain};
+  VerifyAcceptConsumer accept(chains, &outcomes);
+  const Timing device =
+      Measure([&] { return model.Forward({in}, accept); }, "verify + device acceptance");
   const Timing host = Measure(
       [&] {
-        absl::Status s = model.Forward({in}, &logits);
+        absl::Status s = ForwardToHost(model, {in}, &logits);
         return s.ok() ? HostVerifyAccept(logits, c.vocab_size, {chain}, &outcomes) : s;
       },
       "verify + host acceptance");
@@ -169,7 +172,7 @@ json BenchAcceptance(LlamaModel& model, const LlamaConfig& c, int context, int m
           {"host_accept_ms", host.median_ms}};
 }
 
-// A draft decode step with its proposal sampled on the backend (ForwardSampleDrafts:
+// A draft decode step with its proposal sampled on the backend (DraftSampleConsumer:
 // temperature 0.8, top-p 0.9, q of 32 tokens; only the token and q come back) versus
 // the logits copied back and the host reference run on them. `decode_ms` is the
 // forward alone.
@@ -185,12 +188,13 @@ json BenchDraftSampling(LlamaModel& model, const LlamaConfig& c, int context, do
   draft.seed = 1;
   std::vector<DraftProposal> proposals;
   std::vector<float> logits;
+  const DraftRow drafts[] = {draft};
+  DraftSampleConsumer sample(drafts, &proposals);
   const Timing device =
-      Measure([&] { return model.ForwardSampleDrafts({in}, {draft}, &proposals); },
-              "draft step + sampling on the backend");
+      Measure([&] { return model.Forward({in}, sample); }, "draft step + sampling on the backend");
   const Timing host = Measure(
       [&] {
-        absl::Status s = model.Forward({in}, &logits);
+        absl::Status s = ForwardToHost(model, {in}, &logits);
         return s.ok() ? HostSampleDrafts(logits, c.vocab_size, {draft}, &proposals) : s;
       },
       "draft step + host sampling");
@@ -246,7 +250,8 @@ json BenchModel(const std::string& spec, const std::string& gemm, bool verify_st
     return in;
   };
   std::vector<float> logits;
-  if (absl::Status s = (*model)->Forward({seq(0, context)}, &logits); !s.ok()) Fail("prefill", s);
+  if (absl::Status s = ForwardToHost(**model, {seq(0, context)}, &logits); !s.ok())
+    Fail("prefill", s);
 
   // Bytes a step must read at least: every weight once (the embedding only for the
   // rows used) and the context's K and V once.
@@ -263,7 +268,7 @@ json BenchModel(const std::string& spec, const std::string& gemm, bool verify_st
   std::vector<double> step_ms;
   for (int k = 0; k <= max_k; ++k) {
     const int rows = k + 1;
-    const Timing t = Measure([&] { return (*model)->Forward({seq(context, rows)}, &logits); },
+    const Timing t = Measure([&] { return ForwardToHost(**model, {seq(context, rows)}, &logits); },
                              absl::StrCat(spec, " step of ", rows));
     const double bytes = weight_bytes + kv_bytes + 2.0 * rows * c.hidden_size;
     const double tbs = bytes / (t.median_ms * 1e-3) / 1e12;

@@ -24,6 +24,7 @@
 #include "bench/peak_flops.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "model/llama.h"
+#include "model/output_consumers.h"
 #include "model/weights.h"
 
 ABSL_FLAG(int, threads, 0, "CPU backend threads (0 = one per hardware thread)");
@@ -224,7 +225,7 @@ void Profile(const LlamaWeights& weights, Backend* inner, int context, int k,
   const auto slice = [&](int begin, int end) {
     return std::vector<int32_t>(tokens.begin() + begin, tokens.begin() + end);
   };
-  if (!(*model)->Forward({Seq(1, 0, slice(0, context), {})}, &logits).ok()) std::exit(1);
+  if (!ForwardToHost(**model, {Seq(1, 0, slice(0, context), {})}, &logits).ok()) std::exit(1);
   std::printf("profile (us per forward)  %-10s", "rows:");
   double per_op[2][TimingBackend::kNumOps] = {};
   double wall[2] = {};
@@ -235,8 +236,8 @@ void Profile(const LlamaWeights& weights, Backend* inner, int context, int k,
     constexpr int kCalls = 200;
     const auto start = Clock::now();
     for (int i = 0; i < kCalls; ++i) {
-      if (!(*model)
-               ->Forward({Seq(1, context, slice(context, context + rows), Iota(rows))}, &logits)
+      if (!ForwardToHost(**model, {Seq(1, context, slice(context, context + rows), Iota(rows))},
+                         &logits)
                .ok()) {
         std::exit(1);
       }
@@ -312,7 +313,7 @@ void BenchModel(const std::string& dir, int threads, double peak_gflops) {
 
   // Prefill: the whole prompt in one forward, logits of the last position.
   const double t_prefill = MedianSeconds(
-      [&] { return model.Forward({Seq(1, 0, slice(0, prompt), {prompt - 1})}, &logits); });
+      [&] { return ForwardToHost(model, {Seq(1, 0, slice(0, prompt), {prompt - 1})}, &logits); });
   // Matmul parameters (everything but the embedding table and norms).
   const double matmul_params =
       double(c.num_layers) *
@@ -327,11 +328,11 @@ void BenchModel(const std::string& dir, int threads, double peak_gflops) {
               100.0 * prefill_flops / t_prefill * 1e-9 / peak_gflops);
 
   // Decode and verify at a fixed context.
-  if (!model.Forward({Seq(2, 0, slice(0, context), {})}, &logits).ok()) std::exit(1);
+  if (!ForwardToHost(model, {Seq(2, 0, slice(0, context), {})}, &logits).ok()) std::exit(1);
   std::vector<Timing> verify(max_k + 1);
   for (int k = 0; k <= max_k; ++k) {
     verify[k] = Measure([&] {
-      return model.Forward({Seq(2, context, slice(context, context + k + 1), Iota(k + 1))},
+      return ForwardToHost(model, {Seq(2, context, slice(context, context + k + 1), Iota(k + 1))},
                            &logits);
     });
   }
@@ -353,8 +354,8 @@ void BenchModel(const std::string& dir, int threads, double peak_gflops) {
       prefill.push_back(Seq(100 + s, 0, slice(0, context), {}));
       step.push_back(Seq(100 + s, context, {tokens[context + s % max_k]}, {0}));
     }
-    if (!model.Forward(prefill, &logits).ok()) std::exit(1);
-    const double t = MedianSeconds([&] { return model.Forward(step, &logits); });
+    if (!ForwardToHost(model, prefill, &logits).ok()) std::exit(1);
+    const double t = MedianSeconds([&] { return ForwardToHost(model, step, &logits); });
     std::printf("%12d %9.3f %10.0f\n", b, t * 1e3, b / t);
     for (int s = 0; s < b; ++s) (void)model.Release(100 + s);
   }

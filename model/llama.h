@@ -8,8 +8,8 @@
 // then logits = lm_head(rmsnorm(x)).
 // Tensor parallel: o_proj and down_proj outputs are all-reduced (two collectives per
 // layer); the vocab-parallel lm_head slices are all-gathered (one per forward). Every
-// rank must call Forward (or ForwardAccept / ForwardSampleDrafts)/Truncate/Release/
-// KeepPath with the same arguments in the same order.
+// rank must call Forward/Truncate/Release/KeepPath with the same batches in the same
+// order (the consumers may differ: only the leader of a group consumes outputs).
 //
 // Batch invariance: the logits of a sequence are bitwise identical whether it is run
 // alone, as a multi-token chunk, or inside a batch with other sequences, because every
@@ -27,16 +27,14 @@
 #include <unordered_set>
 #include <vector>
 
-#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "comm/communicator.h"
-#include "kernels/accept/draft_sample.h"
-#include "kernels/accept/verify_accept.h"
 #include "kernels/backend.h"
 #include "model/config.h"
+#include "model/forward_consumer.h"
 #include "model/kv_cache.h"
 #include "model/weights.h"
 
@@ -66,6 +64,10 @@ struct SequenceInput {
   // Empty = a chain (position start_position + i). Row i's KV is cached at logical
   // index start_position + i in either case; see KeepPath.
   std::vector<int32_t> parents;
+  // Explicit RoPE position per new token, each in [0, max_position_embeddings); empty
+  // = derived from parents as above. Only RoPE reads them: attention masking and KV
+  // slots still follow parents and start_position.
+  std::vector<int32_t> positions;
 };
 
 // Logit rows a Forward of `batch` returns: the sum of its logit_indices sizes.
@@ -93,42 +95,19 @@ class LlamaModel {
                                                             Backend* backend, Communicator* comm,
                                                             const LlamaModelOptions& options);
 
-  // Runs one forward pass over `batch` (distinct seq_ids) and replaces the contents of
-  // `logits` with [num_requested, vocab_size] float32, row-major, full vocabulary, in
-  // batch order and, within a sequence, in logit_indices order (its capacity is
-  // reused). Afterwards each sequence's cached length is start_position + tokens.size().
+  // Runs one forward pass over `batch` (distinct seq_ids) and hands its outputs (the
+  // requested logit rows and, when asked, their hidden rows, in backend memory; see
+  // model/forward_consumer.h) to `consumer`, which decides what reaches the host.
+  // Afterwards each sequence's cached length is start_position + tokens.size().
   // Errors: INVALID_ARGUMENT for bad input (empty batch or token list, token out of
   // range, start_position past the cached length, more than max_batch_tokens tokens,
-  // a position >= max_position_embeddings, duplicate ids, bad parents or
-  // logit_indices); RESOURCE_EXHAUSTED when the KV cache cannot hold the batch. On
-  // these errors no sequence's cache changes. If the computation itself fails (a
-  // collective times out), each sequence of the batch is truncated to its
-  // start_position (new ids are released) and the error is returned.
-  absl::Status Forward(const std::vector<SequenceInput>& batch, std::vector<float>* logits);
-
-  // Forward with the acceptance run where the logits are: the same validation, cache
-  // effects and failure semantics as Forward, but the logit rows stay in backend
-  // memory and Backend::VerifyAccept runs `chains` over them (rows numbered as Forward
-  // would return them: batch order, then logit_indices order; CountLogitRows(batch)
-  // rows). *outcomes receives one outcome per chain, in order; only those reach the
-  // host. Also INVALID_ARGUMENT, before anything changes, when a chain does not fit
-  // the rows (ValidateChainRows). An error of VerifyAccept itself fails the call like a
-  // failed computation (the batch is rolled back); a per-chain acceptance error is in
-  // its VerifyOutcome::status and changes nothing. The collectives are Forward's: the
-  // other ranks of a group may run Forward for the same step.
-  absl::Status ForwardAccept(const std::vector<SequenceInput>& batch,
-                             absl::Span<const VerifyChain> chains,
-                             std::vector<VerifyOutcome>* outcomes);
-
-  // Forward with the draft proposals sampled where the logits are, like ForwardAccept
-  // (same validation, cache effects, failure semantics and collectives) but running
-  // Backend::SampleDrafts over the logit rows: *proposals receives one proposal per
-  // draft row, in order; only those reach the host. INVALID_ARGUMENT, before anything
-  // changes, when a draft row does not fit the rows (ValidateDraftRows); a row without
-  // a token to propose has its own DraftProposal::status and changes nothing.
-  absl::Status ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
-                                   absl::Span<const DraftRow> drafts,
-                                   std::vector<DraftProposal>* proposals);
+  // a position outside [0, max_position_embeddings), duplicate ids, bad parents,
+  // positions or logit_indices) or when consumer.CheckRows rejects the rows;
+  // RESOURCE_EXHAUSTED when the KV cache cannot hold the batch. On these errors no
+  // sequence's cache changes. If the computation or the consumer fails (a collective
+  // times out), each sequence of the batch is truncated to its start_position (new ids
+  // are released) and the error is returned.
+  absl::Status Forward(const std::vector<SequenceInput>& batch, ForwardConsumer& consumer);
 
   // Shrinks the cache of `seq_id` to `length` (O(1) plus freeing whole blocks).
   // NOT_FOUND / INVALID_ARGUMENT as KvCache::Truncate.
@@ -173,14 +152,19 @@ class LlamaModel {
   absl::Status EnsureScratch(int rows, int logit_rows);
   absl::Status Validate(const std::vector<SequenceInput>& batch);
   void BuildPlan(const std::vector<SequenceInput>& batch);
+  // Validates one sequence (batch entry `s`); adds its rows and net new blocks.
+  absl::Status ValidateSequence(const SequenceInput& in, size_t s, int64_t* total_rows,
+                                int64_t* net_blocks);
   // Runs the planned batch (plan_) up to the requested logits and returns them in
   // backend memory (scratch, valid until the next call): logits_local_ for tp = 1,
-  // else the all-gathered rank-major buffer (parts = tp_size).
-  absl::StatusOr<LogitsView> ComputeLogits();
-  // Everything Forward does after Validate: grows the cache, plans, computes and hands
-  // the logits to `consume`; rolls the batch back when either fails.
-  absl::Status Run(const std::vector<SequenceInput>& batch,
-                   absl::FunctionRef<absl::Status(const LogitsView&)> consume);
+  // else the all-gathered rank-major buffer (parts = tp_size); the hidden rows are
+  // logit_normed_.
+  absl::StatusOr<ForwardOutputs> ComputeOutputs();
+  // Runs the layers over the planned rows into x_.
+  absl::Status RunLayers(const PreparedStep& step);
+  // Everything Forward does after validation: grows the cache, plans, computes and
+  // hands the outputs to `consumer`; rolls the batch back when either fails.
+  absl::Status Run(const std::vector<SequenceInput>& batch, ForwardConsumer& consumer);
   absl::Status AllReduce(float* data, size_t count);
   void RollBack(const std::vector<SequenceInput>& batch, const std::vector<bool>& created);
 
@@ -208,7 +192,6 @@ class LlamaModel {
   int scratch_logit_rows_ = 0;
   Buffer x_, normed_, q_, k_, v_, attn_, proj_, gate_, up_, act_;
   Buffer logit_in_, logit_normed_, logits_local_, logits_gathered_;
-  std::vector<float> host_gathered_;  // Rank-major logits on their way to Forward's caller.
 
   // Per-call host state, reused.
   StepPlan plan_;

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "model/llama.h"
 
 namespace tandem {
@@ -109,11 +110,6 @@ absl::Status LlamaModel::UploadWeights(const LlamaWeights& w) {
     *out = *std::move(weight);
     return absl::OkStatus();
   };
-#define TANDEM_RETURN_IF_ERROR(expr)   \
-  do {                                 \
-    absl::Status _status = (expr);     \
-    if (!_status.ok()) return _status; \
-  } while (0)
   TANDEM_RETURN_IF_ERROR(
       upload(w.embed_tokens, c.vocab_size, hidden, "embed_tokens", &embed_tokens_));
   TANDEM_RETURN_IF_ERROR(upload(w.final_norm, 1, hidden, "norm", &final_norm_));
@@ -140,7 +136,6 @@ absl::Status LlamaModel::UploadWeights(const LlamaWeights& w) {
     TANDEM_RETURN_IF_ERROR(upload(lw.up_proj, inter, hidden, p + "up_proj", &l.up_proj));
     TANDEM_RETURN_IF_ERROR(upload(lw.down_proj, hidden, inter, p + "down_proj", &l.down_proj));
   }
-#undef TANDEM_RETURN_IF_ERROR
   return absl::OkStatus();
 }
 

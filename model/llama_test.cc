@@ -1,7 +1,8 @@
 // LlamaModel on the CPU backend with random in-memory weights: agreement with a
 // double-precision reference, bitwise incremental/batch/rollback invariance, tree
-// verification and KeepPath, input validation (Forward, ForwardAccept and
-// ForwardSampleDrafts) and KV cache accounting.
+// verification and KeepPath, input validation (Forward with the host-logits,
+// acceptance and draft-sampling consumers), explicit positions, hidden rows and KV
+// cache accounting.
 #include "model/llama.h"
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "model/llama_test_util.h"
+#include "model/output_consumers.h"
 
 namespace tandem {
 namespace {
@@ -59,7 +61,7 @@ class LlamaTest : public ::testing::Test {
 
   std::vector<float> Run(LlamaModel* model, const std::vector<SequenceInput>& batch) {
     std::vector<float> logits;
-    absl::Status status = model->Forward(batch, &logits);
+    absl::Status status = ForwardToHost(*model, batch, &logits);
     EXPECT_TRUE(status.ok()) << status;
     return logits;
   }
@@ -275,37 +277,44 @@ TEST_F(LlamaTest, InvalidInputIsRejectedAndChangesNothing) {
   std::vector<VerifyOutcome> outcomes;
   std::vector<DraftProposal> proposals;
   for (const auto& [name, batch] : cases) {
-    absl::Status status = model_->Forward(batch, &logits);
+    absl::Status status = ForwardToHost(*model_, batch, &logits);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name << ": " << status;
     expect_unchanged(name);
-    status = model_->ForwardAccept(batch, {}, &outcomes);
+    VerifyAcceptConsumer accept({}, &outcomes);
+    status = model_->Forward(batch, accept);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name << ": " << status;
-    expect_unchanged("ForwardAccept: " + name);
-    status = model_->ForwardSampleDrafts(batch, {}, &proposals);
+    expect_unchanged("accept: " + name);
+    DraftSampleConsumer sample({}, &proposals);
+    status = model_->Forward(batch, sample);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name << ": " << status;
-    expect_unchanged("ForwardSampleDrafts: " + name);
+    expect_unchanged("sample drafts: " + name);
   }
-  EXPECT_EQ(model_->Forward({Seq(1, 10, {1}, {0})}, nullptr).code(),
+  HostLogitsConsumer no_logits(nullptr);
+  EXPECT_EQ(model_->Forward({Seq(1, 10, {1}, {0})}, no_logits).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(model_->ForwardAccept({Seq(1, 10, {1}, {0})}, {}, nullptr).code(),
+  VerifyAcceptConsumer no_outcomes({}, nullptr);
+  EXPECT_EQ(model_->Forward({Seq(1, 10, {1}, {0})}, no_outcomes).code(),
             absl::StatusCode::kInvalidArgument);
-  // ForwardAccept: a K = 1 chain from row 1 of a valid batch with 2 logit rows.
+  // Acceptance: a K = 1 chain from row 1 of a valid batch with 2 logit rows.
   VerifyChain past_the_rows;
   past_the_rows.first_row = 1;
   past_the_rows.proposals.resize(1);
-  const absl::Status past =
-      model_->ForwardAccept(with_valid(Seq(3, 0, {1}, {})), {past_the_rows}, &outcomes);
+  const VerifyChain chains[] = {past_the_rows};
+  VerifyAcceptConsumer accept_past(chains, &outcomes);
+  const absl::Status past = model_->Forward(with_valid(Seq(3, 0, {1}, {})), accept_past);
   EXPECT_EQ(past.code(), absl::StatusCode::kInvalidArgument) << past;
   expect_unchanged("chain past the logit rows");
-  // ForwardSampleDrafts: no output, a row past the 3 logit rows, a q_size of 0.
-  EXPECT_EQ(model_->ForwardSampleDrafts({Seq(1, 10, {1}, {0})}, {}, nullptr).code(),
+  // Draft sampling: no output, a row past the 3 logit rows, a q_size of 0.
+  DraftSampleConsumer no_proposals({}, nullptr);
+  EXPECT_EQ(model_->Forward({Seq(1, 10, {1}, {0})}, no_proposals).code(),
             absl::StatusCode::kInvalidArgument);
   DraftRow past_the_logit_rows, no_q;
   past_the_logit_rows.row = 3;
   no_q.q_size = 0;
   for (const DraftRow& bad : {past_the_logit_rows, no_q}) {
-    const absl::Status status =
-        model_->ForwardSampleDrafts(with_valid(Seq(3, 0, {1}, {0})), {DraftRow(), bad}, &proposals);
+    const DraftRow drafts[] = {DraftRow(), bad};
+    DraftSampleConsumer sample(drafts, &proposals);
+    const absl::Status status = model_->Forward(with_valid(Seq(3, 0, {1}, {0})), sample);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
     expect_unchanged("draft row past the logit rows or q_size 0");
   }
@@ -315,13 +324,14 @@ TEST_F(LlamaTest, InvalidInputIsRejectedAndChangesNothing) {
   options.max_batch_tokens = 300;
   std::unique_ptr<LlamaModel> big = MakeModel(options);
   Run(big.get(), {Seq(1, 0, std::vector<int32_t>(250, 1), {})});
-  EXPECT_EQ(big->Forward({Seq(1, 250, std::vector<int32_t>(7, 1), {})}, &logits).code(),
+  EXPECT_EQ(ForwardToHost(*big, {Seq(1, 250, std::vector<int32_t>(7, 1), {})}, &logits).code(),
             absl::StatusCode::kInvalidArgument);
   // A tree of 7 nodes but depth 1 fits (positions 250, 251).
-  EXPECT_TRUE(
-      big->Forward({Seq(1, 250, std::vector<int32_t>(7, 1), {6}, {-1, 0, 0, 0, 0, 0, 0})}, &logits)
-          .ok());
-  EXPECT_EQ(big->Forward({Seq(2, 0, std::vector<int32_t>(257, 1), {})}, &logits).code(),
+  EXPECT_TRUE(ForwardToHost(*big,
+                            {Seq(1, 250, std::vector<int32_t>(7, 1), {6}, {-1, 0, 0, 0, 0, 0, 0})},
+                            &logits)
+                  .ok());
+  EXPECT_EQ(ForwardToHost(*big, {Seq(2, 0, std::vector<int32_t>(257, 1), {})}, &logits).code(),
             absl::StatusCode::kInvalidArgument);
 
   // The cache of sequence 1 still holds exactly the original 10 tokens.
@@ -349,8 +359,8 @@ TEST_F(LlamaTest, KvBudgetExhaustionAndAccounting) {
 
   // Sequence 1 alone would fit (one more block), sequence 3 would not: nothing changes.
   std::vector<float> logits;
-  absl::Status status = model->Forward(
-      {Seq(1, 9, Slice(tokens, 9, 13), {0}), Seq(3, 0, Slice(tokens, 0, 5), {0})}, &logits);
+  absl::Status status = ForwardToHost(
+      *model, {Seq(1, 9, Slice(tokens, 9, 13), {0}), Seq(3, 0, Slice(tokens, 0, 5), {0})}, &logits);
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
   EXPECT_NE(status.message().find("KV cache full"), std::string::npos) << status;
   EXPECT_EQ(model->CachedLength(1).value(), 9);
@@ -380,7 +390,7 @@ TEST_F(LlamaTest, KvBudgetExhaustionAndAccounting) {
 TEST_F(LlamaTest, NoLogitsRequestedAndScratchReuse) {
   const std::vector<int32_t> tokens = RandomTokens(20, config_.vocab_size, 70);
   std::vector<float> logits = {1.0f, 2.0f};
-  ASSERT_TRUE(model_->Forward({Seq(1, 0, tokens, {})}, &logits).ok());
+  ASSERT_TRUE(ForwardToHost(*model_, {Seq(1, 0, tokens, {})}, &logits).ok());
   EXPECT_TRUE(logits.empty());
   // A larger batch after a small one grows the scratch; a small one after reuses it.
   const std::vector<float> small1 = Run(model_.get(), {Seq(2, 0, Slice(tokens, 0, 3), {2})});

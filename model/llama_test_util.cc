@@ -105,7 +105,8 @@ LlamaWeights RandomLlamaWeights(const LlamaConfig& c, uint64_t seed) {
   return w;
 }
 
-std::vector<double> ReferenceLogits(const LlamaWeights& w, const std::vector<int32_t>& tokens) {
+std::vector<double> ReferenceLogits(const LlamaWeights& w, const std::vector<int32_t>& tokens,
+                                    const std::vector<int32_t>& positions) {
   const LlamaConfig& c = w.config;
   const int hd = c.head_dim, group = c.num_heads / c.num_kv_heads;
   const std::vector<float> inv_freq = RopeInverseFrequencies(c);
@@ -121,8 +122,9 @@ std::vector<double> ReferenceLogits(const LlamaWeights& w, const std::vector<int
       q[t] = Linear(l.q_proj, h);
       k[t] = Linear(l.k_proj, h);
       v[t] = Linear(l.v_proj, h);
-      Rope(&q[t], c.num_heads, hd, t, inv_freq);
-      Rope(&k[t], c.num_kv_heads, hd, t, inv_freq);
+      const int position = positions.empty() ? t : positions[t];
+      Rope(&q[t], c.num_heads, hd, position, inv_freq);
+      Rope(&k[t], c.num_kv_heads, hd, position, inv_freq);
     }
     for (int t = 0; t < n; ++t) {
       Vec attn(c.num_heads * hd, 0.0);
@@ -163,6 +165,25 @@ std::vector<double> ReferenceLogits(const LlamaWeights& w, const std::vector<int
     logits.insert(logits.end(), out.begin(), out.end());
   }
   return logits;
+}
+
+std::vector<double> ReferenceLmHead(const LlamaWeights& w, const std::vector<float>& hidden) {
+  const int h = w.config.hidden_size;
+  std::vector<double> logits;
+  for (size_t r = 0; r + h <= hidden.size(); r += h) {
+    const Vec out = Linear(w.lm_head, Vec(hidden.begin() + r, hidden.begin() + r + h));
+    logits.insert(logits.end(), out.begin(), out.end());
+  }
+  return logits;
+}
+
+absl::Status HostOutputsConsumer::Consume(Backend& backend, const ForwardOutputs& outputs) {
+  absl::Status status = backend.CopyLogitsToHost(outputs.logits, &logits, &staging_);
+  if (!status.ok()) return status;
+  hidden.assign(size_t(outputs.logits.rows) * outputs.hidden_size, 0.0f);
+  if (hidden.empty()) return absl::OkStatus();
+  if (outputs.hidden_rows == nullptr) return absl::InternalError("hidden rows missing");
+  return backend.CopyToHost(outputs.hidden_rows, hidden.data(), hidden.size() * sizeof(float));
 }
 
 std::vector<int32_t> RandomTokens(int n, int vocab, uint32_t seed) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/forward_consumer.h"
 #include "model/llama.h"
 #include "model/weights.h"
 
@@ -21,10 +22,29 @@ LlamaConfig SmallTestConfig();
 LlamaWeights RandomLlamaWeights(const LlamaConfig& config, uint64_t seed);
 
 // Logits [tokens.size(), vocab] (row-major) of a plain causal forward over `tokens`
-// at positions 0, 1, ..., computed in double precision straight from the definition
-// (Hugging Face Llama). `weights` must be unsharded (tp_size 1).
-std::vector<double> ReferenceLogits(const LlamaWeights& weights,
-                                    const std::vector<int32_t>& tokens);
+// at RoPE positions `positions` (one per token; empty = 0, 1, ...), computed in double
+// precision straight from the definition (Hugging Face Llama). `weights` must be
+// unsharded (tp_size 1).
+std::vector<double> ReferenceLogits(const LlamaWeights& weights, const std::vector<int32_t>& tokens,
+                                    const std::vector<int32_t>& positions = {});
+
+// The LM head of unsharded `weights` applied in double precision to row-major hidden
+// rows [rows, hidden_size]: [rows, vocab].
+std::vector<double> ReferenceLmHead(const LlamaWeights& weights, const std::vector<float>& hidden);
+
+// Copies a forward's logit rows (row-major) and hidden rows to the host.
+class HostOutputsConsumer final : public ForwardConsumer {
+ public:
+  absl::Status CheckRows(int) const override { return absl::OkStatus(); }
+  bool wants_hidden_rows() const override { return true; }
+  absl::Status Consume(Backend& backend, const ForwardOutputs& outputs) override;
+
+  std::vector<float> logits;  // [rows, vocab].
+  std::vector<float> hidden;  // [rows, hidden_size].
+
+ private:
+  std::vector<float> staging_;
+};
 
 // `n` token ids drawn uniformly from [0, vocab) by a generator seeded with `seed`.
 std::vector<int32_t> RandomTokens(int n, int vocab, uint32_t seed);

@@ -1,8 +1,8 @@
 // Tensor parallel in one process: tp = 2 and 4 ranks (one thread and one CPU backend
 // each, joined by the in-process LocalGroup communicator) give the tp = 1 logits
 // within float32 rounding, identical logits on every rank, and bitwise identical
-// results run to run. ForwardAccept (tp 1 and 2) equals Forward + HostVerifyAccept and
-// ForwardSampleDrafts equals Forward + HostSampleDrafts.
+// results run to run. the acceptance consumer (tp 1 and 2) equals host logits + HostVerifyAccept
+// and the draft-sampling consumer equals host logits + HostSampleDrafts.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -15,6 +15,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "model/llama.h"
 #include "model/llama_test_util.h"
+#include "model/output_consumers.h"
 #include "model/weights.h"
 #include "spec/acceptance.h"
 #include "spec/sampling.h"
@@ -49,7 +50,7 @@ absl::StatusOr<std::vector<float>> RunScenario(const LlamaWeights& weights, Comm
 
   std::vector<float> all, logits;
   const auto step = [&](const std::vector<SequenceInput>& batch) -> absl::Status {
-    absl::Status status = model.Forward(batch, &logits);
+    absl::Status status = ForwardToHost(model, batch, &logits);
     all.insert(all.end(), logits.begin(), logits.end());
     return status;
   };
@@ -152,17 +153,17 @@ TEST(LlamaTensorParallelTest, ReplicatedKvHeadsMatchSingleRank) {
   }
 }
 
-// ------------------------------------------------ ForwardAccept, ForwardSampleDrafts
+// ------------------------------------------------ acceptance and draft-sampling consumers
 
 // The call rank 0 makes for the verify step below (other ranks: Forward).
 enum class StepCall { kForward, kAccept, kSampleDrafts };
 
-// What one rank saw of a verify step run with Forward, ForwardAccept or
-// ForwardSampleDrafts.
+// What one rank saw of a verify step run with host logits, acceptance or draft
+// sampling.
 struct VerifyStepResult {
   std::vector<float> logits;             // The verify step's logits (Forward).
-  std::vector<VerifyOutcome> outcomes;   // ForwardAccept.
-  std::vector<DraftProposal> proposals;  // ForwardSampleDrafts.
+  std::vector<VerifyOutcome> outcomes;   // VerifyAcceptConsumer.
+  std::vector<DraftProposal> proposals;  // DraftSampleConsumer.
   std::vector<int> cached;               // Cached lengths of sequences 1..3 afterwards.
   std::vector<float> next;               // Logits of the step after it.
 };
@@ -231,8 +232,8 @@ absl::StatusOr<VerifyStepResult> RunVerifyStep(const LlamaWeights& weights, Comm
     return std::vector<int32_t>(v.begin() + begin, v.begin() + end);
   };
   VerifyStepResult result;
-  absl::Status status = model.Forward(
-      {Seq(1, 0, slice(a, 0, 12), {}), Seq(2, 0, slice(b, 0, 5), {})}, &result.logits);
+  absl::Status status = ForwardToHost(
+      model, {Seq(1, 0, slice(a, 0, 12), {}), Seq(2, 0, slice(b, 0, 5), {})}, &result.logits);
   if (!status.ok()) return status;
   const std::vector<SequenceInput> verify = {Seq(1, 12, slice(a, 12, 16), {0, 1, 2, 3}),
                                              Seq(3, 0, slice(c, 0, 6), {}),
@@ -240,16 +241,20 @@ absl::StatusOr<VerifyStepResult> RunVerifyStep(const LlamaWeights& weights, Comm
   const bool leader = comm == nullptr || comm->rank() == 0;
   result.logits.clear();
   if (leader && call == StepCall::kAccept) {
-    status = model.ForwardAccept(verify, VerifyChains(a, b), &result.outcomes);
+    const std::vector<VerifyChain> chains = VerifyChains(a, b);
+    VerifyAcceptConsumer accept(chains, &result.outcomes);
+    status = model.Forward(verify, accept);
   } else if (leader && call == StepCall::kSampleDrafts) {
-    status = model.ForwardSampleDrafts(verify, DraftRows(), &result.proposals);
+    const std::vector<DraftRow> drafts = DraftRows();
+    DraftSampleConsumer sample(drafts, &result.proposals);
+    status = model.Forward(verify, sample);
   } else {
-    status = model.Forward(verify, &result.logits);
+    status = ForwardToHost(model, verify, &result.logits);
   }
   if (!status.ok()) return status;
   for (uint64_t id : {1, 2, 3}) result.cached.push_back(model.CachedLength(id).value_or(-1));
-  status = model.Forward(
-      {Seq(1, 14, {a[20]}, {0}), Seq(2, 6, {b[10]}, {0}), Seq(3, 6, {c[6], c[7]}, {0, 1})},
+  status = ForwardToHost(
+      model, {Seq(1, 14, {a[20]}, {0}), Seq(2, 6, {b[10]}, {0}), Seq(3, 6, {c[6], c[7]}, {0, 1})},
       &result.next);
   if (!status.ok()) return status;
   return result;
@@ -278,9 +283,9 @@ void ExpectSameStateAsForward(const std::vector<VerifyStepResult>& got,
   }
 }
 
-// ForwardAccept on rank 0 (other ranks: Forward) commits exactly what Forward followed
+// Acceptance on rank 0 (other ranks: host logits) commits exactly what Forward followed
 // by HostVerifyAccept commits, and leaves the same KV state on every rank.
-TEST(LlamaForwardAcceptTest, EqualsForwardThenHostVerifyAccept) {
+TEST(LlamaAcceptConsumerTest, EqualsHostLogitsThenHostVerifyAccept) {
   const std::vector<int32_t> a = RandomTokens(24, 128, 4), b = RandomTokens(12, 128, 5);
   const std::vector<VerifyChain> chains = VerifyChains(a, b);
   for (int tp : {1, 2}) {
@@ -307,9 +312,9 @@ TEST(LlamaForwardAcceptTest, EqualsForwardThenHostVerifyAccept) {
   }
 }
 
-// ForwardSampleDrafts on rank 0 (other ranks: Forward) proposes exactly what Forward
+// Draft sampling on rank 0 (other ranks: host logits) proposes exactly what Forward
 // followed by HostSampleDrafts proposes, and leaves the same KV state on every rank.
-TEST(LlamaForwardSampleDraftsTest, EqualsForwardThenHostSampleDrafts) {
+TEST(LlamaDraftSampleConsumerTest, EqualsHostLogitsThenHostSampleDrafts) {
   const std::vector<DraftRow> drafts = DraftRows();
   for (int tp : {1, 2}) {
     SCOPED_TRACE("tp = " + std::to_string(tp));
@@ -356,15 +361,16 @@ TEST(LlamaTensorParallelTest, CollectiveFailureRollsTheBatchBack) {
   // Both ranks: sequence 1 gets 12 tokens.
   std::vector<float> logits[2];
   absl::Status statuses[2];
-  std::thread peer([&] { statuses[1] = models[1]->Forward({Seq(1, 0, tokens, {})}, &logits[1]); });
-  statuses[0] = models[0]->Forward({Seq(1, 0, tokens, {})}, &logits[0]);
+  std::thread peer(
+      [&] { statuses[1] = ForwardToHost(*models[1], {Seq(1, 0, tokens, {})}, &logits[1]); });
+  statuses[0] = ForwardToHost(*models[0], {Seq(1, 0, tokens, {})}, &logits[0]);
   peer.join();
   ASSERT_TRUE(statuses[0].ok()) << statuses[0];
   ASSERT_TRUE(statuses[1].ok()) << statuses[1];
 
   // Only rank 0 runs the next step: it times out in the first all-reduce.
   const absl::Status status =
-      models[0]->Forward({Seq(1, 8, {5, 6, 7}, {0}), Seq(2, 0, {1, 2, 3}, {2})}, &logits[0]);
+      ForwardToHost(*models[0], {Seq(1, 8, {5, 6, 7}, {0}), Seq(2, 0, {1, 2, 3}, {2})}, &logits[0]);
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
   EXPECT_EQ(models[0]->CachedLength(1).value_or(-1), 8);
   EXPECT_FALSE(models[0]->CachedLength(2).ok());

@@ -10,6 +10,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "model/float16.h"
 #include "model/llama.h"
+#include "model/output_consumers.h"
 
 namespace tandem {
 namespace {
@@ -94,7 +95,7 @@ TEST(SyntheticWeightsTest, TheModelRunsOnThem) {
   in.tokens = {1, 5, 9, 200};
   in.logit_indices = {3};
   std::vector<float> logits;
-  ASSERT_TRUE((*llama)->Forward({in}, &logits).ok());
+  ASSERT_TRUE(ForwardToHost(**llama, {in}, &logits).ok());
   ASSERT_EQ(logits.size(), size_t(model->config.vocab_size));
   for (float x : logits) ASSERT_TRUE(std::isfinite(x));
 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/accept/draft_sample.h"
+#include "model/output_consumers.h"
 #include "worker/sequence_sampling.h"
 
 namespace tandem {
@@ -77,7 +78,8 @@ absl::StatusOr<v1::DraftResponse> DraftEngine::Draft(const v1::DraftRequest& req
       drafts.back().row = static_cast<int>(r);
       drafted.push_back(rows[r]);
     }
-    absl::Status status = executor_->ForwardSampleDrafts(batch, drafts, &proposals);
+    DraftSampleConsumer sample(drafts, &proposals);
+    absl::Status status = executor_->Forward(batch, sample);
     if (!status.ok()) return status;
     batch.clear();
     rows.clear();

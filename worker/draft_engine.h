@@ -10,7 +10,7 @@
 // the draws never depend on batching. Sequences whose rule is ACCEPTANCE_RULE_COUPLED
 // propose the Gumbel-max token instead, spec::GumbelSample(p, seed, position of d_i),
 // with q = PointMass(d_i) (spec/acceptance.h, the coupled rule). The sampling runs where the logits
-// are (ModelExecutor::ForwardSampleDrafts, kernels/accept/draft_sample.h): only each token and its
+// are (DraftSampleConsumer, kernels/accept/draft_sample.h): only each token and its
 // q come back. d_1 .. d_{K-1} are then fed one per forward pass (each pass batching every sequence
 // that still needs tokens), so K forward passes in all; d_K is not fed, and the cache ends at
 // start_position + tokens + K - 1.

@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "model/llama.h"
+#include "model/output_consumers.h"
 #include "model/weights.h"
 #include "spec/rng.h"
 #include "spec/sampling.h"
@@ -43,7 +44,7 @@ class DraftEngineTest : public ::testing::Test {
     in.seq_id = id;
     in.tokens.assign(prompt.begin(), prompt.end() - 1);
     std::vector<float> logits;
-    ASSERT_TRUE(model_.executor->Forward({in}, &logits).ok());
+    ASSERT_TRUE(ForwardToHost(*model_.executor, {in}, &logits).ok());
   }
 
   static v1::DraftSequence Seq(uint64_t id, const std::vector<int32_t>& prompt, int k,

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace tandem {
 namespace worker {
@@ -61,12 +62,6 @@ class Reader {
   size_t size_;
   size_t pos_ = 0;
 };
-
-#define TANDEM_RETURN_IF_ERROR(expr)   \
-  do {                                 \
-    absl::Status _status = (expr);     \
-    if (!_status.ok()) return _status; \
-  } while (0)
 
 absl::Status DecodeCommand(Reader& in, GroupCommand* command) {
   uint8_t kind = 0;
@@ -235,7 +230,6 @@ absl::StatusOr<GroupMessage> DecodeGroupMessage(const char* bytes, size_t size) 
   return message;
 }
 
-#undef TANDEM_RETURN_IF_ERROR
 
 }  // namespace worker
 }  // namespace tandem

@@ -9,29 +9,12 @@ namespace worker {
 
 LocalExecutor::LocalExecutor(std::unique_ptr<LlamaModel> model) : model_(std::move(model)) {}
 
-template <typename Fn>
-absl::Status LocalExecutor::Timed(Fn&& forward) {
+absl::Status LocalExecutor::Forward(const std::vector<SequenceInput>& batch,
+                                    ForwardConsumer& consumer) {
   const absl::Time start = absl::Now();
-  absl::Status status = forward();
+  absl::Status status = model_->Forward(batch, consumer);
   times_.forward_ms += absl::ToDoubleMilliseconds(absl::Now() - start);
   return status;
-}
-
-absl::Status LocalExecutor::Forward(const std::vector<SequenceInput>& batch,
-                                    std::vector<float>* logits) {
-  return Timed([&] { return model_->Forward(batch, logits); });
-}
-
-absl::Status LocalExecutor::ForwardAccept(const std::vector<SequenceInput>& batch,
-                                          absl::Span<const VerifyChain> chains,
-                                          std::vector<VerifyOutcome>* outcomes) {
-  return Timed([&] { return model_->ForwardAccept(batch, chains, outcomes); });
-}
-
-absl::Status LocalExecutor::ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
-                                                absl::Span<const DraftRow> drafts,
-                                                std::vector<DraftProposal>* proposals) {
-  return Timed([&] { return model_->ForwardSampleDrafts(batch, drafts, proposals); });
 }
 
 absl::Status LocalExecutor::Truncate(uint64_t seq_id, int length) {

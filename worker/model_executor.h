@@ -10,10 +10,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/types/span.h"
-#include "kernels/accept/draft_sample.h"
-#include "kernels/accept/verify_accept.h"
 #include "model/config.h"
+#include "model/forward_consumer.h"
 #include "model/llama.h"
 
 namespace tandem {
@@ -21,8 +19,7 @@ namespace worker {
 
 // Cumulative time counters of an executor, milliseconds since it started.
 struct ExecutorTimes {
-  double forward_ms = 0;     // Wall time in Forward, ForwardAccept and
-                             // ForwardSampleDrafts calls (collectives included).
+  double forward_ms = 0;     // Wall time in Forward calls (collectives included).
   double collective_ms = 0;  // Wall time in collectives (broadcasts and the model's).
 };
 
@@ -32,19 +29,11 @@ class ModelExecutor {
 
   // Same contracts as LlamaModel (model/llama.h). A group executor also fails with
   // UNAVAILABLE while the group is not formed or when a collective fails (then every
-  // sequence is dropped: the coordinator re-prefills).
+  // sequence is dropped: the coordinator re-prefills). Forward hands the outputs to
+  // `consumer` (model/forward_consumer.h) where they are computed (on a group, the
+  // leader's rank; the other ranks consume nothing).
   virtual absl::Status Forward(const std::vector<SequenceInput>& batch,
-                               std::vector<float>* logits) = 0;
-  // Forward with the acceptance of `chains` run where the logits are
-  // (LlamaModel::ForwardAccept): only the outcomes come back.
-  virtual absl::Status ForwardAccept(const std::vector<SequenceInput>& batch,
-                                     absl::Span<const VerifyChain> chains,
-                                     std::vector<VerifyOutcome>* outcomes) = 0;
-  // Forward with the draft proposals of `drafts` sampled where the logits are
-  // (LlamaModel::ForwardSampleDrafts): only the proposals come back.
-  virtual absl::Status ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
-                                           absl::Span<const DraftRow> drafts,
-                                           std::vector<DraftProposal>* proposals) = 0;
+                               ForwardConsumer& consumer) = 0;
   virtual absl::Status Truncate(uint64_t seq_id, int length) = 0;
   virtual absl::Status Release(uint64_t seq_id) = 0;
   virtual absl::Status KeepPath(uint64_t seq_id, int start_position,
@@ -69,14 +58,7 @@ class LocalExecutor final : public ModelExecutor {
  public:
   explicit LocalExecutor(std::unique_ptr<LlamaModel> model);
 
-  absl::Status Forward(const std::vector<SequenceInput>& batch,
-                       std::vector<float>* logits) override;
-  absl::Status ForwardAccept(const std::vector<SequenceInput>& batch,
-                             absl::Span<const VerifyChain> chains,
-                             std::vector<VerifyOutcome>* outcomes) override;
-  absl::Status ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
-                                   absl::Span<const DraftRow> drafts,
-                                   std::vector<DraftProposal>* proposals) override;
+  absl::Status Forward(const std::vector<SequenceInput>& batch, ForwardConsumer& consumer) override;
   absl::Status Truncate(uint64_t seq_id, int length) override;
   absl::Status Release(uint64_t seq_id) override;
   absl::Status KeepPath(uint64_t seq_id, int start_position,
@@ -91,10 +73,6 @@ class LocalExecutor final : public ModelExecutor {
   std::string collective_backend() const override { return "local"; }
 
  private:
-  // Runs `forward` (a forward call of the model), adding its wall time to forward_ms.
-  template <typename Fn>
-  absl::Status Timed(Fn&& forward);
-
   std::unique_ptr<LlamaModel> model_;
   ExecutorTimes times_;
 };

@@ -2,15 +2,17 @@
 
 #include <utility>
 
+#include "model/output_consumers.h"
+
 namespace tandem {
 namespace worker {
 
 ModelShard::ModelShard(std::unique_ptr<LlamaModel> model) : model_(std::move(model)) {}
 
-template <typename Fn>
-absl::Status ModelShard::Tracked(const std::vector<SequenceInput>& batch, Fn&& forward) {
+absl::Status ModelShard::Forward(const std::vector<SequenceInput>& batch,
+                                 ForwardConsumer& consumer) {
   for (const SequenceInput& in : batch) live_.insert(in.seq_id);
-  absl::Status status = forward();
+  absl::Status status = model_->Forward(batch, consumer);
   if (!status.ok()) {
     // Sequences the failed call would have created do not exist.
     for (const SequenceInput& in : batch) {
@@ -18,23 +20,6 @@ absl::Status ModelShard::Tracked(const std::vector<SequenceInput>& batch, Fn&& f
     }
   }
   return status;
-}
-
-absl::Status ModelShard::Forward(const std::vector<SequenceInput>& batch,
-                                 std::vector<float>* logits) {
-  return Tracked(batch, [&] { return model_->Forward(batch, logits); });
-}
-
-absl::Status ModelShard::ForwardAccept(const std::vector<SequenceInput>& batch,
-                                       absl::Span<const VerifyChain> chains,
-                                       std::vector<VerifyOutcome>* outcomes) {
-  return Tracked(batch, [&] { return model_->ForwardAccept(batch, chains, outcomes); });
-}
-
-absl::Status ModelShard::ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
-                                             absl::Span<const DraftRow> drafts,
-                                             std::vector<DraftProposal>* proposals) {
-  return Tracked(batch, [&] { return model_->ForwardSampleDrafts(batch, drafts, proposals); });
 }
 
 absl::Status ModelShard::Truncate(uint64_t seq_id, int length) {
@@ -51,10 +36,12 @@ absl::Status ModelShard::KeepPath(uint64_t seq_id, int start_position,
   return model_->KeepPath(seq_id, start_position, rows);
 }
 
-absl::Status ModelShard::Execute(const GroupCommand& command, std::vector<float>* logits) {
+absl::Status ModelShard::Execute(const GroupCommand& command) {
   switch (command.kind) {
-    case GroupCommand::Kind::kForward:
-      return Forward(command.batch, logits);
+    case GroupCommand::Kind::kForward: {
+      NoOpConsumer none;
+      return Forward(command.batch, none);
+    }
     case GroupCommand::Kind::kTruncate:
       return Truncate(command.seq_id, command.length);
     case GroupCommand::Kind::kRelease:

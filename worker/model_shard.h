@@ -13,9 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/types/span.h"
-#include "kernels/accept/draft_sample.h"
-#include "kernels/accept/verify_accept.h"
+#include "model/forward_consumer.h"
 #include "model/llama.h"
 #include "worker/group_protocol.h"
 
@@ -27,20 +25,14 @@ class ModelShard {
   explicit ModelShard(std::unique_ptr<LlamaModel> model);
 
   // LlamaModel calls (same contracts), tracking the sequences that exist.
-  absl::Status Forward(const std::vector<SequenceInput>& batch, std::vector<float>* logits);
-  absl::Status ForwardAccept(const std::vector<SequenceInput>& batch,
-                             absl::Span<const VerifyChain> chains,
-                             std::vector<VerifyOutcome>* outcomes);
-  absl::Status ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
-                                   absl::Span<const DraftRow> drafts,
-                                   std::vector<DraftProposal>* proposals);
+  absl::Status Forward(const std::vector<SequenceInput>& batch, ForwardConsumer& consumer);
   absl::Status Truncate(uint64_t seq_id, int length);
   absl::Status Release(uint64_t seq_id);
   absl::Status KeepPath(uint64_t seq_id, int start_position, const std::vector<int32_t>& rows);
 
-  // Runs `command` with the call above that matches its kind; `logits` receives the
-  // logits of a forward command.
-  absl::Status Execute(const GroupCommand& command, std::vector<float>* logits);
+  // Runs `command` with the call above that matches its kind; a forward command's
+  // outputs go to a NoOpConsumer (a follower consumes nothing).
+  absl::Status Execute(const GroupCommand& command);
 
   // Releases every sequence (the KV state is invalid after a failed collective).
   // Returns how many there were.
@@ -50,10 +42,6 @@ class ModelShard {
   const LlamaModel& model() const { return *model_; }
 
  private:
-  // Runs `forward` (a forward of `batch`) with the sequences of `batch` tracked.
-  template <typename Fn>
-  absl::Status Tracked(const std::vector<SequenceInput>& batch, Fn&& forward);
-
   std::unique_ptr<LlamaModel> model_;
   std::unordered_set<uint64_t> live_;  // Superset of the sequences in the cache.
 };

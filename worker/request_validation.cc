@@ -5,18 +5,13 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "spec/sampling.h"
 #include "worker/sequence_sampling.h"
 
 namespace tandem {
 namespace worker {
 namespace {
-
-#define TANDEM_RETURN_IF_ERROR(expr)   \
-  do {                                 \
-    absl::Status _status = (expr);     \
-    if (!_status.ok()) return _status; \
-  } while (0)
 
 std::string Where(int index, uint64_t id) {
   return absl::StrCat("sequences[", index, "] (id ", id, ")");
@@ -272,7 +267,6 @@ absl::Status ValidateTruncateRequest(const v1::TruncateRequest& request,
   return absl::OkStatus();
 }
 
-#undef TANDEM_RETURN_IF_ERROR
 
 }  // namespace worker
 }  // namespace tandem

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "model/output_consumers.h"
 #include "worker/verify_acceptance.h"
 
 namespace tandem {
@@ -74,8 +75,8 @@ absl::StatusOr<v1::PrefillResponse> RunPrefill(ModelExecutor* executor,
     in.tokens.assign(seq.tokens().begin(), seq.tokens().end());
     batch.push_back(std::move(in));
   }
-  std::vector<float> logits;
-  absl::Status status = executor->Forward(batch, &logits);
+  NoOpConsumer none;  // No logit rows are requested.
+  absl::Status status = executor->Forward(batch, none);
   if (!status.ok()) return status;
   v1::PrefillResponse response;
   for (const SequenceInput& in : batch) {

@@ -15,7 +15,7 @@
 // distribution under sampling, log_softmax at temperature 1 under greedy.
 //
 // Where acceptance runs (verify_acceptance.h): when every sequence is a chain, on the
-// backend next to the logits (ModelExecutor::ForwardAccept, Backend::VerifyAccept), so
+// backend next to the logits (VerifyAcceptConsumer, Backend::VerifyAccept), so
 // only committed tokens and log-probabilities leave a GPU; a request with any tree
 // brings the logits to the host and accepts there. The response is the same either
 // way.

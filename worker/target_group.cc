@@ -184,32 +184,12 @@ absl::Status TargetGroupLeader::ForwardOnAllRanks(const std::vector<SequenceInpu
 }
 
 absl::Status TargetGroupLeader::Forward(const std::vector<SequenceInput>& batch,
-                                        std::vector<float>* logits) {
-  return ForwardOnAllRanks(batch, [&] { return shard_->Forward(batch, logits); });
-}
-
-absl::Status TargetGroupLeader::ForwardAccept(const std::vector<SequenceInput>& batch,
-                                              absl::Span<const VerifyChain> chains,
-                                              std::vector<VerifyOutcome>* outcomes) {
-  // The followers never see the chains: a rejection of them after the broadcast would
-  // leave the followers in collectives the leader does not join.
-  if (outcomes == nullptr) return absl::InvalidArgumentError("ForwardAccept: outcomes is null");
-  absl::Status status = ValidateChainRows(chains, CountLogitRows(batch));
+                                        ForwardConsumer& consumer) {
+  // The followers never see the consumer: a rejection of its inputs after the
+  // broadcast would leave the followers in collectives the leader does not join.
+  absl::Status status = consumer.CheckRows(CountLogitRows(batch));
   if (!status.ok()) return status;
-  return ForwardOnAllRanks(batch, [&] { return shard_->ForwardAccept(batch, chains, outcomes); });
-}
-
-absl::Status TargetGroupLeader::ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
-                                                    absl::Span<const DraftRow> drafts,
-                                                    std::vector<DraftProposal>* proposals) {
-  // As for ForwardAccept: the followers never see the draft rows.
-  if (proposals == nullptr) {
-    return absl::InvalidArgumentError("ForwardSampleDrafts: proposals is null");
-  }
-  absl::Status status = ValidateDraftRows(drafts, CountLogitRows(batch));
-  if (!status.ok()) return status;
-  return ForwardOnAllRanks(batch,
-                           [&] { return shard_->ForwardSampleDrafts(batch, drafts, proposals); });
+  return ForwardOnAllRanks(batch, [&] { return shard_->Forward(batch, consumer); });
 }
 
 template <typename Fn>
@@ -302,122 +282,6 @@ void TargetGroupLeader::Shutdown() {
     }
   }
   Notify(false);
-}
-
-// ---------------------------------------------------------------------------------
-// Followers.
-
-namespace {
-
-// Receives and executes the leader's messages for one generation. OK when the leader
-// says shutdown; the failure otherwise.
-absl::Status ServeGeneration(TimedCommunicator& comm, ModelShard& shard, uint64_t generation,
-                             const GroupTimeouts& timeouts, const std::function<bool()>& stop) {
-  std::string chunk(kGroupChunkBytes, '\0');
-  std::string whole;
-  std::vector<float> logits;
-  while (!stop()) {
-    absl::Status status = comm.Broadcast(&chunk[0], kGroupChunkBytes, 0, timeouts.leader_timeout);
-    if (!status.ok()) {
-      return absl::Status(status.code(),
-                          absl::StrCat("waiting for the leader: ", status.message()));
-    }
-    absl::StatusOr<size_t> size = DecodeGroupMessageSize(chunk.data(), chunk.size());
-    if (!size.ok()) return size.status();
-    const char* bytes = chunk.data();
-    if (*size > kGroupChunkBytes) {
-      whole.resize(*size);
-      std::memcpy(&whole[0], chunk.data(), kGroupChunkBytes);
-      status = comm.Broadcast(&whole[kGroupChunkBytes], *size - kGroupChunkBytes, 0, timeouts.step);
-      if (!status.ok()) return status;
-      bytes = whole.data();
-    }
-    absl::StatusOr<GroupMessage> message = DecodeGroupMessage(bytes, *size);
-    if (!message.ok()) return message.status();
-    if (message->generation != generation) {
-      return absl::DataLossError(absl::StrCat("message of generation ", message->generation,
-                                              " in generation ", generation));
-    }
-    for (const GroupCommand& command : message->commands) {
-      const int64_t calls = comm.calls();
-      status = shard.Execute(command, &logits);
-      if (!status.ok()) {
-        // Once collectives ran this rank's cache may differ from the others': leave.
-        if (comm.calls() != calls) return status;
-        // Rejected before any collective; the leader got the same answer.
-        VLOG(1) << "target group follower: command rejected: " << status;
-      }
-    }
-    switch (message->op) {
-      case GroupOp::kHeartbeat:
-        status = comm.Barrier(timeouts.step);
-        if (!status.ok()) return status;
-        break;
-      case GroupOp::kShutdown:
-        return absl::OkStatus();
-      case GroupOp::kStep:
-        break;
-    }
-  }
-  return absl::CancelledError("follower stopped");
-}
-
-}  // namespace
-
-absl::Status RunFollower(TimedCommunicator& comm, ModelShard& shard, GroupMembership& membership,
-                         const GroupTimeouts& timeouts, const std::function<bool()>& stop,
-                         const ServingListener& listener) {
-  std::optional<uint64_t> wait_after;
-  std::optional<uint64_t> last_formed;
-  const auto give_up = [&] {
-    if (stop()) return true;
-    if (!last_formed.has_value()) return false;
-    std::optional<uint64_t> shut = membership.ShutdownGeneration();
-    return shut.has_value() && *shut >= *last_formed;
-  };
-  bool first = true;
-  while (true) {
-    absl::StatusOr<uint64_t> generation = membership.WaitForGenerationAfter(wait_after, give_up);
-    if (!generation.ok()) {
-      if (stop()) return generation.status();
-      LOG(INFO) << "target group follower: the leader shut down generation " << *last_formed;
-      return absl::OkStatus();
-    }
-    if (first) {
-      first = false;
-      if (membership.IsFormed(*generation)) {
-        // The group formed without this rank (it restarted): wait for the next one.
-        wait_after = *generation;
-        continue;
-      }
-    }
-    LOG(INFO) << "target group follower rank " << membership.rank() << ": joining generation "
-              << *generation;
-    absl::StatusOr<std::unique_ptr<Communicator>> joined = membership.Connect(*generation);
-    absl::Status status = joined.status();
-    if (status.ok()) status = (*joined)->Barrier(timeouts.step);
-    if (!status.ok()) {
-      LOG(WARNING) << "target group follower: generation " << *generation
-                   << " did not form: " << status;
-      wait_after = *generation;
-      continue;
-    }
-    comm.Reset(*std::move(joined));
-    last_formed = *generation;
-    if (listener) listener(true);
-    status = ServeGeneration(comm, shard, *generation, timeouts, stop);
-    const int dropped = shard.DropAll();
-    comm.Reset(nullptr);
-    if (listener) listener(false);
-    if (status.ok()) {
-      LOG(INFO) << "target group follower: shutdown from the leader";
-      return absl::OkStatus();
-    }
-    if (stop()) return absl::CancelledError("follower stopped");
-    LOG(WARNING) << "target group follower: generation " << *generation << " broke (" << status
-                 << "); dropped " << dropped << " sequences, regrouping";
-    wait_after = *generation;
-  }
 }
 
 }  // namespace worker

@@ -5,15 +5,15 @@
 // broadcasts the call to the followers as a GroupMessage (group_protocol.h): a fixed
 // kGroupChunkBytes first broadcast that holds the whole message in the common case,
 // plus a second one only for a larger payload. Then every rank makes the same
-// LlamaModel call (collectives inside) and the leader alone runs acceptance (a verify
-// step is Forward on the followers and ForwardAccept on the leader; a draft forward,
-// ForwardSampleDrafts on the leader). Calls
-// without collectives (truncate, release, keep-path) are applied on the leader at once
-// and queued; the queue rides on the next message, before its forward, so a verify
-// step costs ONE broadcast plus the model's own collectives. After ~1 s without a
-// message the leader sends a heartbeat (the queue, then a Barrier), so followers stay
-// in step and a dead rank is noticed while idle. Followers block in the broadcast
-// (no spinning) and treat `leader_timeout` without any message as the leader gone.
+// LlamaModel forward (collectives inside); the leader alone consumes its outputs
+// (model/forward_consumer.h: acceptance, draft sampling, host logits, a target-side
+// proposer), the followers run it with a no-op consumer. Calls without collectives
+// (truncate, release, keep-path) are applied on the leader at once and queued
+// (worker/target_group_follower.cc runs the followers' side); the queue rides on the next message,
+// before its forward, so a verify step costs ONE broadcast plus the model's own collectives. After
+// ~1 s without a message the leader sends a heartbeat (the queue, then a Barrier), so followers
+// stay in step and a dead rank is noticed while idle. Followers block in the broadcast (no
+// spinning) and treat `leader_timeout` without any message as the leader gone.
 //
 // Failure. When a collective fails on any rank, that rank drops every sequence (its
 // KV state is no longer consistent with its peers), discards the communicator and
@@ -37,9 +37,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "absl/types/span.h"
-#include "kernels/accept/draft_sample.h"
-#include "kernels/accept/verify_accept.h"
+#include "model/forward_consumer.h"
 #include "worker/group_membership.h"
 #include "worker/group_protocol.h"
 #include "worker/model_executor.h"
@@ -81,19 +79,10 @@ class TargetGroupLeader final : public ModelExecutor {
   // Idempotent.
   void Shutdown();
 
-  absl::Status Forward(const std::vector<SequenceInput>& batch,
-                       std::vector<float>* logits) override;
-  // The followers get the same forward command as for Forward (they compute, the
-  // leader alone runs the acceptance). Chains that do not fit the batch's logit rows
-  // are rejected before anything is sent.
-  absl::Status ForwardAccept(const std::vector<SequenceInput>& batch,
-                             absl::Span<const VerifyChain> chains,
-                             std::vector<VerifyOutcome>* outcomes) override;
-  // Likewise: the followers run Forward, the leader samples the draft proposals. Draft
-  // rows that do not fit the batch's logit rows are rejected before anything is sent.
-  absl::Status ForwardSampleDrafts(const std::vector<SequenceInput>& batch,
-                                   absl::Span<const DraftRow> drafts,
-                                   std::vector<DraftProposal>* proposals) override;
+  // The followers get the same forward command and consume nothing; the leader alone
+  // hands the outputs to `consumer`. Inputs of the consumer that do not fit the batch's
+  // logit rows (ForwardConsumer::CheckRows) are rejected before anything is sent.
+  absl::Status Forward(const std::vector<SequenceInput>& batch, ForwardConsumer& consumer) override;
   absl::Status Truncate(uint64_t seq_id, int length) override;
   absl::Status Release(uint64_t seq_id) override;
   absl::Status KeepPath(uint64_t seq_id, int start_position,

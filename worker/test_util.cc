@@ -5,6 +5,7 @@
 
 #include "absl/types/span.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "model/output_consumers.h"
 #include "model/weights.h"
 #include "spec/sampling.h"
 
@@ -85,7 +86,7 @@ std::vector<std::vector<float>> DecodeLogits(LlamaModel& model, const std::vecto
     in.start_position = static_cast<int>(i);
     in.tokens = {tokens[i]};
     in.logit_indices = {0};
-    if (!model.Forward({in}, &logits).ok()) return {};
+    if (!ForwardToHost(model, {in}, &logits).ok()) return {};
     out.push_back(logits);
   }
   (void)model.Release(seq_id);
@@ -103,7 +104,7 @@ std::vector<int32_t> GreedyContinuation(LlamaModel& model, const std::vector<int
     in.start_position = fed;
     in.tokens = {all[fed]};
     in.logit_indices = {0};
-    if (!model.Forward({in}, &logits).ok()) return {};
+    if (!ForwardToHost(model, {in}, &logits).ok()) return {};
     ++fed;
     if (fed < static_cast<int>(all.size())) continue;  // Still feeding the prompt.
     const int32_t next = spec::Argmax(logits);

@@ -5,6 +5,7 @@
 
 #include "absl/types/span.h"
 #include "kernels/accept/verify_accept.h"
+#include "model/output_consumers.h"
 #include "spec/acceptance.h"
 #include "spec/sampling.h"
 #include "worker/sequence_sampling.h"
@@ -129,7 +130,8 @@ absl::Status VerifyOnBackend(ModelExecutor* executor, const v1::VerifyRequest& r
     first_row += seq.proposals_size() + 1;
   }
   std::vector<VerifyOutcome> outcomes;
-  absl::Status status = executor->ForwardAccept(batch, chains, &outcomes);
+  VerifyAcceptConsumer accept(chains, &outcomes);
+  absl::Status status = executor->Forward(batch, accept);
   if (!status.ok()) return status;
   for (VerifyOutcome& outcome : outcomes) {
     if (!outcome.status.ok()) {
@@ -150,7 +152,7 @@ absl::Status VerifyOnHost(ModelExecutor* executor, const v1::VerifyRequest& requ
                           const std::vector<SequenceInput>& batch, Verdicts* verdicts) {
   const size_t vocab = executor->config().vocab_size;
   std::vector<float> logits;
-  absl::Status status = executor->Forward(batch, &logits);
+  absl::Status status = ForwardToHost(*executor, batch, &logits);
   if (!status.ok()) return status;
   size_t first_row = 0;
   std::vector<std::vector<float>> probs;

@@ -39,13 +39,14 @@ struct Verdict {
 // is then the last entry.
 using Verdicts = std::vector<absl::StatusOr<Verdict>>;
 
-// Runs VerifyBatch(request) (`batch`) through executor->ForwardAccept with one
-// VerifyChain per sequence and fills *verdicts (appended to). Every sequence must be a
-// chain (no proposal_parents). Returns the forward's error, if any.
+// Runs VerifyBatch(request) (`batch`) through executor->Forward with a
+// VerifyAcceptConsumer of one VerifyChain per sequence and fills *verdicts (appended to). Every
+// sequence must be a chain (no proposal_parents). Returns the forward's error, if any.
 absl::Status VerifyOnBackend(ModelExecutor* executor, const v1::VerifyRequest& request,
                              const std::vector<SequenceInput>& batch, Verdicts* verdicts);
 
-// Runs `batch` through executor->Forward and the acceptance on the host; any request,
+// Runs `batch` through executor->Forward with the logits on the host and the
+// acceptance there; any request,
 // trees included. Rejection sampling is not offered on trees (validation answers
 // UNIMPLEMENTED): the best of several paths would not keep the target distribution.
 absl::Status VerifyOnHost(ModelExecutor* executor, const v1::VerifyRequest& request,

@@ -1,4 +1,4 @@
-// The two acceptance paths of a verify step: on the backend (ForwardAccept) and on the
+// The two acceptance paths of a verify step: on the backend (VerifyAcceptConsumer) and on the
 // host (Forward, then the acceptance here) give the same verdicts and caches for chains
 // under every rule, and VerifyBatch lays out the forward pass as documented.
 #include "worker/verify_acceptance.h"

@@ -25,6 +25,7 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_test_util.h"
 #include "model/llama.h"
+#include "model/output_consumers.h"
 #include "model/weights.h"
 #include "spec/acceptance.h"
 #include "spec/sampling.h"
@@ -138,9 +139,9 @@ TEST_P(CudaModelTest, LogitsAndGreedyMatchCpu) {
     std::vector<int32_t> prompt(20);
     for (int32_t& t : prompt) t = 3 + int32_t(rng() % uint32_t(vocab - 3));
     std::vector<float> gpu, cpu_r, cpu_x;
-    ASSERT_TRUE(gpu_model->Forward({Seq(1, 0, prompt, true)}, &gpu).ok());
-    ASSERT_TRUE(cpu_model->Forward({Seq(1, 0, prompt, true)}, &cpu_r).ok());
-    ASSERT_TRUE(cpu_exact->Forward({Seq(1, 0, prompt, true)}, &cpu_x).ok());
+    ASSERT_TRUE(ForwardToHost(*gpu_model, {Seq(1, 0, prompt, true)}, &gpu).ok());
+    ASSERT_TRUE(ForwardToHost(*cpu_model, {Seq(1, 0, prompt, true)}, &cpu_r).ok());
+    ASSERT_TRUE(ForwardToHost(*cpu_exact, {Seq(1, 0, prompt, true)}, &cpu_x).ok());
     ASSERT_EQ(gpu.size(), cpu_r.size());
     const double same_weights_tol = GetParam() == Gemm::kCublas ? 2e-2 : 1e-3;
     const double l2_tol = GetParam() == Gemm::kCublas ? 8e-2 : 3e-2;
@@ -168,11 +169,12 @@ TEST_P(CudaModelTest, LogitsAndGreedyMatchCpu) {
     for (auto* out : {&gpu_tokens, &cpu_tokens}) {
       LlamaModel* model = out == &gpu_tokens ? gpu_model.get() : cpu_model.get();
       std::vector<float> logits;
-      ASSERT_TRUE(model->Forward({Seq(2, 0, prompt, false)}, &logits).ok());
+      ASSERT_TRUE(ForwardToHost(*model, {Seq(2, 0, prompt, false)}, &logits).ok());
       int position = int(prompt.size());
       for (int step = 0; step < 12; ++step) {
         out->push_back(Argmax(logits.data(), vocab));
-        ASSERT_TRUE(model->Forward({Seq(2, position++, {out->back()}, false)}, &logits).ok());
+        ASSERT_TRUE(
+            ForwardToHost(*model, {Seq(2, position++, {out->back()}, false)}, &logits).ok());
       }
     }
     if (GetParam() == Gemm::kBatchInvariant) {
@@ -184,8 +186,8 @@ TEST_P(CudaModelTest, LogitsAndGreedyMatchCpu) {
   }
 }
 
-// Greedy speculative steps with acceptance on the device (ForwardAccept ->
-// CudaBackend::VerifyAccept): chains of K = 4 proposals, the first two of them the true
+// Greedy speculative steps with acceptance on the device (VerifyAcceptConsumer
+// -> CudaBackend::VerifyAccept): chains of K = 4 proposals, the first two of them the true
 // greedy continuation and the rest wrong, so every step accepts 2 and corrects one;
 // the committed tokens must equal plain greedy decoding on the CPU backend.
 // Default backend options: the batch-invariant GEMM (cuBLAS mode is not batch invariant,
@@ -209,15 +211,16 @@ TEST_F(CudaSpeculativeTest, GreedyWithDeviceAcceptanceMatchesCpu) {
     // Plain greedy on the CPU: the expected continuation.
     std::vector<int32_t> expected;
     std::vector<float> logits;
-    ASSERT_TRUE(cpu_model->Forward({Seq(1, 0, prompt, false)}, &logits).ok());
+    ASSERT_TRUE(ForwardToHost(*cpu_model, {Seq(1, 0, prompt, false)}, &logits).ok());
     for (int step = 0; step < 18; ++step) {
       expected.push_back(Argmax(logits.data(), vocab));
-      ASSERT_TRUE(
-          cpu_model->Forward({Seq(1, int(prompt.size()) + step, {expected.back()}, false)}, &logits)
-              .ok());
+      ASSERT_TRUE(ForwardToHost(*cpu_model,
+                                {Seq(1, int(prompt.size()) + step, {expected.back()}, false)},
+                                &logits)
+                      .ok());
     }
     // Speculative on the GPU.
-    ASSERT_TRUE(gpu_model->Forward({Seq(2, 0, prompt, false)}, &logits).ok());
+    ASSERT_TRUE(ForwardToHost(*gpu_model, {Seq(2, 0, prompt, false)}, &logits).ok());
     std::vector<int32_t> committed = {expected[0]};  // The prefill's own greedy token.
     while (committed.size() + 3 <= expected.size()) {
       const int n = static_cast<int>(committed.size());
@@ -233,7 +236,9 @@ TEST_F(CudaSpeculativeTest, GreedyWithDeviceAcceptanceMatchesCpu) {
       }
       SequenceInput in = Seq(2, int(prompt.size()) + n - 1, tokens, true);
       std::vector<VerifyOutcome> outcomes;
-      ASSERT_TRUE(gpu_model->ForwardAccept({in}, {chain}, &outcomes).ok());
+      const VerifyChain chains[] = {chain};
+      VerifyAcceptConsumer accept(chains, &outcomes);
+      ASSERT_TRUE(gpu_model->Forward({in}, accept).ok());
       ASSERT_EQ(outcomes.size(), 1u);
       ASSERT_TRUE(outcomes[0].status.ok()) << outcomes[0].status;
       ASSERT_GE(outcomes[0].num_accepted, 2);
@@ -265,18 +270,19 @@ TEST_P(CudaModelTest, LogitsDoNotDependOnTheBatch) {
 
     // (a) One position at a time.
     std::vector<float> one_by_one, logits;
-    ASSERT_TRUE(model->Forward({Seq(1, 0, prefix, false)}, &logits).ok());
+    ASSERT_TRUE(ForwardToHost(*model, {Seq(1, 0, prefix, false)}, &logits).ok());
     for (int i = 0; i <= k; ++i) {
-      ASSERT_TRUE(model->Forward({Seq(1, context + i, {chunk[i]}, false)}, &logits).ok());
+      ASSERT_TRUE(ForwardToHost(*model, {Seq(1, context + i, {chunk[i]}, false)}, &logits).ok());
       one_by_one.insert(one_by_one.end(), logits.begin(), logits.end());
     }
     // (b) The K + 1 positions as one verify chunk.
     std::vector<float> verify;
-    ASSERT_TRUE(model->Forward({Seq(1, context, chunk, true)}, &verify).ok());
+    ASSERT_TRUE(ForwardToHost(*model, {Seq(1, context, chunk, true)}, &verify).ok());
     // (c) The same chunk in a batch after another sequence's prefill.
     std::vector<float> batched;
     ASSERT_TRUE(
-        model->Forward({Seq(9, 0, other, true), Seq(1, context, chunk, true)}, &batched).ok());
+        ForwardToHost(*model, {Seq(9, 0, other, true), Seq(1, context, chunk, true)}, &batched)
+            .ok());
     ASSERT_EQ(verify.size(), one_by_one.size());
     EXPECT_EQ(std::memcmp(verify.data(), one_by_one.data(), verify.size() * sizeof(float)), 0);
     ASSERT_EQ(batched.size(), (other.size() + chunk.size()) * size_t(vocab));
