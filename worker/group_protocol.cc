@@ -230,6 +230,5 @@ absl::StatusOr<GroupMessage> DecodeGroupMessage(const char* bytes, size_t size) 
   return message;
 }
 
-
 }  // namespace worker
 }  // namespace tandem

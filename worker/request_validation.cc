@@ -153,6 +153,48 @@ absl::Status ValidateProposal(const v1::ProposedToken& proposal, int vocab_size,
   return absl::OkStatus();
 }
 
+namespace {
+
+// proposal_positions: empty, or one per proposal in [0, context_length).
+absl::Status CheckProposalPositions(const v1::VerifySequence& seq, const RequestLimits& limits,
+                                    const std::string& where) {
+  if (seq.proposal_positions_size() == 0) return absl::OkStatus();
+  if (seq.proposal_positions_size() != seq.proposals_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", seq.proposal_positions_size(),
+                                                   " proposal_positions for ", seq.proposals_size(),
+                                                   " proposals"));
+  }
+  for (int i = 0; i < seq.proposal_positions_size(); ++i) {
+    const int32_t p = seq.proposal_positions(i);
+    if (p < 0 || p >= limits.context_length) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": proposal_positions[", i, "] = ", p,
+                                                     " is outside [0, ", limits.context_length,
+                                                     ") (context length)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// next_candidates: a served target-side method and max_nodes in [1, max K].
+absl::Status CheckNextCandidates(const v1::VerifySequence& seq, const RequestLimits& limits,
+                                 const std::string& where) {
+  if (!seq.has_next_candidates()) return absl::OkStatus();
+  const v1::NextCandidatesRequest& next = seq.next_candidates();
+  if (!limits.serves_target_method || !limits.serves_target_method(next.method())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": next_candidates.method ", v1::SpeculationMethod_Name(next.method()),
+                     " is not a target-side proposer this worker serves"));
+  }
+  if (next.max_nodes() < 1 || next.max_nodes() > uint32_t(limits.max_speculative_tokens)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": next_candidates.max_nodes ", next.max_nodes(), " is outside [1, ",
+                     limits.max_speculative_tokens, "] (max_speculative_tokens)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidatePrefillRequest(const v1::PrefillRequest& request, const RequestLimits& limits,
                                     const CachedLengthFn& cached_length) {
   absl::StatusOr<int64_t> rows = CheckEachSequence(
@@ -233,6 +275,8 @@ absl::Status ValidateVerifyRequest(const v1::VerifyRequest& request, const Reque
                 "rejection sampling; use a chain or a deterministic rule");
           }
         }
+        TANDEM_RETURN_IF_ERROR(CheckProposalPositions(seq, limits, where));
+        TANDEM_RETURN_IF_ERROR(CheckNextCandidates(seq, limits, where));
         TANDEM_RETURN_IF_ERROR(CheckPositions(seq.sequence_id(), seq.start_position(),
                                               int64_t{seq.tokens_size()} + k, limits, cached_length,
                                               where));
@@ -266,7 +310,6 @@ absl::Status ValidateTruncateRequest(const v1::TruncateRequest& request,
   }
   return absl::OkStatus();
 }
-
 
 }  // namespace worker
 }  // namespace tandem

@@ -25,6 +25,9 @@ struct RequestLimits {
   int max_batch_tokens = 0;        // Rows of one forward pass.
   int max_speculative_tokens = 0;  // Max K.
   int context_length = 0;          // Max positions per sequence.
+  // Whether a target-side proposer of `method` runs here (VerifySequence.
+  // next_candidates); unset = none.
+  std::function<bool(v1::SpeculationMethod)> serves_target_method;
 };
 
 // Cached length of a sequence; NOT_FOUND when the worker does not hold it.

@@ -10,7 +10,8 @@
 namespace tandem {
 namespace worker {
 
-TargetEngine::TargetEngine(ModelExecutor* executor) : executor_(executor) {}
+TargetEngine::TargetEngine(ModelExecutor* executor, const TargetProposers* proposers)
+    : executor_(executor), proposers_(proposers != nullptr ? proposers : &none_) {}
 
 absl::StatusOr<v1::VerifyResponse> TargetEngine::Verify(const v1::VerifyRequest& request) {
   const ExecutorTimes before = executor_->times();
@@ -18,9 +19,13 @@ absl::StatusOr<v1::VerifyResponse> TargetEngine::Verify(const v1::VerifyRequest&
   const bool any_tree =
       std::any_of(request.sequences().begin(), request.sequences().end(),
                   [](const v1::VerifySequence& seq) { return seq.proposal_parents_size() > 0; });
+  NextCandidatesStep next(request, *proposers_);
+  absl::Status status = next.Check();
+  if (!status.ok()) return status;
+  VerdictConsumer* proposers = next.requested() ? &next : nullptr;
   Verdicts verdicts;
-  absl::Status status = any_tree ? VerifyOnHost(executor_, request, batch, &verdicts)
-                                 : VerifyOnBackend(executor_, request, batch, &verdicts);
+  status = any_tree ? VerifyOnHost(executor_, request, batch, &verdicts, proposers)
+                    : VerifyOnBackend(executor_, request, batch, &verdicts, proposers);
   if (!status.ok()) return status;
 
   v1::VerifyResponse response;
@@ -51,6 +56,9 @@ absl::StatusOr<v1::VerifyResponse> TargetEngine::Verify(const v1::VerifyRequest&
     out->set_num_accepted(num_accepted);
     out->set_cached_length(start + n + num_accepted);
     out->mutable_logprobs()->Assign(verdict.logprobs.begin(), verdict.logprobs.end());
+    if (const v1::NextCandidates* candidates = next.result(static_cast<int>(s))) {
+      *out->mutable_next_candidates() = *candidates;
+    }
   }
   if (!status.ok()) {
     // Leave no half-verified sequence behind: back to the state before the call.

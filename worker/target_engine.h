@@ -20,6 +20,11 @@
 // brings the logits to the host and accepts there. The response is the same either
 // way.
 //
+// Explicit proposal_positions set the proposals' RoPE positions. A sequence may ask
+// for the next step's candidates of a target-side proposer (next_candidates): it runs
+// inside the same forward, over its logit and hidden rows and the verdict, and its
+// candidates come back in VerifiedSequence.next_candidates (target_proposer.h).
+//
 // Prefill (both roles, see RunPrefill) feeds chunks without logits.
 //
 // Requests are expected to be valid (request_validation.h); the engine still never
@@ -30,22 +35,28 @@
 #include "absl/status/statusor.h"
 #include "tandem/v1/worker.pb.h"
 #include "worker/model_executor.h"
+#include "worker/target_proposer.h"
 
 namespace tandem {
 namespace worker {
 
 class TargetEngine {
  public:
-  // `executor` is borrowed and must outlive the engine.
-  explicit TargetEngine(ModelExecutor* executor);
+  // `executor` (and `proposers`, when given: the target-side proposers served,
+  // worker/target_proposer.h) are borrowed and must outlive the engine.
+  explicit TargetEngine(ModelExecutor* executor, const TargetProposers* proposers = nullptr);
 
-  // Verifies every sequence of `request` in one forward pass. On an acceptance error
-  // (e.g. no finite logits) the batch's sequences are truncated back to their
-  // start_position and the error is returned.
+  // Verifies every sequence of `request` in one forward pass; a sequence that asks for
+  // next_candidates gets them from its target-side proposer, run over the same pass.
+  // INVALID_ARGUMENT, before anything changes, when that method is not served. On an
+  // acceptance error (e.g. no finite logits) the batch's sequences are truncated back
+  // to their start_position and the error is returned.
   absl::StatusOr<v1::VerifyResponse> Verify(const v1::VerifyRequest& request);
 
  private:
   ModelExecutor* executor_;
+  const TargetProposers* proposers_;
+  TargetProposers none_;  // When no proposers were given.
 };
 
 // Feeds every sequence's tokens (one forward pass, no logits); unknown ids starting at

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
 #include "kernels/accept/verify_accept.h"
 #include "model/output_consumers.h"
@@ -84,6 +85,69 @@ absl::StatusOr<Accepted> Accept(const v1::VerifySequence& seq,
   return best;
 }
 
+// The acceptance of every sequence of `request` over its K + 1 rows of the host
+// `logits` (row-major [rows, vocab]); appends the verdicts up to the first failure.
+void AcceptOnHost(const v1::VerifyRequest& request, const std::vector<float>& logits, size_t vocab,
+                  Verdicts* verdicts) {
+  size_t first_row = 0;
+  std::vector<std::vector<float>> probs;
+  for (const v1::VerifySequence& seq : request.sequences()) {
+    const int k = seq.proposals_size();
+    const auto row = [&, first_row](int i) {
+      return absl::MakeConstSpan(logits).subspan((first_row + i) * vocab, vocab);
+    };
+    first_row += k + 1;
+    probs.resize(k + 1);
+    for (int i = 0; i <= k; ++i) {
+      spec::ProcessLogits(row(i), ToSamplingConfig(seq.sampling()), &probs[i]);
+    }
+    absl::StatusOr<Accepted> accepted = Accept(seq, probs);
+    if (!accepted.ok()) {
+      verdicts->push_back(accepted.status());
+      return;
+    }
+    Verdict verdict;
+    verdict.committed = std::move(accepted->committed);
+    verdict.accepted = std::move(accepted->accepted);
+    if (seq.sampling().return_logprobs()) {
+      for (size_t j = 0; j < verdict.committed.size(); ++j) {
+        const int r = accepted->rows[j];
+        verdict.logprobs.push_back(static_cast<float>(spec::CommittedLogProb(
+            row(r), probs[r], verdict.committed[j], IsGreedy(seq.sampling()))));
+      }
+    }
+    verdicts->push_back(std::move(verdict));
+  }
+}
+
+// A verify pass's consumer: `acceptance` (on the backend, or the logits to the host),
+// then `decide` (turns its result into verdicts), then `after` (may be null), all while
+// the outputs are still where they were computed.
+class VerifyStepConsumer final : public ForwardConsumer {
+ public:
+  VerifyStepConsumer(ForwardConsumer& acceptance, absl::FunctionRef<void()> decide,
+                     const Verdicts& verdicts, VerdictConsumer* after)
+      : acceptance_(acceptance), decide_(decide), verdicts_(verdicts), after_(after) {}
+  absl::Status CheckRows(int logit_rows) const override {
+    return acceptance_.CheckRows(logit_rows);
+  }
+  bool wants_hidden_rows() const override {
+    return after_ != nullptr && after_->wants_hidden_rows();
+  }
+  absl::Status Consume(Backend& backend, const ForwardOutputs& outputs) override {
+    absl::Status status = acceptance_.Consume(backend, outputs);
+    if (!status.ok()) return status;
+    decide_();
+    return after_ == nullptr ? absl::OkStatus() : after_->Consume(backend, outputs, verdicts_);
+  }
+
+ private:
+  ForwardConsumer& acceptance_;
+  absl::FunctionRef<void()> decide_;
+  const Verdicts& verdicts_;
+  VerdictConsumer* after_;
+};
+
 }  // namespace
 
 std::vector<SequenceInput> VerifyBatch(const v1::VerifyRequest& request) {
@@ -98,6 +162,11 @@ std::vector<SequenceInput> VerifyBatch(const v1::VerifyRequest& request) {
     const int k = seq.proposals_size();
     for (const v1::ProposedToken& p : seq.proposals()) in.tokens.push_back(p.token());
     for (int i = 0; i <= k; ++i) in.logit_indices.push_back(n - 1 + i);
+    if (seq.proposal_positions_size() > 0) {
+      for (int i = 0; i < n; ++i) in.positions.push_back(in.start_position + i);
+      in.positions.insert(in.positions.end(), seq.proposal_positions().begin(),
+                          seq.proposal_positions().end());
+    }
     if (seq.proposal_parents_size() > 0) {
       for (int i = 0; i < n; ++i) in.parents.push_back(i - 1);
       for (int32_t p : seq.proposal_parents()) in.parents.push_back(p < 0 ? n - 1 : n + p);
@@ -108,7 +177,8 @@ std::vector<SequenceInput> VerifyBatch(const v1::VerifyRequest& request) {
 }
 
 absl::Status VerifyOnBackend(ModelExecutor* executor, const v1::VerifyRequest& request,
-                             const std::vector<SequenceInput>& batch, Verdicts* verdicts) {
+                             const std::vector<SequenceInput>& batch, Verdicts* verdicts,
+                             VerdictConsumer* after) {
   std::vector<VerifyChain> chains;
   // A sequence whose rule parameters are invalid ends the chains: it is the last
   // verdict (sequence chains.size()), as with VerifyOnHost.
@@ -131,59 +201,38 @@ absl::Status VerifyOnBackend(ModelExecutor* executor, const v1::VerifyRequest& r
   }
   std::vector<VerifyOutcome> outcomes;
   VerifyAcceptConsumer accept(chains, &outcomes);
-  absl::Status status = executor->Forward(batch, accept);
-  if (!status.ok()) return status;
-  for (VerifyOutcome& outcome : outcomes) {
-    if (!outcome.status.ok()) {
-      verdicts->push_back(outcome.status);
-      return absl::OkStatus();
+  const size_t first = verdicts->size();
+  const auto decide = [&] {
+    verdicts->resize(first);
+    for (VerifyOutcome& outcome : outcomes) {
+      if (!outcome.status.ok()) {
+        verdicts->push_back(outcome.status);
+        return;
+      }
+      Verdict verdict;
+      verdict.committed = std::move(outcome.committed);
+      for (int j = 0; j < outcome.num_accepted; ++j) verdict.accepted.push_back(j);
+      verdict.logprobs = std::move(outcome.logprobs);
+      verdicts->push_back(std::move(verdict));
     }
-    Verdict verdict;
-    verdict.committed = std::move(outcome.committed);
-    for (int j = 0; j < outcome.num_accepted; ++j) verdict.accepted.push_back(j);
-    verdict.logprobs = std::move(outcome.logprobs);
-    verdicts->push_back(std::move(verdict));
-  }
-  if (!params_error.ok()) verdicts->push_back(params_error);
-  return absl::OkStatus();
+    if (!params_error.ok()) verdicts->push_back(params_error);
+  };
+  VerifyStepConsumer step(accept, decide, *verdicts, after);
+  return executor->Forward(batch, step);
 }
 
 absl::Status VerifyOnHost(ModelExecutor* executor, const v1::VerifyRequest& request,
-                          const std::vector<SequenceInput>& batch, Verdicts* verdicts) {
-  const size_t vocab = executor->config().vocab_size;
+                          const std::vector<SequenceInput>& batch, Verdicts* verdicts,
+                          VerdictConsumer* after) {
   std::vector<float> logits;
-  absl::Status status = ForwardToHost(*executor, batch, &logits);
-  if (!status.ok()) return status;
-  size_t first_row = 0;
-  std::vector<std::vector<float>> probs;
-  for (const v1::VerifySequence& seq : request.sequences()) {
-    const int k = seq.proposals_size();
-    const auto row = [&, first_row](int i) {
-      return absl::MakeConstSpan(logits).subspan((first_row + i) * vocab, vocab);
-    };
-    first_row += k + 1;
-    probs.resize(k + 1);
-    for (int i = 0; i <= k; ++i) {
-      spec::ProcessLogits(row(i), ToSamplingConfig(seq.sampling()), &probs[i]);
-    }
-    absl::StatusOr<Accepted> accepted = Accept(seq, probs);
-    if (!accepted.ok()) {
-      verdicts->push_back(accepted.status());
-      break;
-    }
-    Verdict verdict;
-    verdict.committed = std::move(accepted->committed);
-    verdict.accepted = std::move(accepted->accepted);
-    if (seq.sampling().return_logprobs()) {
-      for (size_t j = 0; j < verdict.committed.size(); ++j) {
-        const int r = accepted->rows[j];
-        verdict.logprobs.push_back(static_cast<float>(spec::CommittedLogProb(
-            row(r), probs[r], verdict.committed[j], IsGreedy(seq.sampling()))));
-      }
-    }
-    verdicts->push_back(std::move(verdict));
-  }
-  return absl::OkStatus();
+  HostLogitsConsumer host(&logits);
+  const size_t first = verdicts->size();
+  const auto decide = [&] {
+    verdicts->resize(first);
+    AcceptOnHost(request, logits, executor->config().vocab_size, verdicts);
+  };
+  VerifyStepConsumer step(host, decide, *verdicts, after);
+  return executor->Forward(batch, step);
 }
 
 }  // namespace worker

@@ -14,6 +14,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kernels/backend.h"
+#include "model/forward_consumer.h"
 #include "model/llama.h"
 #include "tandem/v1/worker.pb.h"
 #include "worker/model_executor.h"
@@ -39,18 +41,37 @@ struct Verdict {
 // is then the last entry.
 using Verdicts = std::vector<absl::StatusOr<Verdict>>;
 
+// Work that needs both a verify pass's outputs and its verdicts (the target-side
+// proposers, worker/target_proposer.h): runs inside the verify forward, once the
+// verdicts are known.
+class VerdictConsumer {
+ public:
+  virtual ~VerdictConsumer() = default;
+  // Whether Consume reads ForwardOutputs::hidden_rows.
+  virtual bool wants_hidden_rows() const = 0;
+  // `outputs` are the pass's (in `backend`'s memory, valid during the call); `verdicts`
+  // as VerifyOnBackend / VerifyOnHost fill them. An error fails the forward (its batch
+  // is rolled back).
+  virtual absl::Status Consume(Backend& backend, const ForwardOutputs& outputs,
+                               const Verdicts& verdicts) = 0;
+};
+
 // Runs VerifyBatch(request) (`batch`) through executor->Forward with a
-// VerifyAcceptConsumer of one VerifyChain per sequence and fills *verdicts (appended to). Every
+// VerifyAcceptConsumer of one VerifyChain per sequence and fills *verdicts (appended
+// to), then hands the outputs and verdicts to `after` when it is not null. Every
 // sequence must be a chain (no proposal_parents). Returns the forward's error, if any.
 absl::Status VerifyOnBackend(ModelExecutor* executor, const v1::VerifyRequest& request,
-                             const std::vector<SequenceInput>& batch, Verdicts* verdicts);
+                             const std::vector<SequenceInput>& batch, Verdicts* verdicts,
+                             VerdictConsumer* after = nullptr);
 
-// Runs `batch` through executor->Forward with the logits on the host and the
-// acceptance there; any request,
-// trees included. Rejection sampling is not offered on trees (validation answers
-// UNIMPLEMENTED): the best of several paths would not keep the target distribution.
+// Runs `batch` through executor->Forward with the logits copied to the host and the
+// acceptance run there (inside the forward), then `after` as for VerifyOnBackend; any
+// request, trees included. Rejection sampling is not offered on trees (validation
+// answers UNIMPLEMENTED): the best of several paths would not keep the target
+// distribution.
 absl::Status VerifyOnHost(ModelExecutor* executor, const v1::VerifyRequest& request,
-                          const std::vector<SequenceInput>& batch, Verdicts* verdicts);
+                          const std::vector<SequenceInput>& batch, Verdicts* verdicts,
+                          VerdictConsumer* after = nullptr);
 
 }  // namespace worker
 }  // namespace tandem
