@@ -17,7 +17,7 @@ Engine::Engine(const EngineOptions& options, const Tokenizer* tokenizer,
       target_(std::move(target)),
       draft_(std::move(draft)),
       metrics_(metrics),
-      proposers_(ProposerConfig{draft_ != nullptr}),
+      proposers_(ProposerConfig{draft_ != nullptr, options.extra_proposers}),
       kv_(options.planner.max_k),
       queue_(options.max_queue) {}
 

@@ -56,6 +56,8 @@ namespace tandem::coordinator {
 
 struct EngineOptions {
   PlannerOptions planner;
+  // Proposers served after the built-in ones (tests: a testonly method).
+  std::vector<std::shared_ptr<const Proposer>> extra_proposers;
   spec::AdaptiveKConfig adaptive_k;
   int max_running = 64;  // Sequences decoding at once.
   int max_queue = 256;   // Waiting requests; beyond: RESOURCE_EXHAUSTED.

@@ -37,6 +37,31 @@ std::string BatchShape(const Request& request) {
                       max_k, ", last position ", max_end - 1);
 }
 
+// What a verify carries for the candidates' method besides tokens and parents (the
+// planner builds those): explicit positions, and the next-candidates request of the
+// sequence's target-leader proposer (the first of its chain), so that such a method
+// costs one round trip per step.
+void AddProposerFields(const PlannerOptions& options, PhasePlan& plan) {
+  for (int i = 0; i < plan.verify.sequences_size(); ++i) {
+    const Sequence& s = *plan.verify_sequences[i];
+    v1::VerifySequence* v = plan.verify.mutable_sequences(i);
+    const std::vector<int32_t>& positions = s.candidates.positions;
+    if (!positions.empty() && static_cast<int>(positions.size()) == v->proposals_size()) {
+      v->mutable_proposal_positions()->Assign(positions.begin(), positions.end());
+    }
+    for (int slot = 0; slot < s.chain_size(); ++slot) {
+      const Proposer& p = s.proposer(slot);
+      if (p.capabilities().site != ProposerSite::kTargetLeader) continue;
+      const int max_nodes = p.MaxK(s, options);
+      if (max_nodes >= 1) {
+        v->mutable_next_candidates()->set_method(p.method());
+        v->mutable_next_candidates()->set_max_nodes(max_nodes);
+      }
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 struct Engine::TargetResult {
@@ -60,6 +85,7 @@ Sequence* Engine::FindRunning(uint64_t id) const {
 
 void Engine::RunPhase(PhasePlan& plan) {
   const absl::Time phase_start = absl::Now();
+  AddProposerFields(planner_, plan);
   std::future<TargetResult> target_future;
   const bool target_work =
       plan.target_prefill.sequences_size() > 0 || plan.verify.sequences_size() > 0;

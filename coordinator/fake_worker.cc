@@ -151,8 +151,12 @@ absl::StatusOr<v1::PrefillResponse> FakeWorker::Prefill(const v1::PrefillRequest
   absl::MutexLock lock(&mu_);
   ++counters_.prefill_calls;
   if (absl::Status s = StepPreamble(); !s.ok()) return s;
-  const worker::RequestLimits limits{options_.vocab_size, options_.max_batch_tokens,
-                                     options_.max_speculative_tokens, options_.context_length};
+  worker::RequestLimits limits{options_.vocab_size, options_.max_batch_tokens,
+                               options_.max_speculative_tokens, options_.context_length};
+  limits.serves_target_method = [this](v1::SpeculationMethod method) {
+    const auto& served = options_.target_methods;
+    return std::find(served.begin(), served.end(), method) != served.end();
+  };
   if (absl::Status s =
           Admit(worker::ValidatePrefillRequest(request, limits, CachedLengths(caches_)));
       !s.ok()) {
@@ -180,8 +184,12 @@ absl::StatusOr<v1::DraftResponse> FakeWorker::Draft(const v1::DraftRequest& requ
   ++counters_.draft_calls;
   if (absl::Status s = StepPreamble(); !s.ok()) return s;
   if (!options_.draft) return Admit(absl::FailedPreconditionError("Draft on a target"));
-  const worker::RequestLimits limits{options_.vocab_size, options_.max_batch_tokens,
-                                     options_.max_speculative_tokens, options_.context_length};
+  worker::RequestLimits limits{options_.vocab_size, options_.max_batch_tokens,
+                               options_.max_speculative_tokens, options_.context_length};
+  limits.serves_target_method = [this](v1::SpeculationMethod method) {
+    const auto& served = options_.target_methods;
+    return std::find(served.begin(), served.end(), method) != served.end();
+  };
   if (absl::Status s = Admit(worker::ValidateDraftRequest(request, limits, CachedLengths(caches_)));
       !s.ok()) {
     return s;
@@ -214,8 +222,12 @@ absl::StatusOr<v1::VerifyResponse> FakeWorker::Verify(const v1::VerifyRequest& r
   ++counters_.verify_calls;
   if (absl::Status s = StepPreamble(); !s.ok()) return s;
   if (options_.draft) return Admit(absl::FailedPreconditionError("Verify on a draft"));
-  const worker::RequestLimits limits{options_.vocab_size, options_.max_batch_tokens,
-                                     options_.max_speculative_tokens, options_.context_length};
+  worker::RequestLimits limits{options_.vocab_size, options_.max_batch_tokens,
+                               options_.max_speculative_tokens, options_.context_length};
+  limits.serves_target_method = [this](v1::SpeculationMethod method) {
+    const auto& served = options_.target_methods;
+    return std::find(served.begin(), served.end(), method) != served.end();
+  };
   if (absl::Status s =
           Admit(worker::ValidateVerifyRequest(request, limits, CachedLengths(caches_)));
       !s.ok()) {
@@ -240,6 +252,16 @@ absl::StatusOr<v1::VerifyResponse> FakeWorker::Verify(const v1::VerifyRequest& r
     out->add_committed(FakeTargetNext(cache, options_.vocab_size));
     out->set_num_accepted(accepted);
     out->set_cached_length(cache.size());
+    if (v.has_next_candidates()) {
+      v1::NextCandidates* next = out->mutable_next_candidates();
+      next->set_method(v.next_candidates().method());
+      std::vector<int32_t> context = cache;
+      context.push_back(out->committed(out->committed_size() - 1));
+      for (uint32_t i = 0; i < v.next_candidates().max_nodes(); ++i) {
+        context.push_back(FakeTargetNext(context, options_.vocab_size));
+        *next->add_proposals() = PointMassProposal(context.back());
+      }
+    }
   }
   if (absl::Status kv = CheckKv(); !kv.ok()) {
     caches_ = saved;

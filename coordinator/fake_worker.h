@@ -7,7 +7,8 @@
 // TargetNext(context); the draft proposes DraftNext(context), which agrees with the
 // target except where a hash of the context says otherwise (draft_error_rate), so
 // acceptance is partial and reproducible. Only greedy verification is implemented
-// (temperature 0); Verify commits the accepted proposals plus the target's token.
+// (temperature 0); Verify commits the accepted proposals plus the target's token and,
+// when a sequence asks for them, returns next candidates (target_methods).
 // Thread-safe.
 #ifndef TANDEM_COORDINATOR_FAKE_WORKER_H_
 #define TANDEM_COORDINATOR_FAKE_WORKER_H_
@@ -35,6 +36,10 @@ struct FakeWorkerOptions {
   // Fraction of contexts in which the draft's proposal differs from the target's.
   double draft_error_rate = 0.25;
   absl::Duration step_delay = absl::ZeroDuration();  // Added to every step call.
+  // Target-side proposers served (VerifySequence.next_candidates): for any of them,
+  // Verify answers with the fake target's own next max_nodes greedy tokens after the
+  // step (a chain of point masses). Empty = none, as a real worker today.
+  std::vector<v1::SpeculationMethod> target_methods;
 };
 
 // The target's greedy successor of `context` (never 2, the bundled models' EOS, and

@@ -8,6 +8,7 @@ namespace tandem::coordinator {
 ProposerRegistry::ProposerRegistry(const ProposerConfig& config) {
   if (config.draft_worker) proposers_.push_back(std::make_unique<DraftProposer>());
   proposers_.push_back(std::make_unique<PromptLookupProposer>());
+  for (const auto& p : config.extra) proposers_.push_back(p);
 }
 
 std::vector<v1::SpeculationMethod> ProposerRegistry::served_methods() const {

@@ -15,6 +15,8 @@ namespace tandem::coordinator {
 
 struct ProposerConfig {
   bool draft_worker = false;  // A draft worker is configured: the draft model is served.
+  // Served after the built-in proposers, in order (tests: a testonly method).
+  std::vector<std::shared_ptr<const Proposer>> extra;
 };
 
 class ProposerRegistry {
@@ -31,7 +33,7 @@ class ProposerRegistry {
   std::vector<const Proposer*> ChainFor(v1::SpeculationMethod method) const;
 
  private:
-  std::vector<std::unique_ptr<Proposer>> proposers_;  // Preference order.
+  std::vector<std::shared_ptr<const Proposer>> proposers_;  // Preference order.
 };
 
 }  // namespace tandem::coordinator
