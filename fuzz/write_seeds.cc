@@ -60,7 +60,8 @@ void RequestSeeds() {
                {"rule_ratio", tandem::v1::ACCEPTANCE_RULE_RATIO, 0.5f, 0},
                {"rule_position", tandem::v1::ACCEPTANCE_RULE_POSITION, 0.95f, 0.7f},
                {"rule_typical", tandem::v1::ACCEPTANCE_RULE_TYPICAL, 0.09f, 0.3f},
-               {"rule_rejection", tandem::v1::ACCEPTANCE_RULE_REJECTION, 0, 0}};
+               {"rule_rejection", tandem::v1::ACCEPTANCE_RULE_REJECTION, 0, 0},
+               {"rule_coupled", tandem::v1::ACCEPTANCE_RULE_COUPLED, 0, 0}};
   for (const auto& rule : rules) {
     r = base;
     r.mutable_sampling()->set_temperature(1.0f);
@@ -81,6 +82,10 @@ void RequestSeeds() {
       case tandem::v1::ACCEPTANCE_RULE_TYPICAL:
         sp->set_epsilon(rule.a);
         sp->set_delta(rule.b);
+        break;
+      case tandem::v1::ACCEPTANCE_RULE_COUPLED:
+        // Coupled is seed-keyed: with the seed it is also the default rule.
+        r.mutable_sampling()->set_seed(11);
         break;
       default:
         break;
@@ -173,6 +178,12 @@ void WorkerSeeds() {
   v->add_proposal_parents(-1);
   v->add_proposal_parents(-1);
   Worker("verify_tree_typical", 2, verify);
+  v->clear_proposal_parents();
+  v->mutable_sampling()->clear_epsilon();
+  v->mutable_sampling()->clear_delta();
+  v->mutable_sampling()->set_rule(tandem::v1::ACCEPTANCE_RULE_COUPLED);
+  v->mutable_sampling()->set_seed(11);
+  Worker("verify_coupled", 2, verify);
   tandem::v1::VerifyRequest plain;
   auto* s = plain.add_sequences();
   s->set_sequence_id(2);
