@@ -3,19 +3,12 @@
 #ifndef TANDEM_CLIENT_UP_COMMAND_H_
 #define TANDEM_CLIENT_UP_COMMAND_H_
 
-#include <set>
-
-#include "absl/status/statusor.h"
-#include "client/cluster_config.h"
 #include "client/command.h"
 
 namespace tandem::client {
 
+// The `up` subcommand: flags (up_flags.h), help text and its entry point.
 Command UpCommand();
-
-// The cluster description: the --config file (or defaults) with every flag in
-// `specified` applied on top.
-absl::StatusOr<ClusterConfig> ConfigFromFlags(const std::set<std::string>& specified);
 
 }  // namespace tandem::client
 

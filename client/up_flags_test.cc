@@ -1,13 +1,17 @@
-#include "client/up_command.h"
+#include "client/up_flags.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "client/shared_flags.h"
 
 ABSL_DECLARE_FLAG(std::string, config);
@@ -121,6 +125,20 @@ TEST(ConfigFromFlagsTest, BadFileOrValuesAreErrors) {
   absl::SetFlag(&FLAGS_tp, 0);
   EXPECT_THAT(std::string(ConfigFromFlags({"tp"}).status().message()), HasSubstr("tp"));
   absl::SetFlag(&FLAGS_tp, 4);
+}
+
+TEST(UpFlagHelpTest, EveryEntryIsARegisteredFlagOnce) {
+  const std::vector<CommandFlag> help = UpFlagHelp();
+  EXPECT_GE(help.size(), 25u);
+  std::set<std::string> seen;
+  for (const CommandFlag& f : help) {
+    EXPECT_NE(absl::FindCommandLineFlag(f.name), nullptr) << f.name;
+    EXPECT_TRUE(seen.insert(f.name).second) << f.name << " listed twice";
+    EXPECT_FALSE(f.help.empty()) << f.name;
+  }
+  for (const char* name : {"config", "tp", "restart_backoff", "ready_file", "dry_run"}) {
+    EXPECT_EQ(seen.count(name), 1u) << name;
+  }
 }
 
 }  // namespace
