@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "model/json_field_reader.h"
 
 namespace tandem {
 namespace {
@@ -26,114 +27,7 @@ constexpr long long kMaxHeads = 1LL << 12;
 constexpr long long kMaxHeadDim = 1LL << 12;
 constexpr long long kMaxPositions = 1LL << 26;
 
-// Reads fields of one config.json object and formats errors naming the source file.
-class FieldReader {
- public:
-  // `field_prefix` is prepended to field names in messages (e.g. "rope_scaling.").
-  FieldReader(const Json& object, const std::string& source, const std::string& field_prefix = "")
-      : object_(object), source_(source), field_prefix_(field_prefix) {}
-
-  absl::Status Error(const std::string& field, const std::string& what) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source_, ": field \"", field_prefix_, field, "\" ", what));
-  }
-
-  // True when the field exists and is not null.
-  bool Has(const std::string& field) const {
-    auto it = object_.find(field);
-    return it != object_.end() && !it->is_null();
-  }
-
-  // Integer field in [min_value, max_value]; `fallback` when absent (or an error
-  // when `fallback` is null).
-  absl::Status Int(const std::string& field, long long min_value, long long max_value,
-                   const int* fallback, int* out) const {
-    if (!Has(field)) {
-      if (fallback == nullptr) return Error(field, "is missing");
-      *out = *fallback;
-      return absl::OkStatus();
-    }
-    return IntValue(object_.at(field), field, min_value, max_value, out);
-  }
-
-  absl::Status IntValue(const Json& value, const std::string& field, long long min_value,
-                        long long max_value, int* out) const {
-    long long parsed = 0;
-    if (value.is_number_unsigned()) {
-      const auto unsigned_value = value.get<unsigned long long>();
-      if (unsigned_value > static_cast<unsigned long long>(max_value)) {
-        return Error(field, absl::StrCat("is ", unsigned_value, ", above the limit ", max_value));
-      }
-      parsed = static_cast<long long>(unsigned_value);
-    } else if (value.is_number_integer()) {
-      parsed = value.get<long long>();
-    } else {
-      return Error(field, absl::StrCat("must be an integer, got ", value.dump()));
-    }
-    if (parsed < min_value || parsed > max_value) {
-      return Error(field,
-                   absl::StrCat("is ", parsed, ", outside [", min_value, ", ", max_value, "]"));
-    }
-    *out = static_cast<int>(parsed);
-    return absl::OkStatus();
-  }
-
-  // Positive finite number; `fallback` when absent.
-  absl::Status PositiveNumber(const std::string& field, const double* fallback, double* out) const {
-    if (!Has(field)) {
-      if (fallback == nullptr) return Error(field, "is missing");
-      *out = *fallback;
-      return absl::OkStatus();
-    }
-    const Json& value = object_.at(field);
-    if (!value.is_number()) {
-      return Error(field, absl::StrCat("must be a number, got ", value.dump()));
-    }
-    *out = value.get<double>();
-    if (!std::isfinite(*out) || *out <= 0) {
-      return Error(field, absl::StrCat("must be a positive number, got ", value.dump()));
-    }
-    if (*out > std::numeric_limits<float>::max()) {
-      return Error(field, absl::StrCat("is too large for float32: ", value.dump()));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status Bool(const std::string& field, bool fallback, bool* out) const {
-    if (!Has(field)) {
-      *out = fallback;
-      return absl::OkStatus();
-    }
-    const Json& value = object_.at(field);
-    if (!value.is_boolean()) {
-      return Error(field, absl::StrCat("must be true or false, got ", value.dump()));
-    }
-    *out = value.get<bool>();
-    return absl::OkStatus();
-  }
-
-  // Optional string field ("" when absent).
-  absl::Status String(const std::string& field, std::string* out) const {
-    out->clear();
-    if (!Has(field)) return absl::OkStatus();
-    const Json& value = object_.at(field);
-    if (!value.is_string()) {
-      return Error(field, absl::StrCat("must be a string, got ", value.dump()));
-    }
-    *out = value.get<std::string>();
-    return absl::OkStatus();
-  }
-
-  const Json& object() const { return object_; }
-  const std::string& source() const { return source_; }
-
- private:
-  const Json& object_;
-  const std::string& source_;
-  const std::string field_prefix_;
-};
-
-absl::Status ParseArchitecture(const FieldReader& reader, LlamaConfig* config) {
+absl::Status ParseArchitecture(const JsonFieldReader& reader, LlamaConfig* config) {
   static const char* const kArchitectures[] = {"LlamaForCausalLM", "MistralForCausalLM"};
   std::string model_type;
   if (auto status = reader.String("model_type", &model_type); !status.ok()) return status;
@@ -173,7 +67,7 @@ absl::Status ParseArchitecture(const FieldReader& reader, LlamaConfig* config) {
       absl::StrCat("is ", list.dump(), "; supported: LlamaForCausalLM, MistralForCausalLM"));
 }
 
-absl::Status ParseRopeScaling(const FieldReader& reader, RopeScaling* scaling) {
+absl::Status ParseRopeScaling(const JsonFieldReader& reader, RopeScaling* scaling) {
   *scaling = RopeScaling();
   if (!reader.Has("rope_scaling")) return absl::OkStatus();
   const Json& object = reader.object().at("rope_scaling");
@@ -181,7 +75,7 @@ absl::Status ParseRopeScaling(const FieldReader& reader, RopeScaling* scaling) {
     return reader.Error("rope_scaling",
                         absl::StrCat("must be null or an object, got ", object.dump()));
   }
-  const FieldReader fields(object, reader.source(), "rope_scaling.");
+  const JsonFieldReader fields(object, reader.source(), "rope_scaling.");
   std::string type;
   const char* type_field = fields.Has("rope_type") ? "rope_type" : "type";
   if (auto status = fields.String(type_field, &type); !status.ok()) return status;
@@ -222,7 +116,7 @@ absl::Status ParseRopeScaling(const FieldReader& reader, RopeScaling* scaling) {
   return absl::OkStatus();
 }
 
-absl::Status ParseTokenIds(const FieldReader& reader, LlamaConfig* config) {
+absl::Status ParseTokenIds(const JsonFieldReader& reader, LlamaConfig* config) {
   const int default_bos = 1;
   if (auto status =
           reader.Int("bos_token_id", 0, kMaxVocab - 1, &default_bos, &config->bos_token_id);
@@ -256,7 +150,7 @@ absl::Status ParseTokenIds(const FieldReader& reader, LlamaConfig* config) {
 }
 
 // Features of the architecture that this runtime does not implement.
-absl::Status CheckUnsupportedFeatures(const FieldReader& reader) {
+absl::Status CheckUnsupportedFeatures(const JsonFieldReader& reader) {
   for (const char* field : {"attention_bias", "mlp_bias"}) {
     bool enabled = false;
     if (auto status = reader.Bool(field, false, &enabled); !status.ok()) return status;
@@ -271,7 +165,7 @@ absl::Status CheckUnsupportedFeatures(const FieldReader& reader) {
   return absl::OkStatus();
 }
 
-absl::Status ParseSizes(const FieldReader& reader, LlamaConfig* config) {
+absl::Status ParseSizes(const JsonFieldReader& reader, LlamaConfig* config) {
   absl::Status status = reader.Int("vocab_size", 1, kMaxVocab, nullptr, &config->vocab_size);
   if (status.ok()) status = reader.Int("hidden_size", 1, kMaxHidden, nullptr, &config->hidden_size);
   if (status.ok())
@@ -311,7 +205,7 @@ absl::Status ParseSizes(const FieldReader& reader, LlamaConfig* config) {
                     &config->max_position_embeddings);
 }
 
-absl::Status ParseConfigObject(const FieldReader& reader, LlamaConfig* config) {
+absl::Status ParseConfigObject(const JsonFieldReader& reader, LlamaConfig* config) {
   if (auto status = ParseArchitecture(reader, config); !status.ok()) return status;
   if (auto status = CheckUnsupportedFeatures(reader); !status.ok()) return status;
   if (auto status = ParseSizes(reader, config); !status.ok()) return status;
@@ -384,7 +278,7 @@ absl::StatusOr<LlamaConfig> ParseLlamaConfig(const std::string& json_text,
   }
   LlamaConfig config;
   try {
-    const FieldReader reader(root, source);
+    const JsonFieldReader reader(root, source);
     if (auto status = ParseConfigObject(reader, &config); !status.ok()) return status;
   } catch (const Json::exception& error) {
     // Every access is type-checked first; this only guards against surprises.
