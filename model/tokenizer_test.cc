@@ -8,36 +8,22 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "model/tokenizer_test_util.h"
 
 namespace tandem {
 namespace {
 
+using testing::Decoded;
 using ::testing::HasSubstr;
+using testing::kMultilingual;
+using testing::Stream;
 
-constexpr char kBundledTokenizer[] = "models/target/tokenizer.model";
-constexpr char kTokenizerCases[] = "tests/data/tokenizer_cases.json";
-constexpr char kHeldoutCode[] = "tests/data/heldout_code.txt";
 // Trained by sentencepiece_test_trainer.py (see model/BUILD).
 constexpr char kTestModels[] = "model/test_tokenizers/";
-
-// Text that a code-trained vocabulary can only spell with byte fallback.
-const char kMultilingual[] =
-    "Hello 世界! 🎉👍🏽 naïve café — ☃ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢, Ελληνικά, "
-    "русский, "
-    "עברית, "
-    "日本語のテキスト 😀\n";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 std::string TempDir() {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -60,34 +46,6 @@ const Tokenizer& TestTokenizer(const std::string& name) {
   return tokenizers->emplace(name, *std::move(tokenizer)).first->second;
 }
 
-// Streams `ids` through a detokenizer in chunks of 1..max_chunk ids; checks each delta
-// is valid UTF-8 and returns the concatenation (with Flush).
-std::string Stream(const Tokenizer& tokenizer, const std::vector<int>& ids, int max_chunk,
-                   std::mt19937* random, int* empty_deltas = nullptr) {
-  IncrementalDetokenizer detokenizer(&tokenizer);
-  std::string text;
-  size_t i = 0;
-  while (i < ids.size()) {
-    const size_t chunk = std::min<size_t>(ids.size() - i, 1 + (*random)() % max_chunk);
-    auto delta = detokenizer.Add(absl::MakeConstSpan(ids.data() + i, chunk));
-    EXPECT_TRUE(delta.ok()) << delta.status();
-    if (!delta.ok()) return text;
-    EXPECT_TRUE(IsValidUtf8(*delta)) << "invalid UTF-8 delta at id " << i;
-    if (delta->empty() && empty_deltas != nullptr) ++*empty_deltas;
-    text += *delta;
-    i += chunk;
-  }
-  const std::string rest = detokenizer.Flush();
-  EXPECT_TRUE(IsValidUtf8(rest));
-  return text + rest;
-}
-
-std::string Decoded(const Tokenizer& tokenizer, const std::vector<int>& ids) {
-  auto text = tokenizer.Decode(ids);
-  EXPECT_TRUE(text.ok()) << text.status();
-  return text.ok() ? *text : std::string();
-}
-
 // Ids of the byte-fallback pieces spelling `bytes`.
 std::vector<int> ByteIds(const Tokenizer& tokenizer, const std::string& bytes) {
   std::vector<int> ids;
@@ -101,33 +59,6 @@ std::vector<int> ByteIds(const Tokenizer& tokenizer, const std::string& bytes) {
   }
   EXPECT_EQ(ids.size(), bytes.size()) << "byte pieces missing";
   return ids;
-}
-
-TEST(Utf8Test, AcceptsWellFormedText) {
-  EXPECT_TRUE(IsValidUtf8(""));
-  EXPECT_TRUE(IsValidUtf8("plain ascii\n\t"));
-  EXPECT_TRUE(IsValidUtf8(std::string("nul\0inside", 10)));
-  EXPECT_TRUE(IsValidUtf8("\xC2\x80 \xDF\xBF"));                  // U+0080, U+07FF
-  EXPECT_TRUE(IsValidUtf8("\xE0\xA0\x80 \xEF\xBF\xBD"));          // U+0800, U+FFFD
-  EXPECT_TRUE(IsValidUtf8("\xED\x9F\xBF \xEE\x80\x80"));          // U+D7FF, U+E000
-  EXPECT_TRUE(IsValidUtf8("\xF0\x90\x80\x80 \xF4\x8F\xBF\xBF"));  // U+10000, U+10FFFF
-  EXPECT_TRUE(IsValidUtf8(kMultilingual));
-}
-
-TEST(Utf8Test, RejectsMalformedText) {
-  EXPECT_FALSE(IsValidUtf8("\x80"));              // Lone continuation byte.
-  EXPECT_FALSE(IsValidUtf8("\xC0\x80"));          // Overlong NUL.
-  EXPECT_FALSE(IsValidUtf8("\xC1\xBF"));          // Overlong.
-  EXPECT_FALSE(IsValidUtf8("\xE0\x9F\xBF"));      // Overlong 3-byte.
-  EXPECT_FALSE(IsValidUtf8("\xF0\x8F\xBF\xBF"));  // Overlong 4-byte.
-  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // Surrogate U+D800.
-  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // U+110000.
-  EXPECT_FALSE(IsValidUtf8("\xF5\x80\x80\x80"));
-  EXPECT_FALSE(IsValidUtf8("\xF8\x88\x80\x80\x80"));
-  EXPECT_FALSE(IsValidUtf8("\xFF"));
-  EXPECT_FALSE(IsValidUtf8("abc\xE4\xB8"));  // Truncated at the end.
-  EXPECT_FALSE(IsValidUtf8("\xE4\xB8x"));    // Interrupted sequence.
-  EXPECT_FALSE(IsValidUtf8("\xC3"));
 }
 
 // The tokenizer reads SentencePiece models natively: libsentencepiece (which bundles
@@ -369,76 +300,6 @@ INSTANTIATE_TEST_SUITE_P(Models, TrainedTokenizerTest,
                                            "bpe_unused"));
 
 // --- The bundled target tokenizer and its expected ids ------------------------
-
-TEST(BundledTokenizerTest, MatchesExpectedIds) {
-  auto tokenizer = Tokenizer::Load(kBundledTokenizer);
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-  const nlohmann::json cases = nlohmann::json::parse(ReadFile(kTokenizerCases));
-  EXPECT_EQ(tokenizer->vocab_size(), cases["vocab_size"].get<int>());
-  EXPECT_EQ(tokenizer->bos_id(), cases["bos_id"].get<int>());
-  EXPECT_EQ(tokenizer->eos_id(), cases["eos_id"].get<int>());
-  // Loading through the model directory finds the same file.
-  auto from_dir = Tokenizer::Load("models/target");
-  ASSERT_TRUE(from_dir.ok()) << from_dir.status();
-  EXPECT_EQ(from_dir->vocab_size(), tokenizer->vocab_size());
-  ASSERT_FALSE(cases["cases"].empty());
-  std::mt19937 random(17);
-  for (const auto& c : cases["cases"]) {
-    const std::string text = c["text"].get<std::string>();
-    const std::vector<int> expected = c["ids"].get<std::vector<int>>();
-    auto ids = tokenizer->Encode(text, false);
-    ASSERT_TRUE(ids.ok()) << ids.status();
-    EXPECT_EQ(*ids, expected) << text;
-    if (c.contains("pieces")) {
-      const auto pieces = c["pieces"].get<std::vector<std::string>>();
-      ASSERT_EQ(pieces.size(), expected.size());
-      for (size_t i = 0; i < pieces.size(); ++i) {
-        EXPECT_EQ(tokenizer->IdToPiece(expected[i]), pieces[i]);
-      }
-    }
-    EXPECT_EQ(Decoded(*tokenizer, expected), text);
-    EXPECT_EQ(Stream(*tokenizer, expected, 1, &random), text);
-  }
-}
-
-TEST(BundledTokenizerTest, HeldoutCodeRoundTripsAndStreams) {
-  auto tokenizer = Tokenizer::Load(kBundledTokenizer);
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-  const std::string heldout = ReadFile(kHeldoutCode);
-  ASSERT_GT(heldout.size(), 1000u);
-  auto ids = tokenizer->Encode(heldout, true);
-  ASSERT_TRUE(ids.ok()) << ids.status();
-  EXPECT_EQ(Decoded(*tokenizer, *ids), heldout);
-  std::mt19937 random(23);
-  EXPECT_EQ(Stream(*tokenizer, *ids, 1, &random), heldout);
-  EXPECT_EQ(Stream(*tokenizer, *ids, 7, &random), heldout);
-  // Line by line as separate prompts (each starts a fresh decode).
-  std::istringstream lines(heldout);
-  std::string line;
-  int checked = 0;
-  while (std::getline(lines, line) && checked < 400) {
-    auto line_ids = tokenizer->Encode(line, false);
-    ASSERT_TRUE(line_ids.ok());
-    ASSERT_EQ(Decoded(*tokenizer, *line_ids), line);
-    ++checked;
-  }
-  EXPECT_GT(checked, 10);
-}
-
-TEST(BundledTokenizerTest, MultilingualTextUsesByteFallbackAndStreamsCleanly) {
-  auto tokenizer = Tokenizer::Load(kBundledTokenizer);
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-  auto ids = tokenizer->Encode(kMultilingual, true);
-  ASSERT_TRUE(ids.ok());
-  int byte_tokens = 0;
-  for (int id : *ids) byte_tokens += tokenizer->ByteValue(id) >= 0;
-  EXPECT_GT(byte_tokens, 20);
-  EXPECT_EQ(Decoded(*tokenizer, *ids), kMultilingual);
-  std::mt19937 random(29);
-  int empty_deltas = 0;
-  EXPECT_EQ(Stream(*tokenizer, *ids, 1, &random, &empty_deltas), kMultilingual);
-  EXPECT_GT(empty_deltas, 0);
-}
 
 }  // namespace
 }  // namespace tandem
