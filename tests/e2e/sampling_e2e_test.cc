@@ -3,7 +3,7 @@
 //
 // SpeculativeSamplingMatchesTargetSampling: temperature 1, the first two generated
 // tokens (K = 1, the cap of max_new_tokens = 2), two-sample chi-square over (t1, t2),
-// N = 1500 requests per method; a lossy rule (threshold 0.05) must fail it.
+// N = 1500 requests per method; a lossy rule (threshold 0.05, N = 500) must fail it.
 //
 // SpeculativeWindowsMatchTargetSampling: temperature 0.6 and top-p 0.95, generated
 // positions 1..4 with K = 1..8 (K = 1 + i % 8 for request i, max_new_tokens = 9 so
@@ -18,11 +18,18 @@
 // marginals at positions 2, 3, 4 against the target-only marginals (TwoSample): six
 // tests at a family-wise significance of 0.001 (Bonferroni). It prints the shift of
 // probability mass between the two likeliest windows that the j = 4 test detects
-// with 90% power (DetectableShift), and a lossy rule (threshold 0.05) must fail.
-// Measured (2026-12-01, 2 loaded cores, ~80 s for both tests): the likeliest windows
+// with 90% power (DetectableShift), and a lossy rule (threshold 0.05, N = 300) must
+// fail.
+// Measured (2026-12-01, 2 loaded cores, ~40 s for both tests): the likeliest windows
 // have p = 0.433 and 0.079, and moving 0.036 of probability between them is detected
 // with 90% power at N = 3000 (a smaller bias spread over several windows needs
-// more); the threshold rule gives chi2 = 761 against a critical 41.5. Continuations
+// more). The lossy controls are far past their critical values, so they run fewer
+// requests (CI time): at N = 1000 the threshold rule gave chi2 = 761 against a
+// critical 41.5 (noncentrality ~750, linear in N: ~225 at N = 300), and in the first
+// test chi2 = 423 against 90.7 at 1500 + 1500 requests (two-sample noncentrality
+// ~370, proportional to n1 n2 / (n1 + n2): ~185 with 1500 + 500); measured at the
+// reduced sizes: chi2 = 153 against 31.0 (N = 300) and 194 against 73.5 (1500 + 500).
+// Continuations
 // are really used: counted with temporary instrumentation, about 2400 verify steps of
 // the speculative requests took their candidates from a continuation (2600 missed).
 // Outputs are a function of the seeds, so a given build always gives these figures.
@@ -52,7 +59,7 @@ constexpr float kWindowTopP = 0.95f;
 constexpr int kWindowThreads = 24;
 constexpr int kWindowTargetSamples = 3000;
 constexpr int kWindowSamples = 3000;
-constexpr int kWindowLossySamples = 1000;
+constexpr int kWindowLossySamples = 300;
 
 struct Arm {
   v1::SpeculationMethod method = v1::SPECULATION_METHOD_NONE;
@@ -166,6 +173,7 @@ Probabilities OfLength(const Probabilities& exact, int j) {
 TEST_F(SamplingE2eTest, SpeculativeSamplingMatchesTargetSampling) {
   const std::string prompt = "import os\nimport sys\n\ndef main(argv):\n    ";
   constexpr int kSamples = 1500;
+  constexpr int kLossySamples = 500;
   const Arm target_only;
   Arm speculative;
   speculative.method = v1::SPECULATION_METHOD_DRAFT;
@@ -186,7 +194,7 @@ TEST_F(SamplingE2eTest, SpeculativeSamplingMatchesTargetSampling) {
   lossy.rule = v1::ACCEPTANCE_RULE_THRESHOLD;
   lossy.alpha = 0.05f;
   const ChiSquareTest threshold =
-      TwoSample(a, Sample(prompt, lossy, kSamples, 3000000).windows, kAlpha);
+      TwoSample(a, Sample(prompt, lossy, kLossySamples, 3000000).windows, kAlpha);
   std::printf("K = 1, threshold rule: %s\n", threshold.ToString().c_str());
   EXPECT_TRUE(threshold.rejected()) << threshold.ToString();
 }

@@ -8,6 +8,7 @@
 //  * Target follower stalled for longer than --target_recovery_timeout_s: streams
 //    with a client deadline end DEADLINE_EXCEEDED by it, the others UNAVAILABLE soon
 //    after the recovery timeout; after SIGCONT the group and new requests recover.
+// The three cases share one cluster (each ends by checking that it recovered).
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -28,9 +29,12 @@ constexpr int kTokens = 160;
 constexpr int kStepTimeoutS = 3;       // Coordinator's per-step deadline.
 constexpr int kRecoveryTimeoutS = 15;  // Coordinator's --target_recovery_timeout_s.
 
+// One cluster for the three cases (each starts from a serving cluster and ends by
+// checking that it recovered: speculation resumed, or undisturbed outputs after the
+// follower came back), with the undisturbed greedy outputs computed once.
 class StalledWorkerE2eTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  static void SetUpTestSuite() {
     ClusterOptions options;
     options.tp = 2;
     options.tag = "stall";
@@ -40,22 +44,35 @@ class StalledWorkerE2eTest : public ::testing::Test {
                                  absl::StrCat("--target_recovery_timeout_s=", kRecoveryTimeoutS)};
     auto started = Cluster::Start(options);
     ASSERT_TRUE(started.ok()) << started.status();
-    cluster_ = *std::move(started);
-    stub_ = cluster_->Client();
-    prompts_ = e2e::TestPrompts(kStreams);
+    cluster_ = started->release();
+    stub_ = cluster_->Client().release();
+    prompts_ = new std::vector<std::string>(e2e::TestPrompts(kStreams));
+    baseline_ = new std::vector<std::vector<int>>();
     auto streams = Start(absl::InfiniteDuration());
     for (int i = 0; i < kStreams; ++i) {
       streams[i]->Join();
       ASSERT_TRUE(streams[i]->status().ok()) << streams[i]->status().error_message();
-      baseline_.push_back(streams[i]->tokens());
+      baseline_->push_back(streams[i]->tokens());
     }
   }
+  static void TearDownTestSuite() {
+    delete stub_;
+    delete cluster_;
+    delete prompts_;
+    delete baseline_;
+    stub_ = nullptr;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(cluster_, nullptr) << "the cluster did not start";
+    ASSERT_EQ(baseline_->size(), static_cast<size_t>(kStreams)) << "no undisturbed outputs";
+  }
 
-  std::vector<std::unique_ptr<RecordedStream>> Start(absl::Duration deadline) {
+  static std::vector<std::unique_ptr<RecordedStream>> Start(absl::Duration deadline) {
     std::vector<std::unique_ptr<RecordedStream>> streams;
-    for (const std::string& p : prompts_) {
+    for (const std::string& p : *prompts_) {
       streams.push_back(std::make_unique<RecordedStream>(
-          stub_.get(), GreedyRequest(p, kTokens, v1::SPECULATION_METHOD_DRAFT, 3), deadline));
+          stub_, GreedyRequest(p, kTokens, v1::SPECULATION_METHOD_DRAFT, 3), deadline));
     }
     return streams;
   }
@@ -67,15 +84,19 @@ class StalledWorkerE2eTest : public ::testing::Test {
       EXPECT_TRUE(streams[i]->status().ok())
           << "stream " << i << ": " << streams[i]->status().error_message() << "\n"
           << cluster_->Logs();
-      EXPECT_EQ(streams[i]->tokens(), baseline_[i]) << "stream " << i;
+      EXPECT_EQ(streams[i]->tokens(), (*baseline_)[i]) << "stream " << i;
     }
   }
 
-  std::unique_ptr<Cluster> cluster_;
-  std::unique_ptr<v1::Tandem::Stub> stub_;
-  std::vector<std::string> prompts_;
-  std::vector<std::vector<int>> baseline_;
+  static Cluster* cluster_;
+  static v1::Tandem::Stub* stub_;
+  static std::vector<std::string>* prompts_;
+  static std::vector<std::vector<int>>* baseline_;
 };
+Cluster* StalledWorkerE2eTest::cluster_ = nullptr;
+v1::Tandem::Stub* StalledWorkerE2eTest::stub_ = nullptr;
+std::vector<std::string>* StalledWorkerE2eTest::prompts_ = nullptr;
+std::vector<std::vector<int>>* StalledWorkerE2eTest::baseline_ = nullptr;
 
 TEST_F(StalledWorkerE2eTest, StalledDraftFallsBackThenResumes) {
   worker::testing::ChildProcess& draft = cluster_->draft()->process(0);
@@ -97,11 +118,11 @@ TEST_F(StalledWorkerE2eTest, StalledDraftFallsBackThenResumes) {
 
   draft.Signal(SIGCONT);
   ASSERT_TRUE(cluster_->WaitForDraftAvailable(true, absl::Seconds(30))) << cluster_->Logs();
-  RecordedStream again(stub_.get(),
-                       GreedyRequest(prompts_[0], kTokens, v1::SPECULATION_METHOD_DRAFT, 3));
+  RecordedStream again(stub_,
+                       GreedyRequest((*prompts_)[0], kTokens, v1::SPECULATION_METHOD_DRAFT, 3));
   again.Join();
   ASSERT_TRUE(again.status().ok()) << again.status().error_message();
-  EXPECT_EQ(again.tokens(), baseline_[0]);
+  EXPECT_EQ(again.tokens(), (*baseline_)[0]);
   EXPECT_GT(again.stats().draft_tokens_proposed(), 0u) << "speculation did not resume";
 }
 
