@@ -1,17 +1,18 @@
 // The output contract end to end: a request that carries a seed gets the default
 // acceptance rule `coupled`, and its output (token ids and text) is identical to
 // target-only sampling (method NONE) with the same seed, whatever the method, K
-// (1, 2, 4, 8 = the server's max_k, and adaptive), pipelining (on / off) and load
+// (fixed and adaptive), pipelining (on / off) and load
 // (alone on the server, or among dozens of concurrent requests). At temperature 0.7
 // (top-k 40, top-p 0.9) and 1.0 (top-p 0.95). A control shows the test can fail: the
 // rejection rule with the same seeds does change outputs.
 //
 // Grid (CI cost): the loaded pass runs all 20 prompts for every variant, the idle pass
-// (one request at a time, batch 1, the slow part) its first 8. K = 3, 5, 6, 7 run no
-// code that K = 2, 4, 8 do not (the accept loop, the bonus at the K-th position and
-// the draft's K-token proposal are the same for every K; K = 8 is the cap), so they
-// were dropped; together 12 variants x (8 idle + 20 loaded) x 2 temperatures = 672
-// compared outputs (was 1600), every one of which must match exactly.
+// (one request at a time, batch 1, the slow part) its first 8. Fixed K is 1, 3, 4, 7
+// and 8 (K + 1 = 2, 4, 5, 8, 9 verified rows: both sides of 4- and 8-row boundaries,
+// and the cap); K = 2, 5, 6 run no code path those do not (the accept loop, the bonus
+// and the draft's K-token proposal are the same for every K). Together 14 variants x
+// (8 idle + 20 loaded) x 2 temperatures = 784 compared outputs (was 20 variants,
+// 1600), every one of which must match exactly.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -54,7 +55,10 @@ const char* const kPrompts[] = {
     "import json\n\ndata = json.loads(",
 };
 constexpr int kNumPrompts = sizeof(kPrompts) / sizeof(kPrompts[0]);
-constexpr int kIdlePrompts = 8;  // The idle pass runs kPrompts[0..7].
+constexpr int kIdlePrompts = 8;
+// The fixed K values: the smallest, the server's max_k (8), and K + 1 (the verified
+// rows) on both sides of 4- and 8-row boundaries.
+constexpr int kKs[] = {1, 3, 4, 7, 8};  // The idle pass runs kPrompts[0..7].
 
 struct Sampling {
   float temperature;
@@ -131,7 +135,7 @@ std::vector<Output> RunAll(v1::Tandem::Stub* stub, const Sampling& s,
 std::vector<Variant> SpeculativeVariants() {
   std::vector<Variant> variants;
   for (v1::Pipelining pipelining : {v1::PIPELINING_ON, v1::PIPELINING_OFF}) {
-    for (int k : {1, 2, 4, 8}) variants.push_back({v1::SPECULATION_METHOD_DRAFT, k, pipelining});
+    for (int k : kKs) variants.push_back({v1::SPECULATION_METHOD_DRAFT, k, pipelining});
     variants.push_back({v1::SPECULATION_METHOD_AUTO, std::nullopt, pipelining});
   }
   variants.push_back({v1::SPECULATION_METHOD_PROMPT_LOOKUP, 4, v1::PIPELINING_DEFAULT});
