@@ -57,13 +57,19 @@ print_test_summary() {
 }
 
 # Targets of the ASan/UBSan step: every unit and integration test that is not large,
-# not CUDA (off in that build), not a deployment check and not a fuzz replay (the
-# fuzzers run every seed under ASan/UBSan below), plus the greedy end-to-end test
-# (real coordinator and worker processes under the sanitizers).
+# not CUDA (off in that build), not a deployment check, not a fuzz replay (the
+# fuzzers run every seed under ASan/UBSan below) and not tagged no_sanitizers, plus
+# the greedy end-to-end test (real coordinator and worker processes under the
+# sanitizers). no_sanitizers marks statistical tests that repeat, millions of times,
+# calls whose code a small test of the same unit runs under the sanitizers; the
+# repetitions find nothing more there and cost minutes (//spec:rejection_acceptance_test:
+# 46 s under ASan/UBSan, 7 s in the normal build; the hand-made rejection cases stay in
+# //spec:acceptance_test).
 asan_targets() {
   bazel query --noshow_progress --ui_event_filters=-info \
     'tests(//...) except attr(size, "large", tests(//...)) except tests(//kernels/cuda/...)
-     except tests(//deploy/...) except tests(//tests/...) except tests(//fuzz/...)' 2>/dev/null
+     except tests(//deploy/...) except tests(//tests/...) except tests(//fuzz/...)
+     except attr(tags, "no_sanitizers", tests(//...))' 2>/dev/null
   echo //tests/e2e:coordinator_e2e_test
 }
 
