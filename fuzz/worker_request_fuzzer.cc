@@ -18,8 +18,10 @@ namespace {
 
 using tandem::worker::RequestLimits;
 
-constexpr RequestLimits kLimits{/*vocab_size=*/2048, /*max_batch_tokens=*/256,
-                                /*max_speculative_tokens=*/8, /*context_length=*/512};
+// No target-side proposer (serves_target_method unset): next_candidates are refused.
+const RequestLimits kLimits{/*vocab_size=*/2048, /*max_batch_tokens=*/256,
+                            /*max_speculative_tokens=*/8, /*context_length=*/512,
+                            /*serves_target_method=*/nullptr};
 
 absl::StatusOr<int> CachedLength(uint64_t id) {
   static const absl::flat_hash_map<uint64_t, int> cached = {{1, 10}, {2, 0}, {3, 500}};
