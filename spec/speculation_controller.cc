@@ -1,0 +1,238 @@
+#include "spec/speculation_controller.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace tandem {
+namespace spec {
+namespace {
+
+double ClampUnit(double x) {
+  if (!(x >= 0.0)) return 0.0;  // Also NaN.
+  return std::min(x, 1.0);
+}
+
+bool InRange(double x, double lo, double hi) { return x >= lo && x <= hi; }
+
+absl::Status Bad(const char* field, const char* range, double value) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("speculation controller: ", field, " must be ", range, ", got ", value));
+}
+
+double VerifyCost(const VerifyCostFn& nu, int k) { return nu ? nu(k) : 1.0; }
+
+}  // namespace
+
+PositionAcceptance::PositionAcceptance(int max_k, double forgetting)
+    : forgetting_(std::clamp(forgetting, 1e-6, 1.0)),
+      trials_(std::max(max_k, 0), 0.0),
+      accepts_(std::max(max_k, 0), 0.0) {}
+
+void PositionAcceptance::Scale(double factor) {
+  factor = std::clamp(factor, 0.0, 1.0);
+  for (double& t : trials_) t *= factor;
+  for (double& a : accepts_) a *= factor;
+}
+
+void PositionAcceptance::Observe(int proposed, int accepted) {
+  if (proposed <= 0) return;
+  Scale(forgetting_);
+  accepted = std::clamp(accepted, 0, proposed);
+  const int tried = std::min(accepted + 1, proposed);
+  for (int j = 0; j < tried && j < max_k(); ++j) trials_[j] += 1;
+  for (int j = 0; j < accepted && j < max_k(); ++j) accepts_[j] += 1;
+}
+
+double PositionAcceptance::trials(int position) const {
+  return position >= 1 && position <= max_k() ? trials_[position - 1] : 0.0;
+}
+
+double PositionAcceptance::accepts(int position) const {
+  return position >= 1 && position <= max_k() ? accepts_[position - 1] : 0.0;
+}
+
+absl::Status ValidateControllerConfig(const ControllerConfig& c) {
+  if (c.max_k < 1 || c.max_k > 256) return Bad("max_k", "in [1, 256]", c.max_k);
+  if (!InRange(c.initial_acceptance, 0, 1)) {
+    return Bad("initial_acceptance", "in [0, 1]", c.initial_acceptance);
+  }
+  if (!(c.prior_weight > 0) || !std::isfinite(c.prior_weight)) {
+    return Bad("prior_weight", "finite and > 0", c.prior_weight);
+  }
+  if (!(c.forgetting > 0 && c.forgetting <= 1)) return Bad("forgetting", "in (0, 1]", c.forgetting);
+  if (!(c.server_forgetting > 0 && c.server_forgetting <= 1)) {
+    return Bad("server_forgetting", "in (0, 1]", c.server_forgetting);
+  }
+  if (!(c.switch_margin >= 0) || !std::isfinite(c.switch_margin)) {
+    return Bad("switch_margin", "finite and >= 0", c.switch_margin);
+  }
+  if (!InRange(c.probe_fraction, 0, 1)) return Bad("probe_fraction", "in [0, 1]", c.probe_fraction);
+  if (!(c.probe_min_trials >= 0) || !std::isfinite(c.probe_min_trials)) {
+    return Bad("probe_min_trials", "finite and >= 0", c.probe_min_trials);
+  }
+  if (!(c.probe_z >= 0) || !std::isfinite(c.probe_z)) return Bad("probe_z", ">= 0", c.probe_z);
+  if (c.probe_max_k < 1) return Bad("probe_max_k", ">= 1", c.probe_max_k);
+  return absl::OkStatus();
+}
+
+double ExpectedTokensFromPositions(const std::vector<double>& acceptance, int k) {
+  double expected = 1.0, reach = 1.0;
+  const int n = std::min<int>(std::max(k, 0), acceptance.size());
+  for (int j = 0; j < n; ++j) {
+    reach *= ClampUnit(acceptance[j]);
+    expected += reach;
+  }
+  return expected;
+}
+
+SpeculationController::SpeculationController(ControllerConfig config) : config_(config) {
+  config_.max_k = std::clamp(config_.max_k, 1, 256);
+  config_.prior_weight = std::max(config_.prior_weight, 1e-6);
+  config_.probe_max_k = std::max(config_.probe_max_k, 1);
+}
+
+double SpeculationController::Staleness(int option) const {
+  if (option < 0 || option >= static_cast<int>(last_used_.size())) return 1.0;
+  return std::pow(config_.forgetting, static_cast<double>(step_ - last_used_[option]));
+}
+
+double SpeculationController::OwnTrials(int option, int position, bool aged) const {
+  if (option < 0 || option >= static_cast<int>(own_.size())) return 0.0;
+  return own_[option].trials(position) * (aged ? Staleness(option) : 1.0);
+}
+
+std::vector<double> SpeculationController::Estimates(int option, const PositionAcceptance* server,
+                                                     int k, bool aged) const {
+  // Each position is shrunk towards the one before it (position 1 towards
+  // initial_acceptance): a position with little evidence looks like its predecessor.
+  const double w = config_.prior_weight, keep = aged ? Staleness(option) : 1.0;
+  const PositionAcceptance* own =
+      option >= 0 && option < static_cast<int>(own_.size()) ? &own_[option] : nullptr;
+  std::vector<double> a(std::max(k, 0));
+  double server_prior = ClampUnit(config_.initial_acceptance);
+  double own_prior = server_prior;
+  for (int j = 1; j <= k; ++j) {
+    if (server != nullptr) {
+      server_prior = (server->accepts(j) + w * server_prior) / (server->trials(j) + w);
+    }
+    // Position 1's prior is the server's view; deeper ones the own estimate before.
+    const double prior = j == 1 ? server_prior : own_prior;
+    const double accepts = own ? own->accepts(j) * keep : 0,
+                 trials = own ? own->trials(j) * keep : 0;
+    const double mean = ClampUnit((accepts + w * prior) / (trials + w));
+    own_prior = mean;
+    a[j - 1] = mean;
+    if (aged) {  // Optimistic: probe_z standard deviations of the aged estimate up.
+      a[j - 1] =
+          ClampUnit(mean + config_.probe_z * std::sqrt(mean * (1 - mean) / (trials + w + 1)));
+    }
+  }
+  return a;
+}
+
+double SpeculationController::Acceptance(int option, int position,
+                                         const PositionAcceptance* server) const {
+  if (position < 1) return 0.0;
+  return Estimates(option, server, position, false)[position - 1];
+}
+
+double SpeculationController::ValueOf(int option, const ControllerOption& o, const VerifyCostFn& nu,
+                                      int k, bool optimistic) const {
+  if (k <= 0) return 1.0;
+  const std::vector<double> a = Estimates(option, o.server, k, optimistic);
+  const double cost =
+      k * std::max(o.draft_cost, 0.0) + VerifyCost(nu, k) + std::max(o.overhead, 0.0);
+  return cost > 0 ? ExpectedTokensFromPositions(a, k) / cost : 0.0;
+}
+
+SpeculationController::Value SpeculationController::Best(int option, const ControllerOption& o,
+                                                         const VerifyCostFn& nu, int max_k,
+                                                         bool optimistic) const {
+  Value best;
+  for (int k = 1; k <= std::min(max_k, config_.max_k); ++k) {
+    const double s = ValueOf(option, o, nu, k, optimistic);
+    if (best.k == 0 || s > best.speedup) best = {k, s};
+  }
+  return best;
+}
+
+ControllerChoice SpeculationController::Choose(const ControllerInputs& in) const {
+  const int n = static_cast<int>(in.options.size());
+  auto open = [&](int i) {
+    return i >= 0 && i < n && in.options[i].usable && in.options[i].max_k >= 1;
+  };
+  // The best choice by the mean estimates (plain decoding is worth 1).
+  ControllerChoice best;
+  bool any_open = false;
+  for (int i = 0; i < n; ++i) {
+    if (!open(i)) continue;
+    any_open = true;
+    const Value v = Best(i, in.options[i], in.verify_cost, in.options[i].max_k, false);
+    if (v.speedup > best.speedup) best = {i, v.k, false, v.speedup, false};
+  }
+  // The incumbent (plain when its option cannot be used now), then hysteresis.
+  ControllerChoice chosen;
+  if (open(incumbent_option_)) {
+    const ControllerOption& o = in.options[incumbent_option_];
+    const int k = std::min(incumbent_k_, o.max_k);
+    chosen = {incumbent_option_, k, false, ValueOf(incumbent_option_, o, in.verify_cost, k, false),
+              false};
+  }
+  const double margin = 1 + config_.switch_margin;
+  if (chosen.option < 0) {
+    if (best.speedup >= margin) chosen = best;
+  } else if (chosen.speedup < 1) {
+    chosen = best.option >= 0 ? best : ControllerChoice();
+  } else if (best.speedup > chosen.speedup * margin) {
+    chosen = best;
+  }
+  // A probe: another option whose own evidence is thin and whose optimistic value
+  // would beat the choice by the margin.
+  if (probe_budget_ >= 1) {
+    ControllerChoice probe;
+    double probe_value = chosen.speedup * margin;
+    for (int i = 0; i < n; ++i) {
+      if (!open(i) || i == chosen.option || OwnTrials(i, 1, true) >= config_.probe_min_trials) {
+        continue;
+      }
+      const ControllerOption& o = in.options[i];
+      const Value v = Best(i, o, in.verify_cost, o.max_k, true);
+      if (v.speedup > probe_value) {
+        probe_value = v.speedup;
+        const int k = std::min(v.k, config_.probe_max_k);
+        probe = {i, k, true, ValueOf(i, o, in.verify_cost, k, false), false};
+      }
+    }
+    if (probe.option >= 0) return probe;
+  }
+  chosen.off_by_model = chosen.option < 0 && any_open;
+  return chosen;
+}
+
+void SpeculationController::Observe(const ControllerChoice& chosen, int used, int proposed,
+                                    int accepted) {
+  ++step_;
+  if (used >= 0 && proposed > 0) {
+    if (used >= static_cast<int>(own_.size())) {
+      own_.resize(used + 1, PositionAcceptance(config_.max_k, config_.forgetting));
+      last_used_.resize(used + 1, step_ - 1);
+    }
+    // Aged by the steps it was not used (Observe itself weighs the past once more).
+    own_[used].Scale(
+        std::pow(config_.forgetting, static_cast<double>(step_ - 1 - last_used_[used])));
+    own_[used].Observe(proposed, accepted);
+    last_used_[used] = step_;
+  }
+  probe_budget_ = std::min(1.0, probe_budget_ + config_.probe_fraction);
+  if (chosen.probe) {
+    probe_budget_ -= 1;
+  } else {
+    incumbent_option_ = chosen.option;
+    incumbent_k_ = chosen.k;
+  }
+}
+
+}  // namespace spec
+}  // namespace tandem

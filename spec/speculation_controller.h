@@ -1,0 +1,167 @@
+// The speculation controller: per sequence, picks which proposer to use and how many
+// candidates K to verify (K = 0: plain decoding) so as to maximise the expected
+// committed tokens per unit of time, from measured terms (docs/architecture.md §3):
+//
+//   S(m, K) = E_m(K) / (K c_m + nu(K) + o_m),   S(plain) = 1,
+//   E_m(K)  = 1 + sum_{j=1..K} prod_{i=1..j} a_m(i)
+//
+// with a_m(i) the probability that proposal i of method m is accepted once proposals
+// 1..i-1 were (per position, so a draft whose agreement fades with depth is modelled as
+// such), c_m its proposing cost per token, o_m its fixed cost per step, and nu(K) the
+// verify cost of K + 1 positions per sequence at the current batch size, all relative
+// to one plain target step of that batch.
+//
+// Acceptance: per method and position, discounted counts of the sequence's own steps
+// with that method (PositionAcceptance: each new step weighs `forgetting` against the
+// past), shrunk towards a server-wide estimate of the same method (another
+// PositionAcceptance fed by every sequence) worth `prior_weight` trials; a deeper
+// position is shrunk towards the estimate of the one before it, so a position with
+// little evidence looks like its predecessor. The mean is
+// what was last seen; the evidence of a method not used for a while counts for less
+// (its counts age by `forgetting` per step without it), which makes it uncertain again
+// and lets the next observation of it dominate.
+//
+// Hysteresis: the incumbent choice is kept unless another beats it by `switch_margin`
+// (relative); plain decoding is left only for S >= 1 + switch_margin, while a
+// speculative incumbent whose S falls below 1 is dropped at once (never keep a loss).
+// Exploration: an option that is not chosen is tried (a probe, K <= probe_max_k) only
+// when its aged evidence is thin (fewer than probe_min_trials at position 1) and its
+// optimistic value (aged estimate + probe_z standard deviations) would beat the
+// choice by the margin, at most a probe_fraction of the steps (a token bucket).
+// Outputs never depend on the choice (acceptance rules, docs/architecture.md §4).
+//
+// Pure and deterministic; no I/O. Not thread-safe: one controller per sequence.
+#ifndef TANDEM_SPEC_SPECULATION_CONTROLLER_H_
+#define TANDEM_SPEC_SPECULATION_CONTROLLER_H_
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "spec/cost_model.h"
+
+namespace tandem {
+namespace spec {
+
+// Discounted per-position acceptance counts of one method, positions 1..max_k.
+class PositionAcceptance {
+ public:
+  // `forgetting` in (0, 1]: weight kept by the past at each Observe.
+  PositionAcceptance(int max_k, double forgetting);
+
+  // One step that verified `proposed` proposals of which the first `accepted` were
+  // accepted (clamped to [0, proposed]): positions 1..accepted + 1 (at most proposed)
+  // were tried, 1..accepted accepted. The past is weighed by `forgetting` first.
+  // proposed <= 0: no-op.
+  void Observe(int proposed, int accepted);
+  // Multiplies every count by `factor` in [0, 1] (ages the evidence).
+  void Scale(double factor);
+
+  // Discounted trials / accepts at `position` (1-based); 0 outside [1, max_k].
+  double trials(int position) const;
+  double accepts(int position) const;
+  int max_k() const { return static_cast<int>(trials_.size()); }
+
+ private:
+  double forgetting_;
+  std::vector<double> trials_, accepts_;
+};
+
+struct ControllerConfig {
+  int max_k = 8;                     // [1, 256]: positions tracked, largest K chosen.
+  double initial_acceptance = 0.6;   // [0, 1]: per-position acceptance before any data.
+  double prior_weight = 4;           // > 0: trials the server-wide estimate is worth.
+  double forgetting = 0.95;          // (0, 1]: own evidence kept per step.
+  double server_forgetting = 0.995;  // (0, 1]: server-wide evidence kept per observation.
+  double switch_margin = 0.05;       // >= 0: relative gain needed to change the choice.
+  double probe_fraction = 1.0 / 32;  // [0, 1]: most steps that may be probes.
+  double probe_min_trials = 3;       // Probe only below this many own trials at pos. 1.
+  double probe_z = 1.5;              // >= 0: standard deviations of optimism in a probe.
+  int probe_max_k = 2;               // >= 1: largest K of a probe.
+};
+
+// INVALID_ARGUMENT naming the field when a value is outside the ranges above.
+absl::Status ValidateControllerConfig(const ControllerConfig& config);
+
+// One proposer the sequence may use this step (index = its slot in the sequence's
+// chain, preference order).
+struct ControllerOption {
+  bool usable = false;    // False: it cannot propose this step (worker down, ...).
+  int max_k = 0;          // Largest K allowed for it now (caps of the request, contexts).
+  double draft_cost = 0;  // c, per proposed token, relative to a plain step.
+  double overhead = 0;    // o, per speculative step, relative to a plain step.
+  // Server-wide acceptance of its method (null: only initial_acceptance as prior).
+  const PositionAcceptance* server = nullptr;
+};
+
+struct ControllerInputs {
+  std::vector<ControllerOption> options;
+  // nu(K) at the current batch size (nu(0) = 1). Empty: nu = 1.
+  VerifyCostFn verify_cost;
+};
+
+struct ControllerChoice {
+  int option = -1;       // Slot chosen, -1 = plain decoding.
+  int k = 0;             // 0 iff option == -1.
+  bool probe = false;    // An exploration step, not the best by the estimates.
+  double speedup = 1.0;  // Modelled S of this choice (by the mean estimates).
+  // True when plain decoding was chosen although some option was usable with K >= 1
+  // (the cost model says speculation does not pay now).
+  bool off_by_model = false;
+};
+
+// E = 1 + sum_j prod_{i<=j} a(i) for K = min(k, a.size()) positions, a clamped to [0, 1].
+double ExpectedTokensFromPositions(const std::vector<double>& acceptance, int k);
+
+class SpeculationController {
+ public:
+  explicit SpeculationController(ControllerConfig config = ControllerConfig());
+
+  // The choice for the next step. Const: calling it again before Observe gives the
+  // same answer (the planner may ask more than once per step).
+  ControllerChoice Choose(const ControllerInputs& inputs) const;
+
+  // After the step: `chosen` is what Choose returned for it; option `used` (-1: none)
+  // verified `proposed` proposals of which `accepted` were accepted. Records the step
+  // (the used option's evidence first aged by the steps it was not used), moves the
+  // incumbent and the probe budget.
+  void Observe(const ControllerChoice& chosen, int used, int proposed, int accepted);
+
+  // Mean acceptance estimate at `position` (1-based) of option `option` given its
+  // server-wide estimate `server` (may be null).
+  double Acceptance(int option, int position, const PositionAcceptance* server) const;
+
+ private:
+  struct Value {
+    int k = 0;
+    double speedup = 1.0;
+  };
+  // Acceptance at positions 1..k of `option`: the mean estimates, or (optimistic) the
+  // estimates with its own evidence aged by the steps since it was last used, raised by
+  // probe_z standard deviations.
+  std::vector<double> Estimates(int option, const PositionAcceptance* server, int k,
+                                bool optimistic) const;
+  // The best K in [1, max_k] of `option` (ties to the smaller K) by the mean estimate,
+  // or (optimistic) by the aged estimate plus probe_z standard deviations.
+  Value Best(int option, const ControllerOption& o, const VerifyCostFn& nu, int max_k,
+             bool optimistic) const;
+  // S of `option` at `k` (1 for k <= 0), by the mean or the optimistic estimate.
+  double ValueOf(int option, const ControllerOption& o, const VerifyCostFn& nu, int k,
+                 bool optimistic) const;
+  // Own discounted trials of `option` at `position` (0 before any observation), aged
+  // by the steps since its last use when `aged`.
+  double OwnTrials(int option, int position, bool aged) const;
+  double Staleness(int option) const;  // forgetting^(steps since last used).
+
+  ControllerConfig config_;
+  std::vector<PositionAcceptance> own_;  // Per option slot, grown on demand.
+  std::vector<long> last_used_;          // Step each option was last observed at.
+  long step_ = 0;                        // Steps observed.
+  int incumbent_option_ = -1;
+  int incumbent_k_ = 0;
+  double probe_budget_ = 0;
+};
+
+}  // namespace spec
+}  // namespace tandem
+
+#endif  // TANDEM_SPEC_SPECULATION_CONTROLLER_H_

@@ -1,0 +1,250 @@
+#include "spec/speculation_controller.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "spec/cost_model.h"
+
+namespace tandem {
+namespace spec {
+namespace {
+
+TEST(PositionAcceptanceTest, CountsTrialsUpToTheFirstRejection) {
+  PositionAcceptance a(4, 1.0);
+  a.Observe(4, 2);  // Positions 1, 2 accepted, 3 rejected, 4 never tried.
+  a.Observe(2, 2);  // Both accepted.
+  a.Observe(0, 0);  // Plain step: nothing.
+  EXPECT_EQ(a.trials(1), 2);
+  EXPECT_EQ(a.accepts(1), 2);
+  EXPECT_EQ(a.trials(2), 2);
+  EXPECT_EQ(a.accepts(2), 2);
+  EXPECT_EQ(a.trials(3), 1);
+  EXPECT_EQ(a.accepts(3), 0);
+  EXPECT_EQ(a.trials(4), 0);
+  EXPECT_EQ(a.trials(5), 0);  // Outside the tracked positions.
+}
+
+TEST(PositionAcceptanceTest, EvidenceAges) {
+  PositionAcceptance a(2, 0.5);
+  a.Observe(1, 1);
+  a.Scale(0.5);
+  EXPECT_DOUBLE_EQ(a.trials(1), 0.5);
+  a.Observe(1, 0);  // Weighs the past by 0.5, then adds a trial.
+  EXPECT_DOUBLE_EQ(a.trials(1), 1.25);
+  EXPECT_DOUBLE_EQ(a.accepts(1), 0.25);
+}
+
+TEST(ExpectedTokensFromPositionsTest, MatchesTheConstantAlphaFormula) {
+  for (double alpha : {0.0, 0.3, 0.8, 1.0}) {
+    for (int k = 0; k <= 6; ++k) {
+      EXPECT_NEAR(ExpectedTokensFromPositions(std::vector<double>(6, alpha), k),
+                  ExpectedTokensPerStep(alpha, k), 1e-12);
+    }
+  }
+  EXPECT_DOUBLE_EQ(ExpectedTokensFromPositions({0.5, 0.5}, 2), 1 + 0.5 + 0.25);
+  EXPECT_DOUBLE_EQ(ExpectedTokensFromPositions({0.5, 2.0}, 5), 1 + 0.5 + 0.5);  // Clamped.
+}
+
+TEST(ValidateControllerConfigTest, NamesBadFields) {
+  EXPECT_TRUE(ValidateControllerConfig(ControllerConfig()).ok());
+  auto bad = [](auto edit, const char* field) {
+    ControllerConfig c;
+    edit(c);
+    const absl::Status s = ValidateControllerConfig(c);
+    EXPECT_FALSE(s.ok()) << field;
+    EXPECT_NE(std::string(s.message()).find(field), std::string::npos) << s;
+  };
+  bad([](ControllerConfig& c) { c.max_k = 0; }, "max_k");
+  bad([](ControllerConfig& c) { c.initial_acceptance = 1.5; }, "initial_acceptance");
+  bad([](ControllerConfig& c) { c.prior_weight = 0; }, "prior_weight");
+  bad([](ControllerConfig& c) { c.forgetting = 0; }, "forgetting");
+  bad([](ControllerConfig& c) { c.switch_margin = -1; }, "switch_margin");
+  bad([](ControllerConfig& c) { c.probe_fraction = 2; }, "probe_fraction");
+  bad([](ControllerConfig& c) { c.probe_max_k = 0; }, "probe_max_k");
+}
+
+// One option with scalar costs and nu(K) = 1 + slope K.
+ControllerInputs OneOption(double c, double slope, double o, int max_k = 8) {
+  ControllerInputs in;
+  in.options.push_back({true, max_k, c, o, nullptr});
+  in.verify_cost = LinearVerifyCost(slope);
+  return in;
+}
+
+TEST(SpeculationControllerTest, FirstChoiceIsTheModelledBestK) {
+  ControllerConfig config;
+  config.initial_acceptance = 0.8;
+  SpeculationController controller(config);
+  const ControllerInputs in = OneOption(0.05, 0.02, 0.05);
+  // Independent reference: the scalar cost model at the prior's alpha.
+  CostModel model{0.05, LinearVerifyCost(0.02), 0.05};
+  const DraftLengthChoice expected = BestDraftLength(0.8, model, 8, false);
+  const ControllerChoice c = controller.Choose(in);
+  EXPECT_EQ(c.option, 0);
+  EXPECT_EQ(c.k, expected.k);
+  EXPECT_NEAR(c.speedup, expected.speedup, 1e-9);
+  EXPECT_FALSE(c.probe);
+}
+
+TEST(SpeculationControllerTest, ExpensiveVerifyAtHighBatchTurnsSpeculationOff) {
+  // A compute-bound target at a large batch: nu grows by a full step per position.
+  SpeculationController controller;
+  const ControllerChoice c = controller.Choose(OneOption(0.05, 1.0, 0.05));
+  EXPECT_EQ(c.option, -1);
+  EXPECT_EQ(c.k, 0);
+  EXPECT_TRUE(c.off_by_model);
+  // Nothing usable: off, but not by the model.
+  ControllerInputs none = OneOption(0.05, 0.02, 0.05);
+  none.options[0].usable = false;
+  EXPECT_FALSE(controller.Choose(none).off_by_model);
+  EXPECT_EQ(controller.Choose(none).option, -1);
+}
+
+TEST(SpeculationControllerTest, RespectsTheOptionsCap) {
+  ControllerConfig config;
+  config.initial_acceptance = 0.95;
+  SpeculationController controller(config);
+  EXPECT_EQ(controller.Choose(OneOption(0.0, 0.0, 0.0, 3)).k, 3);
+}
+
+// Runs `steps` steps: the true acceptance of option i at step t and every position is
+// alpha(t, i); each proposal passes with that probability until the first rejection.
+struct Trace {
+  std::vector<ControllerChoice> choices;
+  int Switches() const {
+    int n = 0;
+    for (size_t t = 1; t < choices.size(); ++t) {
+      if (choices[t].probe || choices[t - 1].probe) continue;
+      n += (choices[t].option >= 0) != (choices[t - 1].option >= 0) ||
+           choices[t].option != choices[t - 1].option;
+    }
+    return n;
+  }
+  int Probes(size_t from, size_t to) const {
+    int n = 0;
+    for (size_t t = from; t < to && t < choices.size(); ++t) n += choices[t].probe;
+    return n;
+  }
+  bool On(size_t t) const { return choices[t].option >= 0; }
+};
+
+Trace Simulate(SpeculationController& controller, const ControllerInputs& in, int steps,
+               const std::function<double(int, int)>& alpha, uint32_t seed = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  Trace trace;
+  for (int t = 0; t < steps; ++t) {
+    const ControllerChoice c = controller.Choose(in);
+    int accepted = 0;
+    while (accepted < c.k && u(rng) < alpha(t, c.option)) ++accepted;
+    controller.Observe(c, c.option, c.k, accepted);
+    trace.choices.push_back(c);
+  }
+  return trace;
+}
+
+// Costs under which speculation pays only for alpha above about 0.5.
+ControllerInputs CostlyDraft() { return OneOption(0.3, 0.1, 0.1); }
+
+TEST(SpeculationControllerTest, TurnsOffWhenAcceptanceCollapsesAndBackOnWhenItRecovers) {
+  SpeculationController controller;
+  auto alpha = [](int t, int) { return t < 200 ? 0.9 : t < 600 ? 0.02 : 0.9; };
+  const Trace trace = Simulate(controller, CostlyDraft(), 1000, alpha);
+  EXPECT_TRUE(trace.On(199));
+  // Off within 40 steps of the collapse, and off (probes aside) until it recovers.
+  int off_at = -1;
+  for (int t = 200; t < 600 && off_at < 0; ++t) {
+    if (!trace.On(t)) off_at = t;
+  }
+  ASSERT_GE(off_at, 0);
+  EXPECT_LT(off_at, 240);
+  int on_while_collapsed = 0;
+  for (int t = off_at; t < 600; ++t) on_while_collapsed += trace.On(t) && !trace.choices[t].probe;
+  EXPECT_LE(on_while_collapsed, 40);  // Re-tries as own evidence ages: a few per 100.
+  // Back on within 150 steps of the recovery, and on to the end.
+  int on_at = -1;
+  for (int t = 600; t < 1000 && on_at < 0; ++t) {
+    if (trace.On(t) && !trace.choices[t].probe && trace.On(t + 1)) on_at = t;
+  }
+  ASSERT_GE(on_at, 0);
+  EXPECT_LT(on_at, 750);
+  for (int t = on_at + 20; t < 1000; ++t) EXPECT_TRUE(trace.On(t)) << t;
+}
+
+TEST(SpeculationControllerTest, NoOscillationNearBreakEven) {
+  // Alpha where S(K) straddles 1 with noise: hysteresis keeps the choice stable.
+  for (double alpha : {0.45, 0.5, 0.55, 0.6}) {
+    SpeculationController controller;
+    const Trace trace =
+        Simulate(controller, CostlyDraft(), 2000, [alpha](int, int) { return alpha; }, 7);
+    EXPECT_LE(trace.Switches(), 40) << "alpha " << alpha;
+  }
+}
+
+TEST(SpeculationControllerTest, ExplorationIsBoundedAndOnlyWhenUncertain) {
+  // Two options: a good cheap one and a poor one; the poor one is probed only when its
+  // own evidence has aged, never more than probe_fraction of the steps.
+  ControllerConfig config;
+  SpeculationController controller(config);
+  ControllerInputs in = OneOption(0.0, 0.05, 0.0);
+  in.options.push_back({true, 8, 0.2, 0.1, nullptr});
+  auto alpha = [](int, int option) { return option == 0 ? 0.8 : 0.1; };
+  const int steps = 3000;
+  const Trace trace = Simulate(controller, in, steps, alpha, 3);
+  const int probes = trace.Probes(0, steps);
+  EXPECT_GT(probes, 0);
+  EXPECT_LE(probes, steps * config.probe_fraction + 1);
+  for (const ControllerChoice& c : trace.choices) {
+    if (c.probe) EXPECT_LE(c.k, config.probe_max_k);
+    if (!c.probe) EXPECT_EQ(c.option, 0);
+  }
+  // With exploration off, never.
+  config.probe_fraction = 0;
+  SpeculationController quiet(config);
+  EXPECT_EQ(Simulate(quiet, in, 500, alpha).Probes(0, 500), 0);
+}
+
+TEST(SpeculationControllerTest, PicksTheMethodThatPaysAndFollowsWhenItChanges) {
+  // Option 0: the draft model (measured c), option 1: prompt lookup (c = 0). Lookup
+  // matches badly at first, then the text turns repetitive and it accepts well.
+  SpeculationController controller;
+  ControllerInputs in = OneOption(0.15, 0.05, 0.05);
+  in.options.push_back({true, 8, 0.0, 0.0, nullptr});
+  auto alpha = [](int t, int option) { return option == 0 ? 0.7 : t < 500 ? 0.05 : 0.95; };
+  const Trace trace = Simulate(controller, in, 1500, alpha, 5);
+  int draft = 0, lookup = 0;
+  for (int t = 300; t < 500; ++t) draft += trace.choices[t].option == 0 && !trace.choices[t].probe;
+  for (int t = 1200; t < 1500; ++t) lookup += trace.choices[t].option == 1;
+  EXPECT_GE(draft, 180);
+  EXPECT_GE(lookup, 290);
+}
+
+TEST(SpeculationControllerTest, ServerWidePriorSeedsANewSequence) {
+  PositionAcceptance server(8, 1.0);
+  for (int i = 0; i < 200; ++i) server.Observe(4, 0);  // Everyone sees rejections.
+  ControllerInputs in = CostlyDraft();
+  in.options[0].server = &server;
+  SpeculationController fresh;
+  EXPECT_LT(fresh.Acceptance(0, 1, &server), 0.05);
+  EXPECT_EQ(fresh.Choose(in).option, -1);
+  EXPECT_TRUE(fresh.Choose(in).off_by_model);
+  in.options[0].server = nullptr;  // Only the default prior: speculate.
+  EXPECT_EQ(fresh.Choose(in).option, 0);
+}
+
+TEST(SpeculationControllerTest, ALosingIncumbentIsDroppedAtOnce) {
+  SpeculationController controller;
+  const ControllerInputs cheap = OneOption(0.0, 0.02, 0.0);
+  const ControllerChoice on = controller.Choose(cheap);
+  ASSERT_EQ(on.option, 0);
+  controller.Observe(on, 0, on.k, on.k);
+  // The batch grows: the same choice would now cost more than it gains.
+  EXPECT_EQ(controller.Choose(OneOption(0.0, 2.0, 0.5)).option, -1);
+}
+
+}  // namespace
+}  // namespace spec
+}  // namespace tandem
