@@ -19,7 +19,12 @@ Engine::Engine(const EngineOptions& options, const Tokenizer* tokenizer,
       metrics_(metrics),
       proposers_(ProposerConfig{draft_ != nullptr, options.extra_proposers}),
       kv_(options.planner.max_k),
-      queue_(options.max_queue) {}
+      queue_(options.max_queue) {
+  for (v1::SpeculationMethod m : proposers_.served_methods()) {
+    server_acceptance_[m] = std::make_unique<spec::PositionAcceptance>(
+        options.controller.max_k, options.controller.server_forgetting);
+  }
+}
 
 Engine::~Engine() { Stop(); }
 
@@ -134,10 +139,15 @@ absl::StatusOr<std::shared_ptr<Sequence>> Engine::Submit(ValidatedRequest reques
   }
   const uint64_t id = next_id_.fetch_add(1);
   auto seq = std::make_shared<Sequence>(id, std::move(request), std::move(prompt), max_new_tokens,
-                                        tokenizer_, options_.eos_token_id, options_.adaptive_k,
+                                        tokenizer_, options_.eos_token_id, options_.controller,
                                         absl::Now(), std::move(output));
   seq->deadline = deadline;
-  seq->AttachProposers(proposers_.ChainFor(seq->request().speculation.method));
+  // The map is fixed after construction; the estimates are read and fed on the engine
+  // thread only.
+  const std::vector<const Proposer*> chain = proposers_.ChainFor(seq->request().speculation.method);
+  std::vector<spec::PositionAcceptance*> priors;
+  for (const Proposer* p : chain) priors.push_back(server_acceptance_.at(p->method()).get());
+  seq->AttachProposers(chain, priors);
   absl::Status pushed = queue_.TryPush(id, std::shared_ptr<Sequence>(seq));
   if (!pushed.ok()) return pushed;
   if (metrics_) metrics_->SetQueueDepth(static_cast<int>(queue_.size()));
@@ -314,14 +324,9 @@ void Engine::Loop() {
     std::vector<Sequence*> running;
     running.reserve(running_.size());
     for (auto& s : running_) running.push_back(s.get());
-    if (options_.measured_costs) {
-      // The cost model of a step over this batch, from measured call times.
-      const spec::CostModel costs = spec::BatchCostModel(
-          verify_fit_, draft_fit_, static_cast<int>(running.size()), options_.adaptive_k.cost);
-      for (Sequence* s : running) s->adaptive_k().SetCostModel(costs);
-    }
     WorkerAvailability workers{draft_ != nullptr && draft_available_.load(), true,
                                verify_ms_ema_ > 0 ? draft_ms_ema_ / verify_ms_ema_ : 0.0};
+    SetCostTerms(static_cast<int>(running.size()), &workers);
     PhasePlan plan = PlanPhase(running, planner_, workers);
     if (metrics_) {
       for (const auto& [reason, steps] : plan.fallbacks)
@@ -333,6 +338,16 @@ void Engine::Loop() {
     }
     RunPhase(plan);
   }
+}
+
+void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
+  const spec::CostModel costs =
+      options_.measured_costs
+          ? spec::BatchCostModel(verify_fit_, draft_fit_, batch, options_.fixed_costs)
+          : options_.fixed_costs;
+  workers->verify_cost = costs.verify_cost;
+  workers->draft_worker_cost = costs.draft_cost;
+  workers->draft_worker_overhead = costs.overhead;
 }
 
 void Engine::Monitor() {

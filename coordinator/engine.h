@@ -31,6 +31,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,7 @@
 #include "model/tokenizer.h"
 #include "spec/cost_fit.h"
 #include "spec/cost_model.h"
+#include "spec/speculation_controller.h"
 
 namespace tandem::coordinator {
 
@@ -58,16 +60,18 @@ struct EngineOptions {
   PlannerOptions planner;
   // Proposers served after the built-in ones (tests: a testonly method).
   std::vector<std::shared_ptr<const Proposer>> extra_proposers;
-  spec::AdaptiveKConfig adaptive_k;
+  spec::ControllerConfig controller;  // Per-sequence speculation controller.
+  // Cost terms before measurements are in, and always when !measured_costs.
+  spec::CostModel fixed_costs;
   int max_running = 64;  // Sequences decoding at once.
   int max_queue = 256;   // Waiting requests; beyond: RESOURCE_EXHAUSTED.
   // How long sequences wait for an unavailable target group before failing.
   absl::Duration target_recovery_timeout = absl::Seconds(60);
   absl::Duration monitor_interval = absl::Milliseconds(200);
   int eos_token_id = 2;
-  // Adaptive K uses cost terms fitted to the measured draft and verify call times
-  // (true) instead of the fixed adaptive_k.cost (false).
-  bool measured_costs = false;
+  // The controller uses cost terms fitted to the measured draft and verify call times
+  // at the current batch size (true) instead of fixed_costs (false).
+  bool measured_costs = true;
   // A batch a worker rejects ends the process (LOG(FATAL)) instead of being absorbed:
   // tests run with it so that such a coordinator bug cannot pass unnoticed.
   bool strict_worker_batches = false;
@@ -153,6 +157,8 @@ class Engine {
   void RecordRejectedBatch(const char* worker, const absl::Status& status,
                            const std::string& shape);
   Sequence* FindRunning(uint64_t id) const;
+  // The cost terms of a step over `batch` sequences (measured or fixed).
+  void SetCostTerms(int batch, WorkerAvailability* workers) const;
   // Resets the state of `s`'s proposers that run at `site` (their worker lost it).
   // Candidates already proposed stay valid: the target can still verify them.
   void ResetProposers(Sequence& s, ProposerSite site);
@@ -191,7 +197,9 @@ class Engine {
   std::shared_ptr<Sequence> held_;  // Popped from the queue, waiting for KV room.
   double draft_ms_ema_ = 0;         // Draft call time, moving average.
   double verify_ms_ema_ = 0;        // Verify call time, moving average.
-  // Call time against size (verify: rows; draft: proposals), for adaptive K.
+  // Server-wide acceptance per served method, the controllers' prior (engine thread).
+  std::map<v1::SpeculationMethod, std::unique_ptr<spec::PositionAcceptance>> server_acceptance_;
+  // Call time against size (verify: rows; draft: proposals), for the cost terms.
   spec::LinearCostFit verify_fit_{0.98, 1.0, 0.05};
   spec::LinearCostFit draft_fit_{0.98, 0.3, 0.1};
 

@@ -221,6 +221,10 @@ void Engine::ApplyTargetResult(const TargetResult& r, PhasePlan& plan,
                             s->stats().draft_tokens_proposed - stats_before.draft_tokens_proposed,
                             s->stats().draft_tokens_accepted - stats_before.draft_tokens_accepted,
                             s->generated() - before});
+      const PlannedStep& planned = s->planned_step();
+      metrics_->RecordControllerStep(
+          s->last_step_decision(), plan.verify_proposed[i],
+          planned.from_controller ? std::optional<double>(planned.choice.speedup) : std::nullopt);
     }
   }
 }

@@ -50,6 +50,9 @@ class EngineTest : public ::testing::Test {
     metrics_ = *std::move(m);
     options_.monitor_interval = absl::Milliseconds(10);
     options_.eos_token_id = 2;
+    // The fixed cost terms: whether speculation pays must not depend on how fast this
+    // machine runs the fakes (engine_controller_test covers the controller).
+    options_.measured_costs = false;
   }
 
   // Checks that no worker ever rejected a batch. A test that expects rejections resets

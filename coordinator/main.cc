@@ -55,14 +55,22 @@ ABSL_FLAG(bool, strict_worker_batches, false,
           "Exit when a worker rejects a batch the coordinator built (INVALID_ARGUMENT, "
           "RESOURCE_EXHAUSTED, ...: a coordinator bug) instead of stepping those sequences "
           "once without the draft; for tests.");
-ABSL_FLAG(bool, measured_costs, false,
-          "Adaptive K from cost terms fitted to the measured draft and verify call times "
-          "(c, nu(K), o per batch size); false = the fixed --draft_cost, "
-          "--verify_cost_slope and --overhead_cost.");
+ABSL_FLAG(bool, measured_costs, true,
+          "The speculation controller uses cost terms fitted to the measured draft and "
+          "verify call times (c, nu(K), o at the current batch size); false = always the "
+          "fixed --draft_cost, --verify_cost_slope and --overhead_cost (which are also "
+          "the terms used until enough calls were measured).");
 ABSL_FLAG(double, draft_cost, 0.1,
-          "Cost model c = T(draft token) / T(target step), for adaptive K.");
-ABSL_FLAG(double, verify_cost_slope, 0.15, "Cost model nu(K) = 1 + slope * K, for adaptive K.");
-ABSL_FLAG(double, overhead_cost, 0.1, "Cost model o = overhead / T(target step).");
+          "Fixed cost model: c = T(draft token) / T(target step) of the draft model.");
+ABSL_FLAG(double, verify_cost_slope, 0.15, "Fixed cost model: nu(K) = 1 + slope * K.");
+ABSL_FLAG(double, overhead_cost, 0.1,
+          "Fixed cost model: o = draft call overhead per step / T(target step).");
+ABSL_FLAG(double, speculation_switch_margin, 0.05,
+          "Relative modelled gain the controller needs to change method or K, or to turn "
+          "speculation on (hysteresis); a choice that models a loss is dropped at once.");
+ABSL_FLAG(double, speculation_probe_fraction, 1.0 / 32,
+          "Largest share of a sequence's steps the controller may spend probing a method "
+          "or K whose acceptance estimate is uncertain (0 = never probe).");
 ABSL_FLAG(int, max_message_bytes, 4 << 20,
           "Largest public API message (request or response), bytes; larger ones are "
           "refused with RESOURCE_EXHAUSTED.");
@@ -213,16 +221,20 @@ int Run() {
   eo.planner.prefill_chunk = absl::GetFlag(FLAGS_prefill_chunk);
   eo.planner.prefill_budget = 2 * absl::GetFlag(FLAGS_prefill_chunk);
   eo.planner.proposal_top_k = absl::GetFlag(FLAGS_proposal_top_k);
-  eo.adaptive_k.max_k = absl::GetFlag(FLAGS_max_k);
-  eo.adaptive_k.cost.draft_cost = absl::GetFlag(FLAGS_draft_cost);
-  eo.adaptive_k.cost.verify_cost = spec::LinearVerifyCost(absl::GetFlag(FLAGS_verify_cost_slope));
-  eo.adaptive_k.cost.overhead = absl::GetFlag(FLAGS_overhead_cost);
-  eo.adaptive_k.pipelined = eo.planner.pipelining;
+  eo.controller.max_k = absl::GetFlag(FLAGS_max_k);
+  eo.controller.switch_margin = absl::GetFlag(FLAGS_speculation_switch_margin);
+  eo.controller.probe_fraction = absl::GetFlag(FLAGS_speculation_probe_fraction);
+  eo.fixed_costs.draft_cost = absl::GetFlag(FLAGS_draft_cost);
+  eo.fixed_costs.verify_cost = spec::LinearVerifyCost(absl::GetFlag(FLAGS_verify_cost_slope));
+  eo.fixed_costs.overhead = absl::GetFlag(FLAGS_overhead_cost);
   eo.measured_costs = absl::GetFlag(FLAGS_measured_costs);
   eo.strict_worker_batches = absl::GetFlag(FLAGS_strict_worker_batches);
-  if (absl::Status s = spec::ValidateAdaptiveKConfig(eo.adaptive_k); !s.ok()) {
-    std::fprintf(stderr, "tandem-coordinator: %s\n", s.ToString().c_str());
-    return 2;
+  for (const absl::Status& s : {spec::ValidateControllerConfig(eo.controller),
+                                spec::ValidateCostModel(eo.fixed_costs, eo.controller.max_k)}) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "tandem-coordinator: %s\n", s.ToString().c_str());
+      return 2;
+    }
   }
 
   Engine engine(eo, &*tokenizer, std::move(target), std::move(draft), metrics.get());

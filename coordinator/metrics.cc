@@ -38,6 +38,8 @@ const prometheus::Histogram::BucketBoundaries& AcceptedLengthBuckets() {
   return *buckets;
 }
 
+const prometheus::Histogram::BucketBoundaries kSpeedupBuckets = {0.5, 0.75, 0.9, 1.0, 1.1, 1.25,
+                                                                 1.5, 2,    2.5, 3,   4};
 const prometheus::Histogram::BucketBoundaries kStepLatencyBucketsMs = {
     0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000};
 const prometheus::Histogram::BucketBoundaries kRequestLatencyBucketsMs = {
@@ -151,6 +153,21 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
                              .Name("tandem_fallback_steps_total")
                              .Help("Target steps run without the requested proposer, by reason.")
                              .Register(r);
+  m->controller_family_ =
+      &prometheus::BuildCounter()
+           .Name("tandem_controller_steps_total")
+           .Help("Sequence steps by the speculation decision: speculate, probe, or why not.")
+           .Register(r);
+  m->controller_k_ = &prometheus::BuildHistogram()
+                          .Name("tandem_controller_k")
+                          .Help("Proposals verified per sequence step (0 = plain decoding).")
+                          .Register(r)
+                          .Add({}, AcceptedLengthBuckets());
+  m->predicted_speedup_ = &prometheus::BuildHistogram()
+                               .Name("tandem_controller_predicted_speedup")
+                               .Help("Modelled speedup of the controller's choice per step.")
+                               .Register(r)
+                               .Add({}, kSpeedupBuckets);
   m->rejected_family_ = &prometheus::BuildCounter()
                              .Name("tandem_worker_rejected_batches_total")
                              .Help("Batches a worker rejected (a coordinator bug when non-zero).")
@@ -289,6 +306,15 @@ void CoordinatorMetrics::RecordStep(const StepRecord& step) {
 void CoordinatorMetrics::RecordFallbackSteps(absl::string_view reason, int steps) {
   if (steps <= 0) return;
   fallback_family_->Add({{"reason", std::string(reason)}}).Increment(steps);
+}
+
+void CoordinatorMetrics::RecordControllerStep(absl::string_view decision, int k,
+                                              std::optional<double> predicted_speedup) {
+  controller_family_->Add({{"decision", std::string(decision)}}).Increment();
+  controller_k_->Observe(std::max(0, k));
+  if (predicted_speedup.has_value() && std::isfinite(*predicted_speedup)) {
+    predicted_speedup_->Observe(std::max(0.0, *predicted_speedup));
+  }
 }
 
 void CoordinatorMetrics::RecordRejectedBatch(absl::string_view worker, absl::StatusCode code) {

@@ -15,6 +15,18 @@
 //   tandem_speculation_steps_total{method}      per-sequence target steps by method
 //                                               ("none", "draft", "prompt_lookup", ...)
 //   tandem_fallback_steps_total{reason}         steps without the requested proposer
+//   tandem_controller_steps_total{decision}     per-sequence target steps by what the
+//                                               speculation controller and planner
+//                                               decided: "speculate", "probe", or why
+//                                               no proposal was verified ("controller"
+//                                               = the cost model chose K = 0,
+//                                               "batch_limit", "draft_down", ...,
+//                                               "no_candidates", "length",
+//                                               "not_requested")
+//   tandem_controller_k                         histogram: proposals verified per
+//                                               sequence step, buckets 0..16
+//   tandem_controller_predicted_speedup         histogram: modelled speedup of the
+//                                               controller's choice per step
 //   tandem_worker_rejected_batches_total{worker,code}  batches a worker rejected
 //                                               (a coordinator bug when > 0)
 //   tandem_position_proposed_total{position}    proposals at draft position 1..max_k
@@ -98,6 +110,12 @@ class CoordinatorMetrics {
   // "batch_limit".
   void RecordFallbackSteps(absl::string_view reason, int steps = 1);
 
+  // One sequence step as the controller saw it: `decision` (see the series above),
+  // the proposals it verified, and the modelled speedup of the controller's choice
+  // (unset for fixed-K steps, which the controller does not choose).
+  void RecordControllerStep(absl::string_view decision, int k,
+                            std::optional<double> predicted_speedup);
+
   // A worker ("draft" or "target") rejected a batch the coordinator built with `code`.
   void RecordRejectedBatch(absl::string_view worker, absl::StatusCode code);
 
@@ -138,6 +156,9 @@ class CoordinatorMetrics {
   std::vector<prometheus::Counter*> steps_by_method_;  // Index: SpeculationMethod.
   prometheus::Family<prometheus::Counter>* fallback_family_ = nullptr;
   prometheus::Family<prometheus::Counter>* rejected_family_ = nullptr;
+  prometheus::Family<prometheus::Counter>* controller_family_ = nullptr;
+  prometheus::Histogram* controller_k_ = nullptr;
+  prometheus::Histogram* predicted_speedup_ = nullptr;
   std::vector<prometheus::Counter*> position_proposed_;  // Index: position - 1.
   std::vector<prometheus::Counter*> position_accepted_;
   prometheus::Histogram* accepted_length_ = nullptr;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "spec/cost_model.h"
 #include "tandem/v1/worker.pb.h"
 
 namespace tandem::coordinator {
@@ -21,7 +22,7 @@ struct PlannerOptions {
   // Ping-pong when T(draft phase) / T(verify phase) reaches this (measured).
   double pingpong_min_ratio = 0.4;
   int max_k = 8;                   // Upper bound of K.
-  int speculation_max_batch = 32;  // Above this many running: adaptive K -> 0.
+  int speculation_max_batch = 32;  // Above this many running: adaptive K -> 0 (batch_limit).
   int prefill_chunk = 256;         // Prefill tokens per sequence and phase (target and draft).
   // Prefill tokens per phase in total, on each side (capped by its max_batch_tokens).
   int prefill_budget = 512;
@@ -38,6 +39,13 @@ struct WorkerAvailability {
   bool target = false;
   // Measured T(draft phase) / T(verify phase) for the same sequences (0 = unknown).
   double draft_verify_ratio = 0;
+  // Cost terms of a speculative step over the current batch, relative to a plain target
+  // step of that batch (spec/speculation_controller.h): nu(K) for every proposer (empty
+  // = 1), and c and o of the proposers that run on the draft worker. Proposers that run
+  // on the coordinator cost nothing on the step's critical path (c = o = 0).
+  spec::VerifyCostFn verify_cost;
+  double draft_worker_cost = 0;      // c per proposed token.
+  double draft_worker_overhead = 0;  // o per speculative step.
 };
 
 struct PhasePlan {

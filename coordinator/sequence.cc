@@ -13,7 +13,7 @@ float Ms(absl::Duration d) { return static_cast<float>(absl::ToDoubleMillisecond
 
 Sequence::Sequence(uint64_t id, ValidatedRequest request, std::vector<int32_t> prompt,
                    int max_new_tokens, const Tokenizer* tokenizer, int eos_token_id,
-                   const spec::AdaptiveKConfig& adaptive_k, absl::Time arrival,
+                   const spec::ControllerConfig& controller, absl::Time arrival,
                    std::shared_ptr<OutputChannel> output)
     : id_(id),
       request_(std::move(request)),
@@ -22,30 +22,56 @@ Sequence::Sequence(uint64_t id, ValidatedRequest request, std::vector<int32_t> p
       prompt_length_(static_cast<int>(prompt.size())),
       max_new_tokens_(max_new_tokens),
       tokens_(std::move(prompt)),
-      adaptive_k_(adaptive_k),
+      controller_(controller),
       detokenizer_(tokenizer, /*after_text=*/true),
       stop_matcher_(request_.stop),
       output_(std::move(output)) {
   stats_.arrival = arrival;
 }
 
-void Sequence::AttachProposers(const std::vector<const Proposer*>& chain) {
+void Sequence::AttachProposers(const std::vector<const Proposer*>& chain,
+                               const std::vector<spec::PositionAcceptance*>& server_acceptance) {
   chain_.clear();
-  for (const Proposer* p : chain) chain_.push_back({p, p->NewState(*this)});
+  for (size_t i = 0; i < chain.size(); ++i) {
+    chain_.push_back({chain[i], chain[i]->NewState(*this),
+                      i < server_acceptance.size() ? server_acceptance[i] : nullptr});
+  }
+}
+
+void Sequence::AccountStep(const Candidates& verified, int proposed, int accepted) {
+  int used = -1;
+  for (int slot = 0; slot < chain_size() && proposed > 0; ++slot) {
+    if (chain_[slot].proposer->method() == verified.method) used = slot;
+  }
+  if (chain_size() > 0) controller_.Observe(planned_.choice, used, proposed, accepted);
+  if (used >= 0 && chain_[used].server_acceptance != nullptr) {
+    chain_[used].server_acceptance->Observe(proposed, accepted);
+  }
+  if (static_cast<int>(stats_.steps_by_k.size()) <= proposed) {
+    stats_.steps_by_k.resize(proposed + 1, 0);
+  }
+  stats_.steps_by_k[proposed] += 1;
+  if (planned_.from_controller) {
+    stats_.predicted_speedup_sum += planned_.choice.speedup;
+    stats_.predicted_steps += 1;
+  }
+  if (proposed > 0) {
+    const bool probe = planned_.from_controller && planned_.choice.probe;
+    stats_.probe_steps += probe;
+    last_step_decision_ = probe ? "probe" : "speculate";
+    return;
+  }
+  last_step_decision_ = planned_.off_reason != nullptr ? planned_.off_reason : "no_candidates";
+  stats_.off_steps[last_step_decision_] += 1;
 }
 
 void Sequence::OnVerified(const v1::VerifiedSequence& result, int proposed, absl::Time now) {
   if (finished_) return;
   const int accepted = static_cast<int>(result.num_accepted());
   const int generated_before = generated();
-  // Every step of a sequence that may speculate feeds the controller: plain steps
-  // count towards its next K = 1 probe when it has turned speculation off.
-  if (chain_size() > 0) {
-    adaptive_k_.Observe(proposed, accepted);
-  }
-
   const Candidates verified = std::move(candidates);
   candidates.Clear();
+  AccountStep(verified, proposed, accepted);
 
   OutputChunk chunk;
   const v1::FinishReason reason = CommitTokens(result, &chunk);
@@ -176,6 +202,15 @@ v1::RequestStats Sequence::PublicStats(absl::Time now) const {
     }
   }
   s.set_method(method);
+  for (const auto& [reason, steps] : stats_.off_steps) {
+    (*s.mutable_speculation_off_steps())[reason] = steps;
+  }
+  s.mutable_steps_by_k()->Add(stats_.steps_by_k.begin(), stats_.steps_by_k.end());
+  s.set_probe_steps(stats_.probe_steps);
+  s.set_predicted_speedup(
+      stats_.predicted_steps > 0
+          ? static_cast<float>(stats_.predicted_speedup_sum / stats_.predicted_steps)
+          : 0.0f);
   s.set_seed(request_.sampling.seed);
   return s;
 }

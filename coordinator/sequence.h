@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -23,7 +24,7 @@
 #include "coordinator/request_validation.h"
 #include "coordinator/stop_matcher.h"
 #include "model/tokenizer.h"
-#include "spec/cost_model.h"
+#include "spec/speculation_controller.h"
 #include "tandem/v1/worker.pb.h"
 
 namespace tandem::coordinator {
@@ -36,10 +37,31 @@ struct SequenceStats {
   int fallback_steps = 0;     // Steps without the requested proposer.
   // Steps that verified candidates of each method.
   std::map<v1::SpeculationMethod, int> steps_by_method;
+  // Steps that verified no proposal, by PlannedStep::off_reason ("no_candidates" when
+  // the planned proposer had nothing to propose).
+  std::map<std::string, int> off_steps;
+  std::vector<int> steps_by_k;       // [K] = steps that verified K proposals.
+  int probe_steps = 0;               // Steps the controller ran as probes.
+  double predicted_speedup_sum = 0;  // Modelled S of the controller's choices, summed.
+  int predicted_steps = 0;           // Steps with a controller choice.
   absl::Time arrival;
   absl::Time admitted;
   absl::Time first_token;
   absl::Time last_token;
+};
+
+// What the planner decided for a sequence's next step (set every phase it plans it;
+// the verify that follows is accounted against the last one).
+struct PlannedStep {
+  // The controller's choice; option -1 and `from_controller` false for fixed-K requests
+  // and steps decided before the controller was asked.
+  spec::ControllerChoice choice;
+  bool from_controller = false;
+  // Why the step verifies no proposal when it does not speculate: "controller" (the
+  // cost model chose K = 0), a proposer's Unusable() reason ("draft_down", ...),
+  // "batch_limit", "length" (no room before max_new_tokens or a context),
+  // "not_requested" (method NONE). nullptr when a proposer was chosen.
+  const char* off_reason = nullptr;
 };
 
 class Sequence {
@@ -47,7 +69,7 @@ class Sequence {
   // `prompt` is the tokenised prompt (BOS included when wanted); `max_new_tokens`
   // is already clamped to the context. `tokenizer` must outlive the sequence.
   Sequence(uint64_t id, ValidatedRequest request, std::vector<int32_t> prompt, int max_new_tokens,
-           const Tokenizer* tokenizer, int eos_token_id, const spec::AdaptiveKConfig& adaptive_k,
+           const Tokenizer* tokenizer, int eos_token_id, const spec::ControllerConfig& controller,
            absl::Time arrival, std::shared_ptr<OutputChannel> output);
 
   uint64_t id() const { return id_; }
@@ -61,7 +83,10 @@ class Sequence {
   bool finished() const { return finished_; }
   const SequenceStats& stats() const { return stats_; }
   SequenceStats& mutable_stats() { return stats_; }
-  spec::AdaptiveK& adaptive_k() { return adaptive_k_; }
+  // Chooses method and K of adaptive-K steps (the planner asks it; OnVerified feeds it).
+  const spec::SpeculationController& controller() const { return controller_; }
+  const PlannedStep& planned_step() const { return planned_; }
+  void SetPlannedStep(const PlannedStep& planned) { planned_ = planned; }
 
   // ---- worker caches ----
   // Tokens [0, target_cached) are in the target's cache. Always < tokens().size().
@@ -70,10 +95,18 @@ class Sequence {
   // ---- proposing ----
   // The proposers this sequence may use, in preference order, each with its state
   // (coordinator/proposers/proposer.h). Set once, before the first step.
-  void AttachProposers(const std::vector<const Proposer*>& chain);
+  // `server_acceptance[slot]` (may be shorter than the chain, or hold nulls) is the
+  // server-wide acceptance of that proposer's method, which OnVerified feeds and the
+  // controller uses as prior; it must outlive the sequence.
+  void AttachProposers(const std::vector<const Proposer*>& chain,
+                       const std::vector<spec::PositionAcceptance*>& server_acceptance = {});
   int chain_size() const { return static_cast<int>(chain_.size()); }
   const Proposer& proposer(int slot) const { return *chain_[slot].proposer; }
   ProposerState& proposer_state(int slot) const { return *chain_[slot].state; }
+  // The server-wide acceptance of slot's method (null when none was attached).
+  const spec::PositionAcceptance* server_acceptance(int slot) const {
+    return chain_[slot].server_acceptance;
+  }
   // Proposed for the current tokens() and not yet verified (empty: none).
   Candidates candidates;
   // False when the draft worker cannot hold this sequence's KV (admission decided so):
@@ -85,8 +118,8 @@ class Sequence {
 
   // Applies a verify result for the `candidates` it verified (`proposed` of them):
   // commits its tokens (stopping at EOS, max_new_tokens or a stop string), updates
-  // statistics and the target cache's bookkeeping, pushes output, and lets every
-  // proposer of the chain see the step (one may supply the next candidates).
+  // statistics, the controller and the target cache's bookkeeping, pushes output, and
+  // lets every proposer of the chain see the step (one may supply the next candidates).
   void OnVerified(const v1::VerifiedSequence& result, int proposed, absl::Time now);
 
   // Ends the request with an error (status not OK) or as cancelled; pushes the final
@@ -107,6 +140,9 @@ class Sequence {
 
   // Statistics in the public API's form.
   v1::RequestStats PublicStats(absl::Time now) const;
+  // How the last verified step went, for metrics: "speculate", "probe", or the
+  // off_steps reason it was counted under.
+  const std::string& last_step_decision() const { return last_step_decision_; }
 
  private:
   // Appends the committed tokens of `result` one by one to tokens() and `chunk`, up to
@@ -125,15 +161,20 @@ class Sequence {
   std::vector<int32_t> tokens_;
   bool finished_ = false;
   SequenceStats stats_;
-  spec::AdaptiveK adaptive_k_;
+  spec::SpeculationController controller_;
+  PlannedStep planned_;
   struct ProposerSlot {
     const Proposer* proposer;
     std::unique_ptr<ProposerState> state;
+    spec::PositionAcceptance* server_acceptance;  // Not owned; may be null.
   };
+  // Feeds the controller, the server-wide acceptance and the stats with a verified step.
+  void AccountStep(const Candidates& verified, int proposed, int accepted);
   std::vector<ProposerSlot> chain_;
   IncrementalDetokenizer detokenizer_;
   StopMatcher stop_matcher_;
   std::shared_ptr<OutputChannel> output_;
+  std::string last_step_decision_;
 };
 
 }  // namespace tandem::coordinator

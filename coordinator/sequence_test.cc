@@ -26,7 +26,7 @@ class SequenceTest : public ::testing::Test {
     channel_ = std::make_shared<OutputChannel>();
     return std::make_unique<Sequence>(7, r, std::vector<int32_t>(prompt->begin(), prompt->end()),
                                       max_new, tokenizer_.get(), tokenizer_->eos_id(),
-                                      spec::AdaptiveKConfig(), absl::Now(), channel_);
+                                      spec::ControllerConfig(), absl::Now(), channel_);
   }
 
   std::vector<int> Ids(const std::string& text) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "spec/speculation_controller.h"
+
 namespace tandem::coordinator {
 namespace {
 
@@ -14,30 +16,82 @@ struct Choice {
   const char* fallback = nullptr;
 };
 
-Choice ChooseProposer(Sequence& s, int running, const PlannerOptions& o,
-                      const WorkerAvailability& workers) {
+// The controller's view of each chain entry this step: usable or not, K cap, costs.
+spec::ControllerInputs ControllerView(const Sequence& s, int cap, const PlannerOptions& o,
+                                      const WorkerAvailability& workers,
+                                      const char** preferred_unusable) {
+  spec::ControllerInputs in;
+  in.verify_cost = workers.verify_cost;
+  for (int slot = 0; slot < s.chain_size(); ++slot) {
+    const Proposer& p = s.proposer(slot);
+    const char* unusable = p.Unusable(s, s.proposer_state(slot), workers, o);
+    if (slot == 0) *preferred_unusable = unusable;
+    const bool on_draft_worker = p.capabilities().site == ProposerSite::kDraftWorker;
+    spec::ControllerOption option;
+    option.usable = unusable == nullptr;
+    option.max_k = std::max(0, std::min(cap, p.MaxK(s, o)));
+    option.draft_cost = on_draft_worker ? workers.draft_worker_cost : 0.0;
+    option.overhead = on_draft_worker ? workers.draft_worker_overhead : 0.0;
+    option.server = s.server_acceptance(slot);
+    in.options.push_back(option);
+  }
+  return in;
+}
+
+// A fixed K: the first usable chain entry, K capped by it.
+Choice FixedChoice(const spec::ControllerInputs& in, int k) {
+  Choice c;
+  for (int slot = 0; slot < static_cast<int>(in.options.size()); ++slot) {
+    if (in.options[slot].usable) return {slot, std::min(k, in.options[slot].max_k)};
+  }
+  return c;
+}
+
+Choice Decide(Sequence& s, int running, const PlannerOptions& o, const WorkerAvailability& workers,
+              PlannedStep* planned) {
   const ResolvedSpeculation& spec = s.request().speculation;
   const int length = static_cast<int>(s.tokens().size());
   // Proposals past the last token we may generate, or past the context, are useless.
   const int cap = std::min({o.max_k, s.remaining() - 1, o.context_length - length});
-  if (s.chain_size() == 0 || cap <= 0) return {};
+  if (s.chain_size() == 0) {
+    planned->off_reason = "not_requested";
+    return {};
+  }
+  if (cap <= 0) {
+    planned->off_reason = "length";
+    return {};
+  }
   if (!spec.fixed_k.has_value() && running > o.speculation_max_batch) {
+    planned->off_reason = "batch_limit";
     return {-1, 0, "batch_limit"};
   }
-  int k = spec.fixed_k.has_value() ? *spec.fixed_k : s.adaptive_k().NextK();
-  k = std::clamp(k, 0, cap);
-  if (k == 0) return {};
+  const char* preferred_unusable = nullptr;
+  const spec::ControllerInputs in = ControllerView(s, cap, o, workers, &preferred_unusable);
   Choice c;
-  for (int slot = 0; slot < s.chain_size(); ++slot) {
-    const Proposer& p = s.proposer(slot);
-    const char* unusable = p.Unusable(s, s.proposer_state(slot), workers, o);
-    if (unusable == nullptr) {
-      c.slot = slot;
-      c.k = std::min(k, p.MaxK(s, o));
-      return c;
-    }
-    if (c.fallback == nullptr) c.fallback = unusable;  // The preferred one's reason.
+  if (spec.fixed_k.has_value()) {
+    c = FixedChoice(in, *spec.fixed_k);
+  } else {
+    planned->choice = s.controller().Choose(in);
+    planned->from_controller = true;
+    c.slot = planned->choice.option;
+    c.k = planned->choice.k;
   }
+  c.fallback = preferred_unusable;
+  if (c.slot < 0 || c.k <= 0) {
+    c.slot = -1;
+    c.k = 0;
+    planned->off_reason = planned->choice.off_by_model    ? "controller"
+                          : preferred_unusable != nullptr ? preferred_unusable
+                                                          : "length";
+  }
+  return c;
+}
+
+Choice ChooseProposer(Sequence& s, int running, const PlannerOptions& o,
+                      const WorkerAvailability& workers) {
+  PlannedStep planned;
+  const Choice c = Decide(s, running, o, workers, &planned);
+  s.SetPlannedStep(planned);
   return c;
 }
 
@@ -154,8 +208,10 @@ void ChooseMode(const Groups& g, int n, const PlannerOptions& o, const WorkerAva
 }
 
 // Target: prefill chunks, then verifies within the row budget.
+// `chosen` gets, parallel to plan->verify_sequences, the choice made for each this
+// phase (what a continuation drafted meanwhile should propose).
 void PlanTarget(const Groups& g, const std::vector<bool>& verify_now, const PlannerOptions& o,
-                PhasePlan* plan) {
+                PhasePlan* plan, std::vector<Choice>* chosen) {
   int prefill_left = std::min(o.prefill_budget, o.target_max_batch_tokens);
   int target_rows = 0;
   for (Sequence* s : g.prefill) {
@@ -179,6 +235,7 @@ void PlanTarget(const Groups& g, const std::vector<bool>& verify_now, const Plan
     }
     target_rows += rows;
     AddVerify(s, g.ready_choice[i], plan);
+    chosen->push_back(g.ready_choice[i]);
   }
 }
 
@@ -202,16 +259,21 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
   std::vector<bool> verify_now, work_now;
   bool continuations = false;
   ChooseMode(g, n, o, workers, &plan, &verify_now, &work_now, &continuations);
-  PlanTarget(g, verify_now, o, &plan);
+  std::vector<Choice> chosen;
+  PlanTarget(g, verify_now, o, &plan, &chosen);
 
   // Draft worker: continuations of what is being verified, then fresh work.
   DraftBudget budget;
   budget.prefill_left = std::min(o.prefill_budget, o.draft_max_batch_tokens);
   if (continuations) {
-    for (Sequence* s : plan.verify_sequences) {
+    for (size_t i = 0; i < plan.verify_sequences.size(); ++i) {
+      Sequence* s = plan.verify_sequences[i];
       const int slot = HasDraftWorkerCandidates(*s) ? CandidateSlot(*s) : -1;
-      if (slot >= 0) {
-        s->proposer(slot).AddContinuation(s, s->proposer_state(slot), slot, o, &budget, &plan);
+      // The step after continues with this proposer only if it is still the choice.
+      const int next_k = chosen[i].slot == slot ? chosen[i].k : 0;
+      if (slot >= 0 && next_k > 0) {
+        s->proposer(slot).AddContinuation(s, s->proposer_state(slot), slot, next_k, o, &budget,
+                                          &plan);
       }
     }
   }

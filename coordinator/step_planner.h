@@ -16,10 +16,14 @@
 //    verifying): all sequences are verified together, and while the target verifies
 //    d1..dK the otherwise idle draft proposes K+1 more tokens assuming all are
 //    accepted; they are used when the guess holds, else a short draft phase follows.
-// Every sequence's proposer is chosen per phase: its method (AUTO = draft when the
-// draft can be used for it, else prompt lookup), its K (fixed or adaptive, bounded by
-// the tokens left and both contexts), speculation off above speculation_max_batch
-// running sequences for adaptive-K requests. The draft cannot be used when it is down,
+// Every sequence's proposer and K are chosen per phase: a fixed-K request takes the
+// first usable entry of its chain; otherwise the sequence's speculation controller
+// (spec/speculation_controller.h) picks among the usable entries (AUTO: any of them),
+// K = 0 included, from their K caps (tokens left, both contexts, the proposer's MaxK)
+// and the phase's cost terms (WorkerAvailability: nu(K), and c, o of draft-worker
+// proposers). Speculation is off above speculation_max_batch running sequences for
+// adaptive requests. The planner records the decision and why a step does not
+// speculate in the sequence's PlannedStep. The draft cannot be used when it is down,
 // when admission found no room in its KV cache for the sequence (draft_allowed), or
 // for one step after it rejected a batch with the sequence (skip_draft_once).
 // Budgets: each side's prefill tokens per phase are capped at prefill_budget and its

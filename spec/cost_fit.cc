@@ -68,15 +68,15 @@ double LinearCostFit::slope() const {
 
 CostModel BatchCostModel(const LinearCostFit& verify, const LinearCostFit& draft, int batch,
                          const CostModel& fallback, int min_observations) {
-  if (verify.observations() < min_observations || draft.observations() < min_observations) {
-    return fallback;
-  }
+  if (verify.observations() < min_observations) return fallback;
   batch = std::max(batch, 1);
   const double step = verify.Predict(batch);
   if (!(step > 0)) return fallback;
-  CostModel model;
-  model.draft_cost = draft.slope() * batch / step;
-  model.overhead = draft.intercept() / step;
+  CostModel model = fallback;
+  if (draft.observations() >= min_observations) {
+    model.draft_cost = draft.slope() * batch / step;
+    model.overhead = draft.intercept() / step;
+  }
   const double a = verify.intercept(), b = verify.slope();
   model.verify_cost = [a, b, batch, step](int k) {
     return (a + b * batch * (std::max(k, 0) + 1)) / step;

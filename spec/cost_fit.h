@@ -1,7 +1,8 @@
 // Online fit of a step's cost as a linear function of its size, y = a + b x, by
 // exponentially weighted least squares. The coordinator fits verify-call time against
 // the rows verified and draft-call time against the tokens proposed, and turns the
-// fits into the cost model terms c, nu(K) and o for adaptive K (docs/architecture.md §3).
+// fits into the cost model terms c, nu(K) and o for the speculation controller
+// (docs/architecture.md §3).
 // Pure and deterministic; no I/O.
 #ifndef TANDEM_SPEC_COST_FIT_H_
 #define TANDEM_SPEC_COST_FIT_H_
@@ -43,7 +44,9 @@ class LinearCostFit {
 //   c     = draft.slope() * batch / T      (drafting one token for every sequence)
 //   o     = draft.intercept() / T          (the draft call's fixed cost)
 //   nu(K) = verify.Predict(batch (K + 1)) / T.
-// `batch` >= 1. Falls back to `fallback` until both fits have `min_observations`.
+// `batch` >= 1. Until the verify fit has `min_observations`, `fallback`; until the
+// draft fit has them, `fallback`'s c and o with the measured nu(K) (a server without a
+// draft worker never measures c, and needs none: its proposers run on the coordinator).
 CostModel BatchCostModel(const LinearCostFit& verify, const LinearCostFit& draft, int batch,
                          const CostModel& fallback, int min_observations = 8);
 

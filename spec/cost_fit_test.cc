@@ -63,32 +63,34 @@ TEST(BatchCostModelTest, TermsInUnitsOfAPlainStep) {
   EXPECT_NEAR(m.overhead, 0.5 / step, 1e-9);
   EXPECT_NEAR(m.verify_cost(0), 1.0, 1e-9);
   EXPECT_NEAR(m.verify_cost(3), (2.0 + 0.1 * 16) / step, 1e-9);
-  // Too few observations: the fallback.
+  // Too few observations: the fallback; a measured verify without draft data keeps
+  // the fallback's c and o.
   LinearCostFit empty(1.0, 0, 0, 0);
   EXPECT_EQ(BatchCostModel(empty, draft, 4, fallback).draft_cost, 99);
+  const CostModel verify_only = BatchCostModel(verify, empty, 4, fallback);
+  EXPECT_EQ(verify_only.draft_cost, 99);
+  EXPECT_NEAR(verify_only.verify_cost(3), (2.0 + 0.1 * 16) / step, 1e-9);
 }
 
-TEST(BatchCostModelTest, ExpensiveVerifyRowsTurnAdaptiveKOff) {
+TEST(BatchCostModelTest, ExpensiveVerifyRowsMakeSpeculationLose) {
   // Compute-bound verify (cost proportional to rows) and a costly draft: no K pays.
   LinearCostFit verify(1.0, 0, 0, 0), draft(1.0, 0, 0, 0);
   for (int i = 1; i <= 40; ++i) {
     verify.Observe(i, 0.5 * i);
     draft.Observe(i, 0.3 * i);
   }
-  AdaptiveKConfig config;
-  config.initial_acceptance = 0.55;
-  AdaptiveK controller(config);
-  EXPECT_GT(controller.NextK(), 0);  // Default (GPU-like) costs: speculate.
-  controller.SetCostModel(BatchCostModel(verify, draft, 16, config.cost));
-  EXPECT_EQ(controller.NextK(), 0);
+  const double alpha = 0.55;
+  const CostModel gpu_like;
+  EXPECT_GT(BestDraftLength(alpha, gpu_like, 8, false).speedup, 1.0);
+  EXPECT_LT(BestDraftLength(alpha, BatchCostModel(verify, draft, 16, gpu_like), 8, false).speedup,
+            1.0);
   // Memory-bound verify (flat in rows) and a cheap draft: speculate again.
   LinearCostFit flat(1.0, 0, 0, 0), cheap(1.0, 0, 0, 0);
   for (int i = 1; i <= 40; ++i) {
     flat.Observe(i, 5.0);
     cheap.Observe(i, 0.05 * i);
   }
-  controller.SetCostModel(BatchCostModel(flat, cheap, 1, config.cost));
-  EXPECT_GT(controller.NextK(), 1);
+  EXPECT_GT(BestDraftLength(alpha, BatchCostModel(flat, cheap, 1, gpu_like), 8, false).k, 1);
 }
 
 }  // namespace

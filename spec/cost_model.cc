@@ -15,11 +15,6 @@ double ClampUnit(double x) {
   return std::min(x, 1.0);
 }
 
-absl::Status Bad(const char* field, const char* range, double value) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("adaptive K: ", field, " must be ", range, ", got ", value));
-}
-
 bool NonNegativeFinite(double x) { return x >= 0.0 && std::isfinite(x); }
 
 }  // namespace
@@ -77,75 +72,24 @@ DraftLengthChoice BestDraftLength(double alpha, const CostModel& model, int max_
   return best;
 }
 
-absl::Status ValidateAdaptiveKConfig(const AdaptiveKConfig& config) {
-  if (config.max_k < 1 || config.max_k > 256) return Bad("max_k", "in [1, 256]", config.max_k);
-  if (!NonNegativeFinite(config.cost.draft_cost)) {
-    return Bad("draft_cost", "finite and >= 0", config.cost.draft_cost);
+absl::Status ValidateCostModel(const CostModel& model, int max_k) {
+  if (!NonNegativeFinite(model.draft_cost)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cost model: draft_cost must be finite and >= 0, got ", model.draft_cost));
   }
-  if (!NonNegativeFinite(config.cost.overhead)) {
-    return Bad("overhead", "finite and >= 0", config.cost.overhead);
+  if (!NonNegativeFinite(model.overhead)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cost model: overhead must be finite and >= 0, got ", model.overhead));
   }
-  if (!config.cost.verify_cost) {
-    return absl::InvalidArgumentError("adaptive K: verify_cost function is empty");
-  }
-  for (int k = 0; k <= config.max_k; ++k) {
-    const double nu = config.cost.verify_cost(k);
+  if (!model.verify_cost) return absl::InvalidArgumentError("cost model: verify_cost is empty");
+  for (int k = 0; k <= max_k; ++k) {
+    const double nu = model.verify_cost(k);
     if (!(nu > 0.0) || !std::isfinite(nu)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("adaptive K: verify_cost(", k, ") must be finite and > 0, got ", nu));
+          absl::StrCat("cost model: verify_cost(", k, ") must be finite and > 0, got ", nu));
     }
   }
-  if (!(config.smoothing > 0.0 && config.smoothing <= 1.0)) {
-    return Bad("smoothing", "in (0, 1]", config.smoothing);
-  }
-  if (!(config.initial_acceptance >= 0.0 && config.initial_acceptance <= 1.0)) {
-    return Bad("initial_acceptance", "in [0, 1]", config.initial_acceptance);
-  }
-  if (!(config.min_speedup > 0.0) || !std::isfinite(config.min_speedup)) {
-    return Bad("min_speedup", "finite and > 0", config.min_speedup);
-  }
-  if (config.probe_interval < 0) return Bad("probe_interval", ">= 0", config.probe_interval);
   return absl::OkStatus();
-}
-
-AdaptiveK::AdaptiveK(AdaptiveKConfig config) : config_(std::move(config)) {
-  config_.max_k = std::max(config_.max_k, 0);
-  if (!(config_.smoothing > 0.0 && config_.smoothing <= 1.0)) config_.smoothing = 0.2;
-  if (!config_.cost.verify_cost) config_.cost.verify_cost = LinearVerifyCost(0.0);
-  // One pseudo-step of prior: initial_acceptance accepted out of one trial.
-  average_accepted_ = ClampUnit(config_.initial_acceptance);
-  average_trials_ = 1.0;
-}
-
-double AdaptiveK::acceptance_estimate() const {
-  return ClampUnit(average_accepted_ / average_trials_);
-}
-
-int AdaptiveK::NextK() const {
-  const DraftLengthChoice best =
-      BestDraftLength(acceptance_estimate(), config_.cost, config_.max_k, config_.pipelined);
-  if (best.k > 0 && best.speedup >= config_.min_speedup) return best.k;
-  if (config_.max_k >= 1 && config_.probe_interval > 0 && plain_steps_ >= config_.probe_interval) {
-    return 1;
-  }
-  return 0;
-}
-
-double AdaptiveK::modelled_speedup() const {
-  return ModelledSpeedup(acceptance_estimate(), NextK(), config_.cost, config_.pipelined);
-}
-
-void AdaptiveK::Observe(int proposed, int accepted) {
-  if (proposed <= 0) {
-    if (plain_steps_ < config_.probe_interval) ++plain_steps_;
-    return;
-  }
-  plain_steps_ = 0;
-  accepted = std::min(std::max(accepted, 0), proposed);
-  const int trials = accepted < proposed ? accepted + 1 : accepted;
-  const double w = config_.smoothing;
-  average_accepted_ = (1.0 - w) * average_accepted_ + w * accepted;
-  average_trials_ = (1.0 - w) * average_trials_ + w * trials;
 }
 
 }  // namespace spec

@@ -1,4 +1,5 @@
-// Cost model of speculative decoding and an adaptive draft-length controller.
+// Cost model of speculative decoding (the per-sequence controller that uses it is
+// spec/speculation_controller.h).
 //
 // Units: every time is relative to one target decoding step (one position).
 //   alpha  per-token acceptance rate, [0, 1]
@@ -50,6 +51,10 @@ struct CostModel {
   double overhead = 0.05;                             // o
 };
 
+// INVALID_ARGUMENT naming the term when c or o is negative or not finite, verify_cost
+// is empty, or nu(K) is not finite and > 0 for some K in [0, max_k].
+absl::Status ValidateCostModel(const CostModel& model, int max_k);
+
 // S(alpha, K) with the model's costs, sequential or pipelined; 1 for K <= 0.
 double ModelledSpeedup(double alpha, int k, const CostModel& model, bool pipelined);
 
@@ -61,60 +66,6 @@ struct DraftLengthChoice {
 // The K in [1, max_k] with the largest modelled speedup (ties to the smaller K), or
 // {0, 1} when max_k < 1. The caller decides whether that speedup is worth it.
 DraftLengthChoice BestDraftLength(double alpha, const CostModel& model, int max_k, bool pipelined);
-
-struct AdaptiveKConfig {
-  int max_k = 8;  // [1, 256]
-  CostModel cost;
-  bool pipelined = false;           // Optimise the pipelined bound instead of S.
-  double smoothing = 0.2;           // (0, 1]: weight of the newest step in the averages.
-  double initial_acceptance = 0.6;  // [0, 1]: alpha assumed before any observation.
-  double min_speedup = 1.0;         // > 0: speculate only when the best S reaches this.
-  // While speculation is off, every probe_interval-th consecutive plain step runs
-  // K = 1 to re-measure alpha; 0 = never probe (off stays off until alpha changes).
-  int probe_interval = 16;
-};
-
-// INVALID_ARGUMENT naming the field when a value is outside the ranges above, a cost
-// is negative or not finite, or verify_cost is empty.
-absl::Status ValidateAdaptiveKConfig(const AdaptiveKConfig& config);
-
-// Per-sequence draft-length controller. Each step: K = NextK(), run the step, then
-// Observe(K proposed, accepted). It keeps exponential moving averages of accepted
-// proposals and of acceptance *trials* per step (a step stops at its first rejection,
-// so it tried accepted + 1 proposals, or all K when all passed) and estimates
-// alpha = avg(accepted) / avg(trials), which is unbiased for the per-token rate of the
-// model; accepted / proposed would understate alpha for K > 1. Deterministic.
-// The config is assumed valid (see ValidateAdaptiveKConfig); values out of range are
-// clamped rather than trusted. Not thread-safe: one instance per sequence.
-class AdaptiveK {
- public:
-  explicit AdaptiveK(AdaptiveKConfig config = AdaptiveKConfig());
-
-  // Draft length for the next step: the best K for the current alpha estimate, or 0
-  // (speculation off) when its modelled speedup is below min_speedup, except for a
-  // K = 1 probe after probe_interval consecutive plain steps.
-  int NextK() const;
-
-  // Records a finished step: `proposed` proposals, `accepted` of them accepted
-  // (clamped to [0, proposed]). A plain step (proposed <= 0) only counts towards the
-  // next probe.
-  void Observe(int proposed, int accepted);
-
-  // Current per-token acceptance estimate, [0, 1].
-  double acceptance_estimate() const;
-  // Modelled speedup of NextK() at the current estimate (1 when off).
-  double modelled_speedup() const;
-
-  // Replaces the cost model (e.g. with one fitted to measured step times); the
-  // acceptance estimate is kept.
-  void SetCostModel(const CostModel& cost) { config_.cost = cost; }
-
- private:
-  AdaptiveKConfig config_;
-  double average_accepted_;
-  double average_trials_;
-  int plain_steps_ = 0;
-};
 
 }  // namespace spec
 }  // namespace tandem

@@ -178,8 +178,8 @@ TEST(SpeculationControllerTest, NoOscillationNearBreakEven) {
   // Alpha where S(K) straddles 1 with noise: hysteresis keeps the choice stable.
   for (double alpha : {0.45, 0.5, 0.55, 0.6}) {
     SpeculationController controller;
-    const Trace trace =
-        Simulate(controller, CostlyDraft(), 2000, [alpha](int, int) { return alpha; }, 7);
+    const Trace trace = Simulate(
+        controller, CostlyDraft(), 2000, [alpha](int, int) { return alpha; }, 7);
     EXPECT_LE(trace.Switches(), 40) << "alpha " << alpha;
   }
 }

@@ -102,7 +102,7 @@ void DraftProposer::AddWork(Sequence* s, ProposerState& state, int slot, int k,
 
 // The continuation guesses the bonus token and drafts the next step's candidates after
 // it, so it is capped by the tokens still to generate and by both contexts.
-void DraftProposer::AddContinuation(Sequence* s, ProposerState& state, int slot,
+void DraftProposer::AddContinuation(Sequence* s, ProposerState& state, int slot, int next_k,
                                     const PlannerOptions& o, DraftBudget* budget,
                                     PhasePlan* plan) const {
   DraftState& d = Of(state);
@@ -115,8 +115,8 @@ void DraftProposer::AddContinuation(Sequence* s, ProposerState& state, int slot,
   // (k + 1 tokens) at most remaining - k - 1 tokens are left, so more - 1 candidates
   // after the bonus guess are useful only up to remaining - k - 2.
   const int context = std::min(o.context_length, o.draft_context_length);
-  const int more = std::min(
-      {k + 1, o.draft_max_k, context - static_cast<int>(expected) - 1, s->remaining() - k - 1});
+  const int more = std::min({next_k + 1, o.draft_max_k, context - static_cast<int>(expected) - 1,
+                             s->remaining() - k - 1});
   if (more < 2) return;  // The first continuation token only guesses the bonus.
   budget->rows += 1;
   const int32_t last = s->candidates.tokens.back().token();

@@ -31,8 +31,9 @@ class DraftProposer final : public Proposer {
   int MaxK(const Sequence& s, const PlannerOptions& options) const override;
   void AddWork(Sequence* s, ProposerState& state, int slot, int k, const PlannerOptions& options,
                DraftBudget* budget, PhasePlan* plan) const override;
-  void AddContinuation(Sequence* s, ProposerState& state, int slot, const PlannerOptions& options,
-                       DraftBudget* budget, PhasePlan* plan) const override;
+  void AddContinuation(Sequence* s, ProposerState& state, int slot, int next_k,
+                       const PlannerOptions& options, DraftBudget* budget,
+                       PhasePlan* plan) const override;
   void OnPrefilled(const Sequence& s, ProposerState& state,
                    const v1::PrefillSequence& fed) const override;
   std::optional<Candidates> OnDrafted(const Sequence& s, ProposerState& state,

@@ -96,7 +96,7 @@ TEST_F(DraftProposerTest, ContinuationIsCappedAndUsedOnlyWhenTheGuessHolds) {
     PlannerOptions o;
     DraftBudget budget{0, 512};
     PhasePlan plan;
-    draft_.AddContinuation(s.get(), s->proposer_state(slot), slot, o, &budget, &plan);
+    draft_.AddContinuation(s.get(), s->proposer_state(slot), slot, /*next_k=*/2, o, &budget, &plan);
     ASSERT_EQ(plan.draft.sequences_size(), 1);
     EXPECT_TRUE(plan.draft_is_continuation[0]);
     EXPECT_EQ(plan.draft.sequences(0).start_position(), 9u);    // Prompt + body[0] cached.
@@ -125,7 +125,7 @@ TEST_F(DraftProposerTest, ContinuationStopsAtTheContextAndTheTokensLeft) {
   // tokens, so a Draft call needs 9 + 1 + more <= context, and after a full accept
   // (3 tokens) more - 1 candidates are useful only up to remaining - 3 - 1... i.e.
   // more <= remaining - k - 1.
-  const auto more_for = [&](int context, int max_new) -> int {
+  const auto more_for = [&](int context, int max_new, int next_k = 2) -> int {
     PlannerOptions o;
     o.context_length = context;
     auto s = Make(8, max_new);
@@ -133,14 +133,16 @@ TEST_F(DraftProposerTest, ContinuationStopsAtTheContextAndTheTokensLeft) {
     const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
     DraftBudget budget{0, 512};
     PhasePlan plan;
-    draft_.AddContinuation(s.get(), s->proposer_state(slot), slot, o, &budget, &plan);
+    draft_.AddContinuation(s.get(), s->proposer_state(slot), slot, next_k, o, &budget, &plan);
     return plan.draft.sequences_size() == 0 ? 0 : plan.draft.sequences(0).num_draft_tokens();
   };
-  EXPECT_EQ(more_for(2048, 100), 3);  // K + 1.
-  EXPECT_EQ(more_for(14, 100), 3);    // 9 + 1 + 3 < 14.
-  EXPECT_EQ(more_for(12, 100), 2);    // 9 + 1 + 2 = 12.
-  EXPECT_EQ(more_for(11, 100), 0);    // One would only guess the bonus: none.
-  EXPECT_EQ(more_for(2048, 5), 2);    // 5 - 2 - 1.
+  EXPECT_EQ(more_for(2048, 100), 3);     // next K + 1.
+  EXPECT_EQ(more_for(2048, 100, 5), 6);  // The next step's K, not this one's.
+  EXPECT_EQ(more_for(2048, 100, 0), 0);  // Speculation off next: nothing to draft.
+  EXPECT_EQ(more_for(14, 100), 3);       // 9 + 1 + 3 < 14.
+  EXPECT_EQ(more_for(12, 100), 2);       // 9 + 1 + 2 = 12.
+  EXPECT_EQ(more_for(11, 100), 0);       // One would only guess the bonus: none.
+  EXPECT_EQ(more_for(2048, 5), 2);       // 5 - 2 - 1.
   EXPECT_EQ(more_for(2048, 4), 0);
 }
 

@@ -75,8 +75,9 @@ class Proposer {
   virtual void AddWork(Sequence* s, ProposerState& state, int slot, int k,
                        const PlannerOptions& options, DraftBudget* budget, PhasePlan* plan) const {}
   // kDraftWorker: while `s`'s candidates (from this proposer) are verified, drafts the
-  // step after them assuming all are accepted; may add nothing.
-  virtual void AddContinuation(Sequence* s, ProposerState& state, int slot,
+  // step after them assuming all are accepted, with up to `next_k` candidates (the K
+  // wanted for that step; 0: none); may add nothing.
+  virtual void AddContinuation(Sequence* s, ProposerState& state, int slot, int next_k,
                                const PlannerOptions& options, DraftBudget* budget,
                                PhasePlan* plan) const {}
   virtual void OnPrefilled(const Sequence& s, ProposerState& state,

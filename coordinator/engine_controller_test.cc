@@ -1,0 +1,167 @@
+// The speculation controller inside the engine, against fake workers
+// (coordinator/fake_worker.h): its K reaches the planner (the verified proposals) and
+// the per-request stats and metrics; it turns speculation off when the draft never
+// agrees with the target; the batch limit and fixed K bypass it. Output stays
+// identical to target-only decoding throughout.
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/engine.h"
+#include "coordinator/fake_worker.h"
+#include "coordinator/metrics.h"
+
+namespace tandem::coordinator {
+namespace {
+
+constexpr int kVocab = 2048;
+
+struct Result {
+  std::vector<int32_t> ids;
+  absl::Status status;
+  v1::RequestStats stats;
+};
+
+class EngineControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto t = Tokenizer::Load("models/target");
+    ASSERT_TRUE(t.ok()) << t.status();
+    tokenizer_ = std::make_unique<Tokenizer>(*std::move(t));
+    auto m = CoordinatorMetrics::Create({});
+    ASSERT_TRUE(m.ok()) << m.status();
+    metrics_ = *std::move(m);
+    options_.monitor_interval = absl::Milliseconds(10);
+    options_.strict_worker_batches = true;
+    // Fixed terms (a draft token costs 0.1 step, nu(K) = 1 + 0.05 K, o = 0.05) so the
+    // decisions do not depend on this machine's timing.
+    options_.measured_costs = false;
+    options_.fixed_costs = {0.1, spec::LinearVerifyCost(0.05), 0.05};
+  }
+  void TearDown() override {
+    if (engine_ != nullptr) engine_->Stop();
+  }
+
+  void Start(double draft_error_rate) {
+    FakeWorkerOptions target, draft;
+    draft.draft = true;
+    draft.draft_error_rate = draft_error_rate;
+    engine_ = std::make_unique<Engine>(
+        options_, tokenizer_.get(), std::make_unique<FakeWorker>(target, "target"),
+        std::make_unique<FakeWorker>(draft, "draft"), metrics_.get());
+    ASSERT_TRUE(engine_->Start(absl::Seconds(5)).ok());
+  }
+
+  // Runs one greedy request of `n` tokens to the end.
+  Result Run(v1::SpeculationMethod method, std::optional<int> k, int n, int salt = 0) {
+    std::vector<int32_t> prompt = {1};
+    for (int i = 1; i < 12; ++i) prompt.push_back(3 + (i * 37 + salt * 101) % (kVocab - 3));
+    ValidatedRequest r;
+    r.prompt_token_ids = prompt;
+    r.max_new_tokens = n;
+    r.speculation.method = method;
+    r.speculation.fixed_k = k;
+    r.return_token_ids = true;
+    r.ignore_eos = true;
+    auto channel = std::make_shared<OutputChannel>();
+    Result out;
+    auto seq = engine_->Submit(r, prompt, n, absl::Now() + absl::Seconds(60), channel);
+    if (!seq.ok()) {
+      out.status = seq.status();
+      return out;
+    }
+    const absl::Time give_up = absl::Now() + absl::Seconds(60);
+    while (absl::Now() < give_up) {
+      for (OutputChunk& c : channel->Pop(absl::Milliseconds(20))) {
+        out.ids.insert(out.ids.end(), c.token_ids.begin(), c.token_ids.end());
+        if (c.final) {
+          out.status = c.status;
+          out.stats = c.stats;
+          EXPECT_EQ(out.ids, FakeGreedyReference(prompt, n, kVocab));
+          return out;
+        }
+      }
+    }
+    out.status = absl::DeadlineExceededError("test: no final chunk");
+    return out;
+  }
+
+  double Metric(const std::string& series) const {
+    const std::string text = metrics_->Serialize();
+    const size_t at = text.find("\n" + series + " ");
+    return at == std::string::npos ? 0 : std::stod(text.substr(at + series.size() + 2));
+  }
+
+  static int StepsAtK(const v1::RequestStats& s, int k) {
+    return k < s.steps_by_k_size() ? static_cast<int>(s.steps_by_k(k)) : 0;
+  }
+  static int Off(const v1::RequestStats& s, const std::string& reason) {
+    auto it = s.speculation_off_steps().find(reason);
+    return it == s.speculation_off_steps().end() ? 0 : static_cast<int>(it->second);
+  }
+
+  EngineOptions options_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<CoordinatorMetrics> metrics_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(EngineControllerTest, ControllersKReachesThePlannerAndTheStats) {
+  Start(/*draft_error_rate=*/0.0);  // The draft always agrees: long K pays.
+  const Result r = Run(v1::SPECULATION_METHOD_DRAFT, std::nullopt, 120);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  const v1::RequestStats& s = r.stats;
+  // Every step is accounted at the K it verified, and the K came from the controller:
+  // the first step runs the modelled best K at the prior (0.6): the cost model's own
+  // choice, computed independently here.
+  int steps = 0, proposed = 0;
+  for (int k = 0; k < s.steps_by_k_size(); ++k) {
+    steps += s.steps_by_k(k);
+    proposed += k * s.steps_by_k(k);
+  }
+  EXPECT_EQ(steps, static_cast<int>(s.target_steps()));
+  EXPECT_EQ(proposed, static_cast<int>(s.draft_tokens_proposed()));
+  EXPECT_GT(s.speculative_steps(), 0u);
+  std::string by_k;
+  for (int k = 0; k < s.steps_by_k_size(); ++k) absl::StrAppend(&by_k, " ", s.steps_by_k(k));
+  EXPECT_GT(StepsAtK(s, options_.controller.max_k), 0)
+      << "full acceptance climbs to max K:" << by_k;
+  EXPECT_GT(s.predicted_speedup(), 1.0f);
+  EXPECT_LE(s.probe_steps(), s.target_steps() * options_.controller.probe_fraction + 1);
+  EXPECT_EQ(Off(s, "controller"), 0);
+  EXPECT_GT(Metric("tandem_controller_steps_total{decision=\"speculate\"}"), 0);
+  EXPECT_GT(Metric("tandem_controller_k_count"), 0);
+  EXPECT_GT(Metric("tandem_controller_predicted_speedup_count"), 0);
+}
+
+TEST_F(EngineControllerTest, TurnsSpeculationOffWhenTheDraftNeverAgrees) {
+  Start(/*draft_error_rate=*/1.0);
+  const Result r = Run(v1::SPECULATION_METHOD_DRAFT, std::nullopt, 150);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  const v1::RequestStats& s = r.stats;
+  EXPECT_EQ(s.draft_tokens_accepted(), 0u);
+  // A few steps before the evidence outweighs the prior, then off except for probes.
+  EXPECT_GT(Off(s, "controller"), static_cast<int>(s.target_steps()) * 3 / 4);
+  EXPECT_LT(s.speculative_steps(), s.target_steps() / 4);
+  EXPECT_GT(Metric("tandem_controller_steps_total{decision=\"controller\"}"), 0);
+}
+
+TEST_F(EngineControllerTest, BatchLimitAndFixedKBypassTheController) {
+  options_.planner.speculation_max_batch = 0;  // Any running sequence is over the limit.
+  Start(0.0);
+  const Result adaptive = Run(v1::SPECULATION_METHOD_DRAFT, std::nullopt, 30);
+  ASSERT_TRUE(adaptive.status.ok()) << adaptive.status;
+  // Every step but the last (no room for a proposal before max_new_tokens).
+  EXPECT_EQ(Off(adaptive.stats, "batch_limit"),
+            static_cast<int>(adaptive.stats.target_steps()) - 1);
+  EXPECT_EQ(Off(adaptive.stats, "length"), 1);
+  EXPECT_EQ(adaptive.stats.predicted_speedup(), 0.0f);
+  const Result fixed = Run(v1::SPECULATION_METHOD_DRAFT, 3, 30, 1);
+  ASSERT_TRUE(fixed.status.ok()) << fixed.status;
+  EXPECT_GT(StepsAtK(fixed.stats, 3), 0);
+  EXPECT_EQ(fixed.stats.predicted_speedup(), 0.0f);  // Not the controller's choice.
+  const Result none = Run(v1::SPECULATION_METHOD_NONE, std::nullopt, 10, 2);
+  EXPECT_EQ(Off(none.stats, "not_requested"), static_cast<int>(none.stats.target_steps()));
+}
+
+}  // namespace
+}  // namespace tandem::coordinator
