@@ -64,6 +64,8 @@ const std::vector<Figure>& RowFigures() {
       {"/cost_terms/o", [](R r) { return r.cost.overhead; }},
       {"/cost_terms/expected_tokens", [](R r) { return r.cost.expected_tokens; }},
       {"/cost_terms/predicted_speedup", [](R r) { return r.cost.predicted_speedup; }},
+      {"/controller_predicted_speedup", [](R r) { return r.controller_speedup; }},
+      {"/speculation_off_share", [](R r) { return r.off_share; }},
   };
   return figures;
 }
@@ -97,7 +99,8 @@ std::vector<RepeatedResult> GroupByConfig(const std::vector<ConfigKey>& configs,
 std::string RenderResultsTable(const std::vector<RepeatedResult>& results) {
   TextTable t;
   t.AddRow({"method", "rule", "pipe", "conc", "ok/req", "tok/s", "req/s", "ttft p50", "p99",
-            "tpot p50", "p99", "accept", "acc.len", "speedup", "draft busy", "target busy"});
+            "tpot p50", "p99", "accept", "acc.len", "speedup", "predicted", "draft busy",
+            "target busy"});
   size_t rounds = 0;
   for (const RepeatedResult& r : results) {
     rounds = std::max(rounds, r.repeats.size());
@@ -107,11 +110,13 @@ std::string RenderResultsTable(const std::vector<RepeatedResult>& results) {
               Cell(r, "/ttft_ms/p50", 1), Cell(r, "/ttft_ms/p99", 1), Cell(r, "/tpot_ms/p50", 1),
               Cell(r, "/tpot_ms/p99", 1), Cell(r, "/acceptance_rate", 1, "%", 100),
               Cell(r, "/mean_accepted_length", 2), Cell(r, "/speedup_vs_none", 2, "x"),
-              Cell(r, "/draft_busy", 1, "%", 100), Cell(r, "/target_busy", 1, "%", 100)});
+              Cell(r, "/cost_terms/predicted_speedup", 2, "x"), Cell(r, "/draft_busy", 1, "%", 100),
+              Cell(r, "/target_busy", 1, "%", 100)});
   }
   std::string notes =
       "(times in ms; ttft = time to first token, tpot = time per output token, both as the "
-      "client sees them)\n";
+      "client sees them;\n predicted = the cost model's speedup from the row's measured terms, "
+      "see the cost-model table)\n";
   if (rounds > 1) {
     absl::StrAppend(&notes, "(", rounds,
                     " interleaved rounds: median [min-max] over the rounds; speedup = median of "
@@ -123,16 +128,18 @@ std::string RenderResultsTable(const std::vector<RepeatedResult>& results) {
 std::string RenderCostTable(const std::vector<RepeatedResult>& results) {
   TextTable t;
   t.AddRow({"method", "rule", "pipe", "conc", "spec", "alpha", "K", "c", "nu", "o", "E",
-            "S predicted", "S measured"});
+            "S predicted", "S measured", "S ctl", "off"});
   for (const RepeatedResult& r : results) {
     if (r.key.method == v1::SPECULATION_METHOD_NONE) continue;
-    t.AddRow(
-        {MethodName(r.key.method), AcceptanceRuleName(r.key.rule), PipeliningName(r.key.pipelining),
-         absl::StrCat(r.key.concurrency), Cell(r, "/cost_terms/speculative_share", 1, "%", 100),
-         Cell(r, "/cost_terms/alpha", 2), Cell(r, "/cost_terms/k_mean", 2),
-         Cell(r, "/cost_terms/c", 3), Cell(r, "/cost_terms/nu", 2), Cell(r, "/cost_terms/o", 2),
-         Cell(r, "/cost_terms/expected_tokens", 2),
-         Cell(r, "/cost_terms/predicted_speedup", 2, "x"), Cell(r, "/speedup_vs_none", 2, "x")});
+    t.AddRow({MethodName(r.key.method), AcceptanceRuleName(r.key.rule),
+              PipeliningName(r.key.pipelining), absl::StrCat(r.key.concurrency),
+              Cell(r, "/cost_terms/speculative_share", 1, "%", 100),
+              Cell(r, "/cost_terms/alpha", 2), Cell(r, "/cost_terms/k_mean", 2),
+              Cell(r, "/cost_terms/c", 3), Cell(r, "/cost_terms/nu", 2),
+              Cell(r, "/cost_terms/o", 2), Cell(r, "/cost_terms/expected_tokens", 2),
+              Cell(r, "/cost_terms/predicted_speedup", 2, "x"), Cell(r, "/speedup_vs_none", 2, "x"),
+              Cell(r, "/controller_predicted_speedup", 2, "x"),
+              Cell(r, "/speculation_off_share", 1, "%", 100)});
   }
   return "Cost model (spec/cost_model.h): S = E / (K c + nu + o), E = (1 - alpha^(K+1)) / "
          "(1 - alpha),\nwith the plain steps mixed in: S = (f E + 1 - f) / (f K c + nu + o)\n" +
@@ -142,7 +149,10 @@ std::string RenderCostTable(const std::vector<RepeatedResult>& results) {
          " K: proposals per speculative step; T: verify call of `none` at this concurrency "
          "in the same round;\n"
          " c = T(draft token) / T, nu = T(verify call) / T, o = extra coordinator time per "
-         "step / T; c, nu, o need --metrics)\n";
+         "step / T; c, nu, o need --metrics;\n"
+         " S ctl: the server controller's own modelled speedup, mean over its adaptive steps;\n"
+         " off: share of the target steps that verified no proposal, e.g. the controller chose "
+         "K = 0)\n";
 }
 
 nlohmann::json ToJson(const RepeatedResult& result) {

@@ -52,6 +52,7 @@ ConfigResult Aggregate(const ConfigRun& run) {
   std::vector<double> ttft, tpot, latency;
   row.round = run.round;
   long long proposed = 0, accepted = 0, steps = 0, decode_tokens = 0, speculative = 0;
+  double predicted_sum = 0, predicted_steps = 0;
   for (const RequestResult& r : run.results) {
     if (r.code != absl::StatusCode::kOk) {
       ++row.errors[StatusCodeName(r.code)];
@@ -66,6 +67,11 @@ ConfigResult Aggregate(const ConfigRun& run) {
     proposed += r.stats.draft_tokens_proposed();
     accepted += r.stats.draft_tokens_accepted();
     speculative += r.stats.speculative_steps();
+    if (r.stats.predicted_speedup() > 0) {
+      predicted_sum += r.stats.predicted_speedup() * r.stats.target_steps();
+      predicted_steps += r.stats.target_steps();
+    }
+    for (const auto& [reason, n] : r.stats.speculation_off_steps()) row.off_steps[reason] += n;
     if (r.stats.target_steps() > 0) {
       steps += r.stats.target_steps();
       decode_tokens += std::llround(r.stats.mean_accepted_length() * r.stats.target_steps());
@@ -81,6 +87,12 @@ ConfigResult Aggregate(const ConfigRun& run) {
   if (proposed > 0) row.acceptance_rate = static_cast<double>(accepted) / proposed;
   if (steps > 0) row.mean_accepted_length = static_cast<double>(decode_tokens) / steps;
   row.cost = AcceptanceTerms(proposed, accepted, speculative, steps);
+  if (predicted_steps > 0) row.controller_speedup = predicted_sum / predicted_steps;
+  if (steps > 0) {
+    long long off = 0;
+    for (const auto& [reason, n] : row.off_steps) off += reason == "not_requested" ? 0 : n;
+    row.off_share = static_cast<double>(off) / steps;
+  }
   return row;
 }
 
@@ -209,6 +221,9 @@ nlohmann::json ToJson(const ConfigResult& r) {
         {"o", Number(r.cost.overhead)},
         {"expected_tokens", Number(r.cost.expected_tokens)},
         {"predicted_speedup", Number(r.cost.predicted_speedup)}}},
+      {"controller_predicted_speedup", Number(r.controller_speedup)},
+      {"speculation_off_steps", r.off_steps},
+      {"speculation_off_share", Number(r.off_share)},
   };
 }
 

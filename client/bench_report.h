@@ -54,6 +54,13 @@ struct ConfigResult {
   BusyFractions busy;
   StepTimes step_times;  // From the coordinator's metrics (set by the caller).
   CostTerms cost;        // alpha and K mean from Aggregate, the rest from ComputeCostTerms.
+  // The server's speculation controller, from the requests' stats: the mean of its
+  // modelled speedup over the adaptive requests (weighted by target steps; NaN when no
+  // request had one), and the steps that verified no proposal, by reason, with their
+  // share of all target steps ("not_requested" excluded; NaN without steps).
+  double controller_speedup = NAN;
+  std::map<std::string, long long> off_steps;
+  double off_share = NAN;
 };
 
 // Lower-case status code name, as the server's metrics label it ("ok", "unavailable").

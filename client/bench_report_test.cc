@@ -245,5 +245,24 @@ TEST(AggregateTest, AcceptanceTermsFromSpeculativeSteps) {
   EXPECT_DOUBLE_EQ(r.cost.speculative_share, 10.0 / 12.0);  // 12 target steps.
 }
 
+TEST(AggregateTest, ControllerPredictionAndOffStepsFromTheStats) {
+  RequestResult a = Ok("a", 30, 40, 15, 12, 1, 1);  // 12 target steps.
+  a.stats.set_predicted_speedup(2.0f);
+  (*a.stats.mutable_speculation_off_steps())["controller"] = 3;
+  RequestResult b = Ok("b", 30, 40, 15, 12, 1, 1);
+  b.stats.set_predicted_speedup(1.0f);
+  (*b.stats.mutable_speculation_off_steps())["controller"] = 1;
+  (*b.stats.mutable_speculation_off_steps())["not_requested"] = 5;  // Not "off".
+  RequestResult fixed_k = Ok("c", 30, 40, 15, 12, 1, 1);            // No prediction.
+  ConfigResult r =
+      Aggregate(MakeRun(v1::SPECULATION_METHOD_AUTO, 1, 1.0, {a, b, fixed_k}, {0, 1, 2}));
+  EXPECT_DOUBLE_EQ(r.controller_speedup, 1.5);  // (2 * 12 + 1 * 12) / 24.
+  EXPECT_EQ(r.off_steps["controller"], 4);
+  EXPECT_DOUBLE_EQ(r.off_share, 4.0 / 36.0);
+  const nlohmann::json j = ToJson(r);
+  EXPECT_DOUBLE_EQ(j["controller_predicted_speedup"].get<double>(), 1.5);
+  EXPECT_EQ(j["speculation_off_steps"]["not_requested"], 5);
+}
+
 }  // namespace
 }  // namespace tandem::client

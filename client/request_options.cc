@@ -1,9 +1,12 @@
 #include "client/request_options.h"
 
+#include <map>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
 namespace tandem::client {
@@ -192,6 +195,16 @@ std::string FormatStats(const v1::RequestStats& s, v1::FinishReason finish, doub
                         s.time_per_output_token_ms(), s.target_steps(),
                         absl::AsciiStrToLower(finish_name));
   if (s.fallback_steps() > 0) absl::StrAppend(&out, " fallback_steps=", s.fallback_steps());
+  // Why steps ran without speculation (sorted by reason: the map's order is not).
+  std::map<std::string, uint32_t> off(s.speculation_off_steps().begin(),
+                                      s.speculation_off_steps().end());
+  off.erase("not_requested");
+  if (!off.empty()) {
+    absl::StrAppend(&out, " spec_off=", absl::StrJoin(off, ",", absl::PairFormatter(":")));
+  }
+  if (s.predicted_speedup() > 0) {
+    absl::StrAppendFormat(&out, " predicted_speedup=%.2f", s.predicted_speedup());
+  }
   return out;
 }
 

@@ -132,6 +132,14 @@ TEST(FormatStatsTest, ShowsAcceptanceAndSpeed) {
   EXPECT_THAT(FormatStats(s, v1::FINISH_REASON_EOS, 0), HasSubstr("tok/s=16.0"));
   v1::RequestStats none;
   EXPECT_THAT(FormatStats(none, v1::FINISH_REASON_EOS, 1), HasSubstr("acceptance=-"));
+  // Why speculation was off, and the controller's modelled speedup.
+  (*s.mutable_speculation_off_steps())["draft_down"] = 2;
+  (*s.mutable_speculation_off_steps())["controller"] = 5;
+  (*s.mutable_speculation_off_steps())["not_requested"] = 1;
+  s.set_predicted_speedup(1.75f);
+  const std::string off = FormatStats(s, v1::FINISH_REASON_LENGTH, 2.0);
+  EXPECT_THAT(off, HasSubstr(" spec_off=controller:5,draft_down:2 "));
+  EXPECT_THAT(off, HasSubstr("predicted_speedup=1.75"));
 }
 
 }  // namespace

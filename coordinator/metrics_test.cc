@@ -85,6 +85,11 @@ TEST(CoordinatorMetricsTest, ServesRecordedValuesOverHttp) {
   m.RecordFallbackSteps("draft_down", 2);
   m.RecordFallbackSteps("draft_down");
   m.RecordFallbackSteps("batch_limit", 0);  // Nothing recorded.
+  m.RecordControllerStep("speculate", 4, 1.8);
+  m.RecordControllerStep("speculate", 2, 1.3);
+  m.RecordControllerStep("controller", 0, 1.0);
+  m.RecordControllerStep("probe", 1, 0.9);
+  m.RecordControllerStep("batch_limit", 0, std::nullopt);  // Not the controller's choice.
 
   CoordinatorMetrics::StepLatency latency;
   latency.draft_ms = 1.5;
@@ -145,6 +150,17 @@ TEST(CoordinatorMetricsTest, ServesRecordedValuesOverHttp) {
   EXPECT_EQ(Get(s, "tandem_speculation_steps_total{method=\"medusa\"}"), 0);
   EXPECT_EQ(Get(s, "tandem_fallback_steps_total{reason=\"draft_down\"}"), 3);
   EXPECT_EQ(s.count("tandem_fallback_steps_total{reason=\"batch_limit\"}"), 0u);
+
+  EXPECT_EQ(Get(s, "tandem_controller_steps_total{decision=\"speculate\"}"), 2);
+  EXPECT_EQ(Get(s, "tandem_controller_steps_total{decision=\"controller\"}"), 1);
+  EXPECT_EQ(Get(s, "tandem_controller_steps_total{decision=\"probe\"}"), 1);
+  EXPECT_EQ(Get(s, "tandem_controller_steps_total{decision=\"batch_limit\"}"), 1);
+  EXPECT_EQ(Get(s, "tandem_controller_k_count"), 5);
+  EXPECT_EQ(Get(s, "tandem_controller_k_sum"), 4 + 2 + 1);
+  EXPECT_EQ(Get(s, "tandem_controller_k_bucket{le=\"0\"}"), 2);
+  EXPECT_EQ(Get(s, "tandem_controller_predicted_speedup_count"), 4);
+  EXPECT_DOUBLE_EQ(Get(s, "tandem_controller_predicted_speedup_sum"), 1.8 + 1.3 + 1.0 + 0.9);
+  EXPECT_EQ(Get(s, "tandem_controller_predicted_speedup_bucket{le=\"1\"}"), 2);
 
   // Accepted lengths observed: 2, 4, 0, 7 (the plain step is not speculative).
   EXPECT_EQ(Get(s, "tandem_accepted_length_count"), 4);

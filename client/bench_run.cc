@@ -1,0 +1,85 @@
+#include "client/bench_run.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/load_runner.h"
+#include "client/progress.h"
+
+namespace tandem::client {
+
+void BenchSay(const std::string& line) {
+  std::fprintf(stderr, "tandem bench: %s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+std::string IsoTime(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
+}
+
+v1::GenerateRequest MakeBenchRequest(const BenchSettings& s, const ConfigKey& key, int number,
+                                     int* prompt_index) {
+  RequestOptions o = s.request;
+  o.method = key.method;
+  o.pipelining = key.pipelining;
+  o.accept = key.rule;
+  if (key.method == v1::SPECULATION_METHOD_NONE) o.k.reset();  // A fixed K contradicts none.
+  *prompt_index = number % static_cast<int>(s.prompts.size());
+  if (s.seed.has_value()) o.seed = *s.seed + *prompt_index;
+  return *BuildRequest(o, s.prompts[*prompt_index]);  // Options were checked up front.
+}
+
+ConfigRun RunConfig(v1::Tandem::Stub* stub, const BenchSettings& s, const ConfigKey& key,
+                    int requests, std::atomic<bool>* interrupted) {
+  ConfigRun run;
+  run.key = key;
+  run.results.resize(requests);
+  run.prompt_index.assign(requests, 0);
+  const std::string label = absl::StrFormat("%-13s %-9s pipe=%-7s c=%-3d", MethodName(key.method),
+                                            AcceptanceRuleName(key.rule),
+                                            PipeliningName(key.pipelining), key.concurrency);
+  ProgressBar bar(stderr, label);
+  int done = 0, failed = 0;
+  LoadSpec spec;
+  spec.concurrency = key.concurrency;
+  spec.requests = requests;
+  spec.request_timeout = s.timeout;
+  const absl::Time start = absl::Now();
+  RunLoad(
+      stub, spec,
+      [&](int number) { return MakeBenchRequest(s, key, number, &run.prompt_index[number]); },
+      [&](int number, const RequestResult& r) {
+        run.results[number] = r;
+        ++done;
+        if (r.code != absl::StatusCode::kOk) ++failed;
+        bar.Update(static_cast<double>(done) / requests,
+                   absl::StrCat(done, "/", requests,
+                                failed ? absl::StrCat(" (", failed, " failed)") : ""));
+      },
+      interrupted);
+  run.wall_s = absl::ToDoubleSeconds(absl::Now() - start);
+  run.results.resize(done);
+  run.prompt_index.resize(done);
+  bar.Finish(absl::StrFormat("%s done: %d requests in %.1fs%s", label, done, run.wall_s,
+                             failed ? absl::StrCat(", ", failed, " failed") : ""));
+  return run;
+}
+
+void Warmup(v1::Tandem::Stub* stub, const BenchSettings& s, int requests,
+            std::atomic<bool>* interrupted) {
+  if (requests <= 0) return;
+  ConfigKey warm{v1::SPECULATION_METHOD_NONE, v1::PIPELINING_DEFAULT, 1};
+  LoadSpec spec;
+  spec.requests = requests;
+  spec.request_timeout = s.timeout;
+  RunLoad(
+      stub, spec,
+      [&](int n) {
+        int p;
+        return MakeBenchRequest(s, warm, n, &p);
+      },
+      [](int, const RequestResult&) {}, interrupted);
+}
+
+}  // namespace tandem::client

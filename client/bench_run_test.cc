@@ -1,0 +1,46 @@
+#include "client/bench_run.h"
+
+#include <gtest/gtest.h>
+
+namespace tandem::client {
+namespace {
+
+BenchSettings Settings() {
+  BenchSettings s;
+  s.prompts = {"alpha", "beta", "gamma"};
+  s.request.k = 4;
+  s.request.max_tokens = 16;
+  return s;
+}
+
+TEST(MakeBenchRequestTest, CyclesPromptsAndAppliesTheKey) {
+  const BenchSettings s = Settings();
+  ConfigKey key{v1::SPECULATION_METHOD_DRAFT, v1::PIPELINING_OFF, 4, v1::ACCEPTANCE_RULE_REJECTION};
+  int prompt = -1;
+  const v1::GenerateRequest r = MakeBenchRequest(s, key, 4, &prompt);
+  EXPECT_EQ(prompt, 1);  // 4 % 3.
+  EXPECT_EQ(r.text(), "beta");
+  EXPECT_EQ(r.speculation().method(), v1::SPECULATION_METHOD_DRAFT);
+  EXPECT_EQ(r.speculation().num_speculative_tokens(), 4);
+  EXPECT_EQ(r.speculation().pipelining(), v1::PIPELINING_OFF);
+  EXPECT_EQ(r.speculation().acceptance_rule(), v1::ACCEPTANCE_RULE_REJECTION);
+  EXPECT_FALSE(r.sampling().has_seed());
+}
+
+TEST(MakeBenchRequestTest, NoneDropsTheFixedKAndSeedsFollowThePrompt) {
+  BenchSettings s = Settings();
+  s.seed = 100;
+  ConfigKey none{v1::SPECULATION_METHOD_NONE};
+  int prompt = -1;
+  const v1::GenerateRequest r = MakeBenchRequest(s, none, 5, &prompt);
+  EXPECT_EQ(prompt, 2);
+  EXPECT_FALSE(r.speculation().has_num_speculative_tokens());
+  EXPECT_EQ(r.sampling().seed(), 102u);
+}
+
+TEST(IsoTimeTest, FormatsUtc) {
+  EXPECT_EQ(IsoTime(absl::FromUnixSeconds(86400 + 3661)), "1970-01-02T01:01:01Z");
+}
+
+}  // namespace
+}  // namespace tandem::client
