@@ -6,8 +6,10 @@
 // A sequence carries, in preference order, the proposers its request may use (its
 // chain, from ProposerRegistry: AUTO = every served proposer in order; a named method =
 // that one; NONE = empty) and one ProposerState per chain entry. Each step the planner
-// takes the first chain entry that is Usable() for the sequence, with K capped by
-// MaxK(); a preferred entry that is skipped counts as a fallback step with its reason.
+// offers the entries that are Usable() for the sequence, with K capped by MaxK(), to
+// the sequence's speculation controller, which picks one and K (or none; a fixed-K
+// request takes the first usable one); an unusable preferred entry counts as a
+// fallback step with its reason.
 //
 // Lifecycle of one step, by site:
 //  * kCoordinator: the planner calls Propose() when it verifies the sequence.
