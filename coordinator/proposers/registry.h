@@ -1,8 +1,8 @@
 // The proposers a coordinator serves, built once from its configuration: the single
 // source of the methods it accepts (ServerLimits.available_methods), what
 // ModelInfo.methods lists, and each method's chain (AUTO: every served proposer in
-// preference order, the speculation controller picks among the usable ones; a named method: that proposer;
-// NONE: none).
+// preference order, the speculation controller picks among the usable ones; a named
+// method: that proposer; NONE: none).
 #ifndef TANDEM_COORDINATOR_PROPOSERS_REGISTRY_H_
 #define TANDEM_COORDINATOR_PROPOSERS_REGISTRY_H_
 
