@@ -42,7 +42,7 @@ struct WorkerAvailability {
   // Cost terms of a speculative step over the current batch, relative to a plain target
   // step of that batch (spec/speculation_controller.h): nu(K) for every proposer (empty
   // = 1), and c and o of the proposers that run on the draft worker. Proposers that run
-  // on the coordinator cost nothing on the step's critical path (c = o = 0).
+  // on the coordinator or the target leader cost c = o = 0 (the latter's work is in nu).
   spec::VerifyCostFn verify_cost;
   double draft_worker_cost = 0;      // c per proposed token.
   double draft_worker_overhead = 0;  // o per speculative step.
