@@ -57,8 +57,10 @@ absl::StatusOr<v1::GenerateRequest> BuildRequest(const RequestOptions& options,
 
 // One-line summary of a finished request's statistics, e.g.
 // "method=draft tokens=64 acceptance=71.3% mean_accepted=3.12 tok/s=41.0 ttft=35.2ms
-//  tpot=21.7ms steps=21 finish=length". `client_seconds` is the wall time the client saw
-// (for tok/s); <= 0 uses the server's total time.
+//  tpot=21.7ms steps=21 finish=length", then, when there are any, fallback_steps=N,
+// spec_off=reason:steps,... (steps without speculation, by reason) and the controller's
+// predicted_speedup. `client_seconds` is the wall time the client saw (for tok/s); <= 0
+// uses the server's total time.
 std::string FormatStats(const v1::RequestStats& stats, v1::FinishReason finish,
                         double client_seconds);
 
