@@ -16,10 +16,10 @@
 // past), shrunk towards a server-wide estimate of the same method (another
 // PositionAcceptance fed by every sequence) worth `prior_weight` trials; a deeper
 // position is shrunk towards the estimate of the one before it, so a position with
-// little evidence looks like its predecessor. The mean is
-// what was last seen; the evidence of a method not used for a while counts for less
-// (its counts age by `forgetting` per step without it), which makes it uncertain again
-// and lets the next observation of it dominate.
+// little evidence looks like its predecessor. The mean is what was last seen; the
+// evidence of a method not used for a while counts for less (its counts age by
+// `forgetting` per step without it), which makes it uncertain again (for probes) and
+// lets the next observation of it dominate.
 //
 // Hysteresis: the incumbent choice is kept unless another beats it by `switch_margin`
 // (relative); plain decoding is left only for S >= 1 + switch_margin, while a
