@@ -324,8 +324,10 @@ void Engine::Loop() {
     std::vector<Sequence*> running;
     running.reserve(running_.size());
     for (auto& s : running_) running.push_back(s.get());
-    WorkerAvailability workers{draft_ != nullptr && draft_available_.load(), true,
-                               verify_ms_ema_ > 0 ? draft_ms_ema_ / verify_ms_ema_ : 0.0};
+    WorkerAvailability workers;
+    workers.draft = draft_ != nullptr && draft_available_.load();
+    workers.target = true;
+    workers.draft_verify_ratio = verify_ms_ema_ > 0 ? draft_ms_ema_ / verify_ms_ema_ : 0.0;
     SetCostTerms(static_cast<int>(running.size()), &workers);
     PhasePlan plan = PlanPhase(running, planner_, workers);
     if (metrics_) {

@@ -152,7 +152,8 @@ absl::StatusOr<v1::PrefillResponse> FakeWorker::Prefill(const v1::PrefillRequest
   ++counters_.prefill_calls;
   if (absl::Status s = StepPreamble(); !s.ok()) return s;
   worker::RequestLimits limits{options_.vocab_size, options_.max_batch_tokens,
-                               options_.max_speculative_tokens, options_.context_length};
+                               options_.max_speculative_tokens, options_.context_length,
+                               /*serves_target_method=*/nullptr};
   limits.serves_target_method = [this](v1::SpeculationMethod method) {
     const auto& served = options_.target_methods;
     return std::find(served.begin(), served.end(), method) != served.end();
@@ -185,7 +186,8 @@ absl::StatusOr<v1::DraftResponse> FakeWorker::Draft(const v1::DraftRequest& requ
   if (absl::Status s = StepPreamble(); !s.ok()) return s;
   if (!options_.draft) return Admit(absl::FailedPreconditionError("Draft on a target"));
   worker::RequestLimits limits{options_.vocab_size, options_.max_batch_tokens,
-                               options_.max_speculative_tokens, options_.context_length};
+                               options_.max_speculative_tokens, options_.context_length,
+                               /*serves_target_method=*/nullptr};
   limits.serves_target_method = [this](v1::SpeculationMethod method) {
     const auto& served = options_.target_methods;
     return std::find(served.begin(), served.end(), method) != served.end();
@@ -223,7 +225,8 @@ absl::StatusOr<v1::VerifyResponse> FakeWorker::Verify(const v1::VerifyRequest& r
   if (absl::Status s = StepPreamble(); !s.ok()) return s;
   if (options_.draft) return Admit(absl::FailedPreconditionError("Verify on a draft"));
   worker::RequestLimits limits{options_.vocab_size, options_.max_batch_tokens,
-                               options_.max_speculative_tokens, options_.context_length};
+                               options_.max_speculative_tokens, options_.context_length,
+                               /*serves_target_method=*/nullptr};
   limits.serves_target_method = [this](v1::SpeculationMethod method) {
     const auto& served = options_.target_methods;
     return std::find(served.begin(), served.end(), method) != served.end();

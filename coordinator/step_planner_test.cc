@@ -47,11 +47,20 @@ PlannerOptions Options(bool pipelining, bool optimistic = false) {
   return o;
 }
 
-const WorkerAvailability kBoth{true, true};
+// Which workers are up, and the measured draft/verify time ratio (0 = unknown).
+WorkerAvailability Workers(bool draft, bool target, double draft_verify_ratio = 0) {
+  WorkerAvailability w;
+  w.draft = draft;
+  w.target = target;
+  w.draft_verify_ratio = draft_verify_ratio;
+  return w;
+}
+
+const WorkerAvailability kBoth = Workers(true, true);
 // Drafting costs as much as verifying: ping-pong pays.
-const WorkerAvailability kExpensiveDraft{true, true, 1.0};
+const WorkerAvailability kExpensiveDraft = Workers(true, true, 1.0);
 // Drafting is cheap next to verifying: lockstep with continuations.
-const WorkerAvailability kCheapDraft{true, true, 0.05};
+const WorkerAvailability kCheapDraft = Workers(true, true, 0.05);
 
 TEST(StepPlannerTest, SequentialDraftsEverythingThenVerifies) {
   Fixture f;
@@ -146,7 +155,7 @@ TEST(StepPlannerTest, DraftDownFallsBack) {
   Fixture f;
   Sequence* draft_only = f.Add(v1::SPECULATION_METHOD_DRAFT);
   Sequence* automatic = f.Add(v1::SPECULATION_METHOD_AUTO, 8, 64, 3);
-  PhasePlan p = PlanPhase(f.running, Options(true), WorkerAvailability{false, true});
+  PhasePlan p = PlanPhase(f.running, Options(true), Workers(false, true));
   EXPECT_EQ(p.draft.sequences_size(), 0);
   ASSERT_EQ(p.verify.sequences_size(), 2);
   EXPECT_EQ(p.verify.sequences(0).proposals_size(), 0);  // Target-only decoding.
@@ -247,7 +256,7 @@ TEST(StepPlannerTest, RequestCanTurnPipeliningOff) {
 TEST(StepPlannerTest, NothingWhenTargetIsDown) {
   Fixture f;
   f.Add(v1::SPECULATION_METHOD_NONE);
-  EXPECT_TRUE(PlanPhase(f.running, Options(true), WorkerAvailability{true, false}).empty());
+  EXPECT_TRUE(PlanPhase(f.running, Options(true), Workers(true, false)).empty());
 }
 
 }  // namespace

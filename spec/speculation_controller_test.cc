@@ -198,8 +198,11 @@ TEST(SpeculationControllerTest, ExplorationIsBoundedAndOnlyWhenUncertain) {
   EXPECT_GT(probes, 0);
   EXPECT_LE(probes, steps * config.probe_fraction + 1);
   for (const ControllerChoice& c : trace.choices) {
-    if (c.probe) EXPECT_LE(c.k, config.probe_max_k);
-    if (!c.probe) EXPECT_EQ(c.option, 0);
+    if (c.probe) {
+      EXPECT_LE(c.k, config.probe_max_k);
+    } else {
+      EXPECT_EQ(c.option, 0);
+    }
   }
   // With exploration off, never.
   config.probe_fraction = 0;

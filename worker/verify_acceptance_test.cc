@@ -201,7 +201,9 @@ TEST_F(VerifyAcceptanceTest, CoupledCommitsTheGumbelTokenOfEachAbsolutePosition)
         EXPECT_EQ(v.committed[j],
                   spec::GumbelSample(probs, seq.sampling().seed(), prompt_.size() + j))
             << "sequence " << s << " token " << j;
-        if (j < v.accepted.size()) EXPECT_EQ(v.committed[j], seq.proposals(j).token());
+        if (j < v.accepted.size()) {
+          EXPECT_EQ(v.committed[j], seq.proposals(j).token());
+        }
       }
       if (v.accepted.size() < size_t(seq.proposals_size())) {
         EXPECT_NE(v.committed.back(), seq.proposals(v.accepted.size()).token());

@@ -16,6 +16,14 @@ using testing::GiveDraftCandidates;
 using testing::MakeSequence;
 using testing::SlotOf;
 
+// Both workers known, the draft worker up or down.
+WorkerAvailability Workers(bool draft) {
+  WorkerAvailability w;
+  w.draft = draft;
+  w.target = true;
+  return w;
+}
+
 class DraftProposerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -151,16 +159,16 @@ TEST_F(DraftProposerTest, UnusableReasons) {
   const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
   PlannerOptions o;
   const ProposerState& st = s->proposer_state(slot);
-  EXPECT_EQ(draft_.Unusable(*s, st, {true, true}, o), nullptr);
-  EXPECT_STREQ(draft_.Unusable(*s, st, {false, true}, o), "draft_down");
+  EXPECT_EQ(draft_.Unusable(*s, st, Workers(true), o), nullptr);
+  EXPECT_STREQ(draft_.Unusable(*s, st, Workers(false), o), "draft_down");
   s->skip_draft_once = true;
-  EXPECT_STREQ(draft_.Unusable(*s, st, {true, true}, o), "draft_rejected");
+  EXPECT_STREQ(draft_.Unusable(*s, st, Workers(true), o), "draft_rejected");
   s->skip_draft_once = false;
   s->draft_allowed = false;
-  EXPECT_STREQ(draft_.Unusable(*s, st, {true, true}, o), "draft_kv");
+  EXPECT_STREQ(draft_.Unusable(*s, st, Workers(true), o), "draft_kv");
   s->draft_allowed = true;
   o.draft_context_length = 8;
-  EXPECT_STREQ(draft_.Unusable(*s, st, {true, true}, o), "draft_context");
+  EXPECT_STREQ(draft_.Unusable(*s, st, Workers(true), o), "draft_context");
 }
 
 }  // namespace

@@ -73,8 +73,12 @@ TEST_P(ProposerConformanceTest, CandidatesAreValidAndLabelled) {
     if (c.empty()) continue;
     EXPECT_EQ(c.method, p.method());
     EXPECT_EQ(c.site, p.capabilities().site);
-    if (!p.capabilities().makes_trees) EXPECT_TRUE(c.parents.empty());
-    if (!p.capabilities().explicit_positions) EXPECT_TRUE(c.positions.empty());
+    if (!p.capabilities().makes_trees) {
+      EXPECT_TRUE(c.parents.empty());
+    }
+    if (!p.capabilities().explicit_positions) {
+      EXPECT_TRUE(c.positions.empty());
+    }
     for (size_t i = 0; i < c.tokens.size(); ++i) {
       absl::Status valid =
           worker::ValidateProposal(c.tokens[i], kVocab, "candidate " + std::to_string(i));

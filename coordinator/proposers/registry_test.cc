@@ -14,7 +14,7 @@ std::vector<SpeculationMethod> Methods(const std::vector<const Proposer*>& chain
 }
 
 TEST(ProposerRegistryTest, ServedMethodsAndChainsFollowTheConfiguration) {
-  ProposerRegistry with_draft(ProposerConfig{true});
+  ProposerRegistry with_draft(ProposerConfig{/*draft_worker=*/true, /*extra=*/{}});
   EXPECT_EQ(with_draft.served_methods(),
             (std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_DRAFT,
                                             v1::SPECULATION_METHOD_PROMPT_LOOKUP}));
@@ -28,7 +28,7 @@ TEST(ProposerRegistryTest, ServedMethodsAndChainsFollowTheConfiguration) {
             std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_DRAFT});
   EXPECT_TRUE(with_draft.ChainFor(v1::SPECULATION_METHOD_NONE).empty());
 
-  ProposerRegistry without(ProposerConfig{false});
+  ProposerRegistry without(ProposerConfig{/*draft_worker=*/false, /*extra=*/{}});
   EXPECT_EQ(without.served_methods(),
             std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_PROMPT_LOOKUP});
   EXPECT_TRUE(without.ChainFor(v1::SPECULATION_METHOD_DRAFT).empty());

@@ -3,7 +3,8 @@
 namespace tandem::coordinator::testing {
 
 const ProposerRegistry& TestRegistry() {
-  static const ProposerRegistry* registry = new ProposerRegistry(ProposerConfig{true});
+  static const ProposerRegistry* registry =
+      new ProposerRegistry(ProposerConfig{/*draft_worker=*/true, /*extra=*/{}});
   return *registry;
 }
 

@@ -68,7 +68,7 @@ std::string BrokenModel(const std::string& name, const std::string& file,
                         const std::function<std::string(std::string)>& edit) {
   const std::string dir = absl::StrCat(TestTempDir(), "/", name);
   // -L: real copies, never links into the source tree.
-  std::system(absl::StrCat("rm -rf ", dir, " && cp -rL models/target ", dir).c_str());
+  EXPECT_EQ(std::system(absl::StrCat("rm -rf ", dir, " && cp -rL models/target ", dir).c_str()), 0);
   const std::string path = dir + "/" + file;
   const std::string bytes = ReadFileOrEmpty(path);
   std::remove(path.c_str());
@@ -90,7 +90,7 @@ class StartupErrorsTest : public ::testing::Test {
 
 TEST_F(StartupErrorsTest, CoordinatorStopsWithOneClearLine) {
   const std::string bad_tokenizer = absl::StrCat(TestTempDir(), "/bad-tokenizer");
-  std::system(absl::StrCat("mkdir -p ", bad_tokenizer).c_str());
+  EXPECT_EQ(std::system(absl::StrCat("mkdir -p ", bad_tokenizer).c_str()), 0);
   WriteFile(bad_tokenizer + "/tokenizer.model", "this is not a sentencepiece model");
   const std::string token_file = WriteFile(TestTempDir() + "/token", "s3cret\n");
   const std::vector<std::string> base = {"--target=127.0.0.1:1", "--tokenizer=models/target"};

@@ -202,7 +202,9 @@ TEST(SoakE2eTest, SixtySecondsAtSixtyFourStreams) {
   EXPECT_GT(tally.served, 0);
   EXPECT_GT(tally.codes["RESOURCE_EXHAUSTED"], 0) << "the admission limit was never reached";
   for (const auto& [code, count] : tally.codes) {
-    if (code != "RESOURCE_EXHAUSTED") EXPECT_EQ(count, 0) << "unexpected errors " << code;
+    if (code != "RESOURCE_EXHAUSTED") {
+      EXPECT_EQ(count, 0) << "unexpected errors " << code;
+    }
   }
   EXPECT_EQ(tally.greedy_mismatches, 0);
   EXPECT_TRUE(kv_free) << "KV blocks still in use after the soak\n" << cluster.Logs();
