@@ -59,6 +59,15 @@ int GreedyPromptCount() {
   return n > 0 ? std::min(n, 20) : 20;
 }
 
+// K values of the greedy test: 1, 3, 4, 7, 8 (K + 1 verified rows on both sides of the
+// 4- and 8-row boundaries, and the cap max_k = 8; the other K run no other code path),
+// or every K in 1..8 with TANDEM_E2E_ALL_K=1 (the full grid, for release checks).
+std::vector<int> GreedyKs() {
+  const char* env = std::getenv("TANDEM_E2E_ALL_K");
+  if (env != nullptr && std::string(env) == "1") return {1, 2, 3, 4, 5, 6, 7, 8};
+  return {1, 3, 4, 7, 8};
+}
+
 TEST_F(CoordinatorE2eTest, GreedySpeculationIsTokenIdenticalToTargetOnly) {
   auto stub = cluster_->Client();
   const int prompt_count = GreedyPromptCount();
@@ -72,16 +81,14 @@ TEST_F(CoordinatorE2eTest, GreedySpeculationIsTokenIdenticalToTargetOnly) {
     baseline[i] = Ids(*r);
     EXPECT_EQ(r->stats().draft_tokens_proposed(), 0u);
   });
-  // K = 1, 3, 4, 7, 8 (K + 1 verified rows on both sides of the 4- and 8-row
-  // boundaries, and the cap max_k = 8; the other K run no other code path), with and
-  // without pipelining, all at once.
+  // Every K of GreedyKs(), with and without pipelining, all at once.
   struct Case {
     int prompt, k;
     v1::Pipelining pipelining;
   };
   std::vector<Case> cases;
   for (int p = 0; p < prompt_count; ++p) {
-    for (int k : {1, 3, 4, 7, 8}) {
+    for (int k : GreedyKs()) {
       cases.push_back({p, k, v1::PIPELINING_ON});
       cases.push_back({p, k, v1::PIPELINING_OFF});
     }
