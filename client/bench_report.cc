@@ -72,6 +72,10 @@ ConfigResult Aggregate(const ConfigRun& run) {
       predicted_steps += r.stats.target_steps();
     }
     for (const auto& [reason, n] : r.stats.speculation_off_steps()) row.off_steps[reason] += n;
+    const auto& by_k = r.stats.steps_by_k();
+    if (row.steps_by_k.size() < static_cast<size_t>(by_k.size()))
+      row.steps_by_k.resize(by_k.size());
+    for (int k = 0; k < by_k.size(); ++k) row.steps_by_k[k] += by_k[k];
     if (r.stats.target_steps() > 0) {
       steps += r.stats.target_steps();
       decode_tokens += std::llround(r.stats.mean_accepted_length() * r.stats.target_steps());
@@ -224,6 +228,7 @@ nlohmann::json ToJson(const ConfigResult& r) {
       {"controller_predicted_speedup", Number(r.controller_speedup)},
       {"speculation_off_steps", r.off_steps},
       {"speculation_off_share", Number(r.off_share)},
+      {"steps_by_k", r.steps_by_k},
   };
 }
 

@@ -61,6 +61,9 @@ struct ConfigResult {
   double controller_speedup = NAN;
   std::map<std::string, long long> off_steps;
   double off_share = NAN;
+  // steps_by_k[K]: target steps that verified K proposals, summed over the requests'
+  // stats (index 0 = plain steps); the distribution of the K the server chose.
+  std::vector<long long> steps_by_k;
 };
 
 // Lower-case status code name, as the server's metrics label it ("ok", "unavailable").

@@ -253,7 +253,9 @@ TEST(AggregateTest, ControllerPredictionAndOffStepsFromTheStats) {
   b.stats.set_predicted_speedup(1.0f);
   (*b.stats.mutable_speculation_off_steps())["controller"] = 1;
   (*b.stats.mutable_speculation_off_steps())["not_requested"] = 5;  // Not "off".
-  RequestResult fixed_k = Ok("c", 30, 40, 15, 12, 1, 1);            // No prediction.
+  for (int n : {4, 0, 8}) a.stats.add_steps_by_k(n);
+  for (int n : {1, 2}) b.stats.add_steps_by_k(n);
+  RequestResult fixed_k = Ok("c", 30, 40, 15, 12, 1, 1);  // No prediction.
   ConfigResult r =
       Aggregate(MakeRun(v1::SPECULATION_METHOD_AUTO, 1, 1.0, {a, b, fixed_k}, {0, 1, 2}));
   EXPECT_DOUBLE_EQ(r.controller_speedup, 1.5);  // (2 * 12 + 1 * 12) / 24.
@@ -262,6 +264,8 @@ TEST(AggregateTest, ControllerPredictionAndOffStepsFromTheStats) {
   const nlohmann::json j = ToJson(r);
   EXPECT_DOUBLE_EQ(j["controller_predicted_speedup"].get<double>(), 1.5);
   EXPECT_EQ(j["speculation_off_steps"]["not_requested"], 5);
+  EXPECT_EQ(r.steps_by_k, (std::vector<long long>{5, 2, 8}));
+  EXPECT_EQ(j["steps_by_k"], nlohmann::json({5, 2, 8}));
 }
 
 }  // namespace
