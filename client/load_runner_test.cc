@@ -46,11 +46,15 @@ TEST_F(LoadRunnerTest, StreamOneMeasuresAsTheClientSeesIt) {
   ASSERT_TRUE(r.has_stats);
   EXPECT_EQ(r.stats.generated_tokens(), 5u);
   EXPECT_EQ(r.finish, v1::FINISH_REASON_LENGTH);
-  // Tokens are 20 ms apart: first after >= 20 ms, 4 gaps of >= 20 ms after it.
+  // The server sends a token every 20 ms: the first after >= 20 ms and the last after
+  // >= 100 ms. The gaps the client sees can be shorter than 20 ms when a late first token
+  // arrives in a burst with the next ones (a loaded or sanitized run), so the time per
+  // output token is bounded by the totals only.
   EXPECT_GE(r.ttft_ms, 19);
-  EXPECT_GE(r.tpot_ms, 19);
+  EXPECT_GE(r.latency_ms, 5 * 19);
+  EXPECT_GT(r.tpot_ms, 0);
   EXPECT_LT(r.tpot_ms, 200);
-  EXPECT_GE(r.latency_ms, r.ttft_ms + 4 * 19);
+  EXPECT_LE(r.ttft_ms + 4 * r.tpot_ms, r.latency_ms + 1e-6);  // The last token is before the end.
 }
 
 TEST_F(LoadRunnerTest, StreamOneReportsErrorsAndTimeouts) {
