@@ -6,90 +6,45 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/engine.h"
-#include "coordinator/fake_worker.h"
-#include "coordinator/metrics.h"
+#include "coordinator/engine_test_fixture.h"
 
 namespace tandem::coordinator {
 namespace {
 
-constexpr int kVocab = 2048;
+using Result = EngineTestOutput;
 
-struct Result {
-  std::vector<int32_t> ids;
-  absl::Status status;
-  v1::RequestStats stats;
-};
-
-class EngineControllerTest : public ::testing::Test {
+// The shared engine fixture with strict worker batches and fixed cost terms (a draft
+// token costs 0.1 step, nu(K) = 1 + 0.05 K, o = 0.05), so the controller's decisions do
+// not depend on this machine's timing.
+class EngineControllerTest : public EngineTest {
  protected:
   void SetUp() override {
-    auto t = Tokenizer::Load("models/target");
-    ASSERT_TRUE(t.ok()) << t.status();
-    tokenizer_ = std::make_unique<Tokenizer>(*std::move(t));
-    auto m = CoordinatorMetrics::Create({});
-    ASSERT_TRUE(m.ok()) << m.status();
-    metrics_ = *std::move(m);
-    options_.monitor_interval = absl::Milliseconds(10);
+    EngineTest::SetUp();
     options_.strict_worker_batches = true;
-    // Fixed terms (a draft token costs 0.1 step, nu(K) = 1 + 0.05 K, o = 0.05) so the
-    // decisions do not depend on this machine's timing.
     options_.measured_costs = false;
     options_.fixed_costs = {0.1, spec::LinearVerifyCost(0.05), 0.05};
   }
-  void TearDown() override {
-    if (engine_ != nullptr) engine_->Stop();
-  }
 
   void Start(double draft_error_rate) {
-    FakeWorkerOptions target, draft;
-    draft.draft = true;
+    FakeWorkerOptions draft;
     draft.draft_error_rate = draft_error_rate;
-    engine_ = std::make_unique<Engine>(
-        options_, tokenizer_.get(), std::make_unique<FakeWorker>(target, "target"),
-        std::make_unique<FakeWorker>(draft, "draft"), metrics_.get());
-    ASSERT_TRUE(engine_->Start(absl::Seconds(5)).ok());
+    StartEngine({}, draft);
   }
 
-  // Runs one greedy request of `n` tokens to the end.
+  // Runs one greedy request of `n` tokens to the end; its output must equal the fakes'
+  // target-only greedy decoding.
   Result Run(v1::SpeculationMethod method, std::optional<int> k, int n, int salt = 0) {
-    std::vector<int32_t> prompt = {1};
-    for (int i = 1; i < 12; ++i) prompt.push_back(3 + (i * 37 + salt * 101) % (kVocab - 3));
-    ValidatedRequest r;
-    r.prompt_token_ids = prompt;
-    r.max_new_tokens = n;
-    r.speculation.method = method;
-    r.speculation.fixed_k = k;
-    r.return_token_ids = true;
-    r.ignore_eos = true;
-    auto channel = std::make_shared<OutputChannel>();
-    Result out;
-    auto seq = engine_->Submit(r, prompt, n, absl::Now() + absl::Seconds(60), channel);
-    if (!seq.ok()) {
-      out.status = seq.status();
-      return out;
-    }
-    const absl::Time give_up = absl::Now() + absl::Seconds(60);
-    while (absl::Now() < give_up) {
-      for (OutputChunk& c : channel->Pop(absl::Milliseconds(20))) {
-        out.ids.insert(out.ids.end(), c.token_ids.begin(), c.token_ids.end());
-        if (c.final) {
-          out.status = c.status;
-          out.stats = c.stats;
-          EXPECT_EQ(out.ids, FakeGreedyReference(prompt, n, kVocab));
-          return out;
-        }
-      }
-    }
-    out.status = absl::DeadlineExceededError("test: no final chunk");
+    RequestSpec spec;
+    spec.prompt = EngineTestPrompt(12, salt);
+    spec.max_new_tokens = n;
+    spec.method = method;
+    spec.k = k;
+    const Result out = EngineTest::Run(spec);
+    if (out.status.ok()) EXPECT_EQ(out.ids, Reference(spec));
     return out;
   }
 
-  double Metric(const std::string& series) const {
-    const std::string text = metrics_->Serialize();
-    const size_t at = text.find("\n" + series + " ");
-    return at == std::string::npos ? 0 : std::stod(text.substr(at + series.size() + 2));
-  }
+  double Metric(const std::string& series) const { return EngineTestMetric(*metrics_, series); }
 
   static int StepsAtK(const v1::RequestStats& s, int k) {
     return k < s.steps_by_k_size() ? static_cast<int>(s.steps_by_k(k)) : 0;
@@ -98,11 +53,6 @@ class EngineControllerTest : public ::testing::Test {
     auto it = s.speculation_off_steps().find(reason);
     return it == s.speculation_off_steps().end() ? 0 : static_cast<int>(it->second);
   }
-
-  EngineOptions options_;
-  std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<CoordinatorMetrics> metrics_;
-  std::unique_ptr<Engine> engine_;
 };
 
 TEST_F(EngineControllerTest, ControllersKReachesThePlannerAndTheStats) {
