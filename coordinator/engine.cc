@@ -7,6 +7,12 @@
 #include "absl/strings/str_cat.h"
 
 namespace tandem::coordinator {
+namespace {
+
+// Draft prefill calls measured before their cost is charged as a switch cost.
+constexpr int kMinFeedObservations = 4;
+
+}  // namespace
 
 Engine::Engine(const EngineOptions& options, const Tokenizer* tokenizer,
                std::unique_ptr<WorkerApi> target, std::unique_ptr<WorkerApi> draft,
@@ -350,6 +356,12 @@ void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
   workers->verify_cost = costs.verify_cost;
   workers->draft_worker_cost = costs.draft_cost;
   workers->draft_worker_overhead = costs.overhead;
+  // Feeding the draft (a switch cost, per token): measured only.
+  const double step = verify_fit_.Predict(std::max(batch, 1));
+  workers->draft_worker_feed_cost =
+      options_.measured_costs && draft_feed_fit_.observations() >= kMinFeedObservations && step > 0
+          ? draft_feed_fit_.slope() / step
+          : 0.0;
 }
 
 void Engine::Monitor() {

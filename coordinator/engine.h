@@ -199,9 +199,11 @@ class Engine {
   double verify_ms_ema_ = 0;        // Verify call time, moving average.
   // Server-wide acceptance per served method, the controllers' prior (engine thread).
   std::map<v1::SpeculationMethod, std::unique_ptr<spec::PositionAcceptance>> server_acceptance_;
-  // Call time against size (verify: rows; draft: proposals), for the cost terms.
+  // Call time against size (verify: rows; draft: proposals; draft prefill: tokens fed),
+  // for the cost terms.
   spec::LinearCostFit verify_fit_{0.98, 1.0, 0.05};
   spec::LinearCostFit draft_fit_{0.98, 0.3, 0.1};
+  spec::LinearCostFit draft_feed_fit_{0.98, 0.5, 0.01, 2.0, 256.0};
 
   std::thread loop_thread_;
   std::thread monitor_thread_;

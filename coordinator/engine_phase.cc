@@ -72,6 +72,7 @@ struct Engine::TargetResult {
 
 struct Engine::DraftResult {
   absl::Status prefill_status;
+  absl::Duration prefill_wall;
   std::optional<absl::StatusOr<v1::DraftResponse>> draft;
   absl::Duration draft_wall;
 };
@@ -110,7 +111,9 @@ void Engine::RunPhase(PhasePlan& plan) {
     draft_future = draft_exec_.Submit([this, &plan] {
       DraftResult r;
       if (plan.draft_prefill.sequences_size() > 0) {
+        const absl::Time t = absl::Now();
         r.prefill_status = draft_->Prefill(plan.draft_prefill).status();
+        r.prefill_wall = absl::Now() - t;
       }
       if (plan.draft.sequences_size() > 0 && r.prefill_status.ok()) {
         absl::Time t = absl::Now();
@@ -145,6 +148,11 @@ void Engine::ApplyDraftResult(const DraftResult& r, PhasePlan& plan,
     int proposals = 0;
     for (const v1::DraftSequence& d : plan.draft.sequences()) proposals += d.num_draft_tokens();
     draft_fit_.Observe(proposals, Ms(r.draft_wall));
+  }
+  if (r.prefill_status.ok() && plan.draft_prefill.sequences_size() > 0) {
+    int fed = 0;
+    for (const v1::PrefillSequence& p : plan.draft_prefill.sequences()) fed += p.tokens_size();
+    draft_feed_fit_.Observe(fed, Ms(r.prefill_wall));
   }
   absl::Status failure = r.prefill_status;
   if (failure.ok() && r.draft.has_value() && !r.draft->ok()) failure = r.draft->status();

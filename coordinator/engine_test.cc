@@ -68,7 +68,10 @@ TEST_F(EngineTest, ContinuationHitsSkipTheDraftPhaseAndMissesCostOne) {
   Output out = Run(s);
   EXPECT_EQ(out.ids, Reference(s));
   const FakeWorker::Counters hit_target = target_->counters(), hit_draft = draft_->counters();
-  EXPECT_EQ(out.stats.target_steps(), 20);  // 100 tokens, K = 4: 5 per step.
+  // The first step decodes plain while the draft is fed the 20-token prompt (more than
+  // catch_up_min_tokens); the other 99 tokens come 5 per step (K = 4).
+  EXPECT_EQ(out.stats.target_steps(), 21);
+  EXPECT_EQ(out.stats.speculation_off_steps().at("draft_catch_up"), 1u);
   EXPECT_LE(hit_draft.draft_calls, hit_target.verify_calls + 1);
   engine_->Stop();
   TearDown();

@@ -2,6 +2,7 @@
 // group uses to form), and drives the draft worker and the target group.
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -44,6 +45,9 @@ ABSL_FLAG(double, pingpong_min_ratio, 0.4,
 ABSL_FLAG(int, max_k, 8, "Largest draft length K.");
 ABSL_FLAG(int, speculation_max_batch, 12,
           "Above this many running sequences, adaptive-K requests decode without speculation.");
+ABSL_FLAG(int, catch_up_min_tokens, 16,
+          "A draft more than this many tokens behind a sequence is fed them (draft prefill) "
+          "while the sequence decodes plain; shorter lags are fed by the draft call.");
 ABSL_FLAG(int, prefill_chunk, 256, "Prompt tokens prefilled per sequence and step.");
 ABSL_FLAG(int, proposal_top_k, 32, "Support size of the draft's sparse proposal distribution.");
 ABSL_FLAG(int, max_new_tokens_limit, 4096, "Largest max_new_tokens a request may ask for.");
@@ -218,6 +222,7 @@ int Run() {
   eo.planner.pingpong_min_ratio = absl::GetFlag(FLAGS_pingpong_min_ratio);
   eo.planner.max_k = absl::GetFlag(FLAGS_max_k);
   eo.planner.speculation_max_batch = absl::GetFlag(FLAGS_speculation_max_batch);
+  eo.planner.catch_up_min_tokens = std::max(0, absl::GetFlag(FLAGS_catch_up_min_tokens));
   eo.planner.prefill_chunk = absl::GetFlag(FLAGS_prefill_chunk);
   eo.planner.prefill_budget = 2 * absl::GetFlag(FLAGS_prefill_chunk);
   eo.planner.proposal_top_k = absl::GetFlag(FLAGS_proposal_top_k);

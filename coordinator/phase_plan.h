@@ -32,6 +32,9 @@ struct PlannerOptions {
   int context_length = 2048;           // Target positions per sequence.
   int draft_context_length = 2048;     // Draft positions per sequence (from Describe).
   int proposal_top_k = 32;
+  // A draft-worker proposer more than this many tokens (>= 0) behind a sequence is fed them
+  // (draft prefill) while the sequence decodes plain, instead of stalling it.
+  int catch_up_min_tokens = 16;
 };
 
 struct WorkerAvailability {
@@ -44,8 +47,9 @@ struct WorkerAvailability {
   // = 1), and c and o of the proposers that run on the draft worker. Proposers that run
   // on the coordinator or the target leader cost c = o = 0 (the latter's work is in nu).
   spec::VerifyCostFn verify_cost;
-  double draft_worker_cost = 0;      // c per proposed token.
-  double draft_worker_overhead = 0;  // o per speculative step.
+  double draft_worker_cost = 0;       // c per proposed token.
+  double draft_worker_overhead = 0;   // o per speculative step.
+  double draft_worker_feed_cost = 0;  // Per token fed to the draft (prefill); 0 = unknown.
 };
 
 struct PhasePlan {

@@ -22,6 +22,7 @@ spec::ControllerInputs ControllerView(const Sequence& s, int cap, const PlannerO
                                       const char** preferred_unusable) {
   spec::ControllerInputs in;
   in.verify_cost = workers.verify_cost;
+  in.tokens_left = s.remaining();
   for (int slot = 0; slot < s.chain_size(); ++slot) {
     const Proposer& p = s.proposer(slot);
     const char* unusable = p.Unusable(s, s.proposer_state(slot), workers, o);
@@ -33,6 +34,10 @@ spec::ControllerInputs ControllerView(const Sequence& s, int cap, const PlannerO
     option.draft_cost = on_draft_worker ? workers.draft_worker_cost : 0.0;
     option.overhead = on_draft_worker ? workers.draft_worker_overhead : 0.0;
     option.server = s.server_acceptance(slot);
+    if (on_draft_worker) {
+      option.switch_cost =
+          p.CatchUpTokens(s, s.proposer_state(slot)) * workers.draft_worker_feed_cost;
+    }
     in.options.push_back(option);
   }
   return in;
@@ -137,7 +142,24 @@ struct Groups {
   std::vector<Choice> ready_choice;
   std::vector<Sequence*> need_work;  // Waiting for draft-worker candidates.
   std::vector<Choice> need_choice;
+  // Decoding plain while their draft-worker proposer is fed what it lacks.
+  std::vector<Sequence*> catch_up;
+  std::vector<Choice> catch_up_choice;
 };
+
+// Whether `s`'s chosen draft-worker proposer is too far behind to draft this step.
+bool NeedsCatchUp(Sequence& s, const Choice& c, const PlannerOptions& o) {
+  return s.proposer(c.slot).CatchUpTokens(s, s.proposer_state(c.slot)) > o.catch_up_min_tokens;
+}
+
+// The step runs plain while the proposer catches up: the controller's choice is
+// deferred (docs/architecture.md §3).
+void DeferForCatchUp(Sequence& s) {
+  PlannedStep planned = s.planned_step();
+  planned.choice.deferred = true;
+  planned.off_reason = "draft_catch_up";
+  s.SetPlannedStep(planned);
+}
 
 Groups Classify(const std::vector<Sequence*>& running, const PlannerOptions& o,
                 const WorkerAvailability& workers, PhasePlan* plan) {
@@ -154,7 +176,15 @@ Groups Classify(const std::vector<Sequence*>& running, const PlannerOptions& o,
     if (needs_prefill) g.prefill.push_back(s);
     const bool worker_proposer =
         c.slot >= 0 && s->proposer(c.slot).capabilities().site == ProposerSite::kDraftWorker;
-    if (worker_proposer && s->candidates.empty()) {
+    if (worker_proposer && s->candidates.empty() && NeedsCatchUp(*s, c, o)) {
+      DeferForCatchUp(*s);
+      g.catch_up.push_back(s);
+      g.catch_up_choice.push_back(c);
+      if (!needs_prefill) {
+        g.ready.push_back(s);
+        g.ready_choice.push_back(Choice());
+      }
+    } else if (worker_proposer && s->candidates.empty()) {
       g.need_work.push_back(s);
       g.need_choice.push_back(c);
     } else if (!needs_prefill) {
@@ -282,6 +312,12 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
     Sequence* s = g.need_work[i];
     const int slot = g.need_choice[i].slot;
     s->proposer(slot).AddWork(s, s->proposer_state(slot), slot, g.need_choice[i].k, o, &budget,
+                              &plan);
+  }
+  for (size_t i = 0; i < g.catch_up.size(); ++i) {
+    Sequence* s = g.catch_up[i];
+    const int slot = g.catch_up_choice[i].slot;
+    s->proposer(slot).AddWork(s, s->proposer_state(slot), slot, g.catch_up_choice[i].k, o, &budget,
                               &plan);
   }
   return plan;

@@ -253,6 +253,36 @@ TEST(StepPlannerTest, RequestCanTurnPipeliningOff) {
   EXPECT_EQ(p.draft.sequences_size(), 5);  // Sequential: everyone is drafted first.
 }
 
+TEST(StepPlannerTest, AFarBehindDraftIsFedWhileTheSequenceDecodesPlain) {
+  Fixture f;
+  // 100 committed tokens the draft has never seen (a prompt, or tokens committed while
+  // the draft was off): the sequence is verified plain and the draft prefilled meanwhile.
+  Sequence* s = f.Add(v1::SPECULATION_METHOD_DRAFT, /*prompt_len=*/100);
+  PlannerOptions o = Options(true);
+  o.catch_up_min_tokens = 16;
+  PhasePlan p = PlanPhase(f.running, o, kCheapDraft);
+  ASSERT_EQ(p.verify.sequences_size(), 1);
+  EXPECT_EQ(p.verify.sequences(0).proposals_size(), 0);
+  EXPECT_EQ(p.draft.sequences_size(), 0);
+  ASSERT_EQ(p.draft_prefill.sequences_size(), 1);
+  EXPECT_EQ(p.draft_prefill.sequences(0).start_position(), 0u);
+  EXPECT_EQ(p.draft_prefill.sequences(0).tokens_size(), 99);  // The last token waits.
+  EXPECT_STREQ(s->planned_step().off_reason, "draft_catch_up");
+  // Once fed, it drafts, feeding only the last token.
+  const int slot = 0;
+  s->proposer(slot).OnPrefilled(*s, s->proposer_state(slot), p.draft_prefill.sequences(0));
+  p = PlanPhase(f.running, o, kCheapDraft);
+  ASSERT_EQ(p.draft.sequences_size(), 1);
+  EXPECT_EQ(p.draft.sequences(0).start_position(), 99u);
+  EXPECT_EQ(p.draft.sequences(0).tokens_size(), 1);
+  // A short lag is fed inline by the draft call.
+  Sequence* short_prompt = f.Add(v1::SPECULATION_METHOD_DRAFT, /*prompt_len=*/16);
+  p = PlanPhase({short_prompt}, o, kCheapDraft);
+  ASSERT_EQ(p.draft.sequences_size(), 1);
+  EXPECT_EQ(p.draft.sequences(0).tokens_size(), 16);
+  EXPECT_EQ(p.draft_prefill.sequences_size(), 0);
+}
+
 TEST(StepPlannerTest, NothingWhenTargetIsDown) {
   Fixture f;
   f.Add(v1::SPECULATION_METHOD_NONE);

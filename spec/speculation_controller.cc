@@ -138,21 +138,23 @@ double SpeculationController::Acceptance(int option, int position,
   return Estimates(option, server, position, false)[position - 1];
 }
 
-double SpeculationController::ValueOf(int option, const ControllerOption& o, const VerifyCostFn& nu,
-                                      int k, bool optimistic) const {
+double SpeculationController::ValueOf(int option, const ControllerOption& o,
+                                      const ControllerInputs& in, int k, bool optimistic) const {
   if (k <= 0) return 1.0;
   const std::vector<double> a = Estimates(option, o.server, k, optimistic);
-  const double cost =
-      k * std::max(o.draft_cost, 0.0) + VerifyCost(nu, k) + std::max(o.overhead, 0.0);
-  return cost > 0 ? ExpectedTokensFromPositions(a, k) / cost : 0.0;
+  const double expected = ExpectedTokensFromPositions(a, k);
+  const double steps_left = optimistic ? 1.0 : std::max(1.0, in.tokens_left / expected);
+  const double cost = k * std::max(o.draft_cost, 0.0) + VerifyCost(in.verify_cost, k) +
+                      std::max(o.overhead, 0.0) + std::max(o.switch_cost, 0.0) / steps_left;
+  return cost > 0 ? expected / cost : 0.0;
 }
 
 SpeculationController::Value SpeculationController::Best(int option, const ControllerOption& o,
-                                                         const VerifyCostFn& nu, int max_k,
+                                                         const ControllerInputs& in, int max_k,
                                                          bool optimistic) const {
   Value best;
   for (int k = 1; k <= std::min(max_k, config_.max_k); ++k) {
-    const double s = ValueOf(option, o, nu, k, optimistic);
+    const double s = ValueOf(option, o, in, k, optimistic);
     if (best.k == 0 || s > best.speedup) best = {k, s};
   }
   return best;
@@ -169,7 +171,7 @@ ControllerChoice SpeculationController::Choose(const ControllerInputs& in) const
   for (int i = 0; i < n; ++i) {
     if (!open(i)) continue;
     any_open = true;
-    const Value v = Best(i, in.options[i], in.verify_cost, in.options[i].max_k, false);
+    const Value v = Best(i, in.options[i], in, in.options[i].max_k, false);
     if (v.speedup > best.speedup) best = {i, v.k, false, v.speedup, false};
   }
   // The incumbent (plain when its option cannot be used now), then hysteresis.
@@ -177,8 +179,7 @@ ControllerChoice SpeculationController::Choose(const ControllerInputs& in) const
   if (open(incumbent_option_)) {
     const ControllerOption& o = in.options[incumbent_option_];
     const int k = std::min(incumbent_k_, o.max_k);
-    chosen = {incumbent_option_, k, false, ValueOf(incumbent_option_, o, in.verify_cost, k, false),
-              false};
+    chosen = {incumbent_option_, k, false, ValueOf(incumbent_option_, o, in, k, false), false};
   }
   const double margin = 1 + config_.switch_margin;
   if (chosen.option < 0) {
@@ -198,11 +199,11 @@ ControllerChoice SpeculationController::Choose(const ControllerInputs& in) const
         continue;
       }
       const ControllerOption& o = in.options[i];
-      const Value v = Best(i, o, in.verify_cost, o.max_k, true);
+      const Value v = Best(i, o, in, o.max_k, true);
       if (v.speedup > probe_value) {
         probe_value = v.speedup;
         const int k = std::min(v.k, config_.probe_max_k);
-        probe = {i, k, true, ValueOf(i, o, in.verify_cost, k, false), false};
+        probe = {i, k, true, ValueOf(i, o, in, k, false), false};
       }
     }
     if (probe.option >= 0) return probe;
@@ -226,6 +227,7 @@ void SpeculationController::Observe(const ControllerChoice& chosen, int used, in
     last_used_[used] = step_;
   }
   probe_budget_ = std::min(1.0, probe_budget_ + config_.probe_fraction);
+  if (chosen.deferred) return;
   if (chosen.probe) {
     probe_budget_ -= 1;
   } else {

@@ -28,6 +28,13 @@
 // when its aged evidence is thin (fewer than probe_min_trials at position 1) and its
 // optimistic value (aged estimate + probe_z standard deviations) would beat the
 // choice by the margin, at most a probe_fraction of the steps (a token bucket).
+// Switching costs: an option whose worker must first be fed tokens it has not seen (a
+// draft that was off for a while) carries a one-off switch_cost. The mean estimates
+// spread it over the steps the sequence has left, tokens_left / E_m(K), so a proposer
+// that would catch up on a long context to serve a short remainder is not chosen; a
+// probe pays it whole (a probe is one step). A choice the caller deferred (its worker
+// was fed this step instead; ControllerChoice::deferred) moves neither the incumbent
+// nor the probe budget: the next Choose decides again with the smaller switch cost.
 // Outputs never depend on the choice (acceptance rules, docs/architecture.md §4).
 //
 // Pure and deterministic; no I/O. Not thread-safe: one controller per sequence.
@@ -91,12 +98,18 @@ struct ControllerOption {
   double overhead = 0;    // o, per speculative step, relative to a plain step.
   // Server-wide acceptance of its method (null: only initial_acceptance as prior).
   const PositionAcceptance* server = nullptr;
+  // One-off cost of using it now (feeding its worker what it has not seen), relative to
+  // a plain step; 0 when it is in step with the sequence.
+  double switch_cost = 0;
 };
 
 struct ControllerInputs {
   std::vector<ControllerOption> options;
   // nu(K) at the current batch size (nu(0) = 1). Empty: nu = 1.
   VerifyCostFn verify_cost;
+  // Tokens the sequence may still generate (spreads switch costs); <= 0: unknown, a
+  // switch cost is then spread over one step.
+  int tokens_left = 0;
 };
 
 struct ControllerChoice {
@@ -107,6 +120,9 @@ struct ControllerChoice {
   // True when plain decoding was chosen although some option was usable with K >= 1
   // (the cost model says speculation does not pay now).
   bool off_by_model = false;
+  // Set by the caller, not by Choose: the choice did not run this step (its worker was
+  // being fed what it lacked); the step was plain decoding.
+  bool deferred = false;
 };
 
 // E = 1 + sum_j prod_{i<=j} a(i) for K = min(k, a.size()) positions, a clamped to [0, 1].
@@ -123,7 +139,7 @@ class SpeculationController {
   // After the step: `chosen` is what Choose returned for it; option `used` (-1: none)
   // verified `proposed` proposals of which `accepted` were accepted. Records the step
   // (the used option's evidence first aged by the steps it was not used), moves the
-  // incumbent and the probe budget.
+  // incumbent and the probe budget (neither for a deferred choice).
   void Observe(const ControllerChoice& chosen, int used, int proposed, int accepted);
 
   // Mean acceptance estimate at `position` (1-based) of option `option` given its
@@ -142,10 +158,11 @@ class SpeculationController {
                                 bool optimistic) const;
   // The best K in [1, max_k] of `option` (ties to the smaller K) by the mean estimate,
   // or (optimistic) by the aged estimate plus probe_z standard deviations.
-  Value Best(int option, const ControllerOption& o, const VerifyCostFn& nu, int max_k,
+  Value Best(int option, const ControllerOption& o, const ControllerInputs& in, int max_k,
              bool optimistic) const;
-  // S of `option` at `k` (1 for k <= 0), by the mean or the optimistic estimate.
-  double ValueOf(int option, const ControllerOption& o, const VerifyCostFn& nu, int k,
+  // S of `option` at `k` (1 for k <= 0), by the mean estimate with its switch cost
+  // spread over the steps left, or by the optimistic estimate paying it whole.
+  double ValueOf(int option, const ControllerOption& o, const ControllerInputs& in, int k,
                  bool optimistic) const;
   // Own discounted trials of `option` at `position` (0 before any observation), aged
   // by the steps since its last use when `aged`.

@@ -248,6 +248,63 @@ TEST(SpeculationControllerTest, ALosingIncumbentIsDroppedAtOnce) {
   EXPECT_EQ(controller.Choose(OneOption(0.0, 2.0, 0.5)).option, -1);
 }
 
+TEST(SpeculationControllerTest, ASwitchCostIsSpreadOverTheTokensLeft) {
+  ControllerConfig config;
+  config.initial_acceptance = 0.8;
+  SpeculationController controller(config);
+  ControllerInputs in = OneOption(0.05, 0.02, 0.05);
+  const ControllerChoice free_switch = controller.Choose(in);
+  ASSERT_EQ(free_switch.option, 0);
+  // Catching up costs 20 plain steps: worth it for 1000 tokens, not for 20.
+  in.options[0].switch_cost = 20;
+  in.tokens_left = 1000;
+  const ControllerChoice long_run = controller.Choose(in);
+  EXPECT_EQ(long_run.option, 0);
+  EXPECT_LT(long_run.speedup, free_switch.speedup);
+  in.tokens_left = 20;
+  EXPECT_EQ(controller.Choose(in).option, -1);
+  EXPECT_TRUE(controller.Choose(in).off_by_model);
+  // Unknown tokens left: the cost is paid in one step.
+  in.tokens_left = 0;
+  EXPECT_EQ(controller.Choose(in).option, -1);
+}
+
+TEST(SpeculationControllerTest, ADeferredChoiceMovesNeitherIncumbentNorProbeBudget) {
+  ControllerConfig config;
+  config.probe_fraction = 1;  // A probe may run every step.
+  SpeculationController controller(config);
+  // Option 0 pays and becomes the incumbent; option 1 has no evidence: a probe.
+  ControllerInputs in = OneOption(0.0, 0.02, 0.0);
+  in.options.push_back({true, 8, 0.0, 0.0, nullptr});
+  ControllerChoice first = controller.Choose(in);
+  controller.Observe(first, first.option, first.k, first.k);
+  const ControllerChoice probe = controller.Choose(in);
+  ASSERT_TRUE(probe.probe);
+  ControllerChoice deferred = probe;
+  deferred.deferred = true;
+  controller.Observe(deferred, -1, 0, 0);
+  // Still the same probe: the budget was not spent.
+  const ControllerChoice again = controller.Choose(in);
+  EXPECT_TRUE(again.probe);
+  EXPECT_EQ(again.option, probe.option);
+  controller.Observe(again, again.option, again.k, 0);
+  EXPECT_FALSE(controller.Choose(in).probe);  // Spent now.
+}
+
+TEST(SpeculationControllerTest, AProbePaysItsSwitchCostWhole) {
+  ControllerConfig config;
+  config.probe_fraction = 1;
+  SpeculationController controller(config);
+  ControllerInputs in = OneOption(0.0, 0.02, 0.0);
+  in.options.push_back({true, 8, 0.0, 0.0, nullptr});
+  in.tokens_left = 100000;
+  ControllerChoice first = controller.Choose(in);
+  controller.Observe(first, first.option, first.k, first.k);
+  ASSERT_TRUE(controller.Choose(in).probe);
+  in.options[1].switch_cost = 10;  // Spread over 10^5 tokens it is nothing; whole, too much.
+  EXPECT_FALSE(controller.Choose(in).probe);
+}
+
 }  // namespace
 }  // namespace spec
 }  // namespace tandem

@@ -71,6 +71,13 @@ const char* DraftProposer::Unusable(const Sequence& s, const ProposerState& stat
   return nullptr;
 }
 
+int DraftProposer::CatchUpTokens(const Sequence& s, const ProposerState& state) const {
+  const int length = static_cast<int>(s.tokens().size());
+  const int start =
+      std::min(static_cast<const DraftState&>(state).ValidLength(s.tokens()), length - 1);
+  return std::max(0, length - 1 - start);
+}
+
 int DraftProposer::MaxK(const Sequence& s, const PlannerOptions& o) const {
   return std::min(o.draft_max_k, o.draft_context_length - static_cast<int>(s.tokens().size()));
 }
@@ -81,9 +88,10 @@ void DraftProposer::AddWork(Sequence* s, ProposerState& state, int slot, int k,
   const int length = static_cast<int>(tokens.size());
   const int start = std::min(Of(state).ValidLength(tokens), length - 1);
   const int fed = length - start;
-  if (fed > o.draft_max_batch_tokens / 2) {
-    // A long uncached stretch (a new prompt): prefill the draft in chunks first, within
-    // the phase's draft prefill budget (later sequences wait for the next phase).
+  if (fed - 1 > o.catch_up_min_tokens || fed > o.draft_max_batch_tokens / 2) {
+    // A long uncached stretch (a new prompt, or tokens committed while the draft was
+    // off): prefill the draft in chunks first, within the phase's draft prefill budget
+    // (later sequences wait for the next phase).
     const int chunk = std::min({o.prefill_chunk, fed - 1, budget->prefill_left});
     if (chunk <= 0) return;
     budget->prefill_left -= chunk;

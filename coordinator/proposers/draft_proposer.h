@@ -29,6 +29,7 @@ class DraftProposer final : public Proposer {
                        const WorkerAvailability& workers,
                        const PlannerOptions& options) const override;
   int MaxK(const Sequence& s, const PlannerOptions& options) const override;
+  int CatchUpTokens(const Sequence& s, const ProposerState& state) const override;
   void AddWork(Sequence* s, ProposerState& state, int slot, int k, const PlannerOptions& options,
                DraftBudget* budget, PhasePlan* plan) const override;
   void AddContinuation(Sequence* s, ProposerState& state, int slot, int next_k,

@@ -67,13 +67,19 @@ class Proposer {
                                const PlannerOptions& options) const = 0;
   // Most candidates it can propose for `s` now (its worker's limits), >= 0.
   virtual int MaxK(const Sequence& s, const PlannerOptions& options) const = 0;
+  // Committed tokens of `s` its worker must be fed before it can propose (beyond the
+  // last one, which every draft call feeds), >= 0: 0 when it is in step. Above
+  // PlannerOptions::catch_up_min_tokens the planner feeds them (AddWork's prefill)
+  // while the sequence decodes plain, and the controller charges them as a switch cost.
+  virtual int CatchUpTokens(const Sequence& s, const ProposerState& state) const { return 0; }
 
   // kCoordinator: up to `k` candidates for `s` now (may be empty: nothing to propose).
   virtual Candidates Propose(const Sequence& s, ProposerState& state, int k) const { return {}; }
 
-  // kDraftWorker: adds the work that yields `k` candidates for `s` (or a prefill chunk
-  // towards it) to `plan` within `budget`, recording `slot` with it. May add nothing
-  // (budget spent: the sequence waits for the next phase).
+  // kDraftWorker: adds the work that yields `k` candidates for `s` (or, when more than
+  // catch_up_min_tokens are to be fed, a prefill chunk towards it) to `plan` within
+  // `budget`, recording `slot` with it. May add nothing (budget spent: the sequence
+  // waits for the next phase).
   virtual void AddWork(Sequence* s, ProposerState& state, int slot, int k,
                        const PlannerOptions& options, DraftBudget* budget, PhasePlan* plan) const {}
   // kDraftWorker: while `s`'s candidates (from this proposer) are verified, drafts the
