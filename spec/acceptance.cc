@@ -13,14 +13,87 @@ namespace {
 
 constexpr double kProposalSumTolerance = 1e-3;
 
+absl::Status ValidateInputs(absl::Span<const Proposal> proposals,
+                            absl::Span<const absl::Span<const float>> target_probs,
+                            AcceptanceRule rule) {
+  const size_t k = proposals.size();
+  absl::Status status = ValidateTargetDistributions(target_probs, k);
+  if (!status.ok()) return status;
+  const size_t vocab = target_probs[0].size();
+  for (size_t i = 0; i < k; ++i) {
+    const int32_t token = proposals[i].token;
+    if (token < 0 || static_cast<size_t>(token) >= vocab) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("acceptance: proposal ", i, " token ", token, " outside [0, ", vocab, ")"));
+    }
+    if (RuleReadsProposalDistribution(rule)) {
+      status = ValidateProposalDistribution(
+          proposals[i], vocab, absl::StrCat("acceptance: proposal ", i, " (token ", token, "): "));
+      if (!status.ok()) return status;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NoMassError(size_t index) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("acceptance: target distribution ", index, " has no positive probability"));
+}
+
+// EmitToken, or NoMassError(index) when p has no positive entry.
+absl::StatusOr<int32_t> EmitOrError(absl::Span<const float> p, size_t index, EmitMode how,
+                                    const RandomKey& key, uint64_t offset) {
+  const int32_t token = EmitToken(p, how, key, offset);
+  if (token < 0) return NoMassError(index);
+  return token;
+}
+
+// Correction of the rejection rule: a sample from normalize(max(0, p - q)), or from p
+// when that residual has no mass.
+absl::StatusOr<int32_t> SampleResidual(absl::Span<const float> p, const SparseDistribution& q,
+                                       size_t index, uint64_t seed, uint64_t position) {
+  std::vector<double> residual(p.begin(), p.end());
+  for (size_t j = 0; j < q.ids.size(); ++j) {
+    const int32_t id = q.ids[j];
+    residual[id] = std::max(0.0, residual[id] - static_cast<double>(q.probs[j]));
+  }
+  const double u = UniformDouble(seed, RandomStream::kResample, position);
+  int token = SampleFromProbs(absl::MakeConstSpan(residual), u);
+  if (token < 0) token = SampleFromProbs(p, u);
+  if (token < 0) return NoMassError(index);
+  return token;
+}
+
+}  // namespace
+
 bool RuleReadsProposalDistribution(AcceptanceRule rule) {
   return rule == AcceptanceRule::kRejection || rule == AcceptanceRule::kRatio;
 }
 
-absl::Status ValidateProposalDistribution(const Proposal& proposal, size_t index, size_t vocab) {
+absl::Status ValidateTargetDistributions(absl::Span<const absl::Span<const float>> target_probs,
+                                         size_t k) {
+  if (target_probs.size() != k + 1) {
+    return absl::InvalidArgumentError(absl::StrCat("acceptance: ", k, " proposals need ", k + 1,
+                                                   " target distributions, got ",
+                                                   target_probs.size()));
+  }
+  const size_t vocab = target_probs[0].size();
+  if (vocab == 0) {
+    return absl::InvalidArgumentError("acceptance: target distributions are empty");
+  }
+  for (size_t i = 1; i < target_probs.size(); ++i) {
+    if (target_probs[i].size() != vocab) {
+      return absl::InvalidArgumentError(absl::StrCat("acceptance: target distribution ", i, " has ",
+                                                     target_probs[i].size(),
+                                                     " entries, distribution 0 has ", vocab));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateProposalDistribution(const Proposal& proposal, size_t vocab,
+                                          absl::string_view where) {
   const SparseDistribution& q = proposal.q;
-  const std::string where =
-      absl::StrCat("acceptance: proposal ", index, " (token ", proposal.token, "): ");
   if (q.ids.empty() || q.ids.size() != q.probs.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         where, "proposal distribution needs as many ids as probs and at least one, got ",
@@ -56,86 +129,68 @@ absl::Status ValidateProposalDistribution(const Proposal& proposal, size_t index
   return absl::OkStatus();
 }
 
-absl::Status ValidateInputs(absl::Span<const Proposal> proposals,
-                            absl::Span<const absl::Span<const float>> target_probs,
-                            AcceptanceRule rule) {
-  const size_t k = proposals.size();
-  if (target_probs.size() != k + 1) {
-    return absl::InvalidArgumentError(absl::StrCat("acceptance: ", k, " proposals need ", k + 1,
-                                                   " target distributions, got ",
-                                                   target_probs.size()));
+bool PassesDeterministicTest(const AcceptanceParams& params, const Proposal& proposal,
+                             absl::Span<const float> p, int i, int k) {
+  const double p_token = p[proposal.token];
+  switch (params.rule) {
+    case AcceptanceRule::kGreedy:
+      return proposal.token == Argmax(p);
+    case AcceptanceRule::kThreshold:
+      return p_token > AlphaOrDefault(params);
+    case AcceptanceRule::kRatio:
+      return static_cast<double>(ProbabilityOf(proposal.q, proposal.token)) >=
+             AlphaOrDefault(params) * p_token;
+    case AcceptanceRule::kPosition:
+      return p_token >= PositionThreshold(i, k, params.theta_first, params.theta_last);
+    case AcceptanceRule::kTypical:
+      // p > min(epsilon, bound) iff p > epsilon or p > bound: the O(vocab) entropy
+      // is needed only when the epsilon test fails.
+      return p_token > static_cast<double>(params.epsilon) ||
+             p_token > TypicalThreshold(p, params.epsilon, params.delta);
+    case AcceptanceRule::kRejection:
+    case AcceptanceRule::kCoupled:
+      return false;
   }
-  const size_t vocab = target_probs[0].size();
-  if (vocab == 0) {
-    return absl::InvalidArgumentError("acceptance: target distributions are empty");
-  }
-  for (size_t i = 1; i < target_probs.size(); ++i) {
-    if (target_probs[i].size() != vocab) {
-      return absl::InvalidArgumentError(absl::StrCat("acceptance: target distribution ", i, " has ",
-                                                     target_probs[i].size(),
-                                                     " entries, distribution 0 has ", vocab));
-    }
-  }
-  for (size_t i = 0; i < k; ++i) {
-    const int32_t token = proposals[i].token;
-    if (token < 0 || static_cast<size_t>(token) >= vocab) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("acceptance: proposal ", i, " token ", token, " outside [0, ", vocab, ")"));
-    }
-    if (RuleReadsProposalDistribution(rule)) {
-      absl::Status status = ValidateProposalDistribution(proposals[i], i, vocab);
-      if (!status.ok()) return status;
-    }
-  }
-  return absl::OkStatus();
+  return false;
 }
 
-absl::Status NoMassError(size_t index) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("acceptance: target distribution ", index, " has no positive probability"));
+EmitMode CorrectionMode(AcceptanceRule rule) {
+  switch (rule) {
+    case AcceptanceRule::kGreedy:
+    case AcceptanceRule::kTypical:
+      return EmitMode::kArgmax;
+    case AcceptanceRule::kCoupled:
+      return EmitMode::kGumbel;
+    default:
+      return EmitMode::kSample;
+  }
 }
 
-// How a rule emits a correction or bonus token from p.
-enum class Emit { kArgmax, kSample, kGumbel };
+EmitMode BonusMode(AcceptanceRule rule) {
+  switch (rule) {
+    case AcceptanceRule::kGreedy:
+      return EmitMode::kArgmax;
+    case AcceptanceRule::kCoupled:
+      return EmitMode::kGumbel;
+    default:
+      return EmitMode::kSample;
+  }
+}
 
-// A token from p: argmax p; the inverse-CDF sample with the kResample draw at
-// `sample_index`; or the GumbelSample at absolute position `position`.
-absl::StatusOr<int32_t> EmitFrom(absl::Span<const float> p, size_t index, Emit how, uint64_t seed,
-                                 uint64_t sample_index, uint64_t position) {
-  int token = -1;
+int32_t EmitToken(absl::Span<const float> p, EmitMode how, const RandomKey& key, uint64_t offset) {
   switch (how) {
-    case Emit::kArgmax:
-      token = Argmax(p);
-      if (token >= 0 && !(p[token] > 0.0f)) token = -1;
-      break;
-    case Emit::kSample:
-      token = SampleFromProbs(p, UniformDouble(seed, RandomStream::kResample, sample_index));
-      break;
-    case Emit::kGumbel:
-      token = GumbelSample(p, seed, position);
-      break;
+    case EmitMode::kArgmax: {
+      const int token = Argmax(p);
+      return token >= 0 && p[token] > 0.0f ? token : -1;
+    }
+    case EmitMode::kSample:
+      return SampleFromProbs(
+          p, UniformDouble(key.seed, RandomStream::kResample, key.sample_index + offset));
+    case EmitMode::kGumbel:
+      return GumbelSample(p, key.seed, key.position + offset);
   }
-  if (token < 0) return NoMassError(index);
-  return token;
+  return -1;
 }
-
-// Correction of the rejection rule: a sample from normalize(max(0, p - q)), or from p
-// when that residual has no mass.
-absl::StatusOr<int32_t> SampleResidual(absl::Span<const float> p, const SparseDistribution& q,
-                                       size_t index, uint64_t seed, uint64_t position) {
-  std::vector<double> residual(p.begin(), p.end());
-  for (size_t j = 0; j < q.ids.size(); ++j) {
-    const int32_t id = q.ids[j];
-    residual[id] = std::max(0.0, residual[id] - static_cast<double>(q.probs[j]));
-  }
-  const double u = UniformDouble(seed, RandomStream::kResample, position);
-  int token = SampleFromProbs(absl::MakeConstSpan(residual), u);
-  if (token < 0) token = SampleFromProbs(p, u);
-  if (token < 0) return NoMassError(index);
-  return token;
-}
-
-}  // namespace
 
 absl::StatusOr<AcceptanceResult> AcceptProposals(
     absl::Span<const Proposal> proposals, absl::Span<const absl::Span<const float>> target_probs,
@@ -146,46 +201,29 @@ absl::StatusOr<AcceptanceResult> AcceptProposals(
   if (!status.ok()) return status;
 
   const size_t k = proposals.size();
-  const double alpha = AlphaOrDefault(params);
   AcceptanceResult result;
   result.committed.reserve(k + 1);
   for (size_t i = 0; i < k; ++i) {
     const absl::Span<const float> p = target_probs[i];
     const int32_t token = proposals[i].token;
-    const double p_token = p[token];
     const uint64_t position = key.sample_index + i;
     bool accept = false;
     int32_t coupled_token = -1;  // t_i of the coupled rule.
     switch (params.rule) {
-      case AcceptanceRule::kGreedy:
-        accept = token == Argmax(p);
-        break;
       case AcceptanceRule::kRejection: {
         const double q_token = ProbabilityOf(proposals[i].q, token);
         const double u = UniformDouble(key.seed, RandomStream::kAccept, position);
-        accept = u < std::min(1.0, p_token / q_token);
+        accept = u < std::min(1.0, static_cast<double>(p[token]) / q_token);
         break;
       }
-      case AcceptanceRule::kThreshold:
-        accept = p_token > alpha;
-        break;
-      case AcceptanceRule::kRatio:
-        accept = static_cast<double>(ProbabilityOf(proposals[i].q, token)) >= alpha * p_token;
-        break;
-      case AcceptanceRule::kPosition:
-        accept = p_token >= PositionThreshold(static_cast<int>(i) + 1, static_cast<int>(k),
-                                              params.theta_first, params.theta_last);
-        break;
-      case AcceptanceRule::kTypical:
-        // p > min(epsilon, bound) iff p > epsilon or p > bound: the O(vocab) entropy
-        // is needed only when the epsilon test fails.
-        accept = p_token > static_cast<double>(params.epsilon) ||
-                 p_token > TypicalThreshold(p, params.epsilon, params.delta);
-        break;
       case AcceptanceRule::kCoupled:
         coupled_token = GumbelSample(p, key.seed, key.position + i);
         if (coupled_token < 0) return NoMassError(i);
         accept = token == coupled_token;
+        break;
+      default:
+        accept = PassesDeterministicTest(params, proposals[i], p, static_cast<int>(i) + 1,
+                                         static_cast<int>(k));
         break;
     }
     if (accept) {
@@ -197,23 +235,15 @@ absl::StatusOr<AcceptanceResult> AcceptProposals(
       result.committed.push_back(coupled_token);
       return result;
     }
-    const Emit how =
-        params.rule == AcceptanceRule::kGreedy || params.rule == AcceptanceRule::kTypical
-            ? Emit::kArgmax
-            : Emit::kSample;
     absl::StatusOr<int32_t> correction =
         params.rule == AcceptanceRule::kRejection
             ? SampleResidual(p, proposals[i].q, i, key.seed, position)
-            : EmitFrom(p, i, how, key.seed, position, key.position + i);
+            : EmitOrError(p, i, CorrectionMode(params.rule), key, i);
     if (!correction.ok()) return correction.status();
     result.committed.push_back(*correction);
     return result;
   }
-  const Emit bonus_how = params.rule == AcceptanceRule::kGreedy    ? Emit::kArgmax
-                         : params.rule == AcceptanceRule::kCoupled ? Emit::kGumbel
-                                                                   : Emit::kSample;
-  absl::StatusOr<int32_t> bonus =
-      EmitFrom(target_probs[k], k, bonus_how, key.seed, key.sample_index + k, key.position + k);
+  absl::StatusOr<int32_t> bonus = EmitOrError(target_probs[k], k, BonusMode(params.rule), key, k);
   if (!bonus.ok()) return bonus.status();
   result.committed.push_back(*bonus);
   return result;

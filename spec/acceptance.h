@@ -58,6 +58,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "spec/acceptance_params.h"
 #include "spec/sampling.h"
@@ -103,6 +104,47 @@ struct AcceptanceResult {
 absl::StatusOr<AcceptanceResult> AcceptProposals(
     absl::Span<const Proposal> proposals, absl::Span<const absl::Span<const float>> target_probs,
     const AcceptanceParams& params, const RandomKey& key);
+
+// ---- Building blocks of AcceptProposals, shared with the tree rules (spec/tree_acceptance.h).
+
+// Whether `rule` reads the proposals' q (rejection and ratio).
+bool RuleReadsProposalDistribution(AcceptanceRule rule);
+
+// OK when target_probs holds k + 1 non-empty spans of one size; INVALID_ARGUMENT saying
+// which is wrong otherwise.
+absl::Status ValidateTargetDistributions(absl::Span<const absl::Span<const float>> target_probs,
+                                         size_t k);
+
+// OK when proposal.q is a valid q over [0, vocab) (see Proposal: ids and probs of one
+// size, at least one, distinct ids in range, finite non-negative probabilities summing to
+// 1 within 1e-3, proposal.token with positive probability); INVALID_ARGUMENT whose
+// message starts with `where` otherwise.
+absl::Status ValidateProposalDistribution(const Proposal& proposal, size_t vocab,
+                                          absl::string_view where);
+
+// The test of a deterministic rule (greedy, threshold, ratio, position, typical: the
+// table above) for `proposal` against its target p (dense; q read by ratio only), where
+// i in [1, k] and k are the position rule's proposal number and K. False for the
+// randomised rules (rejection, coupled), which AcceptProposals decides itself.
+bool PassesDeterministicTest(const AcceptanceParams& params, const Proposal& proposal,
+                             absl::Span<const float> p, int i, int k);
+
+// How a rule emits the token that follows its accepted proposals from the target p.
+enum class EmitMode {
+  kArgmax,  // argmax p (only if positive).
+  kSample,  // The inverse-CDF sample with the kResample draw.
+  kGumbel,  // GumbelSample.
+};
+// On a rejection: greedy, typical argmax; coupled Gumbel; the others a sample (rejection
+// samples its residual, not p: AcceptProposals). After a full acceptance (the bonus):
+// greedy argmax, coupled Gumbel, every other rule a sample.
+EmitMode CorrectionMode(AcceptanceRule rule);
+EmitMode BonusMode(AcceptanceRule rule);
+
+// The token emitted from p, `offset` tokens after the step's first commit: argmax p;
+// SampleFromProbs(p, UniformDouble(seed, kResample, sample_index + offset)); or
+// GumbelSample(p, seed, position + offset). -1 when p has no positive entry.
+int32_t EmitToken(absl::Span<const float> p, EmitMode how, const RandomKey& key, uint64_t offset);
 
 }  // namespace spec
 }  // namespace tandem
