@@ -30,7 +30,10 @@ struct Tree {
 
 Tree MakeTree(absl::Span<const int32_t> parents, absl::Span<const Proposal> proposals,
               absl::Span<const absl::Span<const float>> target_probs) {
-  Tree tree{parents, proposals, target_probs};
+  Tree tree;
+  tree.parents = parents;
+  tree.proposals = proposals;
+  tree.target_probs = target_probs;
   tree.children.resize(parents.size() + 1);
   tree.depth.resize(parents.size());
   for (size_t i = 0; i < parents.size(); ++i) {
