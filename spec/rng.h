@@ -24,7 +24,8 @@ PhiloxCounter Philox4x32_10(const PhiloxCounter& counter, const PhiloxKey& key);
 // the same position are independent.
 enum class RandomStream : uint32_t {
   kDraftSample = 0,  // The draft model sampling proposal d at a position.
-  kAccept = 1,       // The acceptance test u of a proposal at a position.
+  kAccept = 1,       // The acceptance test u of a proposal at a position (draw = the
+                     // sibling's rank on a tree, spec/tree_acceptance.h; 0 on a chain).
   kResample = 2,     // Target-side sampling at a position: correction, bonus token and
                      // plain (non-speculative) decoding all use it, so K = 0 matches
                      // target-only sampling draw for draw.

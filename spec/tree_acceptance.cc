@@ -260,11 +260,11 @@ absl::Status ValidateTree(absl::Span<const int32_t> parents, absl::Span<const Pr
   std::sort(siblings.begin(), siblings.end());
   for (size_t j = 1; j < siblings.size(); ++j) {
     const auto& [parent, token, node] = siblings[j];
-    if (std::get<0>(siblings[j - 1]) == parent && std::get<1>(siblings[j - 1]) == token) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tree acceptance: nodes ", std::get<2>(siblings[j - 1]), " and ", node,
-                       " are children of ", NodeName(parent), " with the same token ", token,
-                       " (siblings must be distinct)"));
+    const auto& [previous_parent, previous_token, previous_node] = siblings[j - 1];
+    if (previous_parent == parent && previous_token == token) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tree acceptance: nodes ", previous_node, " and ", node, " are children of ",
+          NodeName(parent), " with the same token ", token, " (siblings must be distinct)"));
     }
   }
   return absl::OkStatus();
