@@ -350,14 +350,14 @@ void Engine::Loop() {
 
 void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
   const spec::CostModel costs =
-      options_.measured_costs
-          ? spec::BatchCostModel(verify_fit_, draft_fit_, batch, options_.fixed_costs)
-          : options_.fixed_costs;
+      options_.measured_costs ? spec::BatchCostModel(verify_fit_, draft_fit_, batch,
+                                                     options_.fixed_costs, phase_overhead_ms_ema_)
+                              : options_.fixed_costs;
   workers->verify_cost = costs.verify_cost;
   workers->draft_worker_cost = costs.draft_cost;
   workers->draft_worker_overhead = costs.overhead;
   // Feeding the draft (a switch cost, per token): measured only.
-  const double step = verify_fit_.Predict(std::max(batch, 1));
+  const double step = verify_fit_.Predict(std::max(batch, 1)) + phase_overhead_ms_ema_;
   workers->draft_worker_feed_cost =
       options_.measured_costs && draft_feed_fit_.observations() >= kMinFeedObservations && step > 0
           ? draft_feed_fit_.slope() / step

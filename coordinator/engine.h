@@ -197,6 +197,8 @@ class Engine {
   std::shared_ptr<Sequence> held_;  // Popped from the queue, waiting for KV room.
   double draft_ms_ema_ = 0;         // Draft call time, moving average.
   double verify_ms_ema_ = 0;        // Verify call time, moving average.
+  // Phase time beyond its longest worker task (planning, RPC setup, applying results).
+  double phase_overhead_ms_ema_ = 0;
   // Server-wide acceptance per served method, the controllers' prior (engine thread).
   std::map<v1::SpeculationMethod, std::unique_ptr<spec::PositionAcceptance>> server_acceptance_;
   // Call time against size (verify: rows; draft: proposals; draft prefill: tokens fed),

@@ -37,6 +37,18 @@ std::string BatchShape(const Request& request) {
                       max_k, ", last position ", max_end - 1);
 }
 
+// Whether every entry of a Draft or Verify call feeds at most the 1-2 committed tokens a
+// decoding step leaves uncached. Calls that also feed a prompt or a catch-up are not
+// what the cost fits model (a fed token costs far less than a decoded row), so they
+// are not observed.
+template <typename Request>
+bool DecodeShaped(const Request& request) {
+  for (const auto& s : request.sequences()) {
+    if (s.tokens_size() > 2) return false;
+  }
+  return request.sequences_size() > 0;
+}
+
 // What a verify carries for the candidates' method besides tokens and parents (the
 // planner builds those): explicit positions, and the next-candidates request of the
 // sequence's target-leader proposer (the first of its chain), so that such a method
@@ -65,12 +77,14 @@ void AddProposerFields(const PlannerOptions& options, PhasePlan& plan) {
 }  // namespace
 
 struct Engine::TargetResult {
+  absl::Duration wall;  // The whole task: prefill and verify calls.
   absl::Status prefill_status;
   std::optional<absl::StatusOr<v1::VerifyResponse>> verify;
   absl::Duration verify_wall;
 };
 
 struct Engine::DraftResult {
+  absl::Duration wall;  // The whole task: prefill and draft calls.
   absl::Status prefill_status;
   absl::Duration prefill_wall;
   std::optional<absl::StatusOr<v1::DraftResponse>> draft;
@@ -92,6 +106,7 @@ void Engine::RunPhase(PhasePlan& plan) {
       plan.target_prefill.sequences_size() > 0 || plan.verify.sequences_size() > 0;
   if (target_work) {
     target_future = target_exec_.Submit([this, &plan] {
+      const absl::Time start = absl::Now();
       TargetResult r;
       if (plan.target_prefill.sequences_size() > 0) {
         r.prefill_status = target_->Prefill(plan.target_prefill).status();
@@ -101,6 +116,7 @@ void Engine::RunPhase(PhasePlan& plan) {
         r.verify = target_->Verify(plan.verify);
         r.verify_wall = absl::Now() - t;
       }
+      r.wall = absl::Now() - start;
       return r;
     });
   }
@@ -109,6 +125,7 @@ void Engine::RunPhase(PhasePlan& plan) {
       plan.draft_prefill.sequences_size() > 0 || plan.draft.sequences_size() > 0;
   if (draft_work) {
     draft_future = draft_exec_.Submit([this, &plan] {
+      const absl::Time start = absl::Now();
       DraftResult r;
       if (plan.draft_prefill.sequences_size() > 0) {
         const absl::Time t = absl::Now();
@@ -120,14 +137,27 @@ void Engine::RunPhase(PhasePlan& plan) {
         r.draft = draft_->Draft(plan.draft);
         r.draft_wall = absl::Now() - t;
       }
+      r.wall = absl::Now() - start;
       return r;
     });
   }
 
   CoordinatorMetrics::StepLatency latency;
   // Draft results first: a continuation must be in place before its verify is applied.
-  if (draft_work) ApplyDraftResult(draft_future.get(), plan, &latency);
-  if (target_work) ApplyTargetResult(target_future.get(), plan, &latency);
+  absl::Duration workers_wall;
+  if (draft_work) {
+    const DraftResult r = draft_future.get();
+    workers_wall = r.wall;
+    ApplyDraftResult(r, plan, &latency);
+  }
+  if (target_work) {
+    const TargetResult r = target_future.get();
+    workers_wall = std::max(workers_wall, r.wall);
+    ApplyTargetResult(r, plan, &latency);
+  }
+  // The coordinator's own time in the phase (a term of every step's cost).
+  UpdateEma(&phase_overhead_ms_ema_,
+            std::max(absl::ZeroDuration(), absl::Now() - phase_start - workers_wall));
   if (metrics_) {
     const double phase_ms = Ms(absl::Now() - phase_start);
     double worker_ms = 0;
@@ -147,7 +177,7 @@ void Engine::ApplyDraftResult(const DraftResult& r, PhasePlan& plan,
     UpdateEma(&draft_ms_ema_, r.draft_wall);
     int proposals = 0;
     for (const v1::DraftSequence& d : plan.draft.sequences()) proposals += d.num_draft_tokens();
-    draft_fit_.Observe(proposals, Ms(r.draft_wall));
+    if (DecodeShaped(plan.draft)) draft_fit_.Observe(proposals, Ms(r.draft_wall));
   }
   if (r.prefill_status.ok() && plan.draft_prefill.sequences_size() > 0) {
     int fed = 0;
@@ -186,7 +216,7 @@ void Engine::ApplyTargetResult(const TargetResult& r, PhasePlan& plan,
     for (const v1::VerifySequence& v : plan.verify.sequences()) {
       rows += v.tokens_size() + v.proposals_size();
     }
-    verify_fit_.Observe(rows, Ms(r.verify_wall));
+    if (DecodeShaped(plan.verify)) verify_fit_.Observe(rows, Ms(r.verify_wall));
   }
   const absl::Time now = absl::Now();
   if (!r.prefill_status.ok()) {

@@ -67,17 +67,19 @@ double LinearCostFit::slope() const {
 }
 
 CostModel BatchCostModel(const LinearCostFit& verify, const LinearCostFit& draft, int batch,
-                         const CostModel& fallback, int min_observations) {
+                         const CostModel& fallback, double phase_overhead_ms,
+                         int min_observations) {
   if (verify.observations() < min_observations) return fallback;
   batch = std::max(batch, 1);
-  const double step = verify.Predict(batch);
+  const double h = std::isfinite(phase_overhead_ms) ? std::max(phase_overhead_ms, 0.0) : 0.0;
+  const double step = verify.Predict(batch) + h;
   if (!(step > 0)) return fallback;
   CostModel model = fallback;
   if (draft.observations() >= min_observations) {
     model.draft_cost = draft.slope() * batch / step;
-    model.overhead = draft.intercept() / step;
+    model.overhead = (draft.intercept() + h) / step;
   }
-  const double a = verify.intercept(), b = verify.slope();
+  const double a = verify.intercept() + h, b = verify.slope();
   model.verify_cost = [a, b, batch, step](int k) {
     return (a + b * batch * (std::max(k, 0) + 1)) / step;
   };

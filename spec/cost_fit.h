@@ -40,15 +40,19 @@ class LinearCostFit {
 };
 
 // Cost model of one speculative step over a batch of `batch` sequences, in units of a
-// plain target step of that batch T = verify.Predict(batch):
+// plain target step of that batch T = verify.Predict(batch) + h, where h (ms, >= 0) is
+// the coordinator's own time per phase (planning, applying results) that every step
+// pays once:
 //   c     = draft.slope() * batch / T      (drafting one token for every sequence)
-//   o     = draft.intercept() / T          (the draft call's fixed cost)
-//   nu(K) = verify.Predict(batch (K + 1)) / T.
+//   o     = (draft.intercept() + h) / T    (the draft call's fixed cost, and the phase
+//                                           a draft needs before its verify)
+//   nu(K) = (verify.Predict(batch (K + 1)) + h) / T.
 // `batch` >= 1. Until the verify fit has `min_observations`, `fallback`; until the
 // draft fit has them, `fallback`'s c and o with the measured nu(K) (a server without a
 // draft worker never measures c, and needs none: its proposers run on the coordinator).
 CostModel BatchCostModel(const LinearCostFit& verify, const LinearCostFit& draft, int batch,
-                         const CostModel& fallback, int min_observations = 8);
+                         const CostModel& fallback, double phase_overhead_ms = 0,
+                         int min_observations = 8);
 
 }  // namespace spec
 }  // namespace tandem

@@ -70,6 +70,13 @@ TEST(BatchCostModelTest, TermsInUnitsOfAPlainStep) {
   const CostModel verify_only = BatchCostModel(verify, empty, 4, fallback);
   EXPECT_EQ(verify_only.draft_cost, 99);
   EXPECT_NEAR(verify_only.verify_cost(3), (2.0 + 0.1 * 16) / step, 1e-9);
+  // The coordinator's time per phase is part of every step, and of a draft's phase.
+  const CostModel with_h = BatchCostModel(verify, draft, 4, fallback, /*phase_overhead_ms=*/0.6);
+  const double step_h = step + 0.6;
+  EXPECT_NEAR(with_h.verify_cost(0), 1.0, 1e-9);
+  EXPECT_NEAR(with_h.verify_cost(3), (2.0 + 0.6 + 0.1 * 16) / step_h, 1e-9);
+  EXPECT_NEAR(with_h.overhead, (0.5 + 0.6) / step_h, 1e-9);
+  EXPECT_NEAR(with_h.draft_cost, 0.05 * 4 / step_h, 1e-9);
 }
 
 TEST(BatchCostModelTest, ExpensiveVerifyRowsMakeSpeculationLose) {
