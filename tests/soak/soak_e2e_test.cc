@@ -1,4 +1,4 @@
-// Load and soak: 64 concurrent clients for 60 s against a real cluster (a 2-rank
+// Load and soak: 64 concurrent clients for 30 s against a real cluster (a 2-rank
 // target group and a draft worker) whose admission limits are set low enough that
 // some requests are refused RESOURCE_EXHAUSTED. The mix covers every method, greedy
 // and seeded sampling, unary and streamed calls, and clients that cancel mid-stream.
@@ -33,7 +33,9 @@ constexpr int kConcurrency = 64;
 constexpr int kPrompts = 8;
 constexpr int kGreedyTokens = 48;
 constexpr absl::Duration kWarmup = absl::Seconds(10);
-constexpr absl::Duration kSoak = absl::Seconds(60);
+// 30 s: hundreds of served and thousands of refused requests (60 s doubled the counts
+// and the CI time; the RSS bound is the same).
+constexpr absl::Duration kSoak = absl::Seconds(30);
 constexpr absl::Duration kBackoff = absl::Milliseconds(50);  // After RESOURCE_EXHAUSTED.
 
 // Resident set size of a process, KiB (-1 when unknown).
@@ -132,7 +134,7 @@ void RunLoad(v1::Tandem::Stub* stub, absl::Time end, const std::vector<std::stri
   for (auto& t : clients) t.join();
 }
 
-TEST(SoakE2eTest, SixtySecondsAtSixtyFourStreams) {
+TEST(SoakE2eTest, ThirtySecondsAtSixtyFourStreams) {
   ClusterOptions options;
   options.tp = 2;
   options.tag = "soak";
