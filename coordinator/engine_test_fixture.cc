@@ -27,7 +27,7 @@ void EngineTest::SetUp() {
   options_.monitor_interval = absl::Milliseconds(10);
   options_.eos_token_id = 2;
   // The fixed cost terms: whether speculation pays must not depend on how fast this
-  // machine runs the fakes (engine_controller_test covers the controller).
+  // machine runs the fakes (engine_controller_test.cc covers the controller).
   options_.measured_costs = false;
 }
 

@@ -17,10 +17,13 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 const auto kInvalid = absl::StatusCode::kInvalidArgument;
 
-TEST_P(RejectTest, RejectedWithCodeAndMessage) { ExpectRejected(GetParam()); }
+// Its own suite: request_validation_test.cc (same binary) instantiates RejectTest.
+class SamplingRejectTest : public RejectTest {};
+
+TEST_P(SamplingRejectTest, RejectedWithCodeAndMessage) { ExpectRejected(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(
-    AllRules, RejectTest,
+    AllRules, SamplingRejectTest,
     ::testing::Values(
         // temperature
         RejectCase{"temperature_nan", [](auto& r) { r.mutable_sampling()->set_temperature(kNaN); },
