@@ -1,6 +1,7 @@
 // End-to-end tests of the coordinator with real processes: a draft worker, a 4-process
-// target group on the default collective (tcp) and tandem-coordinator, on the bundled models,
-// through the public gRPC API.
+// target group on the default collective (tcp; TANDEM_E2E_TP=2 for 2 processes, as the
+// sanitizer run does) and tandem-coordinator, on the bundled models, through the public
+// gRPC API.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -15,11 +16,21 @@
 namespace tandem::e2e {
 namespace {
 
+// Target ranks: 4 (more ranks than the target's 2 KV heads: each holds a replicated KV
+// head), or TANDEM_E2E_TP = 1, 2 or 4. The sanitizer run in ./run.sh test uses 2: six
+// processes under ASan on two cores cost minutes, and //model:llama_tp_test covers the
+// replicated KV heads under the sanitizers.
+int TargetTp() {
+  const char* env = std::getenv("TANDEM_E2E_TP");
+  const int tp = env != nullptr ? std::atoi(env) : 4;
+  return tp == 1 || tp == 2 ? tp : 4;
+}
+
 class CoordinatorE2eTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     ClusterOptions options;
-    options.tp = 4;
+    options.tp = TargetTp();
     options.tag = "e2e";
     options.coordinator_flags = {"--max_running=64", "--max_queue=512"};
     auto cluster = Cluster::Start(options);
