@@ -62,9 +62,9 @@ print_test_summary() {
 # the greedy end-to-end test (real coordinator and worker processes under the
 # sanitizers, on a 2-rank target group: see .bazelrc). no_sanitizers marks statistical
 # tests that repeat, millions of times, calls whose code a small test of the same unit
-# runs under the sanitizers; the repetitions find nothing more there and cost minutes (//spec:rejection_acceptance_test:
-# 46 s under ASan/UBSan, 7 s in the normal build; the hand-made rejection cases stay in
-# //spec:acceptance_test).
+# runs under the sanitizers; the repetitions find nothing more there and cost minutes
+# (//spec:rejection_acceptance_test: 46 s under ASan/UBSan, 7 s in the normal build; the
+# hand-made rejection cases stay in //spec:acceptance_test).
 asan_targets() {
   bazel query --noshow_progress --ui_event_filters=-info \
     'tests(//...) except attr(size, "large", tests(//...)) except tests(//kernels/cuda/...)
