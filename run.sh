@@ -64,12 +64,19 @@ print_test_summary() {
 # tests that repeat, millions of times, calls whose code a small test of the same unit
 # runs under the sanitizers; the repetitions find nothing more there and cost minutes
 # (//spec:rejection_acceptance_test: 46 s under ASan/UBSan, 7 s in the normal build; the
-# hand-made rejection cases stay in //spec:acceptance_test).
+# hand-made rejection cases stay in //spec:acceptance_test). Of the CLI (//client) only
+# the tests of code that handles processes, sockets, raw buffers or threads run here
+# (supervision, child processes, HTTP and Prometheus parsing, argv, the load runner);
+# its flag parsing, tables and bench reports are plain value code that the normal
+# build tests, and compiling those tests again under ASan cost minutes of CI.
 asan_targets() {
   bazel query --noshow_progress --ui_event_filters=-info \
     'tests(//...) except attr(size, "large", tests(//...)) except tests(//kernels/cuda/...)
      except tests(//deploy/...) except tests(//tests/...) except tests(//fuzz/...)
-     except attr(tags, "no_sanitizers", tests(//...))' 2>/dev/null
+     except attr(tags, "no_sanitizers", tests(//...))
+     except (tests(//client/...) except set(//client:supervisor_test
+       //client:child_process_test //client:local_cluster_test //client:http_get_test
+       //client:prometheus_text_test //client:argv_test //client:load_runner_test))' 2>/dev/null
   echo //tests/e2e:coordinator_e2e_test
 }
 
