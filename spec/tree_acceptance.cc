@@ -53,22 +53,23 @@ absl::Status NoMassError(int v) {
                                                  ") has no positive probability"));
 }
 
-// Each node's q (the rules that read it), and under rejection that no q gives an earlier
-// sibling's token positive probability (siblings are drawn without replacement).
-absl::Status ValidateProposals(const Tree& tree, AcceptanceRule rule) {
-  const size_t vocab = tree.target_probs[0].size();
-  for (size_t i = 0; i < tree.proposals.size(); ++i) {
-    const Proposal& node = tree.proposals[i];
+// Each node's q, and under rejection that no q gives an earlier sibling's token positive
+// probability (siblings are drawn without replacement). `children` as Tree::children.
+absl::Status ValidateProposals(absl::Span<const Proposal> proposals,
+                               const std::vector<std::vector<int>>& children, size_t vocab,
+                               AcceptanceRule rule) {
+  for (size_t i = 0; i < proposals.size(); ++i) {
+    const Proposal& node = proposals[i];
     absl::Status status = ValidateProposalDistribution(
         node, vocab, absl::StrCat("tree acceptance: node ", i, " (token ", node.token, "): "));
     if (!status.ok()) return status;
   }
   if (rule != AcceptanceRule::kRejection) return absl::OkStatus();
-  for (const std::vector<int>& siblings : tree.children) {
+  for (const std::vector<int>& siblings : children) {
     for (size_t b = 1; b < siblings.size(); ++b) {
-      const Proposal& later = tree.proposals[siblings[b]];
+      const Proposal& later = proposals[siblings[b]];
       for (size_t a = 0; a < b; ++a) {
-        const int32_t earlier = tree.proposals[siblings[a]].token;
+        const int32_t earlier = proposals[siblings[a]].token;
         const float mass = ProbabilityOf(later.q, earlier);
         if (mass > 0.0f) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -270,6 +271,14 @@ absl::Status ValidateTree(absl::Span<const int32_t> parents, absl::Span<const Pr
   return absl::OkStatus();
 }
 
+absl::Status ValidateTreeProposals(absl::Span<const int32_t> parents,
+                                   absl::Span<const Proposal> proposals, size_t vocab,
+                                   AcceptanceRule rule) {
+  absl::Status status = ValidateTree(parents, proposals, vocab);
+  if (!status.ok() || !RuleReadsProposalDistribution(rule)) return status;
+  return ValidateProposals(proposals, MakeTree(parents, proposals, {}).children, vocab, rule);
+}
+
 absl::StatusOr<TreeAcceptanceResult> AcceptTree(
     absl::Span<const int32_t> parents, absl::Span<const Proposal> proposals,
     absl::Span<const absl::Span<const float>> target_probs, const AcceptanceParams& params,
@@ -278,13 +287,9 @@ absl::StatusOr<TreeAcceptanceResult> AcceptTree(
   if (!status.ok()) return status;
   status = ValidateTargetDistributions(target_probs, proposals.size());
   if (!status.ok()) return status;
-  status = ValidateTree(parents, proposals, target_probs[0].size());
+  status = ValidateTreeProposals(parents, proposals, target_probs[0].size(), params.rule);
   if (!status.ok()) return status;
   const Tree tree = MakeTree(parents, proposals, target_probs);
-  if (RuleReadsProposalDistribution(params.rule)) {
-    status = ValidateProposals(tree, params.rule);
-    if (!status.ok()) return status;
-  }
   switch (params.rule) {
     case AcceptanceRule::kGreedy:
       return AcceptTargetTokens(tree, /*coupled=*/false, key);

@@ -185,7 +185,9 @@ TEST_F(TargetEngineTest, GreedyTreeFollowsTheArgmaxBranch) {
 }
 
 // A tree of two equal-depth branches under each deterministic-criterion rule commits
-// what the better branch commits when verified alone as a chain.
+// what the better branch commits when verified alone as a chain (spec::AcceptTree: the
+// longer accepted path, then the larger sum of ln p over it, then branch A, the lower
+// index), and its cache keeps that branch only.
 TEST_F(TargetEngineTest, TreeCommitsWhatItsBestPathCommitsAsAChain) {
   const auto other = [&](int i) { return (greedy_[i] + 3 + i) % kVocab; };
   // Branch A (nodes 0, 2, 4): a wrong token first. Branch B (1, 3, 5): the greedy chain.
@@ -220,9 +222,19 @@ TEST_F(TargetEngineTest, TreeCommitsWhatItsBestPathCommitsAsAChain) {
     auto out = Verify({tree, a, b});
     ASSERT_TRUE(out.ok()) << out.status();
     const v1::VerifiedSequence& t = out->sequences(0);
-    const v1::VerifiedSequence& best =
-        out->sequences(2).num_accepted() > out->sequences(1).num_accepted() ? out->sequences(2)
-                                                                            : out->sequences(1);
+    // Under sampling the chains' log-probabilities are ln p of each committed token.
+    const auto likelihood = [](const v1::VerifiedSequence& v) {
+      double sum = 0.0;
+      for (uint32_t j = 0; j < v.num_accepted() && j < uint32_t(v.logprobs_size()); ++j) {
+        sum += v.logprobs(j);
+      }
+      return sum;
+    };
+    const v1::VerifiedSequence &seq_a = out->sequences(1), &seq_b = out->sequences(2);
+    const bool b_wins = seq_b.num_accepted() > seq_a.num_accepted() ||
+                        (seq_b.num_accepted() == seq_a.num_accepted() && seq_a.num_accepted() > 0 &&
+                         likelihood(seq_b) > likelihood(seq_a));
+    const v1::VerifiedSequence& best = b_wins ? seq_b : seq_a;
     EXPECT_EQ(Committed(t), Committed(best)) << sampling.rule();
     EXPECT_EQ(t.num_accepted(), best.num_accepted()) << sampling.rule();
     EXPECT_EQ(t.cached_length(), best.cached_length()) << sampling.rule();

@@ -1,6 +1,5 @@
 #include "worker/verify_acceptance.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "absl/functional/function_ref.h"
@@ -9,6 +8,7 @@
 #include "model/output_consumers.h"
 #include "spec/acceptance.h"
 #include "spec/sampling.h"
+#include "spec/tree_acceptance.h"
 #include "worker/sequence_sampling.h"
 
 namespace tandem {
@@ -30,59 +30,35 @@ spec::RandomKey KeyOf(const v1::VerifySequence& seq) {
                          uint64_t{seq.start_position()} + uint64_t(seq.tokens_size())};
 }
 
-// Runs the rule over the proposals `path` (indices, a root-to-node chain) whose logit
-// rows are 0 (the last committed token) and path[i] + 1.
-absl::StatusOr<Accepted> AcceptPath(const v1::VerifySequence& seq, const std::vector<int>& path,
-                                    const std::vector<std::vector<float>>& probs,
-                                    const spec::AcceptanceParams& params) {
-  std::vector<spec::Proposal> proposals;
-  std::vector<absl::Span<const float>> spans = {probs[0]};
-  std::vector<int> rows = {0};
-  for (int j : path) {
-    proposals.push_back(ToProposal(seq.proposals(j)));
-    spans.push_back(probs[j + 1]);
-    rows.push_back(j + 1);
-  }
-  absl::StatusOr<spec::AcceptanceResult> result =
-      spec::AcceptProposals(proposals, spans, params, KeyOf(seq));
-  if (!result.ok()) return result.status();
-  Accepted out;
-  out.committed = std::move(result->committed);
-  out.rows.assign(rows.begin(), rows.begin() + out.committed.size());
-  out.accepted.assign(path.begin(), path.begin() + result->num_accepted);
-  return out;
-}
-
-// A chain: the proposals in order. A tree: every root-to-leaf path is run as a chain
-// (the position rule's K is that path's length) and the path that accepts the most
-// proposals wins (ties: the lowest leaf index). Rejection sampling is not offered on
-// trees (validation answers UNIMPLEMENTED): the best of several paths would not keep
-// the target distribution.
+// The rule over the sequence's proposals with their K + 1 processed target rows: a chain
+// (spec::AcceptProposals) or a tree (spec::AcceptTree). Committed token j is drawn from
+// row 0 (j = 0) or from the row after the accepted node before it.
 absl::StatusOr<Accepted> Accept(const v1::VerifySequence& seq,
                                 const std::vector<std::vector<float>>& probs) {
   absl::StatusOr<spec::AcceptanceParams> params = ToAcceptanceParams(seq.sampling());
   if (!params.ok()) return params.status();
-  const int k = seq.proposals_size();
+  std::vector<spec::Proposal> proposals;
+  for (const v1::ProposedToken& p : seq.proposals()) proposals.push_back(ToProposal(p));
+  const std::vector<absl::Span<const float>> spans(probs.begin(), probs.end());
+  Accepted out;
   if (seq.proposal_parents_size() == 0) {
-    std::vector<int> chain(k);
-    for (int i = 0; i < k; ++i) chain[i] = i;
-    return AcceptPath(seq, chain, probs, *params);
-  }
-  std::vector<bool> has_child(k, false);
-  for (int j = 0; j < k; ++j) {
-    if (seq.proposal_parents(j) >= 0) has_child[seq.proposal_parents(j)] = true;
-  }
-  absl::StatusOr<Accepted> best = absl::InternalError("verify: a tree without leaves");
-  for (int leaf = 0; leaf < k; ++leaf) {
-    if (has_child[leaf]) continue;
-    std::vector<int> path;
-    for (int j = leaf; j >= 0; j = seq.proposal_parents(j)) path.push_back(j);
-    std::reverse(path.begin(), path.end());
-    absl::StatusOr<Accepted> result = AcceptPath(seq, path, probs, *params);
+    absl::StatusOr<spec::AcceptanceResult> result =
+        spec::AcceptProposals(proposals, spans, *params, KeyOf(seq));
     if (!result.ok()) return result.status();
-    if (!best.ok() || result->accepted.size() > best->accepted.size()) best = std::move(result);
+    out.committed = std::move(result->committed);
+    for (int j = 0; j < result->num_accepted; ++j) out.accepted.push_back(j);
+  } else {
+    const std::vector<int32_t> parents(seq.proposal_parents().begin(),
+                                       seq.proposal_parents().end());
+    absl::StatusOr<spec::TreeAcceptanceResult> result =
+        spec::AcceptTree(parents, proposals, spans, *params, KeyOf(seq));
+    if (!result.ok()) return result.status();
+    out.committed = std::move(result->committed);
+    out.accepted = std::move(result->path);
   }
-  return best;
+  out.rows.push_back(0);
+  for (int node : out.accepted) out.rows.push_back(node + 1);
+  return out;
 }
 
 // The acceptance of every sequence of `request` over its K + 1 rows of the host

@@ -4,7 +4,7 @@
 //  * on the backend, where the logits are (VerifyOnBackend: chains only; only the
 //    committed tokens and their log-probabilities leave a GPU), or
 //  * on the host (VerifyOnHost: requests with a tree; the logits are copied back and
-//    every root-to-leaf path is run as a chain, the one accepting the most winning).
+//    spec::AcceptTree runs over each tree, spec::AcceptProposals over each chain).
 // Both give the same result for a chain: kernels/accept/verify_accept.h.
 #ifndef TANDEM_WORKER_VERIFY_ACCEPTANCE_H_
 #define TANDEM_WORKER_VERIFY_ACCEPTANCE_H_
@@ -66,9 +66,7 @@ absl::Status VerifyOnBackend(ModelExecutor* executor, const v1::VerifyRequest& r
 
 // Runs `batch` through executor->Forward with the logits copied to the host and the
 // acceptance run there (inside the forward), then `after` as for VerifyOnBackend; any
-// request, trees included. Rejection sampling is not offered on trees (validation
-// answers UNIMPLEMENTED): the best of several paths would not keep the target
-// distribution.
+// request, trees included (every rule).
 absl::Status VerifyOnHost(ModelExecutor* executor, const v1::VerifyRequest& request,
                           const std::vector<SequenceInput>& batch, Verdicts* verdicts,
                           VerdictConsumer* after = nullptr);
