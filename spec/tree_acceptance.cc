@@ -47,12 +47,6 @@ Tree MakeTree(absl::Span<const int32_t> parents, absl::Span<const Proposal> prop
 
 std::string NodeName(int v) { return v < 0 ? "the root" : absl::StrCat("node ", v); }
 
-absl::Status NoMassError(int v) {
-  return absl::InvalidArgumentError(absl::StrCat("tree acceptance: target distribution ", v + 1,
-                                                 " (after ", NodeName(v),
-                                                 ") has no positive probability"));
-}
-
 // Each node's q, and under rejection that no q gives an earlier sibling's token positive
 // probability (siblings are drawn without replacement). `children` as Tree::children.
 absl::Status ValidateProposals(absl::Span<const Proposal> proposals,
@@ -116,12 +110,12 @@ absl::StatusOr<TreeAcceptanceResult> AcceptTargetTokens(const Tree& tree, bool c
     const absl::Span<const float> p = tree.TargetAfter(v);
     const uint64_t offset = result.path.size();
     int32_t token = coupled ? GumbelSample(p, key.seed, key.position + offset) : Argmax(p);
-    if (token < 0) return NoMassError(v);
+    if (token < 0) return TreeNoMassError(v);
     const int child = ChildWithToken(tree, v, token);
     if (child < 0) {
       // Greedy accepts an argmax match as the chain rule does, but emits only a positive one.
       if (!coupled) token = EmitToken(p, EmitMode::kArgmax, key, offset);
-      if (token < 0) return NoMassError(v);
+      if (token < 0) return TreeNoMassError(v);
       return Finish(std::move(result), token);
     }
     result.path.push_back(child);
@@ -194,7 +188,7 @@ absl::StatusOr<TreeAcceptanceResult> AcceptByRejection(const Tree& tree, const R
     if (accepted < 0) {
       const int32_t token =
           residual.Sample(UniformDouble(key.seed, RandomStream::kResample, index));
-      if (token < 0) return NoMassError(v);
+      if (token < 0) return TreeNoMassError(v);
       return Finish(std::move(result), token);
     }
     result.path.push_back(accepted);
@@ -232,11 +226,17 @@ absl::StatusOr<TreeAcceptanceResult> AcceptLongestPassingPath(const Tree& tree,
   const EmitMode how =
       tree.ChildrenOf(best).empty() ? BonusMode(params.rule) : CorrectionMode(params.rule);
   const int32_t token = EmitToken(tree.TargetAfter(best), how, key, result.path.size());
-  if (token < 0) return NoMassError(best);
+  if (token < 0) return TreeNoMassError(best);
   return Finish(std::move(result), token);
 }
 
 }  // namespace
+
+absl::Status TreeNoMassError(int v) {
+  return absl::InvalidArgumentError(absl::StrCat("tree acceptance: target distribution ", v + 1,
+                                                 " (after ", NodeName(v),
+                                                 ") has no positive probability"));
+}
 
 absl::Status ValidateTree(absl::Span<const int32_t> parents, absl::Span<const Proposal> proposals,
                           size_t vocab) {

@@ -111,6 +111,10 @@ absl::Status ValidateTreeProposals(absl::Span<const int32_t> parents,
                                    absl::Span<const Proposal> proposals, size_t vocab,
                                    AcceptanceRule rule);
 
+// The INVALID_ARGUMENT AcceptTree returns when the distribution after node v (-1: the
+// root), target_probs[v + 1], has no positive probability where a token must be emitted.
+absl::Status TreeNoMassError(int v);
+
 // Runs `params.rule` over the tree (parents[i], proposals[i]) with the K + 1 dense
 // target distributions (target_probs[0] = p_root, target_probs[i + 1] = p_i; only read
 // during the call). INVALID_ARGUMENT, saying what is wrong, when: the parameters are out

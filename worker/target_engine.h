@@ -14,11 +14,9 @@
 // when asked, follow spec::CommittedLogProb (spec/sampling.h): processed distribution
 // under sampling, log_softmax at temperature 1 under greedy.
 //
-// Where acceptance runs (verify_acceptance.h): when every sequence is a chain, on the
-// backend next to the logits (VerifyAcceptConsumer, Backend::VerifyAccept), so
-// only committed tokens and log-probabilities leave a GPU; a request with any tree
-// brings the logits to the host and accepts there. The response is the same either
-// way.
+// Where acceptance runs (verify_acceptance.h): on the backend next to the logits, for
+// chains and trees alike (VerifyAcceptConsumer, Backend::VerifyAccept), so only
+// committed tokens, the accepted path and log-probabilities leave a GPU.
 //
 // Explicit proposal_positions set the proposals' RoPE positions. A sequence may ask
 // for the next step's candidates of a target-side proposer (next_candidates): it runs
