@@ -47,28 +47,23 @@ Tree MakeTree(absl::Span<const int32_t> parents, absl::Span<const Proposal> prop
 
 std::string NodeName(int v) { return v < 0 ? "the root" : absl::StrCat("node ", v); }
 
-absl::Status NoMassError(int v) {
-  return absl::InvalidArgumentError(absl::StrCat("tree acceptance: target distribution ", v + 1,
-                                                 " (after ", NodeName(v),
-                                                 ") has no positive probability"));
-}
-
-// Each node's q (the rules that read it), and under rejection that no q gives an earlier
-// sibling's token positive probability (siblings are drawn without replacement).
-absl::Status ValidateProposals(const Tree& tree, AcceptanceRule rule) {
-  const size_t vocab = tree.target_probs[0].size();
-  for (size_t i = 0; i < tree.proposals.size(); ++i) {
-    const Proposal& node = tree.proposals[i];
+// Each node's q, and under rejection that no q gives an earlier sibling's token positive
+// probability (siblings are drawn without replacement). `children` as Tree::children.
+absl::Status ValidateProposals(absl::Span<const Proposal> proposals,
+                               const std::vector<std::vector<int>>& children, size_t vocab,
+                               AcceptanceRule rule) {
+  for (size_t i = 0; i < proposals.size(); ++i) {
+    const Proposal& node = proposals[i];
     absl::Status status = ValidateProposalDistribution(
         node, vocab, absl::StrCat("tree acceptance: node ", i, " (token ", node.token, "): "));
     if (!status.ok()) return status;
   }
   if (rule != AcceptanceRule::kRejection) return absl::OkStatus();
-  for (const std::vector<int>& siblings : tree.children) {
+  for (const std::vector<int>& siblings : children) {
     for (size_t b = 1; b < siblings.size(); ++b) {
-      const Proposal& later = tree.proposals[siblings[b]];
+      const Proposal& later = proposals[siblings[b]];
       for (size_t a = 0; a < b; ++a) {
-        const int32_t earlier = tree.proposals[siblings[a]].token;
+        const int32_t earlier = proposals[siblings[a]].token;
         const float mass = ProbabilityOf(later.q, earlier);
         if (mass > 0.0f) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -115,12 +110,12 @@ absl::StatusOr<TreeAcceptanceResult> AcceptTargetTokens(const Tree& tree, bool c
     const absl::Span<const float> p = tree.TargetAfter(v);
     const uint64_t offset = result.path.size();
     int32_t token = coupled ? GumbelSample(p, key.seed, key.position + offset) : Argmax(p);
-    if (token < 0) return NoMassError(v);
+    if (token < 0) return TreeNoMassError(v);
     const int child = ChildWithToken(tree, v, token);
     if (child < 0) {
       // Greedy accepts an argmax match as the chain rule does, but emits only a positive one.
       if (!coupled) token = EmitToken(p, EmitMode::kArgmax, key, offset);
-      if (token < 0) return NoMassError(v);
+      if (token < 0) return TreeNoMassError(v);
       return Finish(std::move(result), token);
     }
     result.path.push_back(child);
@@ -193,7 +188,7 @@ absl::StatusOr<TreeAcceptanceResult> AcceptByRejection(const Tree& tree, const R
     if (accepted < 0) {
       const int32_t token =
           residual.Sample(UniformDouble(key.seed, RandomStream::kResample, index));
-      if (token < 0) return NoMassError(v);
+      if (token < 0) return TreeNoMassError(v);
       return Finish(std::move(result), token);
     }
     result.path.push_back(accepted);
@@ -231,11 +226,17 @@ absl::StatusOr<TreeAcceptanceResult> AcceptLongestPassingPath(const Tree& tree,
   const EmitMode how =
       tree.ChildrenOf(best).empty() ? BonusMode(params.rule) : CorrectionMode(params.rule);
   const int32_t token = EmitToken(tree.TargetAfter(best), how, key, result.path.size());
-  if (token < 0) return NoMassError(best);
+  if (token < 0) return TreeNoMassError(best);
   return Finish(std::move(result), token);
 }
 
 }  // namespace
+
+absl::Status TreeNoMassError(int v) {
+  return absl::InvalidArgumentError(absl::StrCat("tree acceptance: target distribution ", v + 1,
+                                                 " (after ", NodeName(v),
+                                                 ") has no positive probability"));
+}
 
 absl::Status ValidateTree(absl::Span<const int32_t> parents, absl::Span<const Proposal> proposals,
                           size_t vocab) {
@@ -270,6 +271,14 @@ absl::Status ValidateTree(absl::Span<const int32_t> parents, absl::Span<const Pr
   return absl::OkStatus();
 }
 
+absl::Status ValidateTreeProposals(absl::Span<const int32_t> parents,
+                                   absl::Span<const Proposal> proposals, size_t vocab,
+                                   AcceptanceRule rule) {
+  absl::Status status = ValidateTree(parents, proposals, vocab);
+  if (!status.ok() || !RuleReadsProposalDistribution(rule)) return status;
+  return ValidateProposals(proposals, MakeTree(parents, proposals, {}).children, vocab, rule);
+}
+
 absl::StatusOr<TreeAcceptanceResult> AcceptTree(
     absl::Span<const int32_t> parents, absl::Span<const Proposal> proposals,
     absl::Span<const absl::Span<const float>> target_probs, const AcceptanceParams& params,
@@ -278,13 +287,9 @@ absl::StatusOr<TreeAcceptanceResult> AcceptTree(
   if (!status.ok()) return status;
   status = ValidateTargetDistributions(target_probs, proposals.size());
   if (!status.ok()) return status;
-  status = ValidateTree(parents, proposals, target_probs[0].size());
+  status = ValidateTreeProposals(parents, proposals, target_probs[0].size(), params.rule);
   if (!status.ok()) return status;
   const Tree tree = MakeTree(parents, proposals, target_probs);
-  if (RuleReadsProposalDistribution(params.rule)) {
-    status = ValidateProposals(tree, params.rule);
-    if (!status.ok()) return status;
-  }
   switch (params.rule) {
     case AcceptanceRule::kGreedy:
       return AcceptTargetTokens(tree, /*coupled=*/false, key);

@@ -97,17 +97,30 @@ struct TreeAcceptanceResult {
 // The structure of a tree over vocabulary [0, vocab): parents.size() == proposals.size();
 // parents[i] in [-1, i); tokens in [0, vocab); no two children of one node (or of the
 // root) with the same token. INVALID_ARGUMENT naming the node and the problem otherwise.
-// q is not checked (AcceptTree checks it for the rules that read it).
+// q is not checked (ValidateTreeProposals and AcceptTree check it for the rules that read it).
 absl::Status ValidateTree(absl::Span<const int32_t> parents, absl::Span<const Proposal> proposals,
                           size_t vocab);
+
+// Everything AcceptTree checks of the tree itself under `rule`, before any target is read:
+// ValidateTree; then, when the rule reads q (rejection, ratio), each node's q
+// (ValidateProposalDistribution); and under rejection that no node's q gives an earlier
+// sibling's token positive probability (siblings are drawn without replacement). OK, or
+// INVALID_ARGUMENT naming the node and the problem. Lets a server refuse a bad tree
+// before it computes anything.
+absl::Status ValidateTreeProposals(absl::Span<const int32_t> parents,
+                                   absl::Span<const Proposal> proposals, size_t vocab,
+                                   AcceptanceRule rule);
+
+// The INVALID_ARGUMENT AcceptTree returns when the distribution after node v (-1: the
+// root), target_probs[v + 1], has no positive probability where a token must be emitted.
+absl::Status TreeNoMassError(int v);
 
 // Runs `params.rule` over the tree (parents[i], proposals[i]) with the K + 1 dense
 // target distributions (target_probs[0] = p_root, target_probs[i + 1] = p_i; only read
 // during the call). INVALID_ARGUMENT, saying what is wrong, when: the parameters are out
-// of range; target_probs is not K + 1 non-empty spans of one size; ValidateTree fails; a
-// q the rule reads (rejection, ratio) is malformed (spec::Proposal); under rejection a
-// node's q gives an earlier sibling's token positive probability; or a distribution to
-// emit from has no positive entry.
+// of range; target_probs is not K + 1 non-empty spans of one size; ValidateTreeProposals
+// fails (over the target's vocabulary); or a distribution to emit from has no positive
+// entry.
 absl::StatusOr<TreeAcceptanceResult> AcceptTree(
     absl::Span<const int32_t> parents, absl::Span<const Proposal> proposals,
     absl::Span<const absl::Span<const float>> target_probs, const AcceptanceParams& params,

@@ -99,6 +99,40 @@ TEST(TreeAcceptanceTest, RejectsMalformedTreesWithAMessage) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// ValidateTreeProposals answers, before any target is read, exactly what AcceptTree
+// answers about the tree and its q.
+TEST(TreeAcceptanceTest, ValidateTreeProposalsChecksWhatAcceptTreeChecksOfTheTree) {
+  const Dense p = {0.25f, 0.25f, 0.25f, 0.25f};
+  const SparseDistribution iid = {{1, 2}, {0.5f, 0.5f}};
+  const SparseDistribution without_1 = {{2}, {1.0f}};
+  const struct {
+    TreeCase tree;
+    AcceptanceRule rule;
+    bool ok;
+  } cases[] = {
+      {{{-1, 1}, {Propose(1), Propose(2)}, Targets({p, p, p})}, AcceptanceRule::kGreedy, false},
+      {{{-1, 0, -1}, {Propose(1), Propose(2), Propose(1)}, Targets({p, p, p, p})},
+       AcceptanceRule::kCoupled,
+       false},
+      {{{-1, -1}, {Proposal{1, iid}, Proposal{2, iid}}, Targets({p, p, p})},
+       AcceptanceRule::kRejection,
+       false},
+      {{{-1, -1}, {Proposal{1, iid}, Proposal{2, iid}}, Targets({p, p, p})},
+       AcceptanceRule::kRatio,
+       true},
+      {{{-1, -1}, {Proposal{1, iid}, Proposal{2, without_1}}, Targets({p, p, p})},
+       AcceptanceRule::kRejection,
+       true},
+      {{{-1}, {Proposal{1, {}}}, Targets({p, p})}, AcceptanceRule::kRatio, false},
+      {{{-1}, {Proposal{1, {}}}, Targets({p, p})}, AcceptanceRule::kTypical, true},
+  };
+  for (const auto& c : cases) {
+    const absl::Status s = ValidateTreeProposals(c.tree.parents, c.tree.nodes, 4, c.rule);
+    EXPECT_EQ(s.ok(), c.ok) << s;
+    if (!c.ok) EXPECT_EQ(s, RunTree(c.tree, c.rule).status());
+  }
+}
+
 // ---------------------------------------------------------------- greedy and coupled
 
 // Root argmax 3 -> node 1; p_1's argmax 2 -> node 4; p_4's argmax 1 matches no child of

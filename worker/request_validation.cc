@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "spec/sampling.h"
+#include "spec/tree_acceptance.h"
 #include "worker/sequence_sampling.h"
 
 namespace tandem {
@@ -155,6 +157,27 @@ absl::Status ValidateProposal(const v1::ProposedToken& proposal, int vocab_size,
 
 namespace {
 
+// A tree (proposal_parents given): one parent per proposal, then spec::ValidateTreeProposals
+// (parents in [-1, i), so no cycle; distinct sibling tokens; under rejection each sibling's
+// q without its earlier siblings' tokens), INVALID_ARGUMENT naming the node otherwise. The
+// proposals themselves were checked by ValidateProposal.
+absl::Status CheckTree(const v1::VerifySequence& seq, spec::AcceptanceRule rule,
+                       const RequestLimits& limits, const std::string& where) {
+  const int k = seq.proposals_size();
+  if (seq.proposal_parents_size() != k) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", seq.proposal_parents_size(),
+                                                   " proposal_parents for ", k, " proposals"));
+  }
+  std::vector<spec::Proposal> nodes;
+  nodes.reserve(k);
+  for (const v1::ProposedToken& p : seq.proposals()) nodes.push_back(ToProposal(p));
+  const std::vector<int32_t> parents(seq.proposal_parents().begin(), seq.proposal_parents().end());
+  const absl::Status status =
+      spec::ValidateTreeProposals(parents, nodes, static_cast<size_t>(limits.vocab_size), rule);
+  if (status.ok()) return status;
+  return absl::InvalidArgumentError(absl::StrCat(where, ": proposal_parents: ", status.message()));
+}
+
 // proposal_positions: empty, or one per proposal in [0, context_length).
 absl::Status CheckProposalPositions(const v1::VerifySequence& seq, const RequestLimits& limits,
                                     const std::string& where) {
@@ -256,24 +279,7 @@ absl::Status ValidateVerifyRequest(const v1::VerifyRequest& request, const Reque
                                                   absl::StrCat(where, ": proposals[", i, "]")));
         }
         if (seq.proposal_parents_size() != 0) {
-          if (seq.proposal_parents_size() != k) {
-            return absl::InvalidArgumentError(absl::StrCat(where, ": ", seq.proposal_parents_size(),
-                                                           " proposal_parents for ", k,
-                                                           " proposals"));
-          }
-          for (int i = 0; i < k; ++i) {
-            const int p = seq.proposal_parents(i);
-            if (p < -1 || p >= i) {
-              return absl::InvalidArgumentError(absl::StrCat(
-                  where, ": proposal_parents[", i, "] = ", p, " must be in [-1, ", i, ")"));
-            }
-          }
-          if (params->rule == spec::AcceptanceRule::kRejection) {
-            return absl::UnimplementedError(
-                where +
-                ": tree verification (proposal_parents) is not available with "
-                "rejection sampling; use a chain or a deterministic rule");
-          }
+          TANDEM_RETURN_IF_ERROR(CheckTree(seq, params->rule, limits, where));
         }
         TANDEM_RETURN_IF_ERROR(CheckProposalPositions(seq, limits, where));
         TANDEM_RETURN_IF_ERROR(CheckNextCandidates(seq, limits, where));

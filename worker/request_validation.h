@@ -1,8 +1,10 @@
 // Validation of tandem.v1.Worker step requests against the model and the worker's
 // limits, with the status codes of the protocol (proto/tandem/v1/worker.proto):
 // INVALID_ARGUMENT for a bad field, NOT_FOUND for an unknown sequence that is not being
-// created, RESOURCE_EXHAUSTED for a batch over max_batch_tokens, UNIMPLEMENTED for tree
-// verification under rejection sampling. Messages name the sequence and field.
+// created, RESOURCE_EXHAUSTED for a batch over max_batch_tokens. A tree
+// (proposal_parents) is checked as spec::ValidateTreeProposals does under the sequence's
+// rule (parents in [-1, i), distinct sibling tokens, rejection's sibling q), so a bad
+// tree is INVALID_ARGUMENT before anything runs. Messages name the sequence and field.
 // A sequence that is not cached may only start at position 0 (it is then created);
 // any other start is NOT_FOUND ("unknown sequence N: was the worker restarted?").
 // (KV capacity is checked by the model when the step runs.)

@@ -1,6 +1,5 @@
 #include "worker/target_engine.h"
 
-#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,16 +15,12 @@ TargetEngine::TargetEngine(ModelExecutor* executor, const TargetProposers* propo
 absl::StatusOr<v1::VerifyResponse> TargetEngine::Verify(const v1::VerifyRequest& request) {
   const ExecutorTimes before = executor_->times();
   const std::vector<SequenceInput> batch = VerifyBatch(request);
-  const bool any_tree =
-      std::any_of(request.sequences().begin(), request.sequences().end(),
-                  [](const v1::VerifySequence& seq) { return seq.proposal_parents_size() > 0; });
   NextCandidatesStep next(request, *proposers_);
   absl::Status status = next.Check();
   if (!status.ok()) return status;
   VerdictConsumer* proposers = next.requested() ? &next : nullptr;
   Verdicts verdicts;
-  status = any_tree ? VerifyOnHost(executor_, request, batch, &verdicts, proposers)
-                    : VerifyOnBackend(executor_, request, batch, &verdicts, proposers);
+  status = VerifyOnBackend(executor_, request, batch, &verdicts, proposers);
   if (!status.ok()) return status;
 
   v1::VerifyResponse response;

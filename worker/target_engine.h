@@ -4,21 +4,19 @@
 // uncached committed tokens (>= 1) and the K proposals are fed in one forward pass, as
 // a chain, or as a tree when proposal_parents is given (a tree attention mask). Logits
 // are taken for the last committed token and for every proposal (K + 1 rows), processed
-// with the sequence's sampling, and spec::AcceptProposals runs the resolved rule with
-// RandomKey{seed, sample_index, position of the first proposal}: over the chain, or over every
-// root-to-leaf path of a tree, keeping the path that accepts the most (ties: lowest leaf index; the
-// position rule's K is the path length). Trees take every rule but rejection sampling (the best of
-// several paths would not keep the target distribution; validation answers UNIMPLEMENTED). The
-// cache keeps the committed tokens and the accepted proposals: start_position + tokens +
-// num_accepted positions (the correction or bonus token is not cached yet). Log-probabilities of
-// committed tokens, when asked, follow spec::CommittedLogProb (spec/sampling.h): processed
-// distribution under sampling, log_softmax at temperature 1 under greedy.
+// with the sequence's sampling, and the resolved rule runs with RandomKey{seed,
+// sample_index, position of the first proposal}: spec::AcceptProposals over a chain,
+// spec::AcceptTree over a tree (every rule, rejection sampling included: what a proposer
+// must send as each sibling's q is in spec/tree_acceptance.h). The cache keeps the committed
+// tokens and the accepted proposals: start_position + tokens + num_accepted positions (a
+// tree's accepted path is compacted with KeepPath, the other nodes rolled back; the
+// correction or bonus token is not cached yet). Log-probabilities of committed tokens,
+// when asked, follow spec::CommittedLogProb (spec/sampling.h): processed distribution
+// under sampling, log_softmax at temperature 1 under greedy.
 //
-// Where acceptance runs (verify_acceptance.h): when every sequence is a chain, on the
-// backend next to the logits (VerifyAcceptConsumer, Backend::VerifyAccept), so
-// only committed tokens and log-probabilities leave a GPU; a request with any tree
-// brings the logits to the host and accepts there. The response is the same either
-// way.
+// Where acceptance runs (verify_acceptance.h): on the backend next to the logits, for
+// chains and trees alike (VerifyAcceptConsumer, Backend::VerifyAccept), so only
+// committed tokens, the accepted path and log-probabilities leave a GPU.
 //
 // Explicit proposal_positions set the proposals' RoPE positions. A sequence may ask
 // for the next step's candidates of a target-side proposer (next_candidates): it runs

@@ -184,8 +184,39 @@ TEST_F(TargetEngineTest, GreedyTreeFollowsTheArgmaxBranch) {
   EXPECT_EQ(Committed(next->sequences(0)), std::vector<int32_t>({greedy_[3], greedy_[4]}));
 }
 
+// A tree verify keeps the accepted path's KV and rolls back the rest (KeepPath): the
+// accepted nodes 1 and 3 sit after refused siblings in the pass, yet the next step
+// reads exactly what a sequence that was fed prompt + path as a chain reads (same
+// sampled token and log-probabilities, bitwise).
+TEST_F(TargetEngineTest, TreeVerifyKeepsTheAcceptedPathAndRollsBackTheRest) {
+  ASSERT_TRUE(Prefill(60, Head()).ok());
+  std::vector<int32_t> fed = prompt_;
+  fed.insert(fed.end(), {greedy_[0], greedy_[1]});
+  ASSERT_TRUE(Prefill(61, fed).ok());
+  const auto other = [&](int i) { return (greedy_[i] + 5) % kVocab; };
+  v1::VerifySequence tree = Seq(60, Last(), {prompt_.back()},
+                                {other(0), greedy_[0], other(1), greedy_[1], other(2)}, Greedy());
+  for (int p : {-1, -1, 1, 1, 3}) tree.add_proposal_parents(p);
+  auto out = Verify({tree});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const v1::VerifiedSequence& v = out->sequences(0);
+  ASSERT_EQ(Committed(v), std::vector<int32_t>({greedy_[0], greedy_[1], greedy_[2]}));
+  EXPECT_EQ(v.cached_length(), fed.size());
+  EXPECT_EQ(*model_.executor->CachedLength(60), static_cast<int>(fed.size()));
+  const v1::SequenceSampling sampled =
+      testing::Sampled(1.0f, 8, v1::ACCEPTANCE_RULE_REJECTION, 0, 1.0f, true);
+  auto after_tree = Verify({Seq(60, v.cached_length(), {greedy_[2]}, {}, sampled)});
+  auto after_chain = Verify({Seq(61, fed.size(), {greedy_[2]}, {}, sampled)});
+  ASSERT_TRUE(after_tree.ok() && after_chain.ok());
+  EXPECT_EQ(Committed(after_tree->sequences(0)), Committed(after_chain->sequences(0)));
+  ASSERT_EQ(after_tree->sequences(0).logprobs_size(), 1);
+  EXPECT_EQ(after_tree->sequences(0).logprobs(0), after_chain->sequences(0).logprobs(0));
+}
+
 // A tree of two equal-depth branches under each deterministic-criterion rule commits
-// what the better branch commits when verified alone as a chain.
+// what the better branch commits when verified alone as a chain (spec::AcceptTree: the
+// longer accepted path, then the larger sum of ln p over it, then branch A, the lower
+// index), and its cache keeps that branch only.
 TEST_F(TargetEngineTest, TreeCommitsWhatItsBestPathCommitsAsAChain) {
   const auto other = [&](int i) { return (greedy_[i] + 3 + i) % kVocab; };
   // Branch A (nodes 0, 2, 4): a wrong token first. Branch B (1, 3, 5): the greedy chain.
@@ -220,9 +251,19 @@ TEST_F(TargetEngineTest, TreeCommitsWhatItsBestPathCommitsAsAChain) {
     auto out = Verify({tree, a, b});
     ASSERT_TRUE(out.ok()) << out.status();
     const v1::VerifiedSequence& t = out->sequences(0);
-    const v1::VerifiedSequence& best =
-        out->sequences(2).num_accepted() > out->sequences(1).num_accepted() ? out->sequences(2)
-                                                                            : out->sequences(1);
+    // Under sampling the chains' log-probabilities are ln p of each committed token.
+    const auto likelihood = [](const v1::VerifiedSequence& v) {
+      double sum = 0.0;
+      for (uint32_t j = 0; j < v.num_accepted() && j < uint32_t(v.logprobs_size()); ++j) {
+        sum += v.logprobs(j);
+      }
+      return sum;
+    };
+    const v1::VerifiedSequence &seq_a = out->sequences(1), &seq_b = out->sequences(2);
+    const bool b_wins = seq_b.num_accepted() > seq_a.num_accepted() ||
+                        (seq_b.num_accepted() == seq_a.num_accepted() && seq_a.num_accepted() > 0 &&
+                         likelihood(seq_b) > likelihood(seq_a));
+    const v1::VerifiedSequence& best = b_wins ? seq_b : seq_a;
     EXPECT_EQ(Committed(t), Committed(best)) << sampling.rule();
     EXPECT_EQ(t.num_accepted(), best.num_accepted()) << sampling.rule();
     EXPECT_EQ(t.cached_length(), best.cached_length()) << sampling.rule();
@@ -309,8 +350,7 @@ TEST_F(TargetEngineTest, SelfSpeculationUnderRejectionSamplingAcceptsEverything)
   EXPECT_EQ(accepted, proposed);
 }
 
-// A chain gets the same answer whether its request holds only chains (acceptance on
-// the backend) or also a tree (acceptance on the host).
+// A chain gets the same answer whether its request holds only chains or also a tree.
 TEST_F(TargetEngineTest, ChainAnswersTheSameNextToATree) {
   for (uint64_t id : {40, 41, 42}) ASSERT_TRUE(Prefill(id, Head()).ok());
   const v1::SequenceSampling sampled =

@@ -1,27 +1,16 @@
 #include "worker/verify_acceptance.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
 #include "kernels/accept/verify_accept.h"
 #include "model/output_consumers.h"
-#include "spec/acceptance.h"
-#include "spec/sampling.h"
 #include "worker/sequence_sampling.h"
 
 namespace tandem {
 namespace worker {
 namespace {
-
-// Outcome of acceptance for one sequence: committed tokens, the logit row (within the
-// sequence's K + 1 rows) each was drawn from, and the accepted proposal indices.
-struct Accepted {
-  std::vector<int32_t> committed;
-  std::vector<int> rows;
-  std::vector<int> accepted;
-};
 
 // The random key of a sequence: its first proposal (row 1) sits at absolute position
 // start_position + tokens_size (the last committed token is at the one before).
@@ -30,99 +19,9 @@ spec::RandomKey KeyOf(const v1::VerifySequence& seq) {
                          uint64_t{seq.start_position()} + uint64_t(seq.tokens_size())};
 }
 
-// Runs the rule over the proposals `path` (indices, a root-to-node chain) whose logit
-// rows are 0 (the last committed token) and path[i] + 1.
-absl::StatusOr<Accepted> AcceptPath(const v1::VerifySequence& seq, const std::vector<int>& path,
-                                    const std::vector<std::vector<float>>& probs,
-                                    const spec::AcceptanceParams& params) {
-  std::vector<spec::Proposal> proposals;
-  std::vector<absl::Span<const float>> spans = {probs[0]};
-  std::vector<int> rows = {0};
-  for (int j : path) {
-    proposals.push_back(ToProposal(seq.proposals(j)));
-    spans.push_back(probs[j + 1]);
-    rows.push_back(j + 1);
-  }
-  absl::StatusOr<spec::AcceptanceResult> result =
-      spec::AcceptProposals(proposals, spans, params, KeyOf(seq));
-  if (!result.ok()) return result.status();
-  Accepted out;
-  out.committed = std::move(result->committed);
-  out.rows.assign(rows.begin(), rows.begin() + out.committed.size());
-  out.accepted.assign(path.begin(), path.begin() + result->num_accepted);
-  return out;
-}
-
-// A chain: the proposals in order. A tree: every root-to-leaf path is run as a chain
-// (the position rule's K is that path's length) and the path that accepts the most
-// proposals wins (ties: the lowest leaf index). Rejection sampling is not offered on
-// trees (validation answers UNIMPLEMENTED): the best of several paths would not keep
-// the target distribution.
-absl::StatusOr<Accepted> Accept(const v1::VerifySequence& seq,
-                                const std::vector<std::vector<float>>& probs) {
-  absl::StatusOr<spec::AcceptanceParams> params = ToAcceptanceParams(seq.sampling());
-  if (!params.ok()) return params.status();
-  const int k = seq.proposals_size();
-  if (seq.proposal_parents_size() == 0) {
-    std::vector<int> chain(k);
-    for (int i = 0; i < k; ++i) chain[i] = i;
-    return AcceptPath(seq, chain, probs, *params);
-  }
-  std::vector<bool> has_child(k, false);
-  for (int j = 0; j < k; ++j) {
-    if (seq.proposal_parents(j) >= 0) has_child[seq.proposal_parents(j)] = true;
-  }
-  absl::StatusOr<Accepted> best = absl::InternalError("verify: a tree without leaves");
-  for (int leaf = 0; leaf < k; ++leaf) {
-    if (has_child[leaf]) continue;
-    std::vector<int> path;
-    for (int j = leaf; j >= 0; j = seq.proposal_parents(j)) path.push_back(j);
-    std::reverse(path.begin(), path.end());
-    absl::StatusOr<Accepted> result = AcceptPath(seq, path, probs, *params);
-    if (!result.ok()) return result.status();
-    if (!best.ok() || result->accepted.size() > best->accepted.size()) best = std::move(result);
-  }
-  return best;
-}
-
-// The acceptance of every sequence of `request` over its K + 1 rows of the host
-// `logits` (row-major [rows, vocab]); appends the verdicts up to the first failure.
-void AcceptOnHost(const v1::VerifyRequest& request, const std::vector<float>& logits, size_t vocab,
-                  Verdicts* verdicts) {
-  size_t first_row = 0;
-  std::vector<std::vector<float>> probs;
-  for (const v1::VerifySequence& seq : request.sequences()) {
-    const int k = seq.proposals_size();
-    const auto row = [&, first_row](int i) {
-      return absl::MakeConstSpan(logits).subspan((first_row + i) * vocab, vocab);
-    };
-    first_row += k + 1;
-    probs.resize(k + 1);
-    for (int i = 0; i <= k; ++i) {
-      spec::ProcessLogits(row(i), ToSamplingConfig(seq.sampling()), &probs[i]);
-    }
-    absl::StatusOr<Accepted> accepted = Accept(seq, probs);
-    if (!accepted.ok()) {
-      verdicts->push_back(accepted.status());
-      return;
-    }
-    Verdict verdict;
-    verdict.committed = std::move(accepted->committed);
-    verdict.accepted = std::move(accepted->accepted);
-    if (seq.sampling().return_logprobs()) {
-      for (size_t j = 0; j < verdict.committed.size(); ++j) {
-        const int r = accepted->rows[j];
-        verdict.logprobs.push_back(static_cast<float>(spec::CommittedLogProb(
-            row(r), probs[r], verdict.committed[j], IsGreedy(seq.sampling()))));
-      }
-    }
-    verdicts->push_back(std::move(verdict));
-  }
-}
-
-// A verify pass's consumer: `acceptance` (on the backend, or the logits to the host),
-// then `decide` (turns its result into verdicts), then `after` (may be null), all while
-// the outputs are still where they were computed.
+// A verify pass's consumer: `acceptance` (on the backend), then `decide` (turns its
+// result into verdicts), then `after` (may be null), all while the outputs are still
+// where they were computed.
 class VerifyStepConsumer final : public ForwardConsumer {
  public:
   VerifyStepConsumer(ForwardConsumer& acceptance, absl::FunctionRef<void()> decide,
@@ -181,7 +80,7 @@ absl::Status VerifyOnBackend(ModelExecutor* executor, const v1::VerifyRequest& r
                              VerdictConsumer* after) {
   std::vector<VerifyChain> chains;
   // A sequence whose rule parameters are invalid ends the chains: it is the last
-  // verdict (sequence chains.size()), as with VerifyOnHost.
+  // verdict (sequence chains.size()).
   absl::Status params_error;
   int first_row = 0;
   for (const v1::VerifySequence& seq : request.sequences()) {
@@ -193,6 +92,7 @@ absl::Status VerifyOnBackend(ModelExecutor* executor, const v1::VerifyRequest& r
     VerifyChain& chain = chains.emplace_back();
     chain.first_row = first_row;
     for (const v1::ProposedToken& p : seq.proposals()) chain.proposals.push_back(ToProposal(p));
+    chain.parents.assign(seq.proposal_parents().begin(), seq.proposal_parents().end());
     chain.sampling = ToSamplingConfig(seq.sampling());
     chain.params = *params;
     chain.key = KeyOf(seq);
@@ -211,27 +111,13 @@ absl::Status VerifyOnBackend(ModelExecutor* executor, const v1::VerifyRequest& r
       }
       Verdict verdict;
       verdict.committed = std::move(outcome.committed);
-      for (int j = 0; j < outcome.num_accepted; ++j) verdict.accepted.push_back(j);
+      verdict.accepted = std::move(outcome.path);
       verdict.logprobs = std::move(outcome.logprobs);
       verdicts->push_back(std::move(verdict));
     }
     if (!params_error.ok()) verdicts->push_back(params_error);
   };
   VerifyStepConsumer step(accept, decide, *verdicts, after);
-  return executor->Forward(batch, step);
-}
-
-absl::Status VerifyOnHost(ModelExecutor* executor, const v1::VerifyRequest& request,
-                          const std::vector<SequenceInput>& batch, Verdicts* verdicts,
-                          VerdictConsumer* after) {
-  std::vector<float> logits;
-  HostLogitsConsumer host(&logits);
-  const size_t first = verdicts->size();
-  const auto decide = [&] {
-    verdicts->resize(first);
-    AcceptOnHost(request, logits, executor->config().vocab_size, verdicts);
-  };
-  VerifyStepConsumer step(host, decide, *verdicts, after);
   return executor->Forward(batch, step);
 }
 

@@ -1,11 +1,10 @@
 // Acceptance of a verify step (worker/target_engine.h): one forward pass over the
 // request's sequences (VerifyBatch), then the sequence's acceptance rule on the K + 1
-// logit rows of each sequence, either
-//  * on the backend, where the logits are (VerifyOnBackend: chains only; only the
-//    committed tokens and their log-probabilities leave a GPU), or
-//  * on the host (VerifyOnHost: requests with a tree; the logits are copied back and
-//    every root-to-leaf path is run as a chain, the one accepting the most winning).
-// Both give the same result for a chain: kernels/accept/verify_accept.h.
+// logit rows of each chain or tree, on the backend where the logits are
+// (VerifyOnBackend: Backend::VerifyAccept, kernels/accept/verify_accept.h, exactly
+// spec::AcceptProposals for a chain and spec::AcceptTree for a tree; only the committed
+// tokens, the accepted path and their log-probabilities leave a GPU). Every rule runs
+// on the backend for chains and trees, so there is no host acceptance path.
 #ifndef TANDEM_WORKER_VERIFY_ACCEPTANCE_H_
 #define TANDEM_WORKER_VERIFY_ACCEPTANCE_H_
 
@@ -50,28 +49,19 @@ class VerdictConsumer {
   // Whether Consume reads ForwardOutputs::hidden_rows.
   virtual bool wants_hidden_rows() const = 0;
   // `outputs` are the pass's (in `backend`'s memory, valid during the call); `verdicts`
-  // as VerifyOnBackend / VerifyOnHost fill them. An error fails the forward (its batch
+  // as VerifyOnBackend fills them. An error fails the forward (its batch
   // is rolled back).
   virtual absl::Status Consume(Backend& backend, const ForwardOutputs& outputs,
                                const Verdicts& verdicts) = 0;
 };
 
 // Runs VerifyBatch(request) (`batch`) through executor->Forward with a
-// VerifyAcceptConsumer of one VerifyChain per sequence and fills *verdicts (appended
-// to), then hands the outputs and verdicts to `after` when it is not null. Every
-// sequence must be a chain (no proposal_parents). Returns the forward's error, if any.
+// VerifyAcceptConsumer of one VerifyChain per sequence (a tree's with its
+// proposal_parents) and fills *verdicts (appended to), then hands the outputs and
+// verdicts to `after` when it is not null. Returns the forward's error, if any.
 absl::Status VerifyOnBackend(ModelExecutor* executor, const v1::VerifyRequest& request,
                              const std::vector<SequenceInput>& batch, Verdicts* verdicts,
                              VerdictConsumer* after = nullptr);
-
-// Runs `batch` through executor->Forward with the logits copied to the host and the
-// acceptance run there (inside the forward), then `after` as for VerifyOnBackend; any
-// request, trees included. Rejection sampling is not offered on trees (validation
-// answers UNIMPLEMENTED): the best of several paths would not keep the target
-// distribution.
-absl::Status VerifyOnHost(ModelExecutor* executor, const v1::VerifyRequest& request,
-                          const std::vector<SequenceInput>& batch, Verdicts* verdicts,
-                          VerdictConsumer* after = nullptr);
 
 }  // namespace worker
 }  // namespace tandem

@@ -1,6 +1,8 @@
-// The two acceptance paths of a verify step: on the backend (VerifyAcceptConsumer) and on the
-// host (Forward, then the acceptance here) give the same verdicts and caches for chains
-// under every rule, and VerifyBatch lays out the forward pass as documented.
+// The acceptance of a verify step on the backend (VerifyOnBackend) against the spec
+// reference run here over the same forward pass's logits copied to the host
+// (spec::AcceptProposals for chains, spec::AcceptTree for trees, spec::CommittedLogProb):
+// verdicts, accepted paths and log-probabilities for chains and trees under every rule,
+// and VerifyBatch lays out the forward pass as documented.
 #include "worker/verify_acceptance.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "model/output_consumers.h"
+#include "spec/acceptance.h"
 #include "spec/sampling.h"
+#include "spec/tree_acceptance.h"
 #include "worker/sequence_sampling.h"
 #include "worker/target_engine.h"
 #include "worker/test_util.h"
@@ -105,15 +110,123 @@ class VerifyAcceptanceTest : public ::testing::Test {
     return seq;
   }
 
-  // Runs `request` through both paths; checks that they agree and that each sequence's
-  // cache holds its fed tokens. Returns the backend's verdicts.
+  // A tree after the prompt along the greedy continuation: at depth d (0-based) the
+  // spine node (greedy_[d], parent the spine node above) and an alternative sibling,
+  // spine first at even depths, alternative first at odd ones; 2 * depth nodes. q as
+  // Chain's, each later sibling's without the earlier sibling's token (drawn without
+  // replacement, spec/tree_acceptance.h); point masses under greedy.
+  v1::VerifySequence Tree(uint64_t id, int depth, const v1::SequenceSampling& sampling,
+                          uint32_t sample_index) const {
+    v1::VerifySequence seq = Chain(id, 0, 0, sampling, sample_index);
+    std::vector<float> probs;
+    int spine = -1;
+    for (int d = 0; d < depth; ++d) {
+      spec::SparseDistribution q = spec::PointMass(greedy_[d]);
+      int32_t alt = (greedy_[d] + 1) % kVocab;
+      if (!IsGreedy(sampling)) {
+        spec::ProcessLogits(target_logits_[prompt_.size() - 1 + d], ToSamplingConfig(sampling),
+                            &probs);
+        q = spec::TopKSparse(probs, 8);
+        for (int32_t t : q.ids) {
+          if (t != greedy_[d]) {
+            alt = t;
+            break;
+          }
+        }
+      }
+      const bool spine_first = d % 2 == 0;
+      const int32_t first = spine_first ? greedy_[d] : alt, second = spine_first ? alt : greedy_[d];
+      for (int32_t token : {first, second}) {
+        v1::ProposedToken* p = seq.add_proposals();
+        p->set_token(token);
+        const spec::SparseDistribution node_q =
+            IsGreedy(sampling) ? spec::PointMass(token) : (token == first ? q : Without(q, first));
+        p->mutable_q_ids()->Assign(node_q.ids.begin(), node_q.ids.end());
+        p->mutable_q_probs()->Assign(node_q.probs.begin(), node_q.probs.end());
+        seq.add_proposal_parents(spine);
+      }
+      spine = 2 * d + (spine_first ? 0 : 1);
+    }
+    return seq;
+  }
+
+  // q without `token`, renormalised; a point mass at another token when nothing is left.
+  static spec::SparseDistribution Without(const spec::SparseDistribution& q, int32_t token) {
+    spec::SparseDistribution out;
+    double total = 0.0;
+    for (size_t j = 0; j < q.ids.size(); ++j) {
+      if (q.ids[j] == token) continue;
+      out.ids.push_back(q.ids[j]);
+      out.probs.push_back(q.probs[j]);
+      total += q.probs[j];
+    }
+    if (!(total > 0.0)) return spec::PointMass((token + 1) % kVocab);
+    for (float& p : out.probs) p = static_cast<float>(p / total);
+    return out;
+  }
+
+  // The spec reference of one sequence over its K + 1 host logit rows.
+  static absl::StatusOr<Verdict> Reference(const v1::VerifySequence& seq,
+                                           absl::Span<const float> rows) {
+    absl::StatusOr<spec::AcceptanceParams> params = ToAcceptanceParams(seq.sampling());
+    if (!params.ok()) return params.status();
+    const int k = seq.proposals_size();
+    std::vector<std::vector<float>> probs(k + 1);
+    std::vector<absl::Span<const float>> spans;
+    const auto row = [&](int i) { return rows.subspan(size_t(i) * kVocab, kVocab); };
+    for (int i = 0; i <= k; ++i) {
+      spec::ProcessLogits(row(i), ToSamplingConfig(seq.sampling()), &probs[i]);
+      spans.push_back(probs[i]);
+    }
+    std::vector<spec::Proposal> proposals;
+    for (const v1::ProposedToken& p : seq.proposals()) proposals.push_back(ToProposal(p));
+    const spec::RandomKey key{seq.sampling().seed(), seq.sample_index(),
+                              uint64_t{seq.start_position()} + uint64_t(seq.tokens_size())};
+    Verdict verdict;
+    if (seq.proposal_parents_size() == 0) {
+      absl::StatusOr<spec::AcceptanceResult> r =
+          spec::AcceptProposals(proposals, spans, *params, key);
+      if (!r.ok()) return r.status();
+      verdict.committed = r->committed;
+      for (int j = 0; j < r->num_accepted; ++j) verdict.accepted.push_back(j);
+    } else {
+      const std::vector<int32_t> parents(seq.proposal_parents().begin(),
+                                         seq.proposal_parents().end());
+      absl::StatusOr<spec::TreeAcceptanceResult> r =
+          spec::AcceptTree(parents, proposals, spans, *params, key);
+      if (!r.ok()) return r.status();
+      verdict.committed = r->committed;
+      verdict.accepted = r->path;
+    }
+    if (!seq.sampling().return_logprobs()) return verdict;
+    for (size_t j = 0; j < verdict.committed.size(); ++j) {
+      const int r = j == 0 ? 0 : verdict.accepted[j - 1] + 1;  // A chain's node j - 1: row j.
+      verdict.logprobs.push_back(static_cast<float>(spec::CommittedLogProb(
+          row(r), probs[r], verdict.committed[j], IsGreedy(seq.sampling()))));
+    }
+    return verdict;
+  }
+
+  // Runs `request` on the backend and, on the second executor, the same forward with the
+  // logits copied to the host and the spec reference over them; checks that they agree
+  // and that each sequence's cache holds its fed tokens. Returns the backend's verdicts.
   Verdicts RunBoth(const v1::VerifyRequest& request) {
     const std::vector<SequenceInput> batch = VerifyBatch(request);
     Verdicts backend, host;
     absl::Status status = VerifyOnBackend(on_backend_.executor.get(), request, batch, &backend);
     EXPECT_TRUE(status.ok()) << status;
-    status = VerifyOnHost(on_host_.executor.get(), request, batch, &host);
+    std::vector<float> logits;
+    HostLogitsConsumer copy(&logits);
+    status = on_host_.executor->Forward(batch, copy);
     EXPECT_TRUE(status.ok()) << status;
+    size_t first_row = 0;
+    for (const v1::VerifySequence& seq : request.sequences()) {
+      const size_t rows = seq.proposals_size() + 1;
+      host.push_back(
+          Reference(seq, absl::MakeConstSpan(logits).subspan(first_row * kVocab, rows * kVocab)));
+      first_row += rows;
+      if (!host.back().ok()) break;
+    }
     EXPECT_EQ(backend.size(), host.size());
     for (size_t s = 0; s < std::min(backend.size(), host.size()); ++s) {
       SCOPED_TRACE("sequence " + std::to_string(request.sequences(s).sequence_id()));
@@ -136,7 +249,7 @@ class VerifyAcceptanceTest : public ::testing::Test {
   std::vector<std::vector<float>> target_logits_;
 };
 
-TEST_F(VerifyAcceptanceTest, BackendAndHostAgreeForEveryRule) {
+TEST_F(VerifyAcceptanceTest, ChainsMatchTheReferenceForEveryRule) {
   using testing::Sampled;
   const v1::SequenceSampling samplings[kSequences] = {
       testing::Greedy(true),
@@ -172,9 +285,48 @@ TEST_F(VerifyAcceptanceTest, BackendAndHostAgreeForEveryRule) {
   EXPECT_GT(rejected, 10);
 }
 
+// Trees on the backend give spec::AcceptTree's verdicts for every rule, in batches that
+// mix them with chains; accepted paths go through later siblings and two levels deep.
+TEST_F(VerifyAcceptanceTest, TreesMatchSpecAcceptTreeForEveryRule) {
+  using testing::Sampled;
+  const v1::SequenceSampling samplings[kSequences] = {
+      testing::Greedy(true),
+      Sampled(1.0f, 5, v1::ACCEPTANCE_RULE_REJECTION, 0, 1.0f, true),
+      Sampled(0.8f, 6, v1::ACCEPTANCE_RULE_COUPLED, 12, 0.9f, true),
+      Sampled(0.7f, 7, v1::ACCEPTANCE_RULE_THRESHOLD, 0, 1.0f, true),
+      Sampled(1.1f, 8, v1::ACCEPTANCE_RULE_RATIO, 0, 0.8f, false),
+      Sampled(0.9f, 9, v1::ACCEPTANCE_RULE_POSITION, 20, 1.0f, true),
+      Sampled(1.0f, 10, v1::ACCEPTANCE_RULE_TYPICAL, 0, 1.0f, true),
+  };
+  int deep = 0, later_sibling = 0, refused = 0;
+  for (int round = 0; round < 6; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    v1::VerifyRequest request;
+    for (int s = 0; s < kSequences; ++s) {
+      *request.add_sequences() = (round + s) % 3 == 0
+                                     ? Chain(s + 1, 2, round % 2, samplings[s], round)
+                                     : Tree(s + 1, 1 + (round + s) % 4, samplings[s], round);
+    }
+    const Verdicts verdicts = RunBoth(request);
+    ASSERT_EQ(verdicts.size(), size_t(kSequences));
+    for (int s = 0; s < kSequences; ++s) {
+      ASSERT_TRUE(verdicts[s].ok()) << verdicts[s].status();
+      const v1::VerifySequence& seq = request.sequences(s);
+      if (seq.proposal_parents_size() == 0) continue;
+      const Verdict& v = *verdicts[s];
+      deep += v.accepted.size() >= 2;
+      refused += v.accepted.size() < size_t(seq.proposals_size() / 2);
+      for (int node : v.accepted) later_sibling += node % 2 == 1;
+    }
+  }
+  EXPECT_GT(deep, 5);
+  EXPECT_GT(refused, 5);
+  EXPECT_GT(later_sibling, 0);  // A second sibling (odd index) accepted.
+}
+
 // The coupled rule commits, at every position, the Gumbel-max token of the target's
 // processed distribution keyed by the token's absolute position (start_position +
-// tokens fed), on both paths; proposals are accepted iff they equal it.
+// tokens fed); proposals are accepted iff they equal it.
 TEST_F(VerifyAcceptanceTest, CoupledCommitsTheGumbelTokenOfEachAbsolutePosition) {
   int accepted = 0, rejected = 0;
   for (int round = 0; round < 4; ++round) {
@@ -216,8 +368,8 @@ TEST_F(VerifyAcceptanceTest, CoupledCommitsTheGumbelTokenOfEachAbsolutePosition)
   EXPECT_GT(rejected, 5);
 }
 
-// A sequence whose rule parameters are invalid ends the verdicts on both paths, after
-// the sequences before it; the forward still covers the whole batch.
+// A sequence whose rule parameters are invalid ends the verdicts, after the sequences
+// before it, as in the reference; the forward still covers the whole batch.
 TEST_F(VerifyAcceptanceTest, InvalidRuleParametersEndTheVerdictsAlike) {
   v1::SequenceSampling unresolved = testing::Sampled(1.0f, 3);
   unresolved.set_rule(v1::ACCEPTANCE_RULE_DEFAULT);

@@ -176,14 +176,25 @@ TEST_F(WorkerServiceTest, BadVerifyRequestsGetTheirStatusCodes) {
          seq(r)->add_proposal_parents(1);
        },
        absl::StatusCode::kInvalidArgument},
-      {"tree under rejection sampling",
+      {"tree siblings with one token",
        [&](v1::VerifyRequest& r) {
-         seq(r)->mutable_sampling()->set_temperature(1);
-         seq(r)->mutable_sampling()->set_rule(v1::ACCEPTANCE_RULE_REJECTION);
+         *seq(r)->mutable_proposals(1) = PointProposal(6);
          seq(r)->add_proposal_parents(-1);
          seq(r)->add_proposal_parents(-1);
        },
-       absl::StatusCode::kUnimplemented},
+       absl::StatusCode::kInvalidArgument},
+      {"tree sibling q covering an earlier sibling under rejection",
+       [&](v1::VerifyRequest& r) {
+         seq(r)->mutable_sampling()->set_temperature(1);
+         seq(r)->mutable_sampling()->set_rule(v1::ACCEPTANCE_RULE_REJECTION);
+         auto* p = seq(r)->mutable_proposals(1);
+         p->set_q_probs(0, 0.5f);
+         p->add_q_ids(6);
+         p->add_q_probs(0.5f);
+         seq(r)->add_proposal_parents(-1);
+         seq(r)->add_proposal_parents(-1);
+       },
+       absl::StatusCode::kInvalidArgument},
       {"past the context length",
        [&](v1::VerifyRequest& r) {
          v1::VerifySequence* s = r.add_sequences();
@@ -208,9 +219,17 @@ TEST_F(WorkerServiceTest, BadVerifyRequestsGetTheirStatusCodes) {
     EXPECT_EQ(status.code(), c.code) << c.name << ": " << status;
     EXPECT_FALSE(status.message().empty()) << c.name;
   }
-  // Nothing above changed the cache, and the unmodified request still works.
+  // Nothing above changed the cache, and the unmodified request still works, as does
+  // the same proposals as a tree of two siblings under rejection sampling.
   EXPECT_EQ(*target_model_.executor->CachedLength(1), 6);
   v1::VerifyResponse response;
+  v1::VerifyRequest tree = GoodVerify();
+  tree.mutable_sequences(0)->mutable_sampling()->set_temperature(1);
+  tree.mutable_sequences(0)->mutable_sampling()->set_rule(v1::ACCEPTANCE_RULE_REJECTION);
+  tree.mutable_sequences(0)->add_proposal_parents(-1);
+  tree.mutable_sequences(0)->add_proposal_parents(-1);
+  const absl::Status tree_status = target_->DoVerify(tree, &response);
+  EXPECT_TRUE(tree_status.ok()) << tree_status;
   EXPECT_TRUE(target_->DoVerify(GoodVerify(), &response).ok());
 }
 

@@ -53,6 +53,82 @@ TANDEM_HOST_DEVICE int GumbelArgMax(Block& block, int n, const float* probs, uin
   });
 }
 
+// q(token) of proposal `j` (global index), 0 when q does not hold it.
+TANDEM_HOST_DEVICE inline double QProbOf(const BatchView& view, int j, int token) {
+  for (int e = view.q_begin[j]; e < view.q_begin[j + 1]; ++e) {
+    if (view.q_ids[e] == token) return view.q_probs[e];
+  }
+  return 0.0;
+}
+
+// The test of a lossy rule (threshold, ratio, position, typical; spec::PassesDeterministicTest)
+// for a proposal of p(token) = p_token, q(token) = q_token against the processed row
+// probs; i in [1, k] and k are the position rule's proposal number and K. False for
+// the other rules.
+template <class Block>
+TANDEM_HOST_DEVICE bool PassesLossyTest(Block& block, const PackedChain& chain, int n,
+                                        const float* probs, double p_token, double q_token, int i,
+                                        int k) {
+  switch (chain.rule) {
+    case kRuleThreshold:
+      return p_token > static_cast<double>(chain.alpha);
+    case kRuleRatio:
+      return q_token >= Mul(chain.alpha, p_token);
+    case kRulePosition: {
+      const double first = chain.theta_first, last = chain.theta_last;
+      return p_token >= first - Mul(static_cast<double>(i) / k, first - last);
+    }
+    case kRuleTypical: {
+      const double epsilon = chain.epsilon;
+      if (p_token > epsilon) return true;
+      const double entropy = Sum(block, n, [&](int v) {
+        const double p = probs[v];
+        return p > 0.0 && IsFinite(p) ? -Mul(p, Log(p)) : 0.0;
+      });
+      const double bound = Mul(chain.delta, Exp(-entropy));
+      return p_token > (epsilon < bound ? epsilon : bound);
+    }
+    default:
+      return false;
+  }
+}
+
+// One refusal of the rejection rule: next = max(0, P - q_j) for the current residual P
+// (probs when `from_probs`, else current / mass), q_j the q of proposal j (global
+// index; distinct ids). Returns the positive finite mass of `next` (P is kept, i.e.
+// `next` is to be ignored, when it is not > 0).
+template <class Block>
+TANDEM_HOST_DEVICE double SubtractQ(Block& block, const BatchView& view, int j, int n,
+                                    const float* probs, bool from_probs, const double* current,
+                                    double mass, double* next) {
+  block.ForEach(n, [&](int v) {
+    const double x = from_probs ? static_cast<double>(probs[v]) : current[v] / mass;
+    next[v] = x > 0.0 ? x : 0.0;
+  });
+  const int q_first = view.q_begin[j];
+  block.ForEach(view.q_begin[j + 1] - q_first, [&](int e) {
+    const int id = view.q_ids[q_first + e];
+    const double residual = next[id] - static_cast<double>(view.q_probs[q_first + e]);
+    next[id] = residual > 0.0 ? residual : 0.0;
+  });
+  return Sum(block, n, [&](int v) { return next[v] > 0.0 && IsFinite(next[v]) ? next[v] : 0.0; });
+}
+
+// spec::EmitToken of the processed row probs for the argmax or sample modes: argmax
+// probs (only if positive), or the inverse-CDF sample with the kResample draw at
+// generated index `index`; -1 when probs has no mass.
+template <class Block>
+TANDEM_HOST_DEVICE int EmitFromRow(Block& block, const PackedChain& chain, int n,
+                                   const float* probs, bool use_argmax, uint64_t index) {
+  if (use_argmax) {
+    const int best = ArgMax(block, n, [&](int i) { return static_cast<double>(probs[i]); });
+    return best >= 0 && probs[best] > 0.0f ? best : -1;
+  }
+  const double u = spec::philox::Uniform(chain.seed, kStreamResample, index, 0);
+  return SampleInverseCdf(
+      block, n, [&](int i) { return static_cast<double>(probs[i]); }, u);
+}
+
 }  // namespace detail
 
 // Runs the acceptance of chain `c` of `view` on `block` and writes its outputs
@@ -94,16 +170,8 @@ TANDEM_HOST_DEVICE void AcceptChain(Block& block, const BatchView& view, int c) 
       view.out_status[c] = status;
     }
   };
-  // A token drawn from probs: its argmax, or the kResample draw at `position`; -1 when
-  // probs has no mass.
-  const auto emit = [&](bool use_argmax, uint64_t position) {
-    if (use_argmax) {
-      const int best = ArgMax(block, n, [&](int i) { return static_cast<double>(probs[i]); });
-      return best >= 0 && probs[best] > 0.0f ? best : -1;
-    }
-    const double u = spec::philox::Uniform(chain.seed, kStreamResample, position, 0);
-    return SampleInverseCdf(
-        block, n, [&](int i) { return static_cast<double>(probs[i]); }, u);
+  const auto emit = [&](bool use_argmax, uint64_t index) {
+    return EmitFromRow(block, chain, n, probs, use_argmax, index);
   };
 
   for (int i = 0; i < k; ++i) {
@@ -111,15 +179,7 @@ TANDEM_HOST_DEVICE void AcceptChain(Block& block, const BatchView& view, int c) 
     const int token = view.tokens[chain.proposal_begin + i];
     const double p_token = probs[token];
     const uint64_t position = chain.sample_index + i;
-    const int q_first = view.q_begin[chain.proposal_begin + i];
-    const int q_end = view.q_begin[chain.proposal_begin + i + 1];
-    double q_token = 0.0;
-    for (int j = q_first; j < q_end; ++j) {
-      if (view.q_ids[j] == token) {
-        q_token = view.q_probs[j];
-        break;
-      }
-    }
+    const double q_token = QProbOf(view, chain.proposal_begin + i, token);
     bool accept = false;
     int coupled_token = -1;  // t_i of the coupled rule.
     switch (chain.rule) {
@@ -133,29 +193,11 @@ TANDEM_HOST_DEVICE void AcceptChain(Block& block, const BatchView& view, int c) 
         break;
       }
       case kRuleThreshold:
-        accept = p_token > static_cast<double>(chain.alpha);
-        break;
       case kRuleRatio:
-        accept = q_token >= Mul(chain.alpha, p_token);
+      case kRulePosition:
+      case kRuleTypical:
+        accept = PassesLossyTest(block, chain, n, probs, p_token, q_token, i + 1, k);
         break;
-      case kRulePosition: {
-        const double first = chain.theta_first, last = chain.theta_last;
-        accept = p_token >= first - Mul(static_cast<double>(i + 1) / k, first - last);
-        break;
-      }
-      case kRuleTypical: {
-        const double epsilon = chain.epsilon;
-        accept = p_token > epsilon;
-        if (!accept) {
-          const double entropy = Sum(block, n, [&](int v) {
-            const double p = probs[v];
-            return p > 0.0 && IsFinite(p) ? -Mul(p, Log(p)) : 0.0;
-          });
-          const double bound = Mul(chain.delta, Exp(-entropy));
-          accept = p_token > (epsilon < bound ? epsilon : bound);
-        }
-        break;
-      }
       case kRuleCoupled:
         coupled_token = GumbelArgMax(block, n, probs, chain.seed, chain.position + i);
         if (coupled_token < 0) return finish(i);
@@ -172,20 +214,15 @@ TANDEM_HOST_DEVICE void AcceptChain(Block& block, const BatchView& view, int c) 
     if (chain.rule == kRuleCoupled) {
       correction = coupled_token;
     } else if (chain.rule == kRuleRejection) {
-      // normalize(max(0, p - q)), or p when that has no mass; q ids are distinct.
-      block.ForEach(n, [&](int v) { w[v] = probs[v]; });
-      block.ForEach(q_end - q_first, [&](int j) {
-        const int id = view.q_ids[q_first + j];
-        const double residual = w[id] - static_cast<double>(view.q_probs[q_first + j]);
-        w[id] = residual > 0.0 ? residual : 0.0;
-      });
+      // normalize(max(0, p - q)), or p when that has no mass.
+      const double mass =
+          SubtractQ(block, view, chain.proposal_begin + i, n, probs, true, nullptr, 1.0, w);
       const double u = spec::philox::Uniform(chain.seed, kStreamResample, position, 0);
-      correction = SampleInverseCdf(
-          block, n, [&](int v) { return w[v]; }, u);
-      if (correction < 0) {
-        correction = SampleInverseCdf(
-            block, n, [&](int v) { return static_cast<double>(probs[v]); }, u);
-      }
+      correction = mass > 0.0
+                       ? SampleInverseCdf(
+                             block, n, [&](int v) { return w[v]; }, u)
+                       : SampleInverseCdf(
+                             block, n, [&](int v) { return static_cast<double>(probs[v]); }, u);
     } else {
       correction = emit(chain.rule == kRuleGreedy || chain.rule == kRuleTypical, position);
     }

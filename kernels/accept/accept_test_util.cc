@@ -1,5 +1,6 @@
 #include "kernels/accept/accept_test_util.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -57,8 +58,18 @@ spec::SamplingConfig RandomSampling(std::mt19937_64& rng, int vocab, bool greedy
   return config;
 }
 
-VerifyChain RandomChain(std::mt19937_64& rng, const std::vector<float>& logits, int vocab,
-                        int first_row, int k, spec::AcceptanceRule rule) {
+namespace {
+
+constexpr spec::AcceptanceRule kRules[] = {
+    spec::AcceptanceRule::kGreedy,    spec::AcceptanceRule::kRejection,
+    spec::AcceptanceRule::kThreshold, spec::AcceptanceRule::kRatio,
+    spec::AcceptanceRule::kPosition,  spec::AcceptanceRule::kTypical,
+    spec::AcceptanceRule::kCoupled};
+constexpr int kNumRules = sizeof(kRules) / sizeof(kRules[0]);
+
+// The sampling, parameters, key and logprob choice of a random chain or tree.
+VerifyChain RandomSettings(std::mt19937_64& rng, int vocab, int first_row,
+                           spec::AcceptanceRule rule) {
   VerifyChain chain;
   chain.first_row = first_row;
   const bool greedy = rule == spec::AcceptanceRule::kGreedy;
@@ -69,15 +80,66 @@ VerifyChain RandomChain(std::mt19937_64& rng, const std::vector<float>& logits, 
   if (rule == spec::AcceptanceRule::kRatio && rng() % 2) chain.params.alpha = 0.9f;
   chain.key = {rng(), rng() % 1000, rng() % 5000};
   chain.want_logprobs = rng() % 2 == 0;
+  return chain;
+}
+
+// The draft's processed distribution for a row: the target row plus noise, at T 1.
+std::vector<float> DraftDistribution(std::mt19937_64& rng, const std::vector<float>& logits,
+                                     int vocab, int row) {
   std::normal_distribution<float> noise(0.0f, 1.0f);
+  std::vector<float> draft(logits.begin() + size_t(row) * vocab,
+                           logits.begin() + size_t(row + 1) * vocab);
+  for (float& x : draft) x = std::isfinite(x) ? x + noise(rng) : 0.0f;
+  spec::SamplingConfig draft_config;
+  draft_config.temperature = 1.0f;
+  std::vector<float> q_dense;
+  spec::ProcessLogits(draft, draft_config, &q_dense);
+  return q_dense;
+}
+
+std::vector<int32_t> ShapeParents(std::mt19937_64& rng, int k, TreeShape shape) {
+  std::vector<int32_t> parents(k);
   for (int i = 0; i < k; ++i) {
-    std::vector<float> draft(logits.begin() + size_t(first_row + i) * vocab,
-                             logits.begin() + size_t(first_row + i + 1) * vocab);
-    for (float& x : draft) x = std::isfinite(x) ? x + noise(rng) : 0.0f;
-    spec::SamplingConfig draft_config;
-    draft_config.temperature = 1.0f;
-    std::vector<float> q_dense;
-    spec::ProcessLogits(draft, draft_config, &q_dense);
+    switch (shape) {
+      case TreeShape::kAnyTree:
+        parents[i] = static_cast<int32_t>(rng() % (i + 1)) - 1;
+        break;
+      case TreeShape::kWide:
+        parents[i] = -1;
+        break;
+      case TreeShape::kBinary:
+        parents[i] = (i + 1) / 2 - 1;  // Heap order: nodes 0, 1 under the root.
+        break;
+      case TreeShape::kPath:
+        parents[i] = i - 1;
+        break;
+    }
+  }
+  return parents;
+}
+
+// q without `token`, renormalised (empty when nothing is left).
+spec::SparseDistribution Without(const spec::SparseDistribution& q, int32_t token) {
+  spec::SparseDistribution out;
+  double total = 0.0;
+  for (size_t j = 0; j < q.ids.size(); ++j) {
+    if (q.ids[j] == token) continue;
+    out.ids.push_back(q.ids[j]);
+    out.probs.push_back(q.probs[j]);
+    total += q.probs[j];
+  }
+  if (!(total > 0.0)) return {};
+  for (float& p : out.probs) p = static_cast<float>(p / total);
+  return out;
+}
+
+}  // namespace
+
+VerifyChain RandomChain(std::mt19937_64& rng, const std::vector<float>& logits, int vocab,
+                        int first_row, int k, spec::AcceptanceRule rule) {
+  VerifyChain chain = RandomSettings(rng, vocab, first_row, rule);
+  for (int i = 0; i < k; ++i) {
+    const std::vector<float> q_dense = DraftDistribution(rng, logits, vocab, first_row + i);
     spec::Proposal proposal;
     if (rule == spec::AcceptanceRule::kCoupled) {  // The draft's Gumbel-max proposal.
       proposal.token = spec::GumbelSample(q_dense, chain.key.seed, chain.key.position + i);
@@ -92,13 +154,71 @@ VerifyChain RandomChain(std::mt19937_64& rng, const std::vector<float>& logits, 
   return chain;
 }
 
+VerifyChain RandomTree(std::mt19937_64& rng, const std::vector<float>& logits, int vocab,
+                       int first_row, int k, TreeShape shape, spec::AcceptanceRule rule) {
+  VerifyChain tree = RandomSettings(rng, vocab, first_row, rule);
+  tree.parents = ShapeParents(rng, k, shape);
+  tree.proposals.resize(k);
+  std::vector<int> depth(k);
+  for (int i = 0; i < k; ++i) depth[i] = tree.parents[i] < 0 ? 1 : depth[tree.parents[i]] + 1;
+  for (int v = -1; v < k; ++v) {
+    const std::vector<float> q_dense = DraftDistribution(rng, logits, vocab, first_row + v + 1);
+    spec::SparseDistribution q = spec::TopKSparse(q_dense, 32);
+    std::vector<int32_t> taken;
+    const auto unused = [&](int32_t t) {
+      return std::find(taken.begin(), taken.end(), t) == taken.end();
+    };
+    const uint64_t position = tree.key.position + (v < 0 ? 0 : depth[v]);
+    for (int j = v + 1; j < k; ++j) {
+      if (tree.parents[j] != v) continue;
+      spec::Proposal& node = tree.proposals[j];
+      const bool point = rule == spec::AcceptanceRule::kGreedy ||
+                         rule == spec::AcceptanceRule::kCoupled || q.ids.empty();
+      if (point) {
+        int32_t token = -1;
+        if (taken.empty()) {
+          token = rule == spec::AcceptanceRule::kCoupled
+                      ? spec::GumbelSample(q_dense, tree.key.seed, position)
+                      : spec::Argmax(q_dense);
+        }
+        while (token < 0 || !unused(token)) token = static_cast<int32_t>(rng() % vocab);
+        node.token = token;
+        node.q = spec::PointMass(token);
+      } else {
+        node.q = q;
+        node.token =
+            spec::SampleFromSparse(q, std::uniform_real_distribution<double>(0.0, 1.0)(rng));
+        q = Without(q, node.token);
+      }
+      taken.push_back(node.token);
+    }
+  }
+  return tree;
+}
+
+RandomBatch MakeRandomTreeBatch(std::mt19937_64& rng, int vocab, int num_items, int first_rule) {
+  const TreeShape shapes[] = {TreeShape::kAnyTree, TreeShape::kWide, TreeShape::kBinary,
+                              TreeShape::kPath};
+  RandomBatch batch;
+  for (int c = 0; c < num_items; ++c) {
+    const bool chain = rng() % 4 == 0;
+    const int k = static_cast<int>(chain ? rng() % 8 : 1 + rng() % 9);
+    const int kind = rng() % 25 == 0 ? 5 : static_cast<int>(rng() % 5);
+    for (int i = 0; i <= k; ++i) {
+      const std::vector<float> row = RandomRow(rng, vocab, kind);
+      batch.logits.insert(batch.logits.end(), row.begin(), row.end());
+    }
+    const spec::AcceptanceRule rule = kRules[(first_rule + c) % kNumRules];
+    batch.chains.push_back(
+        chain ? RandomChain(rng, batch.logits, vocab, batch.rows, k, rule)
+              : RandomTree(rng, batch.logits, vocab, batch.rows, k, shapes[c % 4], rule));
+    batch.rows += k + 1;
+    batch.proposals += k;
+  }
+  return batch;
+}
+
 RandomBatch MakeRandomBatch(std::mt19937_64& rng, int vocab, int num_chains, int first_rule) {
-  const spec::AcceptanceRule rules[] = {
-      spec::AcceptanceRule::kGreedy,    spec::AcceptanceRule::kRejection,
-      spec::AcceptanceRule::kThreshold, spec::AcceptanceRule::kRatio,
-      spec::AcceptanceRule::kPosition,  spec::AcceptanceRule::kTypical,
-      spec::AcceptanceRule::kCoupled};
-  constexpr int kNumRules = sizeof(rules) / sizeof(rules[0]);
   RandomBatch batch;
   for (int c = 0; c < num_chains; ++c) {
     const int k = static_cast<int>(rng() % 8);
@@ -108,7 +228,7 @@ RandomBatch MakeRandomBatch(std::mt19937_64& rng, int vocab, int num_chains, int
       batch.logits.insert(batch.logits.end(), row.begin(), row.end());
     }
     batch.chains.push_back(
-        RandomChain(rng, batch.logits, vocab, batch.rows, k, rules[(first_rule + c) % kNumRules]));
+        RandomChain(rng, batch.logits, vocab, batch.rows, k, kRules[(first_rule + c) % kNumRules]));
     batch.rows += k + 1;
     batch.proposals += k;
   }
@@ -134,6 +254,7 @@ void ExpectSameOutcomes(const std::vector<VerifyOutcome>& expected,
     ASSERT_EQ(expected[c].status, got[c].status) << at;
     ASSERT_EQ(expected[c].committed, got[c].committed) << at;
     ASSERT_EQ(expected[c].num_accepted, got[c].num_accepted) << at;
+    ASSERT_EQ(expected[c].path, got[c].path) << at;
     ASSERT_EQ(expected[c].logprobs.size(), got[c].logprobs.size()) << at;
     for (size_t j = 0; j < expected[c].logprobs.size(); ++j) {
       const float e = expected[c].logprobs[j], g = got[c].logprobs[j];

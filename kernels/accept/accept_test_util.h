@@ -41,10 +41,29 @@ struct RandomBatch {
 };
 RandomBatch MakeRandomBatch(std::mt19937_64& rng, int vocab, int num_chains, int first_rule);
 
+// Tree shapes for RandomTree: kAnyTree draws each parent at random; kWide puts every node
+// under the root; kBinary fills a binary tree level by level; kPath is a chain given as
+// a tree (parents i - 1).
+enum class TreeShape { kAnyTree, kWide, kBinary, kPath };
+
+// A tree of K nodes over rows first_row..first_row + K of row-major `logits` (row
+// first_row is p_root, first_row + v + 1 the row after node v). Each node's siblings
+// are drawn without replacement from a perturbed copy of their parent's row (top 32),
+// each sending its q without the earlier siblings' tokens (spec/tree_acceptance.h), so
+// every rule accepts some nodes, later siblings included; under greedy and coupled the
+// first child is the draft's argmax / Gumbel-max token and the others other tokens,
+// with point masses.
+VerifyChain RandomTree(std::mt19937_64& rng, const std::vector<float>& logits, int vocab,
+                       int first_row, int k, TreeShape shape, spec::AcceptanceRule rule);
+
+// MakeRandomBatch with trees: each item a RandomTree (K 1..9, shapes in turn) or, one in
+// four, a RandomChain; rules in turn from `first_rule`.
+RandomBatch MakeRandomTreeBatch(std::mt19937_64& rng, int vocab, int num_items, int first_rule);
+
 // Row-major logits -> the LogitsView layout of `parts` vocabulary slices.
 std::vector<float> Sliced(const std::vector<float>& row_major, int rows, int vocab, int parts);
 
-// Same statuses, committed tokens and counts; log-probabilities within 1e-5 relative
+// Same statuses, committed tokens, counts and paths; log-probabilities within 1e-5 relative
 // (infinities equal). gtest assertions labelled with `where`.
 void ExpectSameOutcomes(const std::vector<VerifyOutcome>& expected,
                         const std::vector<VerifyOutcome>& got, const std::string& where);

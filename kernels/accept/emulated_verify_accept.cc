@@ -4,6 +4,7 @@
 #include "kernels/accept/accept_algorithm.h"
 #include "kernels/accept/host_block.h"
 #include "kernels/accept/packed_batch.h"
+#include "kernels/accept/tree_accept_algorithm.h"
 
 namespace tandem {
 namespace accept {
@@ -27,6 +28,8 @@ absl::Status EmulatedVerifyAccept(const LogitsView& logits, absl::Span<const Ver
   ResizeOutputs(batch, &outputs);
   std::vector<float> probs(chains.size() * size_t(logits.vocab));
   std::vector<double> weights(probs.size());
+  std::vector<double> residual(batch.any_rejection_tree ? probs.size() : 0);
+  std::vector<double> node_values(batch.tokens.size());
   BatchView view;
   view.logits = Ref(logits);
   view.chains = batch.chains.data();
@@ -35,13 +38,17 @@ absl::Status EmulatedVerifyAccept(const LogitsView& logits, absl::Span<const Ver
   view.q_begin = batch.q_begin.data();
   view.q_ids = batch.q_ids.data();
   view.q_probs = batch.q_probs.data();
+  view.parents = batch.parents.data();
   view.probs = probs.data();
   view.weights = weights.data();
+  view.residual = residual.empty() ? nullptr : residual.data();
+  view.node_values = node_values.data();
   view.out_tokens = outputs.tokens.data();
   view.out_logprobs = outputs.logprobs.data();
+  view.out_path = outputs.path.data();
   view.out_status = outputs.status.data();
   HostBlock block;
-  for (int c = 0; c < view.num_chains; ++c) AcceptChain(block, view, c);
+  for (int c = 0; c < view.num_chains; ++c) AcceptSequence(block, view, c);
   return UnpackOutcomes(batch, outputs, outcomes);
 }
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/accept/accept_algorithm.h"
 #include "spec/rng.h"
+#include "spec/tree_acceptance.h"
 
 namespace tandem {
 namespace accept {
@@ -56,7 +57,11 @@ PackedBatch PackChains(absl::Span<const VerifyChain> chains) {
     packed.seed = chain.key.seed;
     packed.sample_index = chain.key.sample_index;
     packed.position = chain.key.position;
-    for (const spec::Proposal& proposal : chain.proposals) {
+    packed.is_tree = chain.parents.empty() ? 0 : 1;
+    batch.any_rejection_tree |= packed.is_tree && packed.rule == kRuleRejection;
+    for (size_t i = 0; i < chain.proposals.size(); ++i) {
+      const spec::Proposal& proposal = chain.proposals[i];
+      batch.parents.push_back(packed.is_tree ? chain.parents[i] : static_cast<int32_t>(i) - 1);
       batch.tokens.push_back(proposal.token);
       const size_t n = std::min(proposal.q.ids.size(), proposal.q.probs.size());
       batch.q_ids.insert(batch.q_ids.end(), proposal.q.ids.begin(), proposal.q.ids.begin() + n);
@@ -73,6 +78,7 @@ PackedBatch PackChains(absl::Span<const VerifyChain> chains) {
 void ResizeOutputs(const PackedBatch& batch, PackedOutputs* outputs) {
   outputs->tokens.assign(batch.num_outputs, -1);
   outputs->logprobs.assign(batch.num_outputs, 0.0f);
+  outputs->path.assign(batch.num_outputs, -1);
   outputs->status.assign(batch.chains.size(), PackedStatus());
 }
 
@@ -90,8 +96,10 @@ absl::Status UnpackOutcomes(const PackedBatch& batch, const PackedOutputs& outpu
                                                 status.error_index,
                                                 " past K = ", chain.num_proposals));
       }
-      out.status = absl::InvalidArgumentError(absl::StrCat(
-          "acceptance: target distribution ", status.error_index, " has no positive probability"));
+      out.status = chain.is_tree ? spec::TreeNoMassError(status.error_index - 1)
+                                 : absl::InvalidArgumentError(absl::StrCat(
+                                       "acceptance: target distribution ", status.error_index,
+                                       " has no positive probability"));
       continue;
     }
     if (status.num_committed < 1 || status.num_committed > chain.num_proposals + 1 ||
@@ -103,6 +111,16 @@ absl::Status UnpackOutcomes(const PackedBatch& batch, const PackedOutputs& outpu
     const auto begin = outputs.tokens.begin() + chain.output_begin;
     out.committed.assign(begin, begin + status.num_committed);
     out.num_accepted = status.num_accepted;
+    for (int j = 0; j < out.num_accepted; ++j) {
+      const int node = chain.is_tree ? outputs.path[chain.output_begin + j] : j;
+      const int parent = j == 0 ? -1 : out.path[j - 1];
+      if (node < 0 || node >= chain.num_proposals ||
+          batch.parents[chain.proposal_begin + node] != parent) {
+        return absl::InternalError(absl::StrCat("verify accept: chain ", c, " reports node ", node,
+                                                " at depth ", j + 1, ", not a child of ", parent));
+      }
+      out.path.push_back(node);
+    }
     if (chain.want_logprobs) {
       const auto lp = outputs.logprobs.begin() + chain.output_begin;
       out.logprobs.assign(lp, lp + status.num_committed);

@@ -24,13 +24,17 @@ struct PackedBatch {
   std::vector<int32_t> q_begin;  // tokens.size() + 1 entries.
   std::vector<int32_t> q_ids;
   std::vector<float> q_probs;
-  int32_t num_outputs = 0;  // Sum of K + 1 over the chains.
+  std::vector<int32_t> parents;     // One per proposal: a tree's, or i - 1 along a chain.
+  int32_t num_outputs = 0;          // Sum of K + 1 over the chains.
+  bool any_rejection_tree = false;  // Whether BatchView::residual is needed.
 };
 
-// Flat outputs: tokens and logprobs hold num_outputs slots (chain c at output_begin).
+// Flat outputs: tokens, logprobs and path hold num_outputs slots (chain c at
+// output_begin).
 struct PackedOutputs {
   std::vector<int32_t> tokens;
   std::vector<float> logprobs;
+  std::vector<int32_t> path;         // Trees' accepted nodes (chains' are implied).
   std::vector<PackedStatus> status;  // One per chain.
 };
 
@@ -41,9 +45,9 @@ PackedBatch PackChains(absl::Span<const VerifyChain> chains);
 // Sizes `outputs` for `batch`.
 void ResizeOutputs(const PackedBatch& batch, PackedOutputs* outputs);
 
-// The outcomes the outputs describe (same message as spec::AcceptProposals for a
-// distribution without mass). INTERNAL when a status is inconsistent (e.g. counts out of
-// range: a kernel bug, never silently accepted).
+// The outcomes the outputs describe (same message as spec::AcceptProposals or
+// spec::AcceptTree for a distribution without mass). INTERNAL when a status is inconsistent (e.g.
+// counts out of range: a kernel bug, never silently accepted).
 absl::Status UnpackOutcomes(const PackedBatch& batch, const PackedOutputs& outputs,
                             std::vector<VerifyOutcome>* outcomes);
 

@@ -32,12 +32,13 @@ struct PackedSampling {
   float top_p = 1.0f;
 };
 
-// One chain's parameters (a VerifyChain with its rule resolved to numbers).
+// One chain's or tree's parameters (a VerifyChain with its rule resolved to numbers).
 struct PackedChain {
-  int32_t first_row = 0;       // Logit row of p_1; the chain reads rows first_row..+K.
+  int32_t first_row = 0;       // Logit row of p_1 (a tree: p_root); rows first_row..+K.
   int32_t num_proposals = 0;   // K.
-  int32_t proposal_begin = 0;  // Index of proposal 1 in the token / q_begin arrays.
+  int32_t proposal_begin = 0;  // Index of proposal 1 in the token / q_begin / parents arrays.
   int32_t output_begin = 0;    // Index of this chain's first output slot (K + 1 slots).
+  int32_t is_tree = 0;         // 1: a tree, its parents at proposal_begin in BatchView::parents.
   PackedSampling sampling;
   int32_t rule = 0;    // spec::AcceptanceRule as int.
   float alpha = 0.0f;  // spec::AlphaOrDefault of the params.
@@ -65,10 +66,15 @@ struct BatchView {
   const int32_t* q_begin = nullptr;  // Proposals + 1 offsets into q_ids / q_probs.
   const int32_t* q_ids = nullptr;
   const float* q_probs = nullptr;
+  const int32_t* parents = nullptr;    // Proposals: parent in [-1, i) within the sequence.
   float* probs = nullptr;              // Workspace [num_chains, vocab]: the current processed row.
   double* weights = nullptr;           // Workspace [num_chains, vocab].
+  double* residual = nullptr;          // Workspace [num_chains, vocab]; only trees under
+                                       // rejection read it (may be null otherwise).
+  double* node_values = nullptr;       // Workspace [proposals]: trees' per-node values.
   int32_t* out_tokens = nullptr;       // [sum of K + 1] slots, chain c at output_begin.
   float* out_logprobs = nullptr;       // Same slots; written when want_logprobs.
+  int32_t* out_path = nullptr;         // Same slots: a tree's accepted node indices.
   PackedStatus* out_status = nullptr;  // [num_chains].
 };
 

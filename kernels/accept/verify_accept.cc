@@ -1,8 +1,10 @@
 #include "kernels/accept/verify_accept.h"
 
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "spec/tree_acceptance.h"
 
 namespace tandem {
 
@@ -38,9 +40,46 @@ absl::Status ValidateChainRows(absl::Span<const VerifyChain> chains, int rows) {
       return absl::InvalidArgumentError(absl::StrCat("verify chain ", c, ": logit rows ", first,
                                                      "..", last, " outside [0, ", rows, ")"));
     }
+    const std::vector<int32_t>& parents = chains[c].parents;
+    if (!parents.empty() && parents.size() != chains[c].proposals.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("verify chain ", c, ": ", parents.size(),
+                                                     " parents for ", chains[c].proposals.size(),
+                                                     " proposals"));
+    }
+    for (size_t i = 0; i < parents.size(); ++i) {
+      if (parents[i] < -1 || parents[i] >= static_cast<int64_t>(i)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "verify chain ", c, ": parents[", i, "] = ", parents[i], " outside [-1, ", i, ")"));
+      }
+    }
   }
   return absl::OkStatus();
 }
+
+namespace {
+
+// The acceptance of one chain or tree over its processed rows `spans`.
+absl::Status Accept(const VerifyChain& chain, absl::Span<const absl::Span<const float>> spans,
+                    VerifyOutcome* out) {
+  if (chain.parents.empty()) {
+    absl::StatusOr<spec::AcceptanceResult> result =
+        spec::AcceptProposals(chain.proposals, spans, chain.params, chain.key);
+    if (!result.ok()) return result.status();
+    out->committed = std::move(result->committed);
+    out->num_accepted = result->num_accepted;
+    for (int j = 0; j < out->num_accepted; ++j) out->path.push_back(j);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<spec::TreeAcceptanceResult> result =
+      spec::AcceptTree(chain.parents, chain.proposals, spans, chain.params, chain.key);
+  if (!result.ok()) return result.status();
+  out->committed = std::move(result->committed);
+  out->num_accepted = result->num_accepted;
+  out->path = std::move(result->path);
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status HostVerifyAccept(absl::Span<const float> logits, int vocab,
                               absl::Span<const VerifyChain> chains,
@@ -68,20 +107,20 @@ absl::Status HostVerifyAccept(absl::Span<const float> logits, int vocab,
       spec::ProcessLogits(row(i), chain.sampling, &probs[i]);
       spans.push_back(probs[i]);
     }
-    absl::StatusOr<spec::AcceptanceResult> result =
-        spec::AcceptProposals(chain.proposals, spans, chain.params, chain.key);
     VerifyOutcome& out = (*outcomes)[c];
-    if (!result.ok()) {
-      out.status = result.status();
+    absl::Status accepted = Accept(chain, spans, &out);
+    if (!accepted.ok()) {
+      out = VerifyOutcome();
+      out.status = accepted;
       continue;
     }
-    out.committed = std::move(result->committed);
-    out.num_accepted = result->num_accepted;
     if (!chain.want_logprobs) continue;
     const bool greedy = !(chain.sampling.temperature > 0.0f);
     for (size_t j = 0; j < out.committed.size(); ++j) {
+      // Token j is drawn from row j of a chain, from the row after node path[j - 1] of a tree.
+      const size_t r = j == 0 || chain.parents.empty() ? j : size_t(out.path[j - 1]) + 1;
       out.logprobs.push_back(
-          static_cast<float>(spec::CommittedLogProb(row(j), probs[j], out.committed[j], greedy)));
+          static_cast<float>(spec::CommittedLogProb(row(r), probs[r], out.committed[j], greedy)));
     }
   }
   return absl::OkStatus();

@@ -1,11 +1,10 @@
-// Verification on the backend: the target's K + 1 logit rows of each verified chain are
-// processed (temperature, top-k, top-p) and the sequence's acceptance rule is run where
-// the logits are, so only the committed tokens (and, when asked, their log-probabilities)
-// leave a GPU. Semantics are exactly spec::ProcessLogits + spec::AcceptProposals +
-// spec::CommittedLogProb; HostVerifyAccept below is that reference, and every backend's
-// Backend::VerifyAccept is tested against it.
-//
-// Chains only: tree-shaped proposals keep the host path (worker/target_engine.cc).
+// Verification on the backend: the target's K + 1 logit rows of each verified chain or
+// tree are processed (temperature, top-k, top-p) and the sequence's acceptance rule is
+// run where the logits are, so only the committed tokens, the accepted path and (when
+// asked) the log-probabilities leave a GPU. Semantics are exactly spec::ProcessLogits +
+// spec::AcceptProposals (a chain) or spec::AcceptTree (a tree) + spec::CommittedLogProb;
+// HostVerifyAccept below is that reference, and every backend's Backend::VerifyAccept
+// is tested against it.
 #ifndef TANDEM_KERNELS_ACCEPT_VERIFY_ACCEPT_H_
 #define TANDEM_KERNELS_ACCEPT_VERIFY_ACCEPT_H_
 
@@ -31,22 +30,27 @@ struct LogitsView {
   int parts = 1;
 };
 
-// One verified chain: K proposals whose target distributions p_1..p_{K+1} come from
-// logit rows first_row .. first_row + K (p_i verifies proposal i, p_{K+1} is the bonus
-// row). Inputs are expected to be valid (worker/request_validation.h): sampling passes
-// spec::ValidateSamplingConfig, params spec::ValidateAcceptanceParams for the
-// temperature, tokens are in [0, vocab) and q is well-formed where the rule reads it.
+// One verified chain or tree of K proposals over logit rows first_row .. first_row + K.
+// A chain (parents empty): p_i = row first_row + i - 1 verifies proposal i, the last row
+// gives the bonus. A tree (parents[i] in [-1, i), spec/tree_acceptance.h): row first_row
+// is p_root, row first_row + i + 1 the distribution after node i. Inputs are expected to
+// be valid (worker/request_validation.h): sampling passes spec::ValidateSamplingConfig,
+// params spec::ValidateAcceptanceParams for the temperature, tokens are in [0, vocab), q
+// is well-formed where the rule reads it, and a tree passes spec::ValidateTreeProposals.
 struct VerifyChain {
   int first_row = 0;
   std::vector<spec::Proposal> proposals;
+  std::vector<int32_t> parents;  // Empty: a chain; else one per proposal (a tree).
   spec::SamplingConfig sampling;
   spec::AcceptanceParams params;
   spec::RandomKey key;
   bool want_logprobs = false;
 };
 
-// What one chain commits: the spec::AcceptanceResult fields plus, when asked, the
-// spec::CommittedLogProb of each committed token (greedy = temperature <= 0).
+// What one chain or tree commits: the spec::AcceptanceResult fields, the accepted node
+// indices (root side first; a chain's are 0..num_accepted - 1) and, when asked, the
+// spec::CommittedLogProb of each committed token (greedy = temperature <= 0) under the
+// row it was drawn from (a tree: p_root, then the row after each accepted node).
 // `status` is INVALID_ARGUMENT (and the rest empty) when the acceptance fails for this
 // chain's data, e.g. a distribution it must sample from has no positive probability
 // (all-NaN logits); other chains are unaffected.
@@ -54,6 +58,7 @@ struct VerifyOutcome {
   absl::Status status;
   std::vector<int32_t> committed;
   int num_accepted = 0;
+  std::vector<int> path;        // num_accepted accepted node indices.
   std::vector<float> logprobs;  // Empty unless want_logprobs.
 };
 
@@ -66,7 +71,8 @@ absl::Status ValidateLogitsView(const LogitsView& view);
 absl::Status ToRowMajor(const LogitsView& view, std::vector<float>* out);
 
 // Checks that `chains` fit a view of `rows` rows: first_row >= 0 and first_row + K <
-// rows for each chain. INVALID_ARGUMENT naming the chain otherwise.
+// rows for each chain, and a tree's parents are one per proposal in [-1, i) (what the
+// algorithms index by). INVALID_ARGUMENT naming the chain otherwise.
 absl::Status ValidateChainRows(absl::Span<const VerifyChain> chains, int rows);
 
 // The reference: row-major host `logits` [rows, vocab] (rows = logits.size() / vocab),

@@ -1,9 +1,11 @@
-// The acceptance kernel (contract in accept_kernels.h): accept_algorithm.h over a
+// The acceptance kernels (contract in accept_kernels.h): accept_algorithm.h and
+// tree_accept_algorithm.h over a
 // device block whose primitives combine values in the order accept::HostBlock emulates.
 #include <cstdint>
 
 #include "kernels/accept/accept_algorithm.h"
 #include "kernels/accept/host_block.h"
+#include "kernels/accept/tree_accept_algorithm.h"
 #include "kernels/cuda/accept_kernels.h"
 
 namespace tandem::cuda {
@@ -107,7 +109,7 @@ class DeviceBlock {
 __global__ void __launch_bounds__(kAcceptThreads) VerifyAcceptKernel(accept::BatchView view) {
   __shared__ double2 scratch[kAcceptThreads + 1];
   DeviceBlock block(scratch);
-  accept::AcceptChain(block, view, static_cast<int>(blockIdx.x));
+  accept::AcceptSequence(block, view, static_cast<int>(blockIdx.x));
 }
 
 __global__ void __launch_bounds__(kAcceptThreads) SampleDraftsKernel(accept::DraftView view) {
@@ -126,8 +128,9 @@ bool ValidLogits(const accept::LogitsRef& logits) {
 cudaError_t LaunchVerifyAccept(const accept::BatchView& view, cudaStream_t stream) {
   if (view.num_chains == 0) return cudaSuccess;
   if (view.num_chains < 0 || !ValidLogits(view.logits) || view.chains == nullptr ||
-      view.q_begin == nullptr || view.probs == nullptr || view.weights == nullptr ||
-      view.out_tokens == nullptr || view.out_logprobs == nullptr || view.out_status == nullptr) {
+      view.q_begin == nullptr || view.parents == nullptr || view.probs == nullptr ||
+      view.weights == nullptr || view.node_values == nullptr || view.out_tokens == nullptr ||
+      view.out_logprobs == nullptr || view.out_path == nullptr || view.out_status == nullptr) {
     return cudaErrorInvalidValue;
   }
   VerifyAcceptKernel<<<view.num_chains, kAcceptThreads, 0, stream>>>(view);

@@ -105,11 +105,16 @@ absl::Status CudaBackend::VerifyAccept(const LogitsView& logits,
   const size_t q_begin_at = arena.Input(batch.q_begin);
   const size_t q_ids_at = arena.Input(batch.q_ids);
   const size_t q_probs_at = arena.Input(batch.q_probs);
+  const size_t parents_at = arena.Input(batch.parents);
   const size_t status_at = arena.Output<accept::PackedStatus>(packed.status.size());
   const size_t out_tokens_at = arena.Output<int32_t>(packed.tokens.size());
   const size_t out_logprobs_at = arena.Output<float>(packed.logprobs.size());
-  const size_t probs_at = arena.Workspace<float>(chains.size() * size_t(logits.vocab));
-  const size_t weights_at = arena.Workspace<double>(chains.size() * size_t(logits.vocab));
+  const size_t out_path_at = arena.Output<int32_t>(packed.path.size());
+  const size_t rows_entries = chains.size() * size_t(logits.vocab);
+  const size_t probs_at = arena.Workspace<float>(rows_entries);
+  const size_t weights_at = arena.Workspace<double>(rows_entries);
+  const size_t residual_at = arena.Workspace<double>(batch.any_rejection_tree ? rows_entries : 0);
+  const size_t node_values_at = arena.Workspace<double>(batch.tokens.size());
   if (absl::Status s = arena.Upload(*state_->pool, *state_->staging, state_->stream); !s.ok()) {
     return s;
   }
@@ -122,10 +127,14 @@ absl::Status CudaBackend::VerifyAccept(const LogitsView& logits,
   view.q_begin = arena.At<const int32_t>(q_begin_at);
   view.q_ids = arena.At<const int32_t>(q_ids_at);
   view.q_probs = arena.At<const float>(q_probs_at);
+  view.parents = arena.At<const int32_t>(parents_at);
   view.probs = arena.At<float>(probs_at);
   view.weights = arena.At<double>(weights_at);
+  view.residual = batch.any_rejection_tree ? arena.At<double>(residual_at) : nullptr;
+  view.node_values = arena.At<double>(node_values_at);
   view.out_tokens = arena.At<int32_t>(out_tokens_at);
   view.out_logprobs = arena.At<float>(out_logprobs_at);
+  view.out_path = arena.At<int32_t>(out_path_at);
   view.out_status = arena.At<accept::PackedStatus>(status_at);
   Record(cuda::LaunchVerifyAccept(view, state_->stream), "VerifyAccept");
 
@@ -134,6 +143,7 @@ absl::Status CudaBackend::VerifyAccept(const LogitsView& logits,
   arena.Read(block, status_at, &packed.status);
   arena.Read(block, out_tokens_at, &packed.tokens);
   arena.Read(block, out_logprobs_at, &packed.logprobs);
+  arena.Read(block, out_path_at, &packed.path);
   return accept::UnpackOutcomes(batch, packed, outcomes);
 }
 

@@ -109,9 +109,10 @@ class CudaBackend : public Backend {
   void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows, float* out) override;
 
   // Processes the verify rows and runs the acceptance rules on the device
-  // (kernels/cuda/accept_kernels.h): the packed chains go up, only the committed tokens,
-  // their log-probabilities and a status per chain come back. Same results as the
-  // reference up to the rounding noted in kernels/accept/accept_algorithm.h.
+  // (kernels/cuda/accept_kernels.h): the packed chains and trees go up, only the
+  // committed tokens, their log-probabilities, a tree's accepted path and a status per
+  // chain come back. Same results as the reference up to the rounding noted in
+  // kernels/accept/accept_algorithm.h and tree_accept_algorithm.h.
   absl::Status VerifyAccept(const LogitsView& logits, absl::Span<const VerifyChain> chains,
                             std::vector<VerifyOutcome>* outcomes) override;
   // Samples the draft proposals on the device (kernels/cuda/accept_kernels.h): only each

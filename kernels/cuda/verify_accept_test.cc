@@ -56,6 +56,38 @@ TEST_F(CudaVerifyAcceptTest, RandomBatchesMatchTheHostAlgorithmAndTheCpuBackend)
   EXPECT_EQ(chains, (8 + 8 + 2) * 2 * 8);
 }
 
+// Trees of every shape mixed with chains (accept::AcceptTree in the kernel): the host
+// emulation and the CPU backend (spec::AcceptTree) bitwise, paths included.
+TEST_F(CudaVerifyAcceptTest, RandomTreesMatchTheHostAlgorithmAndTheCpuBackend) {
+  std::mt19937_64 rng(123);
+  CpuBackend cpu(1);
+  int items = 0;
+  for (int vocab : {64, 1000, 32000}) {
+    for (int parts : {1, 4}) {
+      for (int batch_index = 0; batch_index < (vocab == 32000 ? 2 : 6); ++batch_index) {
+        const accept::testing::RandomBatch batch =
+            accept::testing::MakeRandomTreeBatch(rng, vocab, 7, batch_index);
+        const std::vector<float> sliced =
+            accept::testing::Sliced(batch.logits, batch.rows, vocab, parts);
+        const LogitsView host_view{sliced.data(), batch.rows, vocab, parts};
+        const std::string where =
+            absl::StrCat("trees vocab ", vocab, " parts ", parts, " batch ", batch_index);
+        std::vector<VerifyOutcome> emulated, reference, got;
+        ASSERT_TRUE(accept::EmulatedVerifyAccept(host_view, batch.chains, &emulated).ok());
+        ASSERT_TRUE(cpu.VerifyAccept(host_view, batch.chains, &reference).ok());
+        const Buffer device = ToDevice(sliced);
+        const LogitsView device_view{device.f32(), batch.rows, vocab, parts};
+        const absl::Status status = backend_->VerifyAccept(device_view, batch.chains, &got);
+        ASSERT_TRUE(status.ok()) << where << ": " << status;
+        accept::testing::ExpectSameOutcomes(emulated, got, where + " (vs host emulation)");
+        accept::testing::ExpectSameOutcomes(reference, got, where + " (vs cpu backend)");
+        items += static_cast<int>(got.size());
+      }
+    }
+  }
+  EXPECT_EQ(items, (6 + 6 + 2) * 2 * 7);
+}
+
 TEST_F(CudaVerifyAcceptTest, DraftSamplingMatchesTheHostAlgorithmAndTheCpuBackend) {
   std::mt19937_64 rng(77);
   CpuBackend cpu(1);

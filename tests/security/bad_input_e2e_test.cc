@@ -278,7 +278,7 @@ TEST_F(BadInputE2eTest, WorkerApiAnswersEveryProtocolStatus) {
     }
     grpc::ClientContext ctx;
     v1::ReleaseRequest release;
-    for (uint64_t id : {500, 606}) release.add_sequence_ids(id);
+    for (uint64_t id : {500, 602, 606}) release.add_sequence_ids(id);
     for (uint64_t id = 700; id < 710; ++id) release.add_sequence_ids(id);
     v1::ReleaseResponse released;
     EXPECT_TRUE(stub->Release(&ctx, release, &released).ok());

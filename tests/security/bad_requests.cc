@@ -237,11 +237,25 @@ WorkerApiCases WorkerCases() {
   bad_parents.mutable_sequences(0)->add_proposal_parents(1);
   v1::VerifyRequest short_parents = VerifyOf(601, 0, {1}, {Proposal(3), Proposal(4)});
   short_parents.mutable_sequences(0)->add_proposal_parents(-1);
-  v1::VerifyRequest tree_rejection = VerifyOf(602, 0, {1}, {Proposal(3), Proposal(4)});
-  tree_rejection.mutable_sequences(0)->add_proposal_parents(-1);
-  tree_rejection.mutable_sequences(0)->add_proposal_parents(-1);
-  tree_rejection.mutable_sequences(0)->mutable_sampling()->set_rule(v1::ACCEPTANCE_RULE_REJECTION);
-  tree_rejection.mutable_sequences(0)->mutable_sampling()->set_temperature(1.0f);
+  // Trees: two siblings under rejection sampling (point masses: each q leaves out the
+  // other sibling's token) are verified; siblings with one token, and a later sibling
+  // whose q covers the earlier sibling's token, are refused.
+  const auto tree = [](uint64_t id, std::vector<v1::ProposedToken> nodes,
+                       std::vector<int> parents) {
+    v1::VerifyRequest r = VerifyOf(id, 0, {1}, nodes);
+    for (int p : parents) r.mutable_sequences(0)->add_proposal_parents(p);
+    r.mutable_sequences(0)->mutable_sampling()->set_rule(v1::ACCEPTANCE_RULE_REJECTION);
+    r.mutable_sequences(0)->mutable_sampling()->set_temperature(1.0f);
+    return r;
+  };
+  const v1::VerifyRequest tree_rejection = tree(602, {Proposal(3), Proposal(4)}, {-1, -1});
+  const v1::VerifyRequest twin_siblings =
+      tree(614, {Proposal(3), Proposal(5), Proposal(5)}, {-1, 0, 0});
+  v1::ProposedToken covers_3 = Proposal(4);
+  covers_3.set_q_probs(0, 0.5f);
+  covers_3.add_q_ids(3);
+  covers_3.add_q_probs(0.5f);
+  const v1::VerifyRequest iid_siblings = tree(615, {Proposal(3), covers_3}, {-1, -1});
   v1::VerifyRequest bad_sampling = VerifyOf(603, 0, {1});
   bad_sampling.mutable_sequences(0)->mutable_sampling()->set_temperature(-1.0f);
   v1::DraftRequest top_k_257 = DraftOf(604, 0, {1}, 2);
@@ -280,6 +294,10 @@ WorkerApiCases WorkerCases() {
        grpc::INVALID_ARGUMENT},
       {"Verify, parent index not before the proposal", V(bad_parents), grpc::INVALID_ARGUMENT},
       {"Verify, parents of the wrong length", V(short_parents), grpc::INVALID_ARGUMENT},
+      {"Verify, tree under rejection sampling", V(tree_rejection), grpc::OK},
+      {"Verify, tree with two siblings of one token", V(twin_siblings), grpc::INVALID_ARGUMENT},
+      {"Verify, tree sibling q covering an earlier sibling", V(iid_siblings),
+       grpc::INVALID_ARGUMENT},
       {"Verify, bad sampling", V(bad_sampling), grpc::INVALID_ARGUMENT},
       {"Truncate, longer than cached",
        [truncate_up](S* s, C* c) { return Call(&S::Truncate, s, c, truncate_up); },
@@ -287,7 +305,6 @@ WorkerApiCases WorkerCases() {
       {"Verify, unknown sequence at a later position", V(VerifyOf(608, 5, {1})), grpc::NOT_FOUND},
       {"Prefill, over max_batch_tokens", P(PrefillOf(609, 0, 1025)), grpc::RESOURCE_EXHAUSTED},
       {"Prefill, over the KV cache", kv_hog, grpc::RESOURCE_EXHAUSTED},
-      {"Verify, tree under rejection sampling", V(tree_rejection), grpc::UNIMPLEMENTED},
       {"Draft on the target", D(DraftOf(610, 0, {1}, 2)), grpc::FAILED_PRECONDITION},
       {"Release, unknown ids (idempotent)",
        [](S* s, C* c) {

@@ -32,7 +32,7 @@ struct PublicCase {
 std::vector<PublicCase> PublicCases();
 
 // One call on a worker stub (with its context) that must answer `code`. The cases
-// expect sequence 500 to hold 4 cached tokens first; they leave sequences 500, 606
+// expect sequence 500 to hold 4 cached tokens first; they leave sequences 500, 602, 606
 // and 700..709 to release.
 struct WorkerCase {
   std::string name;
