@@ -11,6 +11,11 @@ namespace {
 
 // Draft prefill calls measured before their cost is charged as a switch cost.
 constexpr int kMinFeedObservations = 4;
+// Calls both fits need before the pipelining mode is chosen from them (sequential before).
+constexpr int kMinPipelineObservations = 8;
+// The lockstep hit rate's prior (1 hit in 4 lookups) and the weight each new lookup
+// leaves to the past.
+constexpr double kAheadPriorHits = 1, kAheadPriorLookups = 4, kAheadForgetting = 0.98;
 
 }  // namespace
 
@@ -333,7 +338,7 @@ void Engine::Loop() {
     WorkerAvailability workers;
     workers.draft = draft_ != nullptr && draft_available_.load();
     workers.target = true;
-    workers.draft_verify_ratio = verify_ms_ema_ > 0 ? draft_ms_ema_ / verify_ms_ema_ : 0.0;
+    workers.pipeline_mode = ChoosePipelineMode(static_cast<int>(running.size()));
     SetCostTerms(static_cast<int>(running.size()), &workers);
     PhasePlan plan = PlanPhase(running, planner_, workers);
     if (metrics_) {
@@ -344,7 +349,64 @@ void Engine::Loop() {
       absl::SleepFor(absl::Milliseconds(1));
       continue;
     }
+    if (metrics_) {
+      metrics_->RecordPhaseMode(PipelineModeLabel(plan.mode),
+                                plan.mode == PipelineMode::kSequential ? 0.0 : pipeline_gain_);
+    }
     RunPhase(plan);
+  }
+}
+
+PipelineMode Engine::ChoosePipelineMode(int batch) {
+  if (options_.forced_pipeline_mode.has_value()) return *options_.forced_pipeline_mode;
+  if (verify_fit_.observations() < kMinPipelineObservations ||
+      draft_fit_.observations() < kMinPipelineObservations) {
+    pipeline_gain_ = 0;
+    return PipelineMode::kSequential;
+  }
+  PipelineInputs in;
+  in.verify = {verify_fit_.intercept(), verify_fit_.slope()};
+  in.draft = {draft_fit_.intercept(), draft_fit_.slope()};
+  in.batch = batch;
+  in.k = draft_k_ema_;
+  in.continuations = planner_.optimistic && batch <= planner_.optimistic_max_batch;
+  in.hit_rate = (ahead_hits_ + kAheadPriorHits) / (ahead_lookups_ + kAheadPriorLookups);
+  in.phase_overhead_ms = phase_overhead_ms_ema_;
+  const PipelineDecision d = pipeline_selector_.Choose(in);
+  pipeline_gain_ = d.predicted_gain;
+  return d.mode;
+}
+
+void Engine::ObserveDraftK(const PhasePlan& plan) {
+  int steps = 0, proposed = 0;
+  for (size_t i = 0; i < plan.verify_sequences.size(); ++i) {
+    const Candidates& c = plan.verify_sequences[i]->candidates;
+    if (c.empty() || c.site != ProposerSite::kDraftWorker) continue;
+    steps += 1;
+    proposed += plan.verify_proposed[i];
+  }
+  if (steps == 0) return;
+  const double k = static_cast<double>(proposed) / steps;
+  draft_k_ema_ = draft_k_ema_ == 0 ? k : 0.9 * draft_k_ema_ + 0.1 * k;
+}
+
+void Engine::ObserveAheadHits(const PhasePlan& plan, const std::vector<bool>& had_ahead) {
+  bool looked_up = false;
+  for (size_t i = 0; i < plan.verify_sequences.size(); ++i) {
+    const Sequence& s = *plan.verify_sequences[i];
+    if (i < had_ahead.size() && had_ahead[i] && !s.finished()) {
+      const bool hit = !s.candidates.empty() && s.candidates.site == ProposerSite::kDraftWorker;
+      ahead_lookups_ = kAheadForgetting * ahead_lookups_ + 1;
+      ahead_hits_ = kAheadForgetting * ahead_hits_ + (hit ? 1 : 0);
+      looked_up = true;
+      if (metrics_) metrics_->RecordSpeculationCacheLookup(hit);
+    }
+  }
+  if (!looked_up) {
+    // Evidence ages while nothing is drafted ahead, so a hit rate measured long ago
+    // relaxes to the prior and lockstep is tried again.
+    ahead_lookups_ *= kAheadForgetting;
+    ahead_hits_ *= kAheadForgetting;
   }
 }
 

@@ -44,6 +44,7 @@
 #include "coordinator/admission_queue.h"
 #include "coordinator/kv_admission.h"
 #include "coordinator/metrics.h"
+#include "coordinator/pipeline_mode.h"
 #include "coordinator/proposers/registry.h"
 #include "coordinator/sequence.h"
 #include "coordinator/serial_executor.h"
@@ -72,6 +73,11 @@ struct EngineOptions {
   // The controller uses cost terms fitted to the measured draft and verify call times
   // at the current batch size (true) instead of fixed_costs (false).
   bool measured_costs = true;
+  // Switching between pipelining modes (coordinator/pipeline_mode.h).
+  PipelineHysteresis pipeline_hysteresis;
+  // Run every pipelined phase in this mode instead of choosing it from the fits
+  // (tests, benchmarks); unset = choose.
+  std::optional<PipelineMode> forced_pipeline_mode;
   // A batch a worker rejects ends the process (LOG(FATAL)) instead of being absorbed:
   // tests run with it so that such a coordinator bug cannot pass unnoticed.
   bool strict_worker_batches = false;
@@ -157,6 +163,14 @@ class Engine {
   void RecordRejectedBatch(const char* worker, const absl::Status& status,
                            const std::string& shape);
   Sequence* FindRunning(uint64_t id) const;
+  // The pipelining mode of the next phase over `batch` running sequences, from the
+  // measured fits (sequential until both have 8 calls), and records the decision's gain.
+  PipelineMode ChoosePipelineMode(int batch);
+  // Before a verify's results are applied: the mean K of its draft-worker candidates.
+  void ObserveDraftK(const PhasePlan& plan);
+  // After: whether the drafted-ahead proposals of the verified sequences that had them
+  // (`had_ahead`, parallel to plan.verify_sequences) became their next candidates.
+  void ObserveAheadHits(const PhasePlan& plan, const std::vector<bool>& had_ahead);
   // The cost terms of a step over `batch` sequences (measured or fixed).
   void SetCostTerms(int batch, WorkerAvailability* workers) const;
   // Resets the state of `s`'s proposers that run at `site` (their worker lost it).
@@ -195,10 +209,13 @@ class Engine {
   // Engine thread only.
   std::vector<std::shared_ptr<Sequence>> running_;
   std::shared_ptr<Sequence> held_;  // Popped from the queue, waiting for KV room.
-  double draft_ms_ema_ = 0;         // Draft call time, moving average.
-  double verify_ms_ema_ = 0;        // Verify call time, moving average.
   // Phase time beyond its longest worker task (planning, RPC setup, applying results).
   double phase_overhead_ms_ema_ = 0;
+  PipelineModeSelector pipeline_selector_{options_.pipeline_hysteresis};
+  double pipeline_gain_ = 0;  // Predicted gain of the last chosen mode.
+  double draft_k_ema_ = 0;    // Proposals per draft-worker step, moving average.
+  // Drafted-ahead lookups and hits, exponentially forgotten (the lockstep hit rate).
+  double ahead_lookups_ = 0, ahead_hits_ = 0;
   // Server-wide acceptance per served method, the controllers' prior (engine thread).
   std::map<v1::SpeculationMethod, std::unique_ptr<spec::PositionAcceptance>> server_acceptance_;
   // Call time against size (verify: rows; draft: proposals; draft prefill: tokens fed),

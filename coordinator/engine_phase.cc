@@ -14,11 +14,23 @@ namespace {
 
 double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 
-// Moving average of a worker's call time: the planner's measure of whether overlapping
-// the two sides (ping-pong) can pay.
+// Moving average of a phase's coordinator time (a term of every step's cost).
 void UpdateEma(double* ema, absl::Duration d) {
   const double ms = Ms(d);
   *ema = *ema == 0 ? ms : 0.9 * *ema + 0.1 * ms;
+}
+
+// Parallel to plan.verify_sequences: whether the sequence had drafted-ahead proposals
+// (a continuation) drafted in this phase.
+std::vector<bool> AheadDrafted(const PhasePlan& plan) {
+  std::vector<bool> ahead(plan.verify_sequences.size(), false);
+  for (size_t j = 0; j < plan.draft_sequences.size(); ++j) {
+    if (!plan.draft_is_continuation[j]) continue;
+    for (size_t i = 0; i < ahead.size(); ++i) {
+      ahead[i] = ahead[i] || plan.verify_sequences[i] == plan.draft_sequences[j];
+    }
+  }
+  return ahead;
 }
 
 // "N sequences, R rows, K max proposals" of a batch, for logs.
@@ -174,7 +186,6 @@ void Engine::RunPhase(PhasePlan& plan) {
 void Engine::ApplyDraftResult(const DraftResult& r, PhasePlan& plan,
                               CoordinatorMetrics::StepLatency* latency) {
   if (r.draft.has_value() && r.draft->ok()) {
-    UpdateEma(&draft_ms_ema_, r.draft_wall);
     int proposals = 0;
     for (const v1::DraftSequence& d : plan.draft.sequences()) proposals += d.num_draft_tokens();
     if (DecodeShaped(plan.draft)) draft_fit_.Observe(proposals, Ms(r.draft_wall));
@@ -211,7 +222,6 @@ void Engine::ApplyDraftResult(const DraftResult& r, PhasePlan& plan,
 void Engine::ApplyTargetResult(const TargetResult& r, PhasePlan& plan,
                                CoordinatorMetrics::StepLatency* latency) {
   if (r.verify.has_value() && r.verify->ok()) {
-    UpdateEma(&verify_ms_ema_, r.verify_wall);
     int rows = 0;
     for (const v1::VerifySequence& v : plan.verify.sequences()) {
       rows += v.tokens_size() + v.proposals_size();
@@ -248,6 +258,8 @@ void Engine::ApplyTargetResult(const TargetResult& r, PhasePlan& plan,
   latency->verify_ms = resp.compute_ms();
   latency->collective_ms = resp.collective_ms();
   latency->rpc_ms = std::max(0.0, Ms(r.verify_wall) - resp.compute_ms());
+  const std::vector<bool> had_ahead = AheadDrafted(plan);
+  ObserveDraftK(plan);
   for (int i = 0; i < resp.sequences_size() && i < plan.verify.sequences_size(); ++i) {
     Sequence* s = plan.verify_sequences[i];
     const int before = s->generated();
@@ -265,6 +277,7 @@ void Engine::ApplyTargetResult(const TargetResult& r, PhasePlan& plan,
           planned.from_controller ? std::optional<double>(planned.choice.speedup) : std::nullopt);
     }
   }
+  ObserveAheadHits(plan, had_ahead);
 }
 
 void Engine::RecordRejectedBatch(const char* worker, const absl::Status& status,

@@ -60,6 +60,7 @@ TEST_F(EngineTest, ContinuationHitsSkipTheDraftPhaseAndMissesCostOne) {
   // verifies and drafts the next step at once (one Draft call per Verify call).
   FakeWorkerOptions perfect;
   perfect.draft_error_rate = 0;
+  options_.forced_pipeline_mode = PipelineMode::kLockstep;
   StartEngine({}, perfect);
   RequestSpec s;
   s.prompt = Prompt(20, 6);
@@ -73,6 +74,8 @@ TEST_F(EngineTest, ContinuationHitsSkipTheDraftPhaseAndMissesCostOne) {
   EXPECT_EQ(out.stats.target_steps(), 21);
   EXPECT_EQ(out.stats.speculation_off_steps().at("draft_catch_up"), 1u);
   EXPECT_LE(hit_draft.draft_calls, hit_target.verify_calls + 1);
+  const double hits = Metric(*metrics_, "tandem_speculation_cache_lookups_total{result=\"hit\"}");
+  EXPECT_GE(hits, 15);
   engine_->Stop();
   TearDown();
   engine_.reset();
@@ -87,6 +90,30 @@ TEST_F(EngineTest, ContinuationHitsSkipTheDraftPhaseAndMissesCostOne) {
   EXPECT_EQ(miss.stats.draft_tokens_accepted(), 0);
   // (The last few steps have no continuation: too few tokens are left.)
   EXPECT_GE(draft_->counters().draft_calls, 2 * target_->counters().verify_calls - 10);
+  EXPECT_EQ(Metric(*metrics_, "tandem_speculation_cache_lookups_total{result=\"hit\"}"), hits);
+  EXPECT_GT(Metric(*metrics_, "tandem_speculation_cache_lookups_total{result=\"miss\"}"), 50);
+}
+
+TEST_F(EngineTest, MeasuredMissesTurnPipeliningSequential) {
+  // Same always-wrong draft with the mode chosen from the fits (1 ms per call): the
+  // measured hit rate falls, lockstep predicts no gain, and the phases run sequential
+  // without continuations (one Draft call per Verify call, not two).
+  FakeWorkerOptions wrong, target;
+  wrong.draft_error_rate = 1;
+  wrong.step_delay = target.step_delay = absl::Milliseconds(1);
+  StartEngine(target, wrong);
+  RequestSpec s;
+  s.prompt = Prompt(20, 6);
+  s.max_new_tokens = 100;
+  s.pipelining = v1::PIPELINING_ON;
+  Output out = Run(s);
+  EXPECT_EQ(out.ids, Reference(s));
+  const double sequential = Metric(*metrics_, "tandem_phase_mode_total{mode=\"sequential\"}");
+  const double lockstep = Metric(*metrics_, "tandem_phase_mode_total{mode=\"lockstep\"}");
+  EXPECT_GT(sequential, 100);
+  EXPECT_LT(lockstep, 50);
+  EXPECT_EQ(Metric(*metrics_, "tandem_phase_mode_total{mode=\"ping_pong\"}"), 0);
+  EXPECT_LE(draft_->counters().draft_calls, target_->counters().verify_calls + lockstep + 2);
 }
 
 TEST_F(EngineTest, CancellationEndsTheRequestAndReleasesItsCaches) {

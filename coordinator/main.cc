@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -16,6 +18,7 @@
 #include "common/tls.h"
 #include "coordinator/engine.h"
 #include "coordinator/metrics.h"
+#include "coordinator/pipeline_mode.h"
 #include "coordinator/request_validation.h"
 #include "coordinator/tandem_service.h"
 #include "coordinator/worker_client.h"
@@ -38,10 +41,19 @@ ABSL_FLAG(bool, pipelining, true,
           "share of the step time, else optimistic drafting ahead while verifying.");
 ABSL_FLAG(bool, optimistic, true, "Optimistic continuation when pipelining at low concurrency.");
 ABSL_FLAG(int, optimistic_max_batch, 16, "Running sequences up to which to draft ahead.");
-ABSL_FLAG(double, pingpong_min_ratio, 0.4,
-          "Split the batch into two micro-batches (draft one while verifying the other) "
-          "only when the measured draft call time is at least this fraction of the "
-          "verify call time; below it, verify everyone together and draft ahead.");
+ABSL_FLAG(std::string, pipeline_mode, "auto",
+          "Mode of pipelined phases: auto (chosen every phase from the measured draft and "
+          "verify call-time fits: sequential, lockstep or ping-pong, whichever is predicted "
+          "fastest), or one of sequential, lockstep, ping_pong to force it.");
+ABSL_FLAG(double, pipeline_switch_margin, 0.05,
+          "auto: another pipelining mode replaces the current one only when predicted at "
+          "least this fraction faster.");
+ABSL_FLAG(double, pipeline_min_gain, 0.02,
+          "auto: a pipelined mode runs only while predicted at least this fraction faster "
+          "than sequential steps.");
+ABSL_FLAG(int, pipeline_min_hold_phases, 8,
+          "auto: phases a pipelining mode runs before another may replace it (a mode "
+          "predicted slower than sequential is left at once).");
 ABSL_FLAG(int, max_k, 8, "Largest draft length K.");
 ABSL_FLAG(int, speculation_max_batch, 12,
           "Above this many running sequences, adaptive-K requests decode without speculation.");
@@ -109,6 +121,19 @@ namespace tandem::coordinator {
 namespace {
 
 v1::ModelDescription Describe(const v1::DescribeResponse& d) { return d.model(); }
+
+// --pipeline_mode: "auto" leaves `forced` unset; a mode label sets it. False otherwise.
+bool ParsePipelineMode(const std::string& flag, std::optional<PipelineMode>* forced) {
+  if (flag == "auto") return true;
+  for (PipelineMode m :
+       {PipelineMode::kSequential, PipelineMode::kLockstep, PipelineMode::kPingPong}) {
+    if (flag == PipelineModeLabel(m)) {
+      *forced = m;
+      return true;
+    }
+  }
+  return false;
+}
 
 int Run() {
   InstallShutdownSignalHandlers();
@@ -219,7 +244,17 @@ int Run() {
   eo.planner.pipelining = absl::GetFlag(FLAGS_pipelining);
   eo.planner.optimistic = absl::GetFlag(FLAGS_optimistic);
   eo.planner.optimistic_max_batch = absl::GetFlag(FLAGS_optimistic_max_batch);
-  eo.planner.pingpong_min_ratio = absl::GetFlag(FLAGS_pingpong_min_ratio);
+  eo.pipeline_hysteresis.switch_margin = std::max(0.0, absl::GetFlag(FLAGS_pipeline_switch_margin));
+  eo.pipeline_hysteresis.min_gain = std::max(0.0, absl::GetFlag(FLAGS_pipeline_min_gain));
+  eo.pipeline_hysteresis.min_hold_phases =
+      std::max(0, absl::GetFlag(FLAGS_pipeline_min_hold_phases));
+  if (!ParsePipelineMode(absl::GetFlag(FLAGS_pipeline_mode), &eo.forced_pipeline_mode)) {
+    std::fprintf(stderr,
+                 "tandem-coordinator: --pipeline_mode=%s: expected auto, sequential, lockstep "
+                 "or ping_pong\n",
+                 absl::GetFlag(FLAGS_pipeline_mode).c_str());
+    return 2;
+  }
   eo.planner.max_k = absl::GetFlag(FLAGS_max_k);
   eo.planner.speculation_max_batch = absl::GetFlag(FLAGS_speculation_max_batch);
   eo.planner.catch_up_min_tokens = std::max(0, absl::GetFlag(FLAGS_catch_up_min_tokens));

@@ -168,6 +168,19 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
                                .Help("Modelled speedup of the controller's choice per step.")
                                .Register(r)
                                .Add({}, kSpeedupBuckets);
+  m->phase_mode_family_ = &prometheus::BuildCounter()
+                               .Name("tandem_phase_mode_total")
+                               .Help("Engine phases by pipelining mode.")
+                               .Register(r);
+  for (const char* mode : {"sequential", "lockstep", "ping_pong"}) {
+    m->phase_mode_family_->Add({{"mode", mode}});
+  }
+  auto& lookups = prometheus::BuildCounter()
+                      .Name("tandem_speculation_cache_lookups_total")
+                      .Help("Verifies after which drafted-ahead proposals were looked up.")
+                      .Register(r);
+  m->cache_hits_ = &lookups.Add({{"result", "hit"}});
+  m->cache_misses_ = &lookups.Add({{"result", "miss"}});
   m->rejected_family_ = &prometheus::BuildCounter()
                              .Name("tandem_worker_rejected_batches_total")
                              .Help("Batches a worker rejected (a coordinator bug when non-zero).")
@@ -224,6 +237,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
   m->queue_depth_ = gauge("tandem_queue_depth", "Requests waiting for admission.");
   m->running_sequences_ = gauge("tandem_running_sequences", "Sequences in the running batch.");
   m->draft_available_ = gauge("tandem_draft_available", "1 when the draft worker is healthy.");
+  m->pipeline_gain_ = gauge("tandem_pipeline_predicted_gain",
+                            "Predicted round-time gain of the current mode over sequential.");
   m->draft_busy_ = gauge("tandem_draft_busy_fraction",
                          "Fraction of recent wall time the draft worker spent computing.");
   m->target_busy_ = gauge("tandem_target_busy_fraction",
@@ -306,6 +321,15 @@ void CoordinatorMetrics::RecordStep(const StepRecord& step) {
 void CoordinatorMetrics::RecordFallbackSteps(absl::string_view reason, int steps) {
   if (steps <= 0) return;
   fallback_family_->Add({{"reason", std::string(reason)}}).Increment(steps);
+}
+
+void CoordinatorMetrics::RecordPhaseMode(absl::string_view mode, double predicted_gain) {
+  phase_mode_family_->Add({{"mode", std::string(mode)}}).Increment();
+  if (std::isfinite(predicted_gain)) pipeline_gain_->Set(predicted_gain);
+}
+
+void CoordinatorMetrics::RecordSpeculationCacheLookup(bool hit) {
+  (hit ? cache_hits_ : cache_misses_)->Increment();
 }
 
 void CoordinatorMetrics::RecordControllerStep(absl::string_view decision, int k,

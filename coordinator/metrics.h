@@ -27,6 +27,13 @@
 //                                               sequence step, buckets 0..16
 //   tandem_controller_predicted_speedup         histogram: modelled speedup of the
 //                                               controller's choice per step
+//   tandem_phase_mode_total{mode}               engine phases by pipelining mode:
+//                                               "sequential", "lockstep", "ping_pong"
+//   tandem_pipeline_predicted_gain              gauge: the current mode's predicted
+//                                               round-time gain over sequential
+//   tandem_speculation_cache_lookups_total{result}  verifies of a sequence with
+//                                               drafted-ahead proposals (continuation),
+//                                               "hit" when they became the next ones
 //   tandem_worker_rejected_batches_total{worker,code}  batches a worker rejected
 //                                               (a coordinator bug when > 0)
 //   tandem_position_proposed_total{position}    proposals at draft position 1..max_k
@@ -116,6 +123,13 @@ class CoordinatorMetrics {
   void RecordControllerStep(absl::string_view decision, int k,
                             std::optional<double> predicted_speedup);
 
+  // One engine phase ran in pipelining `mode` (a PipelineModeLabel) whose modelled gain
+  // over sequential rounds is `predicted_gain` (e.g. 0.2 = 20 % shorter; non-finite
+  // values leave the gauge).
+  void RecordPhaseMode(absl::string_view mode, double predicted_gain);
+  // One lookup of drafted-ahead proposals after a verify: `hit` when they were used.
+  void RecordSpeculationCacheLookup(bool hit);
+
   // A worker ("draft" or "target") rejected a batch the coordinator built with `code`.
   void RecordRejectedBatch(absl::string_view worker, absl::StatusCode code);
 
@@ -157,6 +171,10 @@ class CoordinatorMetrics {
   prometheus::Family<prometheus::Counter>* fallback_family_ = nullptr;
   prometheus::Family<prometheus::Counter>* rejected_family_ = nullptr;
   prometheus::Family<prometheus::Counter>* controller_family_ = nullptr;
+  prometheus::Family<prometheus::Counter>* phase_mode_family_ = nullptr;
+  prometheus::Counter* cache_hits_ = nullptr;
+  prometheus::Counter* cache_misses_ = nullptr;
+  prometheus::Gauge* pipeline_gain_ = nullptr;
   prometheus::Histogram* controller_k_ = nullptr;
   prometheus::Histogram* predicted_speedup_ = nullptr;
   std::vector<prometheus::Counter*> position_proposed_;  // Index: position - 1.

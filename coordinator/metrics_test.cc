@@ -90,6 +90,12 @@ TEST(CoordinatorMetricsTest, ServesRecordedValuesOverHttp) {
   m.RecordControllerStep("controller", 0, 1.0);
   m.RecordControllerStep("probe", 1, 0.9);
   m.RecordControllerStep("batch_limit", 0, std::nullopt);  // Not the controller's choice.
+  m.RecordPhaseMode("ping_pong", 0.25);
+  m.RecordPhaseMode("ping_pong", 0.3);
+  m.RecordPhaseMode("sequential", std::numeric_limits<double>::infinity());  // Gauge kept.
+  m.RecordSpeculationCacheLookup(true);
+  m.RecordSpeculationCacheLookup(false);
+  m.RecordSpeculationCacheLookup(false);
 
   CoordinatorMetrics::StepLatency latency;
   latency.draft_ms = 1.5;
@@ -161,6 +167,13 @@ TEST(CoordinatorMetricsTest, ServesRecordedValuesOverHttp) {
   EXPECT_EQ(Get(s, "tandem_controller_predicted_speedup_count"), 4);
   EXPECT_DOUBLE_EQ(Get(s, "tandem_controller_predicted_speedup_sum"), 1.8 + 1.3 + 1.0 + 0.9);
   EXPECT_EQ(Get(s, "tandem_controller_predicted_speedup_bucket{le=\"1\"}"), 2);
+
+  EXPECT_EQ(Get(s, "tandem_phase_mode_total{mode=\"ping_pong\"}"), 2);
+  EXPECT_EQ(Get(s, "tandem_phase_mode_total{mode=\"sequential\"}"), 1);
+  EXPECT_EQ(Get(s, "tandem_phase_mode_total{mode=\"lockstep\"}"), 0);
+  EXPECT_DOUBLE_EQ(Get(s, "tandem_pipeline_predicted_gain"), 0.3);
+  EXPECT_EQ(Get(s, "tandem_speculation_cache_lookups_total{result=\"hit\"}"), 1);
+  EXPECT_EQ(Get(s, "tandem_speculation_cache_lookups_total{result=\"miss\"}"), 2);
 
   // Accepted lengths observed: 2, 4, 0, 7 (the plain step is not speculative).
   EXPECT_EQ(Get(s, "tandem_accepted_length_count"), 4);

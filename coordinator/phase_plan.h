@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/pipeline_mode.h"
 #include "spec/cost_model.h"
 #include "tandem/v1/worker.pb.h"
 
@@ -16,11 +17,9 @@ namespace tandem::coordinator {
 class Sequence;
 
 struct PlannerOptions {
-  bool pipelining = true;         // Server default; requests may turn it off.
-  bool optimistic = true;         // Optimistic continuation in lockstep mode.
-  int optimistic_max_batch = 16;  // Running sequences up to which it is used.
-  // Ping-pong when T(draft phase) / T(verify phase) reaches this (measured).
-  double pingpong_min_ratio = 0.4;
+  bool pipelining = true;          // Server default; requests may turn it off.
+  bool optimistic = true;          // Optimistic continuation in lockstep mode.
+  int optimistic_max_batch = 16;   // Running sequences up to which it is used.
   int max_k = 8;                   // Upper bound of K.
   int speculation_max_batch = 32;  // Above this many running: adaptive K -> 0 (batch_limit).
   int prefill_chunk = 256;         // Prefill tokens per sequence and phase (target and draft).
@@ -40,8 +39,9 @@ struct PlannerOptions {
 struct WorkerAvailability {
   bool draft = false;
   bool target = false;
-  // Measured T(draft phase) / T(verify phase) for the same sequences (0 = unknown).
-  double draft_verify_ratio = 0;
+  // The mode pipelining runs in when a phase may pipeline (the engine's
+  // PipelineModeSelector from the measured fits, or the server's forced mode).
+  PipelineMode pipeline_mode = PipelineMode::kSequential;
   // Cost terms of a speculative step over the current batch, relative to a plain target
   // step of that batch (spec/speculation_controller.h): nu(K) for every proposer (empty
   // = 1), and c and o of the proposers that run on the draft worker. Proposers that run
@@ -70,6 +70,9 @@ struct PhasePlan {
   std::vector<int> draft_prefill_slots;
   bool pipelined = false;  // Pipelining allowed for this phase.
   bool ping_pong = false;  // Ping-pong mode chosen.
+  // The mode this phase ran in: sequential when not pipelined, else the planner's use of
+  // WorkerAvailability::pipeline_mode (ping-pong needs >= 2 running and the draft).
+  PipelineMode mode = PipelineMode::kSequential;
   // Sequences stepped without their requested proposer, by reason ("draft_down",
   // "draft_rejected", "draft_kv", "draft_context", "batch_limit").
   std::map<std::string, int> fallbacks;

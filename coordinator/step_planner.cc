@@ -203,8 +203,12 @@ void ChooseMode(const Groups& g, int n, const PlannerOptions& o, const WorkerAva
   verify_now->assign(g.ready.size(), true);
   work_now->assign(g.need_work.size(), true);
   *continuations = false;
-  plan->ping_pong = plan->pipelined && n >= 2 && workers.draft &&
-                    workers.draft_verify_ratio >= o.pingpong_min_ratio;
+  plan->mode = plan->pipelined ? workers.pipeline_mode : PipelineMode::kSequential;
+  if (plan->mode == PipelineMode::kPingPong && (n < 2 || !workers.draft)) {
+    plan->mode = PipelineMode::kLockstep;
+  }
+  plan->ping_pong = plan->mode == PipelineMode::kPingPong;
+  const bool lockstep = plan->mode == PipelineMode::kLockstep;
   if (!plan->ping_pong) {
     // Sequential or lockstep: fresh drafts first, then every draft-worker user is
     // verified together (with continuations drafted meanwhile when pipelining). When
@@ -212,11 +216,10 @@ void ChooseMode(const Groups& g, int n, const PlannerOptions& o, const WorkerAva
     // phase too instead of idling the target.
     if (!g.need_work.empty()) {
       for (size_t i = 0; i < g.ready.size(); ++i) {
-        (*verify_now)[i] = plan->pipelined && !HasDraftWorkerCandidates(*g.ready[i]);
+        (*verify_now)[i] = lockstep && !HasDraftWorkerCandidates(*g.ready[i]);
       }
     }
-    *continuations =
-        plan->pipelined && o.optimistic && n <= o.optimistic_max_batch && workers.draft;
+    *continuations = lockstep && o.optimistic && n <= o.optimistic_max_batch && workers.draft;
   } else if (g.ready.empty() && g.need_work.size() >= 2) {
     // Start the ping-pong: draft half now, the other half while the first verifies.
     for (size_t i = (g.need_work.size() + 1) / 2; i < g.need_work.size(); ++i) {

@@ -4,18 +4,19 @@
 // A phase is what the engine runs concurrently in one round trip: on the target, a
 // Verify over the sequences whose proposals are ready (plus prefill chunks of long
 // prompts); on the draft, a Draft over the sequences that need proposals (plus
-// optimistic continuations of sequences being verified). The modes (docs/architecture.md §3):
-//  * sequential (pipelining off): draft phase, then verify phase, for all sequences;
-//  * ping-pong (pipelining on, and drafting a micro-batch costs at least
-//    pingpong_min_ratio of verifying it, as measured): sequences fall into two groups
-//    by construction — those verified in a phase need drafts in the next one while
-//    the others, drafted meanwhile, are verified; the planner splits groups in two
-//    when one side would be idle. Splitting doubles the number of target steps, so
-//    it pays only when the draft side is a real share of the step time;
-//  * lockstep with optimistic continuation (pipelining on, drafting cheap next to
-//    verifying): all sequences are verified together, and while the target verifies
-//    d1..dK the otherwise idle draft proposes K+1 more tokens assuming all are
-//    accepted; they are used when the guess holds, else a short draft phase follows.
+// optimistic continuations of sequences being verified). The modes (docs/architecture.md
+// §3), of which the engine's PipelineModeSelector (coordinator/pipeline_mode.h) picks
+// one from the measured call-time fits (WorkerAvailability::pipeline_mode):
+//  * sequential (pipelining off, or the fits predict no gain from overlap): draft phase,
+//    then verify phase, for all sequences;
+//  * ping-pong (>= 2 running): sequences fall into two groups by construction — those
+//    verified in a phase need drafts in the next one while the others, drafted
+//    meanwhile, are verified; the planner splits groups in two when one side would be
+//    idle. Without 2 sequences or the draft it runs lockstep instead;
+//  * lockstep with optimistic continuation: all sequences are verified together, and
+//    while the target verifies d1..dK the otherwise idle draft proposes K+1 more tokens
+//    assuming all are accepted; they are used when the guess holds, else a short draft
+//    phase follows. Sequences needing no draft work are verified during a draft phase.
 // Every sequence's proposer and K are chosen per phase: a fixed-K request takes the
 // first usable entry of its chain; otherwise the sequence's speculation controller
 // (spec/speculation_controller.h) picks among the usable entries (AUTO: any of them),

@@ -47,20 +47,22 @@ PlannerOptions Options(bool pipelining, bool optimistic = false) {
   return o;
 }
 
-// Which workers are up, and the measured draft/verify time ratio (0 = unknown).
-WorkerAvailability Workers(bool draft, bool target, double draft_verify_ratio = 0) {
+// Which workers are up, and the mode the engine chose for pipelined phases.
+WorkerAvailability Workers(bool draft, bool target, PipelineMode mode = PipelineMode::kLockstep) {
   WorkerAvailability w;
   w.draft = draft;
   w.target = target;
-  w.draft_verify_ratio = draft_verify_ratio;
+  w.pipeline_mode = mode;
   return w;
 }
 
 const WorkerAvailability kBoth = Workers(true, true);
-// Drafting costs as much as verifying: ping-pong pays.
-const WorkerAvailability kExpensiveDraft = Workers(true, true, 1.0);
+// Drafting costs as much as verifying: the engine chose ping-pong.
+const WorkerAvailability kExpensiveDraft = Workers(true, true, PipelineMode::kPingPong);
 // Drafting is cheap next to verifying: lockstep with continuations.
-const WorkerAvailability kCheapDraft = Workers(true, true, 0.05);
+const WorkerAvailability kCheapDraft = Workers(true, true, PipelineMode::kLockstep);
+// The fits predict no gain from overlap: sequential although pipelining is on.
+const WorkerAvailability kNoGain = Workers(true, true, PipelineMode::kSequential);
 
 TEST(StepPlannerTest, SequentialDraftsEverythingThenVerifies) {
   Fixture f;
@@ -91,6 +93,7 @@ TEST(StepPlannerTest, PingPongAlternatesHalves) {
   PhasePlan p = PlanPhase(f.running, Options(true), kExpensiveDraft);
   EXPECT_TRUE(p.pipelined);
   EXPECT_TRUE(p.ping_pong);
+  EXPECT_EQ(p.mode, PipelineMode::kPingPong);
   EXPECT_EQ(p.verify.sequences_size(), 0);
   ASSERT_EQ(p.draft.sequences_size(), 2);
   GiveDraftProposals(p.draft_sequences[0], 4);
@@ -102,6 +105,37 @@ TEST(StepPlannerTest, PingPongAlternatesHalves) {
   for (Sequence* v : p.verify_sequences) {
     for (Sequence* d : p.draft_sequences) EXPECT_NE(v, d);
   }
+}
+
+TEST(StepPlannerTest, NoPredictedGainRunsSequentialStepsWhilePipelining) {
+  Fixture f;
+  Sequence* a = f.Add(v1::SPECULATION_METHOD_DRAFT);
+  Sequence* b = f.Add(v1::SPECULATION_METHOD_DRAFT);
+  Sequence* plain = f.Add(v1::SPECULATION_METHOD_NONE);
+  GiveDraftProposals(a, 4);
+  PhasePlan p = PlanPhase(f.running, Options(true, true), kNoGain);
+  EXPECT_TRUE(p.pipelined);
+  EXPECT_EQ(p.mode, PipelineMode::kSequential);
+  // b is drafted first; nobody is verified meanwhile (lockstep would verify `plain`).
+  EXPECT_EQ(p.verify.sequences_size(), 0);
+  ASSERT_EQ(p.draft.sequences_size(), 1);
+  EXPECT_EQ(p.draft_sequences[0], b);
+  GiveDraftProposals(b, 4);
+  // All verified together, and no continuation is drafted during the verify.
+  p = PlanPhase(f.running, Options(true, true), kNoGain);
+  EXPECT_EQ(p.verify.sequences_size(), 3);
+  EXPECT_EQ(p.draft.sequences_size(), 0);
+  (void)plain;
+}
+
+TEST(StepPlannerTest, PingPongNeedsTwoSequences) {
+  Fixture f;
+  GiveDraftProposals(f.Add(v1::SPECULATION_METHOD_DRAFT), 3);
+  PhasePlan p = PlanPhase(f.running, Options(true, true), kExpensiveDraft);
+  EXPECT_EQ(p.mode, PipelineMode::kLockstep);
+  EXPECT_FALSE(p.ping_pong);
+  p = PlanPhase(f.running, Options(false, true), kExpensiveDraft);
+  EXPECT_EQ(p.mode, PipelineMode::kSequential);
 }
 
 TEST(StepPlannerTest, PingPongSplitsWhenEverythingIsReady) {

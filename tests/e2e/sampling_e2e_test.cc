@@ -10,7 +10,7 @@
 // that K = 8 is not capped by the tokens left), under load (24 requests in flight, so
 // drafts and verifies are ragged batches of mixed K) and with optimistic continuation
 // (pipelining on; the server runs lockstep with continuation at any batch size:
-// --optimistic_max_batch=64, --pingpong_min_ratio=100). The target-only requests
+// --optimistic_max_batch=64, --pipeline_mode=lockstep). The target-only requests
 // return log p of each token, so every window (t1..tj) they produce comes with its
 // exact probability under the target, exp(sum of log p). The speculative windows are
 // tested against those exact probabilities (GoodnessOfFit for j = 2, 3, 4: the joint
@@ -87,7 +87,7 @@ class SamplingE2eTest : public ::testing::Test {
     options.tp = 2;
     options.tag = "sampling";
     options.coordinator_flags = {"--max_running=64", "--max_queue=256", "--optimistic_max_batch=64",
-                                 "--pingpong_min_ratio=100"};
+                                 "--pipeline_mode=lockstep"};
     auto cluster = Cluster::Start(options);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = cluster->release();
