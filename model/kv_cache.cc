@@ -1,5 +1,6 @@
 #include "model/kv_cache.h"
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -13,7 +14,7 @@ size_t KvBytesPerBlock(int num_layers, int block_size, int kv_heads_local, int h
 }
 
 KvCache::KvCache(int num_blocks, int block_size)
-    : block_size_(block_size), total_blocks_(num_blocks) {
+    : block_size_(block_size), total_blocks_(num_blocks), refs_(num_blocks, 0) {
   free_list_.reserve(num_blocks);
   // Pop from the back: low block ids are handed out first.
   for (int b = num_blocks - 1; b >= 0; --b) free_list_.push_back(b);
@@ -50,11 +51,39 @@ absl::StatusOr<KvCache> KvCache::ForBudget(size_t budget_bytes, size_t bytes_per
   return Create(static_cast<int>(blocks), block_size);
 }
 
+bool KvCache::NeedsCopyOnWrite(const Sequence& seq) const {
+  return seq.length % block_size_ != 0 && refs_[seq.blocks.back()] > 1;
+}
+
+int32_t KvCache::TakeBlock() {
+  const int32_t block = free_list_.back();
+  free_list_.pop_back();
+  refs_[block] = 1;
+  return block;
+}
+
+void KvCache::DropBlock(int32_t block) {
+  if (--refs_[block] == 0) free_list_.push_back(block);
+}
+
 int KvCache::BlocksNeeded(uint64_t seq_id, int new_length) const {
   auto it = sequences_.find(seq_id);
   const int held = it == sequences_.end() ? 0 : static_cast<int>(it->second.blocks.size());
   const int want = BlocksFor(new_length);
-  return want > held ? want - held : 0;
+  const bool copy =
+      it != sequences_.end() && new_length > it->second.length && NeedsCopyOnWrite(it->second);
+  return (want > held ? want - held : 0) + (copy ? 1 : 0);
+}
+
+int KvCache::NetBlocksToRewrite(uint64_t seq_id, int from, int new_length) const {
+  auto it = sequences_.find(seq_id);
+  if (it == sequences_.end()) return BlocksFor(new_length);
+  const std::vector<int32_t>& blocks = it->second.blocks;
+  const int keep = std::min<int>(BlocksFor(from), blocks.size());
+  int freed = 0;
+  for (size_t b = keep; b < blocks.size(); ++b) freed += refs_[blocks[b]] == 1 ? 1 : 0;
+  const bool copy = new_length > from && from % block_size_ != 0 && refs_[blocks[keep - 1]] > 1;
+  return BlocksFor(new_length) - keep + (copy ? 1 : 0) - freed;
 }
 
 absl::Status KvCache::Reserve(uint64_t seq_id, int new_length) {
@@ -73,12 +102,42 @@ absl::Status KvCache::Reserve(uint64_t seq_id, int new_length) {
                      free_blocks(), " of ", total_blocks_, " blocks are free"));
   }
   Sequence& seq = it == sequences_.end() ? sequences_[seq_id] : it->second;
-  for (int i = 0; i < needed; ++i) {
-    seq.blocks.push_back(free_list_.back());
-    free_list_.pop_back();
+  if (new_length > seq.length && NeedsCopyOnWrite(seq)) {
+    const int32_t shared = seq.blocks.back();
+    seq.blocks.back() = TakeBlock();
+    copies_.push_back({shared, seq.blocks.back()});
+    DropBlock(shared);
+  }
+  while (static_cast<int>(seq.blocks.size()) < BlocksFor(new_length)) {
+    seq.blocks.push_back(TakeBlock());
   }
   seq.length = new_length;
   return absl::OkStatus();
+}
+
+absl::Status KvCache::Fork(uint64_t parent, uint64_t child, int length) {
+  auto it = sequences_.find(parent);
+  if (it == sequences_.end()) {
+    return absl::NotFoundError(absl::StrCat("KvCache::Fork: unknown parent ", parent));
+  }
+  if (child == parent || length < 0 || length > it->second.length) {
+    return absl::InvalidArgumentError(absl::StrCat("KvCache::Fork: cannot fork sequence ", child,
+                                                   " from ", parent, " (length ", it->second.length,
+                                                   ") at length ", length));
+  }
+  Sequence branch;
+  branch.length = length;
+  branch.blocks.assign(it->second.blocks.begin(), it->second.blocks.begin() + BlocksFor(length));
+  for (int32_t b : branch.blocks) ++refs_[b];
+  if (Contains(child)) (void)Release(child);  // After the parent's blocks are held.
+  sequences_[child] = std::move(branch);
+  return absl::OkStatus();
+}
+
+std::vector<KvCache::BlockCopy> KvCache::TakeBlockCopies() {
+  std::vector<BlockCopy> copies;
+  copies.swap(copies_);
+  return copies;
 }
 
 absl::Status KvCache::Truncate(uint64_t seq_id, int length) {
@@ -94,7 +153,7 @@ absl::Status KvCache::Truncate(uint64_t seq_id, int length) {
   }
   const size_t keep = static_cast<size_t>(BlocksFor(length));
   while (seq.blocks.size() > keep) {
-    free_list_.push_back(seq.blocks.back());
+    DropBlock(seq.blocks.back());
     seq.blocks.pop_back();
   }
   seq.length = length;
@@ -106,9 +165,7 @@ absl::Status KvCache::Release(uint64_t seq_id) {
   if (it == sequences_.end()) {
     return absl::NotFoundError(absl::StrCat("KvCache::Release: unknown sequence ", seq_id));
   }
-  for (auto b = it->second.blocks.rbegin(); b != it->second.blocks.rend(); ++b) {
-    free_list_.push_back(*b);
-  }
+  for (auto b = it->second.blocks.rbegin(); b != it->second.blocks.rend(); ++b) DropBlock(*b);
   sequences_.erase(it);
   return absl::OkStatus();
 }

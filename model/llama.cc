@@ -139,8 +139,7 @@ absl::Status LlamaModel::ValidateSequence(const SequenceInput& in, size_t s, int
                        idx, " at ", j));
     }
   }
-  const int held = known ? cache_.BlocksFor(cached) : 0;
-  *net_blocks += cache_.BlocksFor(in.start_position + n) - held;
+  *net_blocks += cache_.NetBlocksToRewrite(in.seq_id, in.start_position, in.start_position + n);
   return absl::OkStatus();
 }
 
@@ -304,10 +303,14 @@ absl::Status LlamaModel::Run(const std::vector<SequenceInput>& batch, ForwardCon
   absl::Status status;
   for (const SequenceInput& in : batch) {
     status = cache_.Reserve(in.seq_id, in.start_position + int(in.tokens.size()));
-    if (!status.ok()) {  // Not expected after Validate; keep the state consistent.
-      RollBack(batch, created);
-      return status;
-    }
+    if (!status.ok()) break;  // Not expected after Validate.
+  }
+  // Copy-on-write of shared partial blocks, before anything writes to them (also on
+  // the roll-back path: the copies hold the prefixes the sequences keep).
+  if (absl::Status copied = CopyBlocks(cache_.TakeBlockCopies()); status.ok()) status = copied;
+  if (!status.ok()) {
+    RollBack(batch, created);
+    return status;
   }
   BuildPlan(batch);
   absl::StatusOr<ForwardOutputs> outputs = ComputeOutputs();

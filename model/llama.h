@@ -112,8 +112,13 @@ class LlamaModel {
   // Shrinks the cache of `seq_id` to `length` (O(1) plus freeing whole blocks).
   // NOT_FOUND / INVALID_ARGUMENT as KvCache::Truncate.
   absl::Status Truncate(uint64_t seq_id, int length);
-  // Frees every block of `seq_id`. NOT_FOUND for an unknown id.
+  // Frees every block of `seq_id` no branch shares. NOT_FOUND for an unknown id.
   absl::Status Release(uint64_t seq_id);
+  // Makes `child` a branch of `parent` holding its cached positions [0, length), sharing
+  // its KV blocks (KvCache::Fork: no copy; a shared partial block is copied when either
+  // writes into it). An existing `child` is replaced. Errors as KvCache::Fork. The
+  // parent's last forward can no longer be compacted by KeepPath.
+  absl::Status Fork(uint64_t parent, uint64_t child, int length);
   // Cached tokens of `seq_id`. NOT_FOUND for an unknown id.
   absl::StatusOr<int> CachedLength(uint64_t seq_id) const;
 
@@ -167,6 +172,8 @@ class LlamaModel {
   absl::Status Run(const std::vector<SequenceInput>& batch, ForwardConsumer& consumer);
   absl::Status AllReduce(float* data, size_t count);
   void RollBack(const std::vector<SequenceInput>& batch, const std::vector<bool>& created);
+  // Copies the K and V of every layer from each copy's src block to its dst block.
+  absl::Status CopyBlocks(const std::vector<KvCache::BlockCopy>& copies);
 
   Backend* backend_;
   Communicator* comm_;  // nullptr when tp_size_ == 1.

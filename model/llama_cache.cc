@@ -8,6 +8,28 @@ absl::Status LlamaModel::Truncate(uint64_t seq_id, int length) {
   return cache_.Truncate(seq_id, length);
 }
 
+absl::Status LlamaModel::Fork(uint64_t parent, uint64_t child, int length) {
+  // A forked parent's blocks are shared: KeepPath may no longer compact them in place.
+  last_forward_.erase(parent);
+  last_forward_.erase(child);
+  return cache_.Fork(parent, child, length);
+}
+
+absl::Status LlamaModel::CopyBlocks(const std::vector<KvCache::BlockCopy>& copies) {
+  const size_t block_floats = size_t(cache_.block_size()) * kv_heads_local_ * config_.head_dim;
+  for (const KvCache::BlockCopy& c : copies) {
+    for (int l = 0; l < config_.num_layers; ++l) {
+      for (const Buffer* buffer : {&k_cache_[l], &v_cache_[l]}) {
+        absl::Status status = backend_->CopyOnDevice(buffer->f32() + c.src * block_floats,
+                                                     buffer->f32() + c.dst * block_floats,
+                                                     block_floats * sizeof(float));
+        if (!status.ok()) return status;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status LlamaModel::Release(uint64_t seq_id) {
   last_forward_.erase(seq_id);
   return cache_.Release(seq_id);

@@ -20,10 +20,18 @@ absl::Status DraftEngine::CheckCapacity(const v1::DraftRequest& request) const {
   const auto blocks = [&](int64_t length) { return (length + kv.block_size - 1) / kv.block_size; };
   int64_t needed = 0;
   for (const v1::DraftSequence& seq : request.sequences()) {
+    const int64_t k = std::max<int64_t>(seq.num_draft_tokens(), 1);
+    const int64_t end = int64_t{seq.start_position()} + seq.tokens_size() + k - 1;
+    if (seq.fork_from() != 0) {
+      // A branch shares its parent's blocks below start_position; writing a shared
+      // partial block copies it first.
+      const bool copy = seq.start_position() % kv.block_size != 0;
+      needed += blocks(end) - blocks(seq.start_position()) + (copy ? 1 : 0);
+      continue;
+    }
     absl::StatusOr<int> cached = executor_->CachedLength(seq.sequence_id());
     const int64_t held = cached.ok() ? blocks(*cached) : 0;
-    const int64_t k = std::max<int64_t>(seq.num_draft_tokens(), 1);
-    needed += blocks(int64_t{seq.start_position()} + seq.tokens_size() + k - 1) - held;
+    needed += blocks(end) - held;
   }
   if (needed > kv.free_blocks) {
     return absl::ResourceExhaustedError(
@@ -34,8 +42,19 @@ absl::Status DraftEngine::CheckCapacity(const v1::DraftRequest& request) const {
   return absl::OkStatus();
 }
 
+absl::Status DraftEngine::ForkBranches(const v1::DraftRequest& request) {
+  for (const v1::DraftSequence& seq : request.sequences()) {
+    if (seq.fork_from() == 0) continue;
+    absl::Status status =
+        executor_->Fork(seq.fork_from(), seq.sequence_id(), static_cast<int>(seq.start_position()));
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::DraftResponse> DraftEngine::Draft(const v1::DraftRequest& request) {
   if (absl::Status status = CheckCapacity(request); !status.ok()) return status;
+  if (absl::Status status = ForkBranches(request); !status.ok()) return status;
   const int n = request.sequences_size();
   const double forward_ms_before = executor_->times().forward_ms;
 

@@ -15,6 +15,13 @@
 // that still needs tokens), so K forward passes in all; d_K is not fed, and the cache ends at
 // start_position + tokens + K - 1.
 //
+// Branches: an entry with fork_from set is first forked from that sequence at its
+// start_position (ModelExecutor::Fork: it shares the parent's KV blocks, replacing an
+// existing sequence of its id), then drafted like any other. Draws are keyed by
+// absolute position and the forward pass is batch invariant, so a branch proposes
+// exactly the tokens and q a fresh Draft of the same prefix would (what keeps a
+// pre-drafted outcome as valid as a fresh draft, docs/architecture.md §3).
+//
 // Requests are expected to be valid (see request_validation.h; q sizes must be in
 // [1, kMaxDraftQSize]); the engine still never crashes on bad input (the model rejects
 // it). Not thread-safe.
@@ -40,12 +47,15 @@ class DraftEngine {
   // Drafts every sequence of `request`. RESOURCE_EXHAUSTED (before any change) when
   // the KV cache cannot hold all drafted positions; INTERNAL ("draft: sequence <id> has
   // no finite logits at position <p>") when a distribution has nothing to sample; the
-  // model's error otherwise. On an error after the first forward pass, the sequences
-  // keep what was fed (the next step's start_position rolls them back).
+  // model's error otherwise (NOT_FOUND for an unknown fork_from). On an error after the
+  // forks or the first forward pass, the branches made and the sequences keep what was
+  // fed (the next step's start_position rolls them back; Release drops branches).
   absl::StatusOr<v1::DraftResponse> Draft(const v1::DraftRequest& request);
 
  private:
   absl::Status CheckCapacity(const v1::DraftRequest& request) const;
+  // Forks every branch entry of `request` from its parent, in request order.
+  absl::Status ForkBranches(const v1::DraftRequest& request);
 
   ModelExecutor* executor_;
   DraftEngineOptions options_;

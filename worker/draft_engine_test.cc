@@ -99,6 +99,80 @@ TEST_F(DraftEngineTest, DraftingKThenRollingBackEqualsDraftingFewer) {
   }
 }
 
+// Pre-drafting an outcome (j proposals accepted, then token t) on a branch forked from
+// the drafted sequence proposes exactly what the sequence's own next Draft from that
+// prefix proposes; the branch's writes (into a shared partial block: block size 8,
+// prefix lengths 13..15) leave the parent intact; forking the parent back from the
+// branch adopts the branch's cache; releasing everything frees every block.
+TEST_F(DraftEngineTest, BranchesProposeWhatAFreshDraftOfTheirPrefixProposes) {
+  const std::vector<int32_t> prompt = testing::Tokens(12, kVocab, 4);
+  const int n = static_cast<int>(prompt.size());
+  const int base_used = model_.executor->kv_stats().used_blocks;
+  for (const v1::SequenceSampling& sampling :
+       {Greedy(), Sampled(0.9f, 42), Sampled(1.1f, 7, v1::ACCEPTANCE_RULE_COUPLED)}) {
+    Prefill(1, prompt);
+    auto parent = Draft({Seq(1, prompt, 5, sampling)});
+    ASSERT_TRUE(parent.ok()) << parent.status();
+    const v1::DraftedSequence& d = parent->sequences(0);
+    // Outcomes: j = 1..3 accepted, emitted token t != d_{j+1}; one branch each.
+    std::vector<v1::DraftSequence> branches;
+    std::vector<std::vector<int32_t>> prefixes;
+    for (int j = 1; j <= 3; ++j) {
+      std::vector<int32_t> prefix = prompt;
+      for (int i = 0; i < j; ++i) prefix.push_back(d.proposals(i).token());
+      prefix.push_back((d.proposals(j).token() + 1) % kVocab);
+      v1::DraftSequence b = Seq(100 + j, prefix, 4, sampling);
+      b.set_fork_from(1);
+      EXPECT_EQ(b.start_position(), static_cast<uint32_t>(n + j));
+      branches.push_back(b);
+      prefixes.push_back(prefix);
+    }
+    auto drafted = Draft(branches);
+    ASSERT_TRUE(drafted.ok()) << drafted.status();
+    for (int j = 1; j <= 3; ++j) {
+      const v1::DraftedSequence& got = drafted->sequences(j - 1);
+      EXPECT_EQ(got.cached_length(), static_cast<uint32_t>(n + j + 4));
+      // The parent's own next draft after that outcome (its cache rolled back to n + j),
+      // after re-drafting it as before (the previous outcome's draft overwrote n + j).
+      ASSERT_TRUE(Draft({Seq(1, prompt, 5, sampling)}).ok());
+      auto fresh = Draft({Seq(1, prefixes[j - 1], 4, sampling)});
+      ASSERT_TRUE(fresh.ok()) << fresh.status();
+      ASSERT_EQ(got.proposals_size(), 4);
+      for (int i = 0; i < 4; ++i) {
+        ExpectSameProposal(got.proposals(i), fresh->sequences(0).proposals(i), i);
+      }
+    }
+    // The parent's prefix was not touched by the branches: drafting it again from n
+    // proposes what it first did.
+    auto again = Draft({Seq(1, prompt, 5, sampling)});
+    ASSERT_TRUE(again.ok()) << again.status();
+    for (int i = 0; i < 5; ++i)
+      ExpectSameProposal(again->sequences(0).proposals(i), d.proposals(i), i);
+    // Adopt branch 102 (outcome j = 2 hit, its first proposal e1 accepted too): sequence
+    // 1 forks back from it and drafts on; the proposals continue the branch's.
+    std::vector<int32_t> adopted = prefixes[1];
+    adopted.push_back(drafted->sequences(1).proposals(0).token());
+    v1::DraftSequence back = Seq(1, adopted, 3, sampling);
+    back.set_fork_from(102);
+    auto continued = Draft({back});
+    ASSERT_TRUE(continued.ok()) << continued.status();
+    for (int i = 0; i < 3; ++i) {
+      ExpectSameProposal(continued->sequences(0).proposals(i),
+                         drafted->sequences(1).proposals(i + 1), i);
+    }
+    for (uint64_t id : {1, 101, 102, 103}) ASSERT_TRUE(model_.executor->Release(id).ok()) << id;
+    EXPECT_EQ(model_.executor->kv_stats().used_blocks, base_used);  // No block leaked.
+  }
+}
+
+TEST_F(DraftEngineTest, ForkingFromAnUnknownSequenceIsNotFound) {
+  const std::vector<int32_t> prompt = testing::Tokens(5, kVocab, 6);
+  v1::DraftSequence b = Seq(9, prompt, 2, Greedy());
+  b.set_fork_from(77);
+  EXPECT_EQ(Draft({b}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(model_.executor->CachedLength(9).ok());
+}
+
 TEST_F(DraftEngineTest, SparseProposalsAreTheRenormalisedTopKOfTheModel) {
   const std::vector<int32_t> prompt = testing::Tokens(9, kVocab, 2);
   Prefill(3, prompt);

@@ -23,6 +23,10 @@ absl::Status LocalExecutor::Truncate(uint64_t seq_id, int length) {
 
 absl::Status LocalExecutor::Release(uint64_t seq_id) { return model_->Release(seq_id); }
 
+absl::Status LocalExecutor::Fork(uint64_t parent, uint64_t child, int length) {
+  return model_->Fork(parent, child, length);
+}
+
 absl::Status LocalExecutor::KeepPath(uint64_t seq_id, int start_position,
                                      const std::vector<int32_t>& accepted_rows) {
   return model_->KeepPath(seq_id, start_position, accepted_rows);

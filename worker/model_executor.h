@@ -40,6 +40,12 @@ class ModelExecutor {
                                 const std::vector<int32_t>& accepted_rows) = 0;
   virtual absl::StatusOr<int> CachedLength(uint64_t seq_id) const = 0;
   virtual KvCacheStats kv_stats() const = 0;
+  // LlamaModel::Fork (a branch sharing a prefix of the parent's KV). Only executors
+  // that serve drafts branch; the others (a tensor-parallel group, whose ranks would
+  // have to fork together) answer UNIMPLEMENTED.
+  virtual absl::Status Fork(uint64_t parent, uint64_t child, int length) {
+    return absl::UnimplementedError("this executor does not branch sequences");
+  }
 
   // OK when steps can run; UNAVAILABLE with the reason otherwise.
   virtual absl::Status Available() const = 0;
@@ -65,6 +71,7 @@ class LocalExecutor final : public ModelExecutor {
                         const std::vector<int32_t>& accepted_rows) override;
   absl::StatusOr<int> CachedLength(uint64_t seq_id) const override;
   KvCacheStats kv_stats() const override;
+  absl::Status Fork(uint64_t parent, uint64_t child, int length) override;
   absl::Status Available() const override { return absl::OkStatus(); }
   ExecutorTimes times() const override { return times_; }
   const LlamaConfig& config() const override { return model_->config(); }

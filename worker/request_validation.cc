@@ -108,6 +108,20 @@ absl::StatusOr<int64_t> CheckEachSequence(const Sequences& sequences, const Requ
   return rows;
 }
 
+// A branch (fork_from set) forks from a sequence the request does not draft.
+absl::Status CheckFork(const v1::DraftRequest& request, const v1::DraftSequence& seq,
+                       const std::string& where) {
+  if (seq.fork_from() == 0) return absl::OkStatus();
+  for (const v1::DraftSequence& other : request.sequences()) {
+    if (other.sequence_id() == seq.fork_from()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": fork_from ", seq.fork_from(),
+                       " is a sequence of this request (fork from one it does not draft)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateProposal(const v1::ProposedToken& proposal, int vocab_size,
@@ -247,10 +261,12 @@ absl::Status ValidateDraftRequest(const v1::DraftRequest& request, const Request
               where, ": proposal_top_k ", seq.proposal_top_k(), " is outside [0, 256]"));
         }
         TANDEM_RETURN_IF_ERROR(CheckSampling(seq.sampling(), limits, where));
-        // Every proposal gets a position: start .. start + tokens + K - 1.
-        TANDEM_RETURN_IF_ERROR(CheckPositions(seq.sequence_id(), seq.start_position(),
-                                              int64_t{seq.tokens_size()} + k, limits, cached_length,
-                                              where));
+        TANDEM_RETURN_IF_ERROR(CheckFork(request, seq, where));
+        // Every proposal gets a position: start .. start + tokens + K - 1; a branch's
+        // start is within its parent's cache.
+        TANDEM_RETURN_IF_ERROR(CheckPositions(
+            seq.fork_from() != 0 ? seq.fork_from() : seq.sequence_id(), seq.start_position(),
+            int64_t{seq.tokens_size()} + k, limits, cached_length, where));
         return seq.tokens_size();
       });
   if (!rows.ok()) return rows.status();

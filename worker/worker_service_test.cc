@@ -282,6 +282,20 @@ TEST_F(WorkerServiceTest, BadDraftPrefillAndTruncateRequests) {
        absl::StatusCode::kNotFound},
       {"draft start past cached", draft([](v1::DraftSequence* s) { s->set_start_position(9); }),
        absl::StatusCode::kInvalidArgument},
+      {"draft branch of an unknown sequence", draft([](v1::DraftSequence* s) {
+         s->set_sequence_id(9);
+         s->set_fork_from(42);
+       }),
+       absl::StatusCode::kNotFound},
+      {"draft branch past its parent's cache", draft([](v1::DraftSequence* s) {
+         s->set_sequence_id(9);
+         s->set_fork_from(1);
+         s->set_start_position(9);
+       }),
+       absl::StatusCode::kInvalidArgument},
+      {"draft branch of a sequence the request drafts",
+       draft([](v1::DraftSequence* s) { s->set_fork_from(1); }),
+       absl::StatusCode::kInvalidArgument},
       {"draft bad top_p",
        draft([](v1::DraftSequence* s) { s->mutable_sampling()->set_top_p(-0.5f); }),
        absl::StatusCode::kInvalidArgument},
