@@ -64,7 +64,9 @@ print_test_summary() {
 # tests that repeat, millions of times, calls whose code a small test of the same unit
 # runs under the sanitizers; the repetitions find nothing more there and cost minutes
 # (//spec:rejection_acceptance_test: 46 s under ASan/UBSan, 7 s in the normal build; the
-# hand-made rejection cases stay in //spec:acceptance_test). Of the CLI (//client) only
+# hand-made rejection cases stay in //spec:acceptance_test), and corpus comparisons whose
+# code a unit test and a fuzzer run under the sanitizers (//model:tokenizer_vs_sentencepiece_test,
+# 16 s there). Of the CLI (//client) only
 # the tests of code that handles processes, sockets, raw buffers or threads run here
 # (supervision, child processes, HTTP and Prometheus parsing, argv, the load runner);
 # its flag parsing, tables and bench reports are plain value code that the normal
