@@ -7,17 +7,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace tandem::coordinator {
-namespace {
-
-// Draft prefill calls measured before their cost is charged as a switch cost.
-constexpr int kMinFeedObservations = 4;
-// Calls both fits need before the pipelining mode is chosen from them (sequential before).
-constexpr int kMinPipelineObservations = 8;
-// The lockstep hit rate's prior (1 hit in 4 lookups) and the weight each new lookup
-// leaves to the past.
-constexpr double kAheadPriorHits = 1, kAheadPriorLookups = 4, kAheadForgetting = 0.98;
-
-}  // namespace
 
 Engine::Engine(const EngineOptions& options, const Tokenizer* tokenizer,
                std::unique_ptr<WorkerApi> target, std::unique_ptr<WorkerApi> draft,
@@ -355,75 +344,6 @@ void Engine::Loop() {
     }
     RunPhase(plan);
   }
-}
-
-PipelineMode Engine::ChoosePipelineMode(int batch) {
-  if (options_.forced_pipeline_mode.has_value()) return *options_.forced_pipeline_mode;
-  if (verify_fit_.observations() < kMinPipelineObservations ||
-      draft_fit_.observations() < kMinPipelineObservations) {
-    pipeline_gain_ = 0;
-    return PipelineMode::kSequential;
-  }
-  PipelineInputs in;
-  in.verify = {verify_fit_.intercept(), verify_fit_.slope()};
-  in.draft = {draft_fit_.intercept(), draft_fit_.slope()};
-  in.batch = batch;
-  in.k = draft_k_ema_;
-  in.continuations = planner_.optimistic && batch <= planner_.optimistic_max_batch;
-  in.hit_rate = (ahead_hits_ + kAheadPriorHits) / (ahead_lookups_ + kAheadPriorLookups);
-  in.phase_overhead_ms = phase_overhead_ms_ema_;
-  const PipelineDecision d = pipeline_selector_.Choose(in);
-  pipeline_gain_ = d.predicted_gain;
-  return d.mode;
-}
-
-void Engine::ObserveDraftK(const PhasePlan& plan) {
-  int steps = 0, proposed = 0;
-  for (size_t i = 0; i < plan.verify_sequences.size(); ++i) {
-    const Candidates& c = plan.verify_sequences[i]->candidates;
-    if (c.empty() || c.site != ProposerSite::kDraftWorker) continue;
-    steps += 1;
-    proposed += plan.verify_proposed[i];
-  }
-  if (steps == 0) return;
-  const double k = static_cast<double>(proposed) / steps;
-  draft_k_ema_ = draft_k_ema_ == 0 ? k : 0.9 * draft_k_ema_ + 0.1 * k;
-}
-
-void Engine::ObserveAheadHits(const PhasePlan& plan, const std::vector<bool>& had_ahead) {
-  bool looked_up = false;
-  for (size_t i = 0; i < plan.verify_sequences.size(); ++i) {
-    const Sequence& s = *plan.verify_sequences[i];
-    if (i < had_ahead.size() && had_ahead[i] && !s.finished()) {
-      const bool hit = !s.candidates.empty() && s.candidates.site == ProposerSite::kDraftWorker;
-      ahead_lookups_ = kAheadForgetting * ahead_lookups_ + 1;
-      ahead_hits_ = kAheadForgetting * ahead_hits_ + (hit ? 1 : 0);
-      looked_up = true;
-      if (metrics_) metrics_->RecordSpeculationCacheLookup(hit);
-    }
-  }
-  if (!looked_up) {
-    // Evidence ages while nothing is drafted ahead, so a hit rate measured long ago
-    // relaxes to the prior and lockstep is tried again.
-    ahead_lookups_ *= kAheadForgetting;
-    ahead_hits_ *= kAheadForgetting;
-  }
-}
-
-void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
-  const spec::CostModel costs =
-      options_.measured_costs ? spec::BatchCostModel(verify_fit_, draft_fit_, batch,
-                                                     options_.fixed_costs, phase_overhead_ms_ema_)
-                              : options_.fixed_costs;
-  workers->verify_cost = costs.verify_cost;
-  workers->draft_worker_cost = costs.draft_cost;
-  workers->draft_worker_overhead = costs.overhead;
-  // Feeding the draft (a switch cost, per token): measured only.
-  const double step = verify_fit_.Predict(std::max(batch, 1)) + phase_overhead_ms_ema_;
-  workers->draft_worker_feed_cost =
-      options_.measured_costs && draft_feed_fit_.observations() >= kMinFeedObservations && step > 0
-          ? draft_feed_fit_.slope() / step
-          : 0.0;
 }
 
 void Engine::Monitor() {
