@@ -233,6 +233,20 @@ SparseDistribution PointMass(int32_t token) {
   return result;
 }
 
+SparseDistribution SparseWithout(const SparseDistribution& q, int32_t token) {
+  SparseDistribution out;
+  double total = 0.0;
+  for (size_t j = 0; j < q.ids.size() && j < q.probs.size(); ++j) {
+    if (q.ids[j] == token) continue;
+    out.ids.push_back(q.ids[j]);
+    out.probs.push_back(q.probs[j]);
+    total += q.probs[j];
+  }
+  if (!(total > 0.0)) return {};
+  for (float& p : out.probs) p = static_cast<float>(p / total);
+  return out;
+}
+
 float ProbabilityOf(const SparseDistribution& dist, int32_t token) {
   const size_t n = std::min(dist.ids.size(), dist.probs.size());
   for (size_t j = 0; j < n; ++j) {

@@ -76,6 +76,11 @@ SparseDistribution TopKSparse(absl::Span<const float> probs, int k);
 // Point mass on `token` (probability 1): the proposal of a deterministic proposer.
 SparseDistribution PointMass(int32_t token);
 
+// `q` with `token` removed and the rest renormalised to sum 1 (order kept); empty when
+// nothing with positive probability is left. The q a later sibling of a tree is drawn
+// from under rejection sampling without replacement (spec/tree_acceptance.h).
+SparseDistribution SparseWithout(const SparseDistribution& q, int32_t token);
+
 // Probability of `token` in `dist`; 0 when absent.
 float ProbabilityOf(const SparseDistribution& dist, int32_t token);
 

@@ -257,6 +257,19 @@ TEST(TopKSparseTest, KeepsTheMostLikelyPositiveTokensRenormalised) {
   EXPECT_TRUE(TopKSparse(std::vector<float>{0.0f, kNaN}, 3).ids.empty());
 }
 
+TEST(SparseDistributionTest, WithoutRemovesATokenAndRenormalises) {
+  SparseDistribution q;
+  q.ids = {3, 7, 9};
+  q.probs = {0.5f, 0.3f, 0.2f};
+  const SparseDistribution w = SparseWithout(q, 3);
+  EXPECT_EQ(w.ids, (std::vector<int32_t>{7, 9}));
+  ASSERT_EQ(w.probs.size(), 2u);
+  EXPECT_FLOAT_EQ(w.probs[0], 0.6f);
+  EXPECT_FLOAT_EQ(w.probs[1], 0.4f);
+  EXPECT_EQ(SparseWithout(q, 5).ids, q.ids);  // Absent token: q itself.
+  EXPECT_TRUE(SparseWithout(PointMass(4), 4).ids.empty());
+}
+
 TEST(SparseDistributionTest, ProbabilityOfPointMassAndSampling) {
   const SparseDistribution dist{{7, 2, 9}, {0.5f, 0.25f, 0.25f}};
   EXPECT_EQ(ProbabilityOf(dist, 2), 0.25f);

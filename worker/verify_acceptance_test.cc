@@ -152,17 +152,8 @@ class VerifyAcceptanceTest : public ::testing::Test {
 
   // q without `token`, renormalised; a point mass at another token when nothing is left.
   static spec::SparseDistribution Without(const spec::SparseDistribution& q, int32_t token) {
-    spec::SparseDistribution out;
-    double total = 0.0;
-    for (size_t j = 0; j < q.ids.size(); ++j) {
-      if (q.ids[j] == token) continue;
-      out.ids.push_back(q.ids[j]);
-      out.probs.push_back(q.probs[j]);
-      total += q.probs[j];
-    }
-    if (!(total > 0.0)) return spec::PointMass((token + 1) % kVocab);
-    for (float& p : out.probs) p = static_cast<float>(p / total);
-    return out;
+    spec::SparseDistribution out = spec::SparseWithout(q, token);
+    return out.ids.empty() ? spec::PointMass((token + 1) % kVocab) : out;
   }
 
   // The spec reference of one sequence over its K + 1 host logit rows.

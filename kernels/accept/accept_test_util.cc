@@ -118,21 +118,6 @@ std::vector<int32_t> ShapeParents(std::mt19937_64& rng, int k, TreeShape shape) 
   return parents;
 }
 
-// q without `token`, renormalised (empty when nothing is left).
-spec::SparseDistribution Without(const spec::SparseDistribution& q, int32_t token) {
-  spec::SparseDistribution out;
-  double total = 0.0;
-  for (size_t j = 0; j < q.ids.size(); ++j) {
-    if (q.ids[j] == token) continue;
-    out.ids.push_back(q.ids[j]);
-    out.probs.push_back(q.probs[j]);
-    total += q.probs[j];
-  }
-  if (!(total > 0.0)) return {};
-  for (float& p : out.probs) p = static_cast<float>(p / total);
-  return out;
-}
-
 }  // namespace
 
 VerifyChain RandomChain(std::mt19937_64& rng, const std::vector<float>& logits, int vocab,
@@ -188,7 +173,7 @@ VerifyChain RandomTree(std::mt19937_64& rng, const std::vector<float>& logits, i
         node.q = q;
         node.token =
             spec::SampleFromSparse(q, std::uniform_real_distribution<double>(0.0, 1.0)(rng));
-        q = Without(q, node.token);
+        q = spec::SparseWithout(q, node.token);
       }
       taken.push_back(node.token);
     }
