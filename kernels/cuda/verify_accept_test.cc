@@ -23,33 +23,43 @@
 namespace tandem {
 namespace {
 
-class CudaVerifyAcceptTest : public cuda::testing::CudaTest {};
+class CudaVerifyAcceptTest : public cuda::testing::CudaTest {
+ protected:
+  // Runs `batch` (its logits split in `parts` vocabulary slices) through the device, the
+  // host emulation of its algorithm and the CPU backend, and expects the same outcomes
+  // bitwise. Returns the number of outcomes the device gave (0 on a failure).
+  int CompareWithHost(const accept::testing::RandomBatch& batch, int vocab, int parts,
+                      const std::string& where) {
+    const std::vector<float> sliced =
+        accept::testing::Sliced(batch.logits, batch.rows, vocab, parts);
+    const LogitsView host_view{sliced.data(), batch.rows, vocab, parts};
+    std::vector<VerifyOutcome> emulated, reference, got;
+    EXPECT_TRUE(accept::EmulatedVerifyAccept(host_view, batch.chains, &emulated).ok()) << where;
+    EXPECT_TRUE(cpu_.VerifyAccept(host_view, batch.chains, &reference).ok()) << where;
+    const Buffer device = ToDevice(sliced);
+    const LogitsView device_view{device.f32(), batch.rows, vocab, parts};
+    const absl::Status status = backend_->VerifyAccept(device_view, batch.chains, &got);
+    EXPECT_TRUE(status.ok()) << where << ": " << status;
+    if (!status.ok()) return 0;
+    accept::testing::ExpectSameOutcomes(emulated, got, where + " (vs host emulation)");
+    accept::testing::ExpectSameOutcomes(reference, got, where + " (vs cpu backend)");
+    return static_cast<int>(got.size());
+  }
+
+  CpuBackend cpu_{1};
+};
 
 TEST_F(CudaVerifyAcceptTest, RandomBatchesMatchTheHostAlgorithmAndTheCpuBackend) {
   std::mt19937_64 rng(99);
-  CpuBackend cpu(1);
   int chains = 0;
   for (int vocab : {8, 1000, 32000}) {
     for (int parts : {1, 4}) {
       for (int batch_index = 0; batch_index < (vocab == 32000 ? 2 : 8); ++batch_index) {
         const accept::testing::RandomBatch batch =
             accept::testing::MakeRandomBatch(rng, vocab, 8, batch_index);
-        const std::vector<float> sliced =
-            accept::testing::Sliced(batch.logits, batch.rows, vocab, parts);
-        const LogitsView host_view{sliced.data(), batch.rows, vocab, parts};
-        const std::string where =
-            absl::StrCat("vocab ", vocab, " parts ", parts, " batch ", batch_index);
-
-        std::vector<VerifyOutcome> emulated, reference, got;
-        ASSERT_TRUE(accept::EmulatedVerifyAccept(host_view, batch.chains, &emulated).ok());
-        ASSERT_TRUE(cpu.VerifyAccept(host_view, batch.chains, &reference).ok());
-        const Buffer device = ToDevice(sliced);
-        const LogitsView device_view{device.f32(), batch.rows, vocab, parts};
-        const absl::Status status = backend_->VerifyAccept(device_view, batch.chains, &got);
-        ASSERT_TRUE(status.ok()) << where << ": " << status;
-        accept::testing::ExpectSameOutcomes(emulated, got, where + " (vs host emulation)");
-        accept::testing::ExpectSameOutcomes(reference, got, where + " (vs cpu backend)");
-        chains += static_cast<int>(got.size());
+        chains += CompareWithHost(
+            batch, vocab, parts,
+            absl::StrCat("vocab ", vocab, " parts ", parts, " batch ", batch_index));
       }
     }
   }
@@ -60,28 +70,15 @@ TEST_F(CudaVerifyAcceptTest, RandomBatchesMatchTheHostAlgorithmAndTheCpuBackend)
 // emulation and the CPU backend (spec::AcceptTree) bitwise, paths included.
 TEST_F(CudaVerifyAcceptTest, RandomTreesMatchTheHostAlgorithmAndTheCpuBackend) {
   std::mt19937_64 rng(123);
-  CpuBackend cpu(1);
   int items = 0;
   for (int vocab : {64, 1000, 32000}) {
     for (int parts : {1, 4}) {
       for (int batch_index = 0; batch_index < (vocab == 32000 ? 2 : 6); ++batch_index) {
         const accept::testing::RandomBatch batch =
             accept::testing::MakeRandomTreeBatch(rng, vocab, 7, batch_index);
-        const std::vector<float> sliced =
-            accept::testing::Sliced(batch.logits, batch.rows, vocab, parts);
-        const LogitsView host_view{sliced.data(), batch.rows, vocab, parts};
-        const std::string where =
-            absl::StrCat("trees vocab ", vocab, " parts ", parts, " batch ", batch_index);
-        std::vector<VerifyOutcome> emulated, reference, got;
-        ASSERT_TRUE(accept::EmulatedVerifyAccept(host_view, batch.chains, &emulated).ok());
-        ASSERT_TRUE(cpu.VerifyAccept(host_view, batch.chains, &reference).ok());
-        const Buffer device = ToDevice(sliced);
-        const LogitsView device_view{device.f32(), batch.rows, vocab, parts};
-        const absl::Status status = backend_->VerifyAccept(device_view, batch.chains, &got);
-        ASSERT_TRUE(status.ok()) << where << ": " << status;
-        accept::testing::ExpectSameOutcomes(emulated, got, where + " (vs host emulation)");
-        accept::testing::ExpectSameOutcomes(reference, got, where + " (vs cpu backend)");
-        items += static_cast<int>(got.size());
+        items += CompareWithHost(
+            batch, vocab, parts,
+            absl::StrCat("trees vocab ", vocab, " parts ", parts, " batch ", batch_index));
       }
     }
   }
