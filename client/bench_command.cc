@@ -293,7 +293,7 @@ Command BenchCommand() {
       "p50/p99 (as the client sees them), acceptance rate, mean accepted length (tokens\n"
       "per target step), speedup (throughput / `none` throughput at the same concurrency)\n"
       "and draft/target busy fractions (with --metrics). --repeat N runs N interleaved\n"
-      "rounds (every configuration once per round, A B C A B C ..., grouped by\n"
+      "rounds (every configuration once per round, A B C C B A ..., grouped by\n"
       "concurrency so each run is next to its `none`); every figure is then the median\n"
       "[min-max] over the rounds and the speedup the median of the per-round ratios to\n"
       "`none` of the same round. A second table gives each speculative row's cost-model\n"

@@ -30,15 +30,22 @@ std::vector<ScheduledRun> InterleavedSchedule(const std::vector<ConfigKey>& conf
       levels.push_back(k.concurrency);
     }
   }
-  std::vector<int> round_order;
+  std::vector<std::vector<int>> groups;  // Per concurrency level, in configs' order.
   for (int level : levels) {
+    groups.emplace_back();
     for (size_t i = 0; i < configs.size(); ++i) {
-      if (configs[i].concurrency == level) round_order.push_back(static_cast<int>(i));
+      if (configs[i].concurrency == level) groups.back().push_back(static_cast<int>(i));
     }
   }
   std::vector<ScheduledRun> schedule;
   for (int round = 0; round < std::max(repeats, 1); ++round) {
-    for (int config : round_order) schedule.push_back({round, config});
+    for (const std::vector<int>& group : groups) {
+      if (round % 2 == 0) {
+        for (int config : group) schedule.push_back({round, config});
+      } else {
+        for (auto it = group.rbegin(); it != group.rend(); ++it) schedule.push_back({round, *it});
+      }
+    }
   }
   return schedule;
 }

@@ -35,11 +35,13 @@ struct ScheduledRun {
 };
 
 // Interleaved order of `repeats` (>= 1; fewer counts as 1) rounds: each round measures
-// every configuration once, in the same order (A B C A B C ...), so configuration
-// drift on a noisy machine hits every configuration alike. Within a round the
-// configurations are grouped by concurrency (in the order the levels first appear in
-// `configs`), keeping `configs`' order inside a group, so each speculative run is
-// measured right next to the `none` run it is compared with.
+// every configuration once, so drift on a noisy machine hits every configuration
+// alike. Within a round the configurations are grouped by concurrency (in the order
+// the levels first appear in `configs`), so each speculative run is measured next to
+// the `none` run it is compared with; inside a group even rounds keep `configs`'
+// order and odd rounds reverse it (A B C, C B A, A B C, ...), so no configuration
+// always runs first or last in its group (a position effect, such as a run that
+// follows a heavier one, cancels over pairs of rounds).
 std::vector<ScheduledRun> InterleavedSchedule(const std::vector<ConfigKey>& configs, int repeats);
 
 }  // namespace tandem::client

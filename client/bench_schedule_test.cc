@@ -43,28 +43,36 @@ TEST(BenchConfigsTest, EveryRuleForEveryMethodNoneIncluded) {
   // Every rule takes part in every round.
   std::vector<ScheduledRun> s = InterleavedSchedule(c, 2);
   ASSERT_EQ(s.size(), 12u);
-  for (size_t i = 0; i < s.size(); ++i) EXPECT_EQ(s[i].config, static_cast<int>(i % 6)) << i;
+  for (size_t i = 0; i < s.size(); ++i) {
+    EXPECT_EQ(s[i].config, static_cast<int>(i < 6 ? i : 11 - i)) << i;  // Second round reversed.
+  }
 }
 
-TEST(InterleavedScheduleTest, RoundsRepeatTheSameOrderAndCoverEveryConfigOnce) {
+TEST(InterleavedScheduleTest, RoundsAlternateTheOrderAndCoverEveryConfigOnce) {
   std::vector<ConfigKey> configs =
       BenchConfigs({kNone, kDraft, kLookup}, kDefaultRule, {v1::PIPELINING_DEFAULT}, {1});  // A B C
-  std::vector<ScheduledRun> s = InterleavedSchedule(configs, 3);
-  ASSERT_EQ(s.size(), 9u);
-  for (int i = 0; i < 9; ++i) {
+  std::vector<ScheduledRun> s = InterleavedSchedule(configs, 4);
+  ASSERT_EQ(s.size(), 12u);
+  // A B C, C B A, A B C, C B A: never A A A B B B, and A is not always first.
+  const std::vector<int> expected = {0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 1, 0};
+  for (int i = 0; i < 12; ++i) {
     EXPECT_EQ(s[i].round, i / 3) << i;
-    EXPECT_EQ(s[i].config, i % 3) << i;  // A B C A B C A B C, never A A A B B B.
+    EXPECT_EQ(s[i].config, expected[i]) << i;
   }
+  // Over a pair of rounds every configuration has the same mean position.
+  std::vector<int> position_sum(3, 0);
+  for (int i = 0; i < 6; ++i) position_sum[s[i].config] += i % 3;
+  EXPECT_EQ(position_sum, std::vector<int>({2, 2, 2}));
 }
 
 TEST(InterleavedScheduleTest, GroupsByConcurrencySoNoneRunsNextToItsComparisons) {
   std::vector<ConfigKey> configs =
       BenchConfigs({kNone, kDraft}, kDefaultRule, {v1::PIPELINING_DEFAULT}, {1, 4});
-  // Display order: none c1, none c4, draft c1, draft c4 -> run order per round:
-  // none c1, draft c1, none c4, draft c4.
+  // Display order: none c1, none c4, draft c1, draft c4 -> run order of the first
+  // round: none c1, draft c1, none c4, draft c4; the second reverses each group.
   std::vector<ScheduledRun> s = InterleavedSchedule(configs, 2);
   ASSERT_EQ(s.size(), 8u);
-  const std::vector<int> expected = {0, 2, 1, 3, 0, 2, 1, 3};
+  const std::vector<int> expected = {0, 2, 1, 3, 2, 0, 3, 1};
   for (size_t i = 0; i < s.size(); ++i) {
     EXPECT_EQ(s[i].config, expected[i]) << i;
     EXPECT_EQ(s[i].round, static_cast<int>(i) / 4) << i;
