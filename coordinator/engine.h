@@ -44,6 +44,7 @@
 #include "coordinator/admission_queue.h"
 #include "coordinator/kv_admission.h"
 #include "coordinator/metrics.h"
+#include "coordinator/overlap_slowdown.h"
 #include "coordinator/pipeline_mode.h"
 #include "coordinator/proposers/registry.h"
 #include "coordinator/sequence.h"
@@ -171,6 +172,10 @@ class Engine {
   // After: whether the drafted-ahead proposals of the verified sequences that had them
   // (`had_ahead`, parallel to plan.verify_sequences) became their next candidates.
   void ObserveAheadHits(const PhasePlan& plan, const std::vector<bool>& had_ahead);
+  // Feed a decode-shaped verify (draft) call's time to its fit and, once the fit has
+  // data, to its overlap slowdown (overlapped: the other worker had work in `plan`).
+  void ObserveVerifyCall(const PhasePlan& plan, int rows, double ms);
+  void ObserveDraftCall(const PhasePlan& plan, int proposals, double ms);
   // The cost terms of a step over `batch` sequences (measured or fixed).
   void SetCostTerms(int batch, WorkerAvailability* workers) const;
   // Resets the state of `s`'s proposers that run at `site` (their worker lost it).
@@ -223,6 +228,8 @@ class Engine {
   spec::LinearCostFit verify_fit_{0.98, 1.0, 0.05};
   spec::LinearCostFit draft_fit_{0.98, 0.3, 0.1};
   spec::LinearCostFit draft_feed_fit_{0.98, 0.5, 0.01, 2.0, 256.0};
+  // How much slower verify / draft calls run while the other worker has work.
+  OverlapSlowdown verify_overlap_, draft_overlap_;
 
   std::thread loop_thread_;
   std::thread monitor_thread_;

@@ -33,9 +33,38 @@ PipelineMode Engine::ChoosePipelineMode(int batch) {
   in.continuations = planner_.optimistic && batch <= planner_.optimistic_max_batch;
   in.hit_rate = (ahead_hits_ + kAheadPriorHits) / (ahead_lookups_ + kAheadPriorLookups);
   in.phase_overhead_ms = phase_overhead_ms_ema_;
+  in.verify_slowdown = verify_overlap_.Factor();
+  in.draft_slowdown = draft_overlap_.Factor();
   const PipelineDecision d = pipeline_selector_.Choose(in);
   pipeline_gain_ = d.predicted_gain;
   return d.mode;
+}
+
+namespace {
+
+// Feeds one call of `size` that took `ms` (`overlapped`: the other worker had work in
+// the same phase). The fit models a call alone: once it has data, an overlapped call
+// feeds only the slowdown, measured against the fit's prediction.
+void ObserveCall(bool overlapped, double size, double ms, spec::LinearCostFit& fit,
+                 OverlapSlowdown& slowdown) {
+  const bool fitted = fit.observations() >= kMinPipelineObservations;
+  if (fitted) slowdown.Observe(overlapped, ms, fit.Predict(size));
+  if (!overlapped || !fitted) fit.Observe(size, ms);
+}
+
+}  // namespace
+
+void Engine::ObserveVerifyCall(const PhasePlan& plan, int rows, double ms) {
+  const bool overlapped =
+      plan.draft.sequences_size() > 0 || plan.draft_prefill.sequences_size() > 0;
+  ObserveCall(overlapped, rows, ms, verify_fit_, verify_overlap_);
+  if (metrics_) metrics_->SetOverlapSlowdowns(verify_overlap_.Factor(), draft_overlap_.Factor());
+}
+
+void Engine::ObserveDraftCall(const PhasePlan& plan, int proposals, double ms) {
+  const bool overlapped =
+      plan.verify.sequences_size() > 0 || plan.target_prefill.sequences_size() > 0;
+  ObserveCall(overlapped, proposals, ms, draft_fit_, draft_overlap_);
 }
 
 void Engine::ObserveDraftK(const PhasePlan& plan) {

@@ -188,7 +188,7 @@ void Engine::ApplyDraftResult(const DraftResult& r, PhasePlan& plan,
   if (r.draft.has_value() && r.draft->ok()) {
     int proposals = 0;
     for (const v1::DraftSequence& d : plan.draft.sequences()) proposals += d.num_draft_tokens();
-    if (DecodeShaped(plan.draft)) draft_fit_.Observe(proposals, Ms(r.draft_wall));
+    if (DecodeShaped(plan.draft)) ObserveDraftCall(plan, proposals, Ms(r.draft_wall));
   }
   if (r.prefill_status.ok() && plan.draft_prefill.sequences_size() > 0) {
     int fed = 0;
@@ -226,7 +226,7 @@ void Engine::ApplyTargetResult(const TargetResult& r, PhasePlan& plan,
     for (const v1::VerifySequence& v : plan.verify.sequences()) {
       rows += v.tokens_size() + v.proposals_size();
     }
-    if (DecodeShaped(plan.verify)) verify_fit_.Observe(rows, Ms(r.verify_wall));
+    if (DecodeShaped(plan.verify)) ObserveVerifyCall(plan, rows, Ms(r.verify_wall));
   }
   const absl::Time now = absl::Now();
   if (!r.prefill_status.ok()) {

@@ -239,6 +239,16 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
   m->draft_available_ = gauge("tandem_draft_available", "1 when the draft worker is healthy.");
   m->pipeline_gain_ = gauge("tandem_pipeline_predicted_gain",
                             "Predicted round-time gain of the current mode over sequential.");
+  auto& slowdown = prometheus::BuildGauge()
+                       .Name("tandem_overlap_slowdown")
+                       .Help(
+                           "Measured factor by which a worker's call is slower while the "
+                           "other worker runs one.")
+                       .Register(r);
+  m->verify_slowdown_ = &slowdown.Add({{"worker", "target"}});
+  m->draft_slowdown_ = &slowdown.Add({{"worker", "draft"}});
+  m->verify_slowdown_->Set(1);
+  m->draft_slowdown_->Set(1);
   m->draft_busy_ = gauge("tandem_draft_busy_fraction",
                          "Fraction of recent wall time the draft worker spent computing.");
   m->target_busy_ = gauge("tandem_target_busy_fraction",
@@ -326,6 +336,11 @@ void CoordinatorMetrics::RecordFallbackSteps(absl::string_view reason, int steps
 void CoordinatorMetrics::RecordPhaseMode(absl::string_view mode, double predicted_gain) {
   phase_mode_family_->Add({{"mode", std::string(mode)}}).Increment();
   if (std::isfinite(predicted_gain)) pipeline_gain_->Set(predicted_gain);
+}
+
+void CoordinatorMetrics::SetOverlapSlowdowns(double verify, double draft) {
+  if (std::isfinite(verify)) verify_slowdown_->Set(verify);
+  if (std::isfinite(draft)) draft_slowdown_->Set(draft);
 }
 
 void CoordinatorMetrics::RecordSpeculationCacheLookup(bool hit) {

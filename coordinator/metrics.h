@@ -31,6 +31,9 @@
 //                                               "sequential", "lockstep", "ping_pong"
 //   tandem_pipeline_predicted_gain              gauge: the current mode's predicted
 //                                               round-time gain over sequential
+//   tandem_overlap_slowdown{worker}             gauge: measured factor by which a
+//                                               "target" (verify) or "draft" call is
+//                                               slower while the other worker runs one
 //   tandem_speculation_cache_lookups_total{result}  verifies of a sequence with
 //                                               drafted-ahead proposals (continuation),
 //                                               "hit" when they became the next ones
@@ -127,6 +130,9 @@ class CoordinatorMetrics {
   // over sequential rounds is `predicted_gain` (e.g. 0.2 = 20 % shorter; non-finite
   // values leave the gauge).
   void RecordPhaseMode(absl::string_view mode, double predicted_gain);
+  // The measured overlap slowdowns of verify and draft calls (>= 1; non-finite values
+  // leave the gauges).
+  void SetOverlapSlowdowns(double verify, double draft);
   // One lookup of drafted-ahead proposals after a verify: `hit` when they were used.
   void RecordSpeculationCacheLookup(bool hit);
 
@@ -175,6 +181,8 @@ class CoordinatorMetrics {
   prometheus::Counter* cache_hits_ = nullptr;
   prometheus::Counter* cache_misses_ = nullptr;
   prometheus::Gauge* pipeline_gain_ = nullptr;
+  prometheus::Gauge* verify_slowdown_ = nullptr;
+  prometheus::Gauge* draft_slowdown_ = nullptr;
   prometheus::Histogram* controller_k_ = nullptr;
   prometheus::Histogram* predicted_speedup_ = nullptr;
   std::vector<prometheus::Counter*> position_proposed_;  // Index: position - 1.

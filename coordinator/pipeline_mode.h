@@ -5,15 +5,18 @@
 // A *round* is the time in which every running sequence takes one target step. For a
 // batch of n sequences proposing K tokens each on the draft worker (K may be a mean),
 // with V(rows) the predicted verify call time and D(tokens) the predicted draft call
-// time (both linear fits, ms):
-// and o the coordinator's time per phase:
+// time (both linear fits, ms), o the coordinator's time per phase, and s_v, s_d >= 1
+// the measured slowdowns of a verify and a draft call while the other worker runs one
+// (coordinator/overlap_slowdown.h: co-located processes share cores):
 //  * sequential: D(nK) + V(n(K+1)) + 2o (draft phase, then verify phase);
 //  * lockstep with optimistic continuation: the continuation (K+1 tokens per sequence)
 //    is drafted while the target verifies, and a hit (rate h, measured) makes the next
-//    draft phase unnecessary: max(V(n(K+1)), D(n(K+1))) + (1 - h)(D(nK) + o) + o;
+//    draft phase unnecessary:
+//    max(s_v V(n(K+1)), s_d D(n(K+1))) + (1 - h)(D(nK) + o) + o;
 //  * ping-pong (n >= 2): two halves n1 = ceil(n/2), n2 = floor(n/2), each verified
-//    while the other is drafted: max(V(n1(K+1)), D(n2 K)) + max(V(n2(K+1)), D(n1 K))
-//    + 2o. It doubles the target steps and hides the draft calls.
+//    while the other is drafted:
+//    max(s_v V(n1(K+1)), s_d D(n2 K)) + max(s_v V(n2(K+1)), s_d D(n1 K)) + 2o.
+//    It doubles the target steps and hides the draft calls.
 // The predicted gain of a mode is T(sequential) / T(mode) - 1.
 #ifndef TANDEM_COORDINATOR_PIPELINE_MODE_H_
 #define TANDEM_COORDINATOR_PIPELINE_MODE_H_
@@ -46,6 +49,10 @@ struct PipelineInputs {
   // The coordinator's own time per phase, ms (>= 0): every mode runs two phases a
   // round except a lockstep hit, which runs one.
   double phase_overhead_ms = 0;
+  // A verify / draft call's time while the other worker runs a call, relative to the
+  // same call alone (measured; values below 1 count as 1).
+  double verify_slowdown = 1;
+  double draft_slowdown = 1;
 };
 
 // Predicted round time of each mode, ms (see above); ping_pong_ms is +inf for n < 2.

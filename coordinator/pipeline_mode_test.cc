@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace tandem::coordinator {
@@ -73,6 +74,35 @@ TEST(PipelineModeTest, ContinuationHitsMakeLockstepPay) {
   PipelineModeSelector selector({0.05, 0, 0.02});
   EXPECT_EQ(selector.Choose(in).mode, PipelineMode::kLockstep);
   in.hit_rate = 0;  // No hits: a continuation only costs; lockstep is no better.
+  EXPECT_EQ(PipelineModeSelector({0.05, 0, 0.02}).Choose(in).mode, PipelineMode::kSequential);
+}
+
+TEST(PipelineModeTest, OverlapSlowdownsStretchTheOverlappedCalls) {
+  PipelineInputs in = Inputs(4, 3);
+  in.continuations = true;
+  in.hit_rate = 0.5;
+  in.verify_slowdown = 1.5;
+  in.draft_slowdown = 2;
+  const PipelinePrediction p = PredictRoundTimes(in);
+  const double verify = 10 + 0.1 * 16, draft = 1 + 0.5 * 12;
+  EXPECT_DOUBLE_EQ(p.sequential_ms, draft + verify);  // Nothing overlaps.
+  // Continuations: 2 * 9 ms against 1.5 * 11.6 ms.
+  EXPECT_DOUBLE_EQ(p.lockstep_ms, std::max(1.5 * verify, 2 * 9.0) + 0.5 * draft);
+  // Halves of 2: 1.5 * 10.8 against 2 * 4.
+  EXPECT_DOUBLE_EQ(p.ping_pong_ms, 2 * 1.5 * 10.8);
+  in.verify_slowdown = 0.5;  // Below 1 counts as 1.
+  in.draft_slowdown = 0.5;
+  const PipelinePrediction q = PredictRoundTimes(in);
+  EXPECT_DOUBLE_EQ(q.lockstep_ms, verify + 0.5 * draft);
+}
+
+TEST(PipelineModeTest, ContentionForCoresTurnsAPayingOverlapSequential) {
+  // Ping-pong pays with free overlap (see ExpensiveDraftEngagesPingPongWithItsGain),
+  // but not when both calls slow down by half while they share cores.
+  PipelineInputs in = Inputs(16, 4);
+  EXPECT_EQ(PipelineModeSelector({0.05, 0, 0.02}).Choose(in).mode, PipelineMode::kPingPong);
+  in.verify_slowdown = 1.8;
+  in.draft_slowdown = 1.8;
   EXPECT_EQ(PipelineModeSelector({0.05, 0, 0.02}).Choose(in).mode, PipelineMode::kSequential);
 }
 
