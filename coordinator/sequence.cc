@@ -95,7 +95,7 @@ void Sequence::OnVerified(const v1::VerifiedSequence& result, int proposed, absl
                                                                generated() - generated_before);
     if (next.has_value() && candidates.empty() && reason == v1::FINISH_REASON_UNSPECIFIED) {
       candidates = *std::move(next);
-      candidates.TruncateChain(std::max(0, remaining() - 1));
+      candidates.TruncateDepth(std::max(0, remaining() - 1));
     }
   }
 
