@@ -34,6 +34,7 @@ spec::ControllerInputs ControllerView(const Sequence& s, int cap, const PlannerO
     option.draft_cost = on_draft_worker ? workers.draft_worker_cost : 0.0;
     option.overhead = on_draft_worker ? workers.draft_worker_overhead : 0.0;
     option.server = s.server_acceptance(slot);
+    option.nodes_per_depth = s.nodes_per_depth(slot);
     if (on_draft_worker) {
       option.switch_cost =
           p.CatchUpTokens(s, s.proposer_state(slot)) * workers.draft_worker_feed_cost;
