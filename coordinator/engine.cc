@@ -17,7 +17,8 @@ Engine::Engine(const EngineOptions& options, const Tokenizer* tokenizer,
       target_(std::move(target)),
       draft_(std::move(draft)),
       metrics_(metrics),
-      proposers_(ProposerConfig{draft_ != nullptr, options.extra_proposers}),
+      proposers_(ProposerConfig{draft_ != nullptr, options.extra_proposers,
+                                options.prompt_lookup_branches}),
       kv_(options.planner.max_k),
       queue_(options.max_queue) {
   for (v1::SpeculationMethod m : proposers_.served_methods()) {

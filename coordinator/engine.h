@@ -62,6 +62,9 @@ struct EngineOptions {
   PlannerOptions planner;
   // Proposers served after the built-in ones (tests: a testonly method).
   std::vector<std::shared_ptr<const Proposer>> extra_proposers;
+  // Prompt lookup's distinct continuations per proposal: 1 = chains, more = token trees
+  // (ProposerConfig::prompt_lookup_branches).
+  int prompt_lookup_branches = 1;
   spec::ControllerConfig controller;  // Per-sequence speculation controller.
   // Cost terms before measurements are in, and always when !measured_costs.
   spec::CostModel fixed_costs;

@@ -19,6 +19,7 @@
 #include "coordinator/engine.h"
 #include "coordinator/metrics.h"
 #include "coordinator/pipeline_mode.h"
+#include "coordinator/prompt_lookup.h"
 #include "coordinator/request_validation.h"
 #include "coordinator/tandem_service.h"
 #include "coordinator/worker_client.h"
@@ -55,6 +56,10 @@ ABSL_FLAG(int, pipeline_min_hold_phases, 8,
           "auto: phases a pipelining mode runs before another may replace it (a mode "
           "predicted slower than sequential is left at once).");
 ABSL_FLAG(int, max_k, 8, "Largest draft length K.");
+ABSL_FLAG(int, prompt_lookup_branches, 1,
+          "Distinct continuations of the matched n-gram prompt lookup proposes at once: 1 = "
+          "a chain (the latest occurrence's), 2..16 = a token tree of the latest occurrences' "
+          "continuations (depth K, at most min(K * branches, --max_k) nodes).");
 ABSL_FLAG(int, speculation_max_batch, 12,
           "Above this many running sequences, adaptive-K requests decode without speculation.");
 ABSL_FLAG(int, catch_up_min_tokens, 16,
@@ -257,6 +262,13 @@ int Run() {
   }
   eo.planner.max_k = absl::GetFlag(FLAGS_max_k);
   eo.planner.speculation_max_batch = absl::GetFlag(FLAGS_speculation_max_batch);
+  eo.prompt_lookup_branches = absl::GetFlag(FLAGS_prompt_lookup_branches);
+  if (eo.prompt_lookup_branches < 1 ||
+      eo.prompt_lookup_branches > PromptLookupOptions::kMaxBranches) {
+    std::fprintf(stderr, "tandem-coordinator: --prompt_lookup_branches=%d: expected 1..%d\n",
+                 eo.prompt_lookup_branches, PromptLookupOptions::kMaxBranches);
+    return 2;
+  }
   eo.planner.catch_up_min_tokens = std::max(0, absl::GetFlag(FLAGS_catch_up_min_tokens));
   eo.planner.prefill_chunk = absl::GetFlag(FLAGS_prefill_chunk);
   eo.planner.prefill_budget = 2 * absl::GetFlag(FLAGS_prefill_chunk);

@@ -57,7 +57,9 @@ struct PhasePlan {
   v1::PrefillRequest target_prefill;
   v1::VerifyRequest verify;
   std::vector<Sequence*> verify_sequences;  // Parallel to verify.sequences().
-  std::vector<int> verify_proposed;         // Proposals per verified sequence.
+  // Per verified sequence: its candidates' depth (a chain's size, a tree's longest path),
+  // the proposals acceptance bookkeeping counts (stats, controller, metrics).
+  std::vector<int> verify_proposed;
   // Draft side (normal drafts and continuations in one call).
   v1::PrefillRequest draft_prefill;
   v1::DraftRequest draft;

@@ -32,8 +32,8 @@ std::vector<int32_t> NaivePropose(const std::vector<int32_t>& ctx, int k, int mi
   return {};
 }
 
-PromptLookup Make(std::vector<int32_t> tokens, int min_n = 1, int max_n = 3) {
-  absl::StatusOr<PromptLookup> lookup = PromptLookup::Create({min_n, max_n});
+PromptLookup Make(std::vector<int32_t> tokens, int min_n = 1, int max_n = 3, int branches = 1) {
+  absl::StatusOr<PromptLookup> lookup = PromptLookup::Create({min_n, max_n, branches});
   EXPECT_TRUE(lookup.ok()) << lookup.status();
   lookup->Append(tokens);
   return *std::move(lookup);
@@ -46,6 +46,9 @@ TEST(PromptLookupTest, RejectsBadNgramBounds) {
   absl::Status status = PromptLookup::Create({0, 3}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("min_ngram"));
+  EXPECT_FALSE(PromptLookup::Create({1, 3, 0}).ok());
+  EXPECT_FALSE(PromptLookup::Create({1, 3, PromptLookupOptions::kMaxBranches + 1}).ok());
+  EXPECT_TRUE(PromptLookup::Create({1, 3, PromptLookupOptions::kMaxBranches}).ok());
 }
 
 TEST(PromptLookupTest, EmptyAndTinyContexts) {

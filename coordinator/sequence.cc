@@ -47,6 +47,10 @@ void Sequence::AccountStep(const Candidates& verified, int proposed, int accepte
   if (used >= 0 && chain_[used].server_acceptance != nullptr) {
     chain_[used].server_acceptance->Observe(proposed, accepted);
   }
+  if (used >= 0) {
+    double& ratio = chain_[used].nodes_per_depth;
+    ratio = 0.9 * ratio + 0.1 * verified.size() / proposed;
+  }
   if (static_cast<int>(stats_.steps_by_k.size()) <= proposed) {
     stats_.steps_by_k.resize(proposed + 1, 0);
   }
@@ -95,7 +99,7 @@ void Sequence::OnVerified(const v1::VerifiedSequence& result, int proposed, absl
                                                                generated() - generated_before);
     if (next.has_value() && candidates.empty() && reason == v1::FINISH_REASON_UNSPECIFIED) {
       candidates = *std::move(next);
-      candidates.TruncateChain(std::max(0, remaining() - 1));
+      candidates.TruncateDepth(std::max(0, remaining() - 1));
     }
   }
 

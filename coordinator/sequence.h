@@ -108,6 +108,9 @@ class Sequence {
   const spec::PositionAcceptance* server_acceptance(int slot) const {
     return chain_[slot].server_acceptance;
   }
+  // Candidate nodes per unit of depth in slot's verified steps (moving average; 1 for
+  // chains and before any step), the controller's nodes_per_depth.
+  double nodes_per_depth(int slot) const { return chain_[slot].nodes_per_depth; }
   // Proposed for the current tokens() and not yet verified (empty: none).
   Candidates candidates;
   // False when the draft worker cannot hold this sequence's KV (admission decided so):
@@ -168,6 +171,7 @@ class Sequence {
     const Proposer* proposer;
     std::unique_ptr<ProposerState> state;
     spec::PositionAcceptance* server_acceptance;  // Not owned; may be null.
+    double nodes_per_depth = 1.0;
   };
   // Feeds the controller, the server-wide acceptance and the stats with a verified step.
   void AccountStep(const Candidates& verified, int proposed, int accepted);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "coordinator/proposers/prompt_lookup_proposer.h"
+
 namespace tandem::coordinator {
 namespace {
 
@@ -133,6 +135,22 @@ TEST_F(SequenceTest, StatisticsCountProposedAndAcceptedCandidates) {
   EXPECT_EQ(st.draft_tokens_accepted(), 1u);
   EXPECT_FLOAT_EQ(st.acceptance_rate(), 1.0f / 3);
   EXPECT_FLOAT_EQ(st.mean_accepted_length(), 2.0f);
+}
+
+TEST_F(SequenceTest, ATreeCountsItsDepthAsProposedAndTracksNodesPerDepth) {
+  auto s = Make(100);
+  const PromptLookupProposer trees(/*max_branches=*/2);
+  s->AttachProposers({&trees});
+  EXPECT_DOUBLE_EQ(s->nodes_per_depth(0), 1.0);
+  // Two paths of depth 2 (4 nodes); the target accepts 1 along a path, then corrects.
+  s->candidates.method = v1::SPECULATION_METHOD_PROMPT_LOOKUP;
+  for (int t : {11, 12, 13, 14}) s->candidates.tokens.push_back(PointMassProposal(t));
+  s->candidates.parents = {-1, 0, -1, 2};
+  s->OnVerified(Verified({13, 99}, 1, 0), s->candidates.depth(), absl::Now());
+  const v1::RequestStats st = s->PublicStats(absl::Now());
+  EXPECT_EQ(st.draft_tokens_proposed(), 2u);
+  EXPECT_EQ(st.draft_tokens_accepted(), 1u);
+  EXPECT_DOUBLE_EQ(s->nodes_per_depth(0), 0.9 + 0.1 * 2);
 }
 
 TEST_F(SequenceTest, AcceptedCountsOnlyWhatReachedTheOutput) {

@@ -34,6 +34,7 @@ spec::ControllerInputs ControllerView(const Sequence& s, int cap, const PlannerO
     option.draft_cost = on_draft_worker ? workers.draft_worker_cost : 0.0;
     option.overhead = on_draft_worker ? workers.draft_worker_overhead : 0.0;
     option.server = s.server_acceptance(slot);
+    option.nodes_per_depth = s.nodes_per_depth(slot);
     if (on_draft_worker) {
       option.switch_cost =
           p.CatchUpTokens(s, s.proposer_state(slot)) * workers.draft_worker_feed_cost;
@@ -117,11 +118,23 @@ bool HasDraftWorkerCandidates(const Sequence& s) {
   return !s.candidates.empty() && s.candidates.site == ProposerSite::kDraftWorker;
 }
 
-void AddVerify(Sequence* s, const Choice& choice, PhasePlan* plan) {
-  if (s->candidates.empty() && choice.slot >= 0 &&
-      s->proposer(choice.slot).capabilities().site == ProposerSite::kCoordinator) {
-    s->candidates = s->proposer(choice.slot).Propose(*s, s->proposer_state(choice.slot), choice.k);
+// A coordinator-site proposer's candidates for `s` when it was chosen and `s` has none:
+// depth choice.k, nodes within what one verify may carry for `s` (max_k, the most
+// proposals the target takes and KV admission reserves, and the context left).
+// Returns whether it proposed.
+bool ProposeOnCoordinator(Sequence* s, const Choice& choice, const PlannerOptions& o) {
+  if (!s->candidates.empty() || choice.slot < 0 ||
+      s->proposer(choice.slot).capabilities().site != ProposerSite::kCoordinator) {
+    return false;
   }
+  const int max_nodes = std::min(o.max_k, o.context_length - static_cast<int>(s->tokens().size()));
+  s->candidates =
+      s->proposer(choice.slot)
+          .Propose(*s, s->proposer_state(choice.slot), choice.k, std::max(max_nodes, choice.k));
+  return true;
+}
+
+void AddVerify(Sequence* s, PhasePlan* plan) {
   if (!s->candidates.empty()) s->mutable_stats().steps_by_method[s->candidates.method] += 1;
   v1::VerifySequence* v = plan->verify.add_sequences();
   v->set_sequence_id(s->id());
@@ -132,7 +145,7 @@ void AddVerify(Sequence* s, const Choice& choice, PhasePlan* plan) {
   *v->mutable_sampling() = ToSequenceSampling(s->request());
   v->set_sample_index(s->sample_index());
   plan->verify_sequences.push_back(s);
-  plan->verify_proposed.push_back(s->candidates.size());
+  plan->verify_proposed.push_back(s->candidates.depth());
 }
 
 // The sequences of one phase, sorted by what they need.
@@ -261,13 +274,16 @@ void PlanTarget(const Groups& g, const std::vector<bool>& verify_now, const Plan
   for (size_t i = 0; i < g.ready.size(); ++i) {
     if (!verify_now[i]) continue;
     Sequence* s = g.ready[i];
+    // Rows count the candidates' nodes (a tree verifies every node).
+    const bool proposed = ProposeOnCoordinator(s, g.ready_choice[i], o);
     const int k = s->candidates.empty() ? g.ready_choice[i].k : s->candidates.size();
     const int rows = Uncached(*s) + k;
     if (target_rows + rows > o.target_max_batch_tokens && !plan->verify_sequences.empty()) {
-      continue;  // Next phase.
+      if (proposed) s->candidates.Clear();  // Proposed afresh when it is verified.
+      continue;                             // Next phase.
     }
     target_rows += rows;
-    AddVerify(s, g.ready_choice[i], plan);
+    AddVerify(s, plan);
     chosen->push_back(g.ready_choice[i]);
   }
 }

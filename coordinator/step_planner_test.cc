@@ -214,6 +214,31 @@ TEST(StepPlannerTest, PromptLookupProposesFromTheContext) {
   EXPECT_FLOAT_EQ(v.proposals(0).q_probs(0), 1.0f);  // Deterministic proposal.
 }
 
+// Prompt lookup with trees on: "5 6" was followed by 7 8 9 and, later, by 7 4 3.
+TEST(StepPlannerTest, TreePromptLookupCarriesParentsAndRowsCountNodes) {
+  const ProposerRegistry trees(ProposerConfig{false, {}, /*prompt_lookup_branches=*/2});
+  ValidatedRequest r;
+  r.speculation.method = v1::SPECULATION_METHOD_PROMPT_LOOKUP;
+  r.speculation.fixed_k = 3;
+  const std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 5, 6, 7, 4, 3, 5, 6};
+  std::vector<std::unique_ptr<Sequence>> owned;
+  for (uint64_t id : {1, 2}) {
+    owned.push_back(testing::MakeSequence(id, r, prompt, 32));
+    owned.back()->AttachProposers(trees.ChainFor(r.speculation.method));
+    owned.back()->target_cached = static_cast<int>(prompt.size()) - 1;
+  }
+  PlannerOptions o = Options(false);
+  o.target_max_batch_tokens = 10;  // 1 fed token + 5 nodes each: one sequence fits.
+  PhasePlan p = PlanPhase({owned[0].get(), owned[1].get()}, o, kBoth);
+  ASSERT_EQ(p.verify.sequences_size(), 1);
+  const v1::VerifySequence& v = p.verify.sequences(0);
+  ASSERT_EQ(v.proposals_size(), 5);  // 7 4 3, then 8 9 under the shared 7.
+  EXPECT_EQ(std::vector<int32_t>(v.proposal_parents().begin(), v.proposal_parents().end()),
+            (std::vector<int32_t>{-1, 0, 1, 0, 3}));
+  EXPECT_EQ(p.verify_proposed, std::vector<int>{3});  // Acceptance counts the depth.
+  EXPECT_TRUE(owned[1]->candidates.empty());          // Proposed afresh next phase.
+}
+
 TEST(StepPlannerTest, KIsBoundedByTokensLeftAndMethodNone) {
   ValidatedRequest r;
   r.speculation.method = v1::SPECULATION_METHOD_PROMPT_LOOKUP;

@@ -23,6 +23,11 @@ absl::Status Bad(const char* field, const char* range, double value) {
 
 double VerifyCost(const VerifyCostFn& nu, int k) { return nu ? nu(k) : 1.0; }
 
+// Proposals verified by a step of depth k of `o` (its nodes), >= k.
+int VerifiedNodes(const ControllerOption& o, int k) {
+  return std::max(k, static_cast<int>(std::lround(k * o.nodes_per_depth)));
+}
+
 }  // namespace
 
 PositionAcceptance::PositionAcceptance(int max_k, double forgetting)
@@ -144,7 +149,8 @@ double SpeculationController::ValueOf(int option, const ControllerOption& o,
   const std::vector<double> a = Estimates(option, o.server, k, optimistic);
   const double expected = ExpectedTokensFromPositions(a, k);
   const double steps_left = optimistic ? 1.0 : std::max(1.0, in.tokens_left / expected);
-  const double cost = k * std::max(o.draft_cost, 0.0) + VerifyCost(in.verify_cost, k) +
+  const int nodes = VerifiedNodes(o, k);
+  const double cost = nodes * std::max(o.draft_cost, 0.0) + VerifyCost(in.verify_cost, nodes) +
                       std::max(o.overhead, 0.0) + std::max(o.switch_cost, 0.0) / steps_left;
   return cost > 0 ? expected / cost : 0.0;
 }

@@ -101,6 +101,10 @@ struct ControllerOption {
   // One-off cost of using it now (feeding its worker what it has not seen), relative to
   // a plain step; 0 when it is in step with the sequence.
   double switch_cost = 0;
+  // Proposals a step of depth K verifies, per unit of K (>= 1): 1 for chains, a tree
+  // proposer's nodes per depth. A step is charged c and nu at round(K * this) proposals
+  // (at least K) while its expected tokens follow the depth K.
+  double nodes_per_depth = 1.0;
 };
 
 struct ControllerInputs {

@@ -89,6 +89,21 @@ TEST(SpeculationControllerTest, FirstChoiceIsTheModelledBestK) {
   EXPECT_FALSE(c.probe);
 }
 
+TEST(SpeculationControllerTest, ATreeIsChargedForItsNodes) {
+  ControllerConfig config;
+  config.initial_acceptance = 0.8;
+  const ControllerInputs chain = OneOption(0.0, 0.05, 0.0);
+  ControllerInputs tree = chain;
+  tree.options[0].nodes_per_depth = 3.0;  // Three nodes verified per unit of depth.
+  const ControllerChoice c1 = SpeculationController(config).Choose(chain);
+  const ControllerChoice c3 = SpeculationController(config).Choose(tree);
+  ASSERT_GE(c3.k, 1);
+  EXPECT_LE(c3.k, c1.k);
+  EXPECT_LT(c3.speedup, c1.speedup);
+  // Tokens follow the depth, nu the nodes: E(0.8, K) / nu(3K).
+  EXPECT_NEAR(c3.speedup, ExpectedTokensPerStep(0.8, c3.k) / (1 + 0.05 * 3 * c3.k), 1e-9);
+}
+
 TEST(SpeculationControllerTest, ExpensiveVerifyAtHighBatchTurnsSpeculationOff) {
   // A compute-bound target at a large batch: nu grows by a full step per position.
   SpeculationController controller;

@@ -27,12 +27,15 @@ struct Candidates {
   std::vector<int32_t> positions;         // Empty = start + depth.
 
   bool empty() const { return tokens.empty(); }
+  // Nodes: the rows a verify spends on them.
   int size() const { return static_cast<int>(tokens.size()); }
+  // The longest root path: the most proposals one step can accept (a chain's size).
+  // What acceptance bookkeeping counts as proposed (stats, the controller, metrics).
+  int depth() const;
   void Clear() { *this = Candidates(); }
-  // Keeps the first `n` nodes of a chain (no-op when it has at most n).
-  void TruncateChain(int n) {
-    if (n < size()) tokens.resize(n < 0 ? 0 : n);
-  }
+  // Keeps the nodes at depth <= n (a chain's first n; parents and positions follow,
+  // indices renumbered in order). No-op when depth() <= n.
+  void TruncateDepth(int n);
 };
 
 // A proposal of `token` with probability 1 (deterministic proposers).

@@ -73,8 +73,13 @@ class Proposer {
   // while the sequence decodes plain, and the controller charges them as a switch cost.
   virtual int CatchUpTokens(const Sequence& s, const ProposerState& state) const { return 0; }
 
-  // kCoordinator: up to `k` candidates for `s` now (may be empty: nothing to propose).
-  virtual Candidates Propose(const Sequence& s, ProposerState& state, int k) const { return {}; }
+  // kCoordinator: candidates for `s` now of depth at most `k` (the K the controller
+  // chose: a chain of up to k, or, with makes_trees, a tree whose root paths are at most
+  // k long) and at most `max_nodes` >= k nodes (the verify rows, KV positions and
+  // worker limit the planner allows for them). May be empty: nothing to propose.
+  virtual Candidates Propose(const Sequence& s, ProposerState& state, int k, int max_nodes) const {
+    return {};
+  }
 
   // kDraftWorker: adds the work that yields `k` candidates for `s` (or, when more than
   // catch_up_min_tokens are to be fed, a prefill chunk towards it) to `plan` within

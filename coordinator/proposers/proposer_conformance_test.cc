@@ -1,8 +1,8 @@
 // The contract every served proposer passes (as every communicator passes the
 // communicator conformance suite): a new method is added to the registry and gets
 // these checks for free.
-//  * candidates are valid proposals (worker-side validation), at most K, labelled with
-//    the proposer's method and site;
+//  * candidates are valid proposals (worker-side validation), of depth at most K and
+//    within the node budget, labelled with the proposer's method and site;
 //  * determinism: the same sequence state gives the same candidates;
 //  * bookkeeping: after a verify that corrects the candidates, the next candidates are
 //    for the new context (a draft-worker proposer feeds the correction, nothing
@@ -25,7 +25,7 @@ Candidates Obtain(Sequence* s, int slot, int k, PhasePlan* plan_out = nullptr) {
   const Proposer& p = s->proposer(slot);
   switch (p.capabilities().site) {
     case ProposerSite::kCoordinator:
-      return p.Propose(*s, s->proposer_state(slot), k);
+      return p.Propose(*s, s->proposer_state(slot), k, 2 * k);
     case ProposerSite::kDraftWorker: {
       PlannerOptions o;
       DraftBudget budget{0, 512};
@@ -69,7 +69,8 @@ TEST_P(ProposerConformanceTest, CandidatesAreValidAndLabelled) {
   for (int k : {1, 3, 4}) {
     auto fresh = SequenceFor(GetParam());
     Candidates c = Obtain(fresh.get(), 0, k);
-    EXPECT_LE(c.size(), k);
+    EXPECT_LE(c.depth(), k);
+    EXPECT_LE(c.size(), 2 * k);
     if (c.empty()) continue;
     EXPECT_EQ(c.method, p.method());
     EXPECT_EQ(c.site, p.capabilities().site);

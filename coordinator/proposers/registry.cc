@@ -7,7 +7,7 @@ namespace tandem::coordinator {
 
 ProposerRegistry::ProposerRegistry(const ProposerConfig& config) {
   if (config.draft_worker) proposers_.push_back(std::make_unique<DraftProposer>());
-  proposers_.push_back(std::make_unique<PromptLookupProposer>());
+  proposers_.push_back(std::make_unique<PromptLookupProposer>(config.prompt_lookup_branches));
   for (const auto& p : config.extra) proposers_.push_back(p);
 }
 

@@ -17,6 +17,9 @@ struct ProposerConfig {
   bool draft_worker = false;  // A draft worker is configured: the draft model is served.
   // Served after the built-in proposers, in order (tests: a testonly method).
   std::vector<std::shared_ptr<const Proposer>> extra;
+  // Prompt lookup's distinct continuations per proposal (PromptLookupProposer): 1 =
+  // chains (the default), 2..PromptLookupOptions::kMaxBranches = token trees.
+  int prompt_lookup_branches = 1;
 };
 
 class ProposerRegistry {

@@ -136,6 +136,57 @@ TEST_F(CoordinatorE2eTest, PromptLookupIsTokenIdenticalToTargetOnly) {
   });
 }
 
+// Prompt lookup with token trees (--prompt_lookup_branches=4, no draft worker): the
+// target group verifies trees of several earlier continuations of the matched n-gram;
+// greedy output stays target-only's, with a fixed K and adaptive, pipelining on and off.
+class PromptLookupTreeE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ClusterOptions options;
+    options.tp = TargetTp();
+    options.with_draft = false;
+    options.tag = "e2e_trees";
+    options.coordinator_flags = {"--max_running=64", "--prompt_lookup_branches=4"};
+    auto cluster = Cluster::Start(options);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = cluster->release();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  static Cluster* cluster_;
+};
+Cluster* PromptLookupTreeE2eTest::cluster_ = nullptr;
+
+TEST_F(PromptLookupTreeE2eTest, TreePromptLookupIsTokenIdenticalToTargetOnly) {
+  auto stub = cluster_->Client();
+  const std::vector<std::string> prompts = TestPrompts(6);
+  constexpr int kTokens = 32;
+  std::vector<std::vector<int>> baseline(prompts.size());
+  ParallelFor(prompts.size(), 6, [&](int i) {
+    auto r = Generate(stub.get(), prompts[i], kTokens, v1::SPECULATION_METHOD_NONE, -1);
+    ASSERT_TRUE(r.ok()) << r.status() << cluster_->Logs();
+    baseline[i] = Ids(*r);
+  });
+  // Separate waves: PIPELINING_OFF makes the whole running batch sequential.
+  for (v1::Pipelining mode : {v1::PIPELINING_ON, v1::PIPELINING_OFF}) {
+    std::atomic<int> proposed{0}, accepted{0};
+    ParallelFor(2 * prompts.size(), 12, [&](int j) {
+      const int i = j / 2, k = j % 2 == 0 ? 4 : -1;  // Fixed K = 4 and adaptive K.
+      auto r =
+          Generate(stub.get(), prompts[i], kTokens, v1::SPECULATION_METHOD_PROMPT_LOOKUP, k, mode);
+      ASSERT_TRUE(r.ok()) << r.status() << cluster_->Logs();
+      EXPECT_EQ(Ids(*r), baseline[i]) << "prompt " << i << " K=" << k << " pipelining=" << mode;
+      proposed += r->stats().draft_tokens_proposed();
+      accepted += r->stats().draft_tokens_accepted();
+    });
+    EXPECT_GT(proposed.load(), 0);
+    std::printf("trees, pipelining=%d: accepted %d of depth %d\n", mode, accepted.load(),
+                proposed.load());
+  }
+}
+
 // Stop strings end the ids, log-probabilities and counts exactly where the text ends:
 // speculative steps that commit past the stop string must not leak tokens.
 TEST_F(CoordinatorE2eTest, StopStringsEndIdsWhereTheTextEnds) {
