@@ -44,9 +44,9 @@
 #include "coordinator/admission_queue.h"
 #include "coordinator/kv_admission.h"
 #include "coordinator/metrics.h"
-#include "coordinator/overlap_slowdown.h"
 #include "coordinator/pipeline_mode.h"
 #include "coordinator/proposers/registry.h"
+#include "coordinator/relative_slowdown.h"
 #include "coordinator/sequence.h"
 #include "coordinator/serial_executor.h"
 #include "coordinator/step_planner.h"
@@ -179,6 +179,9 @@ class Engine {
   // data, to its overlap slowdown (overlapped: the other worker had work in `plan`).
   void ObserveVerifyCall(const PhasePlan& plan, int rows, double ms);
   void ObserveDraftCall(const PhasePlan& plan, int proposals, double ms);
+  // A phase whose calls the fits model took `wall_ms` (`draft_involved`: it had draft
+  // work or verified draft candidates): calibrates draft speculation's cost.
+  void ObservePhase(const PhasePlan& plan, bool draft_involved, double wall_ms);
   // The cost terms of a step over `batch` sequences (measured or fixed).
   void SetCostTerms(int batch, WorkerAvailability* workers) const;
   // Resets the state of `s`'s proposers that run at `site` (their worker lost it).
@@ -226,13 +229,17 @@ class Engine {
   double ahead_lookups_ = 0, ahead_hits_ = 0;
   // Server-wide acceptance per served method, the controllers' prior (engine thread).
   std::map<v1::SpeculationMethod, std::unique_ptr<spec::PositionAcceptance>> server_acceptance_;
-  // Call time against size (verify: rows; draft: proposals; draft prefill: tokens fed),
+  // Call time against size (verify: sequences and rows; draft: proposals; draft
+  // prefill: tokens fed),
   // for the cost terms.
-  spec::LinearCostFit verify_fit_{0.98, 1.0, 0.05};
+  spec::BatchCallFit verify_fit_{0.98, 1.0, 0.0, 0.05};
   spec::LinearCostFit draft_fit_{0.98, 0.3, 0.1};
   spec::LinearCostFit draft_feed_fit_{0.98, 0.5, 0.01, 2.0, 256.0};
   // How much slower verify / draft calls run while the other worker has work.
-  OverlapSlowdown verify_overlap_, draft_overlap_;
+  RelativeSlowdown verify_overlap_, draft_overlap_;
+  // How much slower phases involving the draft worker run than the fits predict,
+  // relative to plain phases (the calibration of draft speculation's cost).
+  RelativeSlowdown draft_phase_slowdown_;
 
   std::thread loop_thread_;
   std::thread monitor_thread_;

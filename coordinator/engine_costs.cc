@@ -1,6 +1,8 @@
 // Engine: the measured terms each phase is planned with — the speculation controller's
 // cost terms (spec/cost_fit.h) and the pipelining mode (coordinator/pipeline_mode.h) —
 // and the observations that feed them (docs/architecture.md §3).
+#include <glog/logging.h>
+
 #include <algorithm>
 
 #include "coordinator/engine.h"
@@ -26,7 +28,7 @@ PipelineMode Engine::ChoosePipelineMode(int batch) {
     return PipelineMode::kSequential;
   }
   PipelineInputs in;
-  in.verify = {verify_fit_.intercept(), verify_fit_.slope()};
+  in.verify = {verify_fit_.intercept(), verify_fit_.per_row(), verify_fit_.per_sequence()};
   in.draft = {draft_fit_.intercept(), draft_fit_.slope()};
   in.batch = batch;
   in.k = draft_k_ema_;
@@ -45,11 +47,11 @@ namespace {
 // Feeds one call of `size` that took `ms` (`overlapped`: the other worker had work in
 // the same phase). The fit models a call alone: once it has data, an overlapped call
 // feeds only the slowdown, measured against the fit's prediction.
-void ObserveCall(bool overlapped, double size, double ms, spec::LinearCostFit& fit,
-                 OverlapSlowdown& slowdown) {
+template <typename Fit, typename... Size>
+void ObserveCall(bool overlapped, double ms, Fit& fit, RelativeSlowdown& slowdown, Size... size) {
   const bool fitted = fit.observations() >= kMinPipelineObservations;
-  if (fitted) slowdown.Observe(overlapped, ms, fit.Predict(size));
-  if (!overlapped || !fitted) fit.Observe(size, ms);
+  if (fitted) slowdown.Observe(overlapped, ms, fit.Predict(size...));
+  if (!overlapped || !fitted) fit.Observe(size..., ms);
 }
 
 }  // namespace
@@ -57,14 +59,48 @@ void ObserveCall(bool overlapped, double size, double ms, spec::LinearCostFit& f
 void Engine::ObserveVerifyCall(const PhasePlan& plan, int rows, double ms) {
   const bool overlapped =
       plan.draft.sequences_size() > 0 || plan.draft_prefill.sequences_size() > 0;
-  ObserveCall(overlapped, rows, ms, verify_fit_, verify_overlap_);
-  if (metrics_) metrics_->SetOverlapSlowdowns(verify_overlap_.Factor(), draft_overlap_.Factor());
+  ObserveCall(overlapped, ms, verify_fit_, verify_overlap_,
+              static_cast<double>(plan.verify.sequences_size()), static_cast<double>(rows));
+  if (metrics_) {
+    metrics_->SetSlowdowns(verify_overlap_.Factor(), draft_overlap_.Factor(),
+                           draft_phase_slowdown_.Factor());
+  }
 }
 
 void Engine::ObserveDraftCall(const PhasePlan& plan, int proposals, double ms) {
   const bool overlapped =
       plan.verify.sequences_size() > 0 || plan.target_prefill.sequences_size() > 0;
-  ObserveCall(overlapped, proposals, ms, draft_fit_, draft_overlap_);
+  ObserveCall(overlapped, ms, draft_fit_, draft_overlap_, static_cast<double>(proposals));
+}
+
+void Engine::ObservePhase(const PhasePlan& plan, bool draft_involved, double wall_ms) {
+  const bool verify = plan.verify.sequences_size() > 0, draft = plan.draft.sequences_size() > 0,
+             feed = plan.draft_prefill.sequences_size() > 0;
+  if ((verify && verify_fit_.observations() < kMinPipelineObservations) ||
+      (draft && draft_fit_.observations() < kMinPipelineObservations) ||
+      (feed && draft_feed_fit_.observations() < kMinFeedObservations)) {
+    return;
+  }
+  double target_ms = 0, draft_ms = 0;
+  if (verify) {
+    int rows = 0;
+    for (const v1::VerifySequence& v : plan.verify.sequences()) {
+      rows += v.tokens_size() + v.proposals_size();
+    }
+    target_ms = verify_fit_.Predict(plan.verify.sequences_size(), rows);
+  }
+  if (draft) {
+    int proposals = 0;
+    for (const v1::DraftSequence& d : plan.draft.sequences()) proposals += d.num_draft_tokens();
+    draft_ms += draft_fit_.Predict(proposals);
+  }
+  if (feed) {
+    int fed = 0;
+    for (const v1::PrefillSequence& p : plan.draft_prefill.sequences()) fed += p.tokens_size();
+    draft_ms += draft_feed_fit_.Predict(fed);
+  }
+  draft_phase_slowdown_.Observe(draft_involved, wall_ms,
+                                std::max(target_ms, draft_ms) + phase_overhead_ms_ema_);
 }
 
 void Engine::ObserveDraftK(const PhasePlan& plan) {
@@ -109,11 +145,23 @@ void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
   workers->draft_worker_cost = costs.draft_cost;
   workers->draft_worker_overhead = costs.overhead;
   // Feeding the draft (a switch cost, per token): measured only.
-  const double step = verify_fit_.Predict(std::max(batch, 1)) + phase_overhead_ms_ema_;
+  const double step =
+      verify_fit_.Predict(std::max(batch, 1), std::max(batch, 1)) + phase_overhead_ms_ema_;
+  workers->draft_worker_slowdown = options_.measured_costs ? draft_phase_slowdown_.Factor() : 1.0;
   workers->draft_worker_feed_cost =
       options_.measured_costs && draft_feed_fit_.observations() >= kMinFeedObservations && step > 0
           ? draft_feed_fit_.slope() / step
           : 0.0;
+  VLOG_EVERY_N(1, 200) << "cost terms, batch " << batch << ": verify " << verify_fit_.intercept()
+                       << " + " << verify_fit_.per_sequence() << "/sequence + "
+                       << verify_fit_.per_row() << "/row ms, draft " << draft_fit_.intercept()
+                       << " + " << draft_fit_.slope() << "/token ms, feed "
+                       << draft_feed_fit_.slope() << "/token ms, h " << phase_overhead_ms_ema_
+                       << " ms, nu(4) " << (workers->verify_cost ? workers->verify_cost(4) : 1.0)
+                       << ", c " << workers->draft_worker_cost << ", o "
+                       << workers->draft_worker_overhead << ", overlap slowdowns "
+                       << verify_overlap_.Factor() << "/" << draft_overlap_.Factor()
+                       << ", draft phases " << draft_phase_slowdown_.Factor();
 }
 
 }  // namespace tandem::coordinator

@@ -87,8 +87,11 @@ ABSL_FLAG(double, verify_cost_slope, 0.15, "Fixed cost model: nu(K) = 1 + slope 
 ABSL_FLAG(double, overhead_cost, 0.1,
           "Fixed cost model: o = draft call overhead per step / T(target step).");
 ABSL_FLAG(double, speculation_switch_margin, 0.05,
-          "Relative modelled gain the controller needs to change method or K, or to turn "
-          "speculation on (hysteresis); a choice that models a loss is dropped at once.");
+          "Relative modelled gain the controller needs to change method or K "
+          "(hysteresis); a choice that models a loss is dropped at once.");
+ABSL_FLAG(double, speculation_enter_margin, 0.15,
+          "Modelled gain the controller needs to turn speculation on from plain decoding "
+          "(S >= 1 + margin; above the cost model's measured error).");
 ABSL_FLAG(double, speculation_probe_fraction, 1.0 / 32,
           "Largest share of a sequence's steps the controller may spend probing a method "
           "or K whose acceptance estimate is uncertain (0 = never probe).");
@@ -275,6 +278,7 @@ int Run() {
   eo.planner.proposal_top_k = absl::GetFlag(FLAGS_proposal_top_k);
   eo.controller.max_k = absl::GetFlag(FLAGS_max_k);
   eo.controller.switch_margin = absl::GetFlag(FLAGS_speculation_switch_margin);
+  eo.controller.enter_margin = absl::GetFlag(FLAGS_speculation_enter_margin);
   eo.controller.probe_fraction = absl::GetFlag(FLAGS_speculation_probe_fraction);
   eo.fixed_costs.draft_cost = absl::GetFlag(FLAGS_draft_cost);
   eo.fixed_costs.verify_cost = spec::LinearVerifyCost(absl::GetFlag(FLAGS_verify_cost_slope));

@@ -96,8 +96,8 @@ TEST(CoordinatorMetricsTest, ServesRecordedValuesOverHttp) {
   m.RecordSpeculationCacheLookup(true);
   m.RecordSpeculationCacheLookup(false);
   m.RecordSpeculationCacheLookup(false);
-  m.SetOverlapSlowdowns(1.4, 1.1);
-  m.SetOverlapSlowdowns(std::numeric_limits<double>::quiet_NaN(), 1.2);  // Verify kept.
+  m.SetSlowdowns(1.4, 1.1, 1.3);
+  m.SetSlowdowns(std::numeric_limits<double>::quiet_NaN(), 1.2, 1.25);  // Verify kept.
 
   CoordinatorMetrics::StepLatency latency;
   latency.draft_ms = 1.5;
@@ -176,6 +176,7 @@ TEST(CoordinatorMetricsTest, ServesRecordedValuesOverHttp) {
   EXPECT_DOUBLE_EQ(Get(s, "tandem_pipeline_predicted_gain"), 0.3);
   EXPECT_DOUBLE_EQ(Get(s, "tandem_overlap_slowdown{worker=\"target\"}"), 1.4);
   EXPECT_DOUBLE_EQ(Get(s, "tandem_overlap_slowdown{worker=\"draft\"}"), 1.2);
+  EXPECT_DOUBLE_EQ(Get(s, "tandem_draft_phase_slowdown"), 1.25);
   EXPECT_EQ(Get(s, "tandem_speculation_cache_lookups_total{result=\"hit\"}"), 1);
   EXPECT_EQ(Get(s, "tandem_speculation_cache_lookups_total{result=\"miss\"}"), 2);
 

@@ -36,20 +36,19 @@ PipelinePrediction PredictRoundTimes(const PipelineInputs& in) {
   const double h = std::clamp(in.hit_rate, 0.0, 1.0);
   const double o = std::max(0.0, in.phase_overhead_ms);
   const double sv = std::max(1.0, in.verify_slowdown), sd = std::max(1.0, in.draft_slowdown);
-  // A verify of `rows` next to a draft of `tokens`, both slowed by the overlap.
-  const auto overlapped = [&](double rows, double tokens) {
-    return std::max(sv * in.verify.At(rows), sd * in.draft.At(tokens));
+  // A verify of `sequences` next to a draft of `tokens`, both slowed by the overlap.
+  const auto overlapped = [&](double sequences, double tokens) {
+    return std::max(sv * in.verify.At(sequences * (k + 1), sequences), sd * in.draft.At(tokens));
   };
   PipelinePrediction p;
-  const double verify = in.verify.At(n * (k + 1));
+  const double verify = in.verify.At(n * (k + 1), n);
   const double draft = in.draft.At(n * k);
   p.sequential_ms = draft + verify + 2 * o;
-  p.lockstep_ms = in.continuations
-                      ? overlapped(n * (k + 1), n * (k + 1)) + (1 - h) * (draft + o) + o
-                      : p.sequential_ms;
+  p.lockstep_ms =
+      in.continuations ? overlapped(n, n * (k + 1)) + (1 - h) * (draft + o) + o : p.sequential_ms;
   if (n >= 2) {
     const double n1 = std::ceil(n / 2), n2 = n - n1;
-    p.ping_pong_ms = overlapped(n1 * (k + 1), n2 * k) + overlapped(n2 * (k + 1), n1 * k) + 2 * o;
+    p.ping_pong_ms = overlapped(n1, n2 * k) + overlapped(n2, n1 * k) + 2 * o;
   } else {
     p.ping_pong_ms = std::numeric_limits<double>::infinity();
   }

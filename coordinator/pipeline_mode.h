@@ -4,10 +4,11 @@
 //
 // A *round* is the time in which every running sequence takes one target step. For a
 // batch of n sequences proposing K tokens each on the draft worker (K may be a mean),
-// with V(rows) the predicted verify call time and D(tokens) the predicted draft call
-// time (both linear fits, ms), o the coordinator's time per phase, and s_v, s_d >= 1
-// the measured slowdowns of a verify and a draft call while the other worker runs one
-// (coordinator/overlap_slowdown.h: co-located processes share cores):
+// with V(rows) the predicted verify call time of a batch of those sequences (a linear
+// fit in rows and sequences) and D(tokens) the predicted draft call time (linear, ms), o the
+// coordinator's time per phase, and s_v, s_d >= 1 the measured slowdowns of a verify and a draft
+// call while the other worker runs one (coordinator/relative_slowdown.h: co-located processes share
+// cores):
 //  * sequential: D(nK) + V(n(K+1)) + 2o (draft phase, then verify phase);
 //  * lockstep with optimistic continuation: the continuation (K+1 tokens per sequence)
 //    is drafted while the target verifies, and a hit (rate h, measured) makes the next
@@ -29,15 +30,19 @@ inline constexpr int kNumPipelineModes = 3;
 // Metrics label: "sequential", "lockstep" or "ping_pong".
 const char* PipelineModeLabel(PipelineMode mode);
 
-// A call's time as a linear function of its size: intercept + per_unit * units, ms.
+// A call's time as a linear function of its size: intercept + per_unit * units +
+// per_sequence * sequences, ms.
 struct CallCost {
   double intercept_ms = 0;
   double per_unit_ms = 0;
-  double At(double units) const { return intercept_ms + per_unit_ms * units; }
+  double per_sequence_ms = 0;
+  double At(double units, double sequences = 0) const {
+    return intercept_ms + per_unit_ms * units + per_sequence_ms * sequences;
+  }
 };
 
 struct PipelineInputs {
-  CallCost verify;   // Per row verified (tokens fed + proposals).
+  CallCost verify;   // Per row verified (tokens fed + proposals) and per sequence.
   CallCost draft;    // Per token proposed.
   double batch = 0;  // Sequences stepping per round, n (< 1: nothing to pipeline).
   double k = 0;      // Proposals per sequence step on the draft worker, >= 0 (a mean).

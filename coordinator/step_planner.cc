@@ -33,6 +33,7 @@ spec::ControllerInputs ControllerView(const Sequence& s, int cap, const PlannerO
     option.max_k = std::max(0, std::min(cap, p.MaxK(s, o)));
     option.draft_cost = on_draft_worker ? workers.draft_worker_cost : 0.0;
     option.overhead = on_draft_worker ? workers.draft_worker_overhead : 0.0;
+    option.cost_factor = on_draft_worker ? workers.draft_worker_slowdown : 1.0;
     option.server = s.server_acceptance(slot);
     option.nodes_per_depth = s.nodes_per_depth(slot);
     if (on_draft_worker) {
@@ -174,12 +175,44 @@ void DeferForCatchUp(Sequence& s) {
   s.SetPlannedStep(planned);
 }
 
+// Whether `c` makes `s` draft on the draft worker this phase (not a catch-up feed).
+bool DraftsThisPhase(Sequence& s, const Choice& c, const PlannerOptions& o) {
+  return c.slot >= 0 && s.proposer(c.slot).capabilities().site == ProposerSite::kDraftWorker &&
+         s.candidates.empty() && !NeedsCatchUp(s, c, o);
+}
+
+// Every sequence's choice. In a sequential phase a draft phase holds up the whole batch,
+// so when only some sequences would draft, they decide again with the draft's fixed
+// cost o shared among them alone (o * n / drafting): a lone drafter in a batch of
+// plain sequences pays the others' wait (docs/architecture.md §3).
+std::vector<Choice> ChooseAll(const std::vector<Sequence*>& running, const PlannerOptions& o,
+                              const WorkerAvailability& workers, bool sequential) {
+  const int n = static_cast<int>(running.size());
+  std::vector<Choice> choices;
+  int drafting = 0;
+  for (Sequence* s : running) {
+    choices.push_back(ChooseProposer(*s, n, o, workers));
+    drafting += DraftsThisPhase(*s, choices.back(), o);
+  }
+  if (!sequential || drafting == 0 || drafting == n) return choices;
+  WorkerAvailability shared = workers;
+  shared.draft_worker_overhead *= static_cast<double>(n) / drafting;
+  for (int i = 0; i < n; ++i) {
+    if (DraftsThisPhase(*running[i], choices[i], o)) {
+      choices[i] = ChooseProposer(*running[i], n, o, shared);
+    }
+  }
+  return choices;
+}
+
 Groups Classify(const std::vector<Sequence*>& running, const PlannerOptions& o,
                 const WorkerAvailability& workers, PhasePlan* plan) {
   Groups g;
-  const int n = static_cast<int>(running.size());
-  for (Sequence* s : running) {
-    Choice c = ChooseProposer(*s, n, o, workers);
+  const bool sequential = !plan->pipelined || workers.pipeline_mode == PipelineMode::kSequential;
+  const std::vector<Choice> choices = ChooseAll(running, o, workers, sequential);
+  for (size_t i = 0; i < running.size(); ++i) {
+    Sequence* s = running[i];
+    const Choice& c = choices[i];
     s->skip_draft_once = false;
     if (c.fallback != nullptr) {
       s->mutable_stats().fallback_steps += 1;

@@ -5,81 +5,149 @@
 
 namespace tandem {
 namespace spec {
+namespace {
 
-LinearCostFit::LinearCostFit(double forgetting, double prior_intercept, double prior_slope,
-                             double prior_weight, double prior_span)
-    : forgetting_(std::clamp(forgetting, 1e-6, 1.0)) {
-  // Two pseudo-points at x = 1 and x = prior_span on the prior line.
-  const double w = std::max(prior_weight, 0.0) / 2;
-  for (double x : {1.0, std::max(prior_span, 2.0)}) {
-    const double y = prior_intercept + prior_slope * x;
-    sw_ += w;
-    sx_ += w * x;
-    sy_ += w * y;
-    sxx_ += w * x * x;
-    sxy_ += w * x * y;
+constexpr int kUnknowns = TwoRateCostFit::kMaxFeatures + 1;
+using Augmented = std::array<std::array<double, kUnknowns + 1>, kUnknowns>;
+
+// Solves the `n` normal equations `a` (augmented with the right-hand side) with the
+// unknowns in `fixed_zero` held at 0, by Gaussian elimination with partial pivoting;
+// without information (a singular system) every unknown is 0.
+TwoRateCostFit::Coefficients SolveWithZeros(const Augmented& a, int n,
+                                            const std::array<bool, kUnknowns>& fixed_zero) {
+  int free[kUnknowns], m = 0;
+  for (int i = 0; i < n; ++i) {
+    if (!fixed_zero[i]) free[m++] = i;
+  }
+  Augmented b{};
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < m; ++j) b[i][j] = a[free[i]][free[j]];
+    b[i][m] = a[free[i]][n];
+  }
+  TwoRateCostFit::Coefficients theta{};
+  for (int col = 0; col < m; ++col) {
+    int pivot = col;
+    for (int row = col + 1; row < m; ++row) {
+      if (std::abs(b[row][col]) > std::abs(b[pivot][col])) pivot = row;
+    }
+    if (std::abs(b[pivot][col]) < 1e-12) return TwoRateCostFit::Coefficients{};
+    std::swap(b[col], b[pivot]);
+    for (int row = 0; row < m; ++row) {
+      if (row == col) continue;
+      const double f = b[row][col] / b[col][col];
+      for (int j = col; j <= m; ++j) b[row][j] -= f * b[col][j];
+    }
+  }
+  for (int i = 0; i < m; ++i) theta[free[i]] = b[i][m] / b[i][i];
+  return theta;
+}
+
+}  // namespace
+
+void TwoRateCostFit::Sums::Add(const Sizes& x, double y, double w, int features) {
+  std::array<double, kMaxUnknowns> phi{1, 0, 0};
+  for (int i = 0; i < features; ++i) phi[i + 1] = x[i];
+  for (int i = 0; i <= features; ++i) {
+    for (int j = 0; j <= features; ++j) xx[i][j] += w * phi[i] * phi[j];
+    xy[i] += w * phi[i] * y;
   }
 }
 
-void LinearCostFit::Observe(double x, double y) {
-  if (!std::isfinite(x) || !std::isfinite(y)) return;
-  x = std::max(x, 0.0);
+void TwoRateCostFit::Sums::Scale(double keep) {
+  for (auto& row : xx) {
+    for (double& v : row) v *= keep;
+  }
+  for (double& v : xy) v *= keep;
+}
+
+TwoRateCostFit::TwoRateCostFit(int features, double forgetting, const std::vector<double>& prior,
+                               double prior_weight, double prior_span)
+    : features_(std::clamp(features, 1, kMaxFeatures)),
+      forgetting_(std::clamp(forgetting, 1e-6, 1.0)),
+      slow_forgetting_(1 - (1 - forgetting_) / kSlowerMemory),
+      prior_weight_(std::max(prior_weight, 0.0)) {
+  const double span = std::max(prior_span, 2.0);
+  std::vector<Sizes> corners = {{1, 0}, {span, 0}};
+  if (features_ == 2) corners = {{1, 1}, {1, span}, {span, span}};
+  for (const Sizes& x : corners) {
+    double y = prior.empty() ? 0 : prior[0];
+    for (int i = 0; i < features_; ++i) {
+      y += (i + 1 < static_cast<int>(prior.size()) ? prior[i + 1] : 0) * x[i];
+    }
+    slow_.Add(x, y, 1.0 / corners.size(), features_);
+  }
+}
+
+void TwoRateCostFit::Observe(const Sizes& sizes, double y) {
+  Sizes x{};
+  for (int i = 0; i < features_; ++i) {
+    if (!std::isfinite(sizes[i])) return;
+    x[i] = std::max(sizes[i], 0.0);
+  }
+  if (!std::isfinite(y)) return;
   y = std::max(y, 0.0);
-  sw_ = forgetting_ * sw_ + 1;
-  sx_ = forgetting_ * sx_ + x;
-  sy_ = forgetting_ * sy_ + y;
-  sxx_ = forgetting_ * sxx_ + x * x;
-  sxy_ = forgetting_ * sxy_ + x * y;
+  // Robustness: clip the cost around the prediction (see the header).
+  constexpr double kScaleKeep = 0.95;
+  const double predicted = Predict(x);
+  double residual = y - predicted;
+  if (observations_ >= kRobustAfter) {
+    const double scale = std::max(residual_scale_, kMinScale * predicted);
+    if (scale > 0) residual = std::clamp(residual, -kClipScales * scale, kClipScales * scale);
+    y = std::max(predicted + residual, 0.0);
+  }
+  residual_scale_ = observations_ == 0
+                        ? std::abs(residual)
+                        : kScaleKeep * residual_scale_ + (1 - kScaleKeep) * std::abs(residual);
+  fast_.Scale(forgetting_);
+  fast_.Add(x, y, 1.0, features_);
+  slow_.Scale(slow_forgetting_);
+  slow_.Add(x, y, 1.0, features_);
   ++observations_;
 }
 
-void LinearCostFit::Solve(double* a, double* b) const {
-  if (sw_ <= 0) {
-    *a = 0;
-    *b = 0;
-    return;
+TwoRateCostFit::Coefficients TwoRateCostFit::Fit() const {
+  const int n = features_ + 1;
+  // The fast sums plus the long memory's, normalised to prior_weight calls.
+  const double slow_weight = slow_.xx[0][0] > 0 ? prior_weight_ / slow_.xx[0][0] : 0.0;
+  Augmented a{};
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) a[i][j] = fast_.xx[i][j] + slow_weight * slow_.xx[i][j];
+    a[i][n] = fast_.xy[i] + slow_weight * slow_.xy[i];
   }
-  const double mean_x = sx_ / sw_, mean_y = sy_ / sw_;
-  const double var_x = sxx_ / sw_ - mean_x * mean_x;
-  const double cov = sxy_ / sw_ - mean_x * mean_y;
-  *b = var_x > 1e-12 ? cov / var_x : 0.0;
-  *a = mean_y - *b * mean_x;
-  // A negative part is noise: keep the line through the mean with the other >= 0.
-  if (*b < 0) {
-    *b = 0;
-    *a = mean_y;
-  } else if (*a < 0) {
-    *a = 0;
-    *b = mean_x > 0 ? mean_y / mean_x : 0.0;
+  std::array<bool, kUnknowns> fixed_zero{false, false, false};
+  for (int round = 0; round < n; ++round) {
+    const Coefficients theta = SolveWithZeros(a, n, fixed_zero);
+    int worst = -1;
+    for (int i = 0; i < n; ++i) {
+      if (!fixed_zero[i] && theta[i] < 0 && (worst < 0 || theta[i] < theta[worst])) worst = i;
+    }
+    if (worst < 0) return theta;
+    fixed_zero[worst] = true;
   }
+  return Coefficients{};
 }
 
-double LinearCostFit::intercept() const {
-  double a, b;
-  Solve(&a, &b);
-  return a;
+double TwoRateCostFit::Predict(const Sizes& x) const {
+  const Coefficients theta = Fit();
+  double y = theta[0];
+  for (int i = 0; i < features_; ++i) y += theta[i + 1] * std::max(x[i], 0.0);
+  return y;
 }
 
-double LinearCostFit::slope() const {
-  double a, b;
-  Solve(&a, &b);
-  return b;
-}
-
-CostModel BatchCostModel(const LinearCostFit& verify, const LinearCostFit& draft, int batch,
+CostModel BatchCostModel(const BatchCallFit& verify, const LinearCostFit& draft, int batch,
                          const CostModel& fallback, double phase_overhead_ms,
                          int min_observations) {
   if (verify.observations() < min_observations) return fallback;
   batch = std::max(batch, 1);
   const double h = std::isfinite(phase_overhead_ms) ? std::max(phase_overhead_ms, 0.0) : 0.0;
-  const double step = verify.Predict(batch) + h;
+  const double step = verify.Predict(batch, batch) + h;
   if (!(step > 0)) return fallback;
   CostModel model = fallback;
   if (draft.observations() >= min_observations) {
     model.draft_cost = draft.slope() * batch / step;
     model.overhead = (draft.intercept() + h) / step;
   }
-  const double a = verify.intercept() + h, b = verify.slope();
+  const double a = verify.intercept() + verify.per_sequence() * batch + h, b = verify.per_row();
   model.verify_cost = [a, b, batch, step](int k) {
     return (a + b * batch * (std::max(k, 0) + 1)) / step;
   };

@@ -73,6 +73,9 @@ absl::Status ValidateControllerConfig(const ControllerConfig& c) {
   if (!(c.switch_margin >= 0) || !std::isfinite(c.switch_margin)) {
     return Bad("switch_margin", "finite and >= 0", c.switch_margin);
   }
+  if (!(c.enter_margin >= 0) || !std::isfinite(c.enter_margin)) {
+    return Bad("enter_margin", "finite and >= 0", c.enter_margin);
+  }
   if (!InRange(c.probe_fraction, 0, 1)) return Bad("probe_fraction", "in [0, 1]", c.probe_fraction);
   if (!(c.probe_min_trials >= 0) || !std::isfinite(c.probe_min_trials)) {
     return Bad("probe_min_trials", "finite and >= 0", c.probe_min_trials);
@@ -150,8 +153,10 @@ double SpeculationController::ValueOf(int option, const ControllerOption& o,
   const double expected = ExpectedTokensFromPositions(a, k);
   const double steps_left = optimistic ? 1.0 : std::max(1.0, in.tokens_left / expected);
   const int nodes = VerifiedNodes(o, k);
-  const double cost = nodes * std::max(o.draft_cost, 0.0) + VerifyCost(in.verify_cost, nodes) +
-                      std::max(o.overhead, 0.0) + std::max(o.switch_cost, 0.0) / steps_left;
+  const double step_cost = nodes * std::max(o.draft_cost, 0.0) + VerifyCost(in.verify_cost, nodes) +
+                           std::max(o.overhead, 0.0);
+  const double cost =
+      std::max(o.cost_factor, 1.0) * step_cost + std::max(o.switch_cost, 0.0) / steps_left;
   return cost > 0 ? expected / cost : 0.0;
 }
 
@@ -187,9 +192,9 @@ ControllerChoice SpeculationController::Choose(const ControllerInputs& in) const
     const int k = std::min(incumbent_k_, o.max_k);
     chosen = {incumbent_option_, k, false, ValueOf(incumbent_option_, o, in, k, false), false};
   }
-  const double margin = 1 + config_.switch_margin;
+  const double margin = 1 + config_.switch_margin, enter = 1 + config_.enter_margin;
   if (chosen.option < 0) {
-    if (best.speedup >= margin) chosen = best;
+    if (best.speedup >= enter) chosen = best;
   } else if (chosen.speedup < 1) {
     chosen = best.option >= 0 ? best : ControllerChoice();
   } else if (best.speedup > chosen.speedup * margin) {
@@ -199,7 +204,7 @@ ControllerChoice SpeculationController::Choose(const ControllerInputs& in) const
   // would beat the choice by the margin.
   if (probe_budget_ >= 1) {
     ControllerChoice probe;
-    double probe_value = chosen.speedup * margin;
+    double probe_value = chosen.option < 0 ? enter : chosen.speedup * margin;
     for (int i = 0; i < n; ++i) {
       if (!open(i) || i == chosen.option || OwnTrials(i, 1, true) >= config_.probe_min_trials) {
         continue;

@@ -22,8 +22,9 @@
 // lets the next observation of it dominate.
 //
 // Hysteresis: the incumbent choice is kept unless another beats it by `switch_margin`
-// (relative); plain decoding is left only for S >= 1 + switch_margin, while a
-// speculative incumbent whose S falls below 1 is dropped at once (never keep a loss).
+// (relative); plain decoding is left only for S >= 1 + enter_margin (a gain larger than
+// the model's error), while a speculative incumbent whose S falls below 1 is dropped at
+// once (never keep a loss).
 // Exploration: an option that is not chosen is tried (a probe, K <= probe_max_k) only
 // when its aged evidence is thin (fewer than probe_min_trials at position 1) and its
 // optimistic value (aged estimate + probe_z standard deviations) would beat the
@@ -80,6 +81,10 @@ struct ControllerConfig {
   double forgetting = 0.95;          // (0, 1]: own evidence kept per step.
   double server_forgetting = 0.995;  // (0, 1]: server-wide evidence kept per observation.
   double switch_margin = 0.05;       // >= 0: relative gain needed to change the choice.
+  // >= 0: modelled gain needed to leave plain decoding (S >= 1 + enter_margin): above
+  // the cost model's measured error (10-15 % between predicted and measured speedups),
+  // so that speculation is turned on only where it pays for certain.
+  double enter_margin = 0.15;
   double probe_fraction = 1.0 / 32;  // [0, 1]: most steps that may be probes.
   double probe_min_trials = 3;       // Probe only below this many own trials at pos. 1.
   double probe_z = 1.5;              // >= 0: standard deviations of optimism in a probe.
@@ -105,6 +110,9 @@ struct ControllerOption {
   // proposer's nodes per depth. A step is charged c and nu at round(K * this) proposals
   // (at least K) while its expected tokens follow the depth K.
   double nodes_per_depth = 1.0;
+  // Measured factor (>= 1; smaller counts as 1) by which a step with this option costs
+  // more than K c + nu(K) + o (what the terms miss: contention for cores, wake-ups).
+  double cost_factor = 1.0;
 };
 
 struct ControllerInputs {

@@ -62,6 +62,7 @@ TEST(ValidateControllerConfigTest, NamesBadFields) {
   bad([](ControllerConfig& c) { c.prior_weight = 0; }, "prior_weight");
   bad([](ControllerConfig& c) { c.forgetting = 0; }, "forgetting");
   bad([](ControllerConfig& c) { c.switch_margin = -1; }, "switch_margin");
+  bad([](ControllerConfig& c) { c.enter_margin = -0.1; }, "enter_margin");
   bad([](ControllerConfig& c) { c.probe_fraction = 2; }, "probe_fraction");
   bad([](ControllerConfig& c) { c.probe_max_k = 0; }, "probe_max_k");
 }
@@ -73,6 +74,9 @@ ControllerInputs OneOption(double c, double slope, double o, int max_k = 8) {
   in.verify_cost = LinearVerifyCost(slope);
   return in;
 }
+
+// Costs under which drafting models a gain of a few tens of percent at acceptance 0.6.
+ControllerInputs CostlyDraftForEntry() { return OneOption(0.05, 0.1, 0.1); }
 
 TEST(SpeculationControllerTest, FirstChoiceIsTheModelledBestK) {
   ControllerConfig config;
@@ -102,6 +106,42 @@ TEST(SpeculationControllerTest, ATreeIsChargedForItsNodes) {
   EXPECT_LT(c3.speedup, c1.speedup);
   // Tokens follow the depth, nu the nodes: E(0.8, K) / nu(3K).
   EXPECT_NEAR(c3.speedup, ExpectedTokensPerStep(0.8, c3.k) / (1 + 0.05 * 3 * c3.k), 1e-9);
+}
+
+TEST(SpeculationControllerTest, AMeasuredCostFactorScalesTheStepNotTheSwitch) {
+  ControllerConfig config;
+  config.initial_acceptance = 0.8;
+  ControllerInputs in = OneOption(0.05, 0.1, 0.1);
+  const ControllerChoice plain = SpeculationController(config).Choose(in);
+  ASSERT_EQ(plain.option, 0);
+  // Steps with this option cost 1.3x their terms: E / (1.3 (K c + nu(K) + o)).
+  in.options[0].cost_factor = 1.3;
+  const ControllerChoice scaled = SpeculationController(config).Choose(in);
+  ASSERT_EQ(scaled.option, 0);
+  EXPECT_NEAR(
+      scaled.speedup,
+      ExpectedTokensPerStep(0.8, scaled.k) / (1.3 * (0.05 * scaled.k + 1 + 0.1 * scaled.k + 0.1)),
+      1e-9);
+  // A factor that eats the modelled gain turns the option off; below 1 counts as 1.
+  in.options[0].cost_factor = plain.speedup * 1.01;
+  EXPECT_EQ(SpeculationController(config).Choose(in).option, -1);
+  in.options[0].cost_factor = 0.5;
+  EXPECT_NEAR(SpeculationController(config).Choose(in).speedup, plain.speedup, 1e-12);
+}
+
+TEST(SpeculationControllerTest, PlainIsLeftOnlyForAGainAboveTheEnterMargin) {
+  ControllerConfig config;
+  config.initial_acceptance = 0.6;
+  const ControllerInputs in = CostlyDraftForEntry();
+  config.enter_margin = 0;
+  const double s = SpeculationController(config).Choose(in).speedup;
+  ASSERT_GT(s, 1.05);
+  config.enter_margin = s - 1 - 0.01;  // Just below the modelled gain: enter.
+  EXPECT_EQ(SpeculationController(config).Choose(in).option, 0);
+  config.enter_margin = s - 1 + 0.01;  // Just above it: stay plain, off by the model.
+  const ControllerChoice c = SpeculationController(config).Choose(in);
+  EXPECT_EQ(c.option, -1);
+  EXPECT_TRUE(c.off_by_model);
 }
 
 TEST(SpeculationControllerTest, ExpensiveVerifyAtHighBatchTurnsSpeculationOff) {
@@ -245,7 +285,9 @@ TEST(SpeculationControllerTest, ServerWidePriorSeedsANewSequence) {
   for (int i = 0; i < 200; ++i) server.Observe(4, 0);  // Everyone sees rejections.
   ControllerInputs in = CostlyDraft();
   in.options[0].server = &server;
-  SpeculationController fresh;
+  ControllerConfig config;
+  config.enter_margin = 0.05;  // Costs under which the default prior pays a little.
+  SpeculationController fresh(config);
   EXPECT_LT(fresh.Acceptance(0, 1, &server), 0.05);
   EXPECT_EQ(fresh.Choose(in).option, -1);
   EXPECT_TRUE(fresh.Choose(in).off_by_model);
