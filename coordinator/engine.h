@@ -46,6 +46,7 @@
 #include "coordinator/metrics.h"
 #include "coordinator/pipeline_mode.h"
 #include "coordinator/proposers/registry.h"
+#include "coordinator/realized_speedup.h"
 #include "coordinator/relative_slowdown.h"
 #include "coordinator/sequence.h"
 #include "coordinator/serial_executor.h"
@@ -179,9 +180,11 @@ class Engine {
   // data, to its overlap slowdown (overlapped: the other worker had work in `plan`).
   void ObserveVerifyCall(const PhasePlan& plan, int rows, double ms);
   void ObserveDraftCall(const PhasePlan& plan, int proposals, double ms);
-  // A phase whose calls the fits model took `wall_ms` (`draft_involved`: it had draft
-  // work or verified draft candidates): calibrates draft speculation's cost.
-  void ObservePhase(const PhasePlan& plan, bool draft_involved, double wall_ms);
+  // A decode phase (no target prefill) took `wall_ms`; `generated_before`, parallel to
+  // plan.verify_sequences, is what each had generated before it (`draft_involved`: the
+  // phase had draft work or draft candidates): feeds the realized speedup.
+  void ObserveRealized(const PhasePlan& plan, bool draft_involved,
+                       const std::vector<int>& generated_before, double wall_ms);
   // The cost terms of a step over `batch` sequences (measured or fixed).
   void SetCostTerms(int batch, WorkerAvailability* workers) const;
   // Resets the state of `s`'s proposers that run at `site` (their worker lost it).
@@ -237,9 +240,9 @@ class Engine {
   spec::LinearCostFit draft_feed_fit_{0.98, 0.5, 0.01, 2.0, 256.0};
   // How much slower verify / draft calls run while the other worker has work.
   RelativeSlowdown verify_overlap_, draft_overlap_;
-  // How much slower phases involving the draft worker run than the fits predict,
-  // relative to plain phases (the calibration of draft speculation's cost).
-  RelativeSlowdown draft_phase_slowdown_;
+  // Committed tokens per ms of speculative against plain phases, per batch size: the
+  // controller's calibration.
+  RealizedSpeedup realized_;
 
   std::thread loop_thread_;
   std::thread monitor_thread_;

@@ -63,7 +63,7 @@ void Engine::ObserveVerifyCall(const PhasePlan& plan, int rows, double ms) {
               static_cast<double>(plan.verify.sequences_size()), static_cast<double>(rows));
   if (metrics_) {
     metrics_->SetSlowdowns(verify_overlap_.Factor(), draft_overlap_.Factor(),
-                           draft_phase_slowdown_.Factor());
+                           realized_.Factor(static_cast<int>(running_.size())));
   }
 }
 
@@ -73,34 +73,23 @@ void Engine::ObserveDraftCall(const PhasePlan& plan, int proposals, double ms) {
   ObserveCall(overlapped, ms, draft_fit_, draft_overlap_, static_cast<double>(proposals));
 }
 
-void Engine::ObservePhase(const PhasePlan& plan, bool draft_involved, double wall_ms) {
-  const bool verify = plan.verify.sequences_size() > 0, draft = plan.draft.sequences_size() > 0,
-             feed = plan.draft_prefill.sequences_size() > 0;
-  if ((verify && verify_fit_.observations() < kMinPipelineObservations) ||
-      (draft && draft_fit_.observations() < kMinPipelineObservations) ||
-      (feed && draft_feed_fit_.observations() < kMinFeedObservations)) {
-    return;
-  }
-  double target_ms = 0, draft_ms = 0;
-  if (verify) {
-    int rows = 0;
-    for (const v1::VerifySequence& v : plan.verify.sequences()) {
-      rows += v.tokens_size() + v.proposals_size();
+void Engine::ObserveRealized(const PhasePlan& plan, bool draft_involved,
+                             const std::vector<int>& generated_before, double wall_ms) {
+  bool speculative = draft_involved;
+  int tokens = 0, modelled_steps = 0;
+  double modelled_sum = 0;
+  for (size_t i = 0; i < plan.verify_sequences.size() && i < generated_before.size(); ++i) {
+    const Sequence& s = *plan.verify_sequences[i];
+    tokens += s.generated() - generated_before[i];
+    if (plan.verify_proposed[i] <= 0) continue;
+    speculative = true;
+    if (s.planned_step().from_controller) {
+      modelled_sum += s.planned_step().choice.speedup;
+      modelled_steps += 1;
     }
-    target_ms = verify_fit_.Predict(plan.verify.sequences_size(), rows);
   }
-  if (draft) {
-    int proposals = 0;
-    for (const v1::DraftSequence& d : plan.draft.sequences()) proposals += d.num_draft_tokens();
-    draft_ms += draft_fit_.Predict(proposals);
-  }
-  if (feed) {
-    int fed = 0;
-    for (const v1::PrefillSequence& p : plan.draft_prefill.sequences()) fed += p.tokens_size();
-    draft_ms += draft_feed_fit_.Predict(fed);
-  }
-  draft_phase_slowdown_.Observe(draft_involved, wall_ms,
-                                std::max(target_ms, draft_ms) + phase_overhead_ms_ema_);
+  realized_.Observe(static_cast<int>(running_.size()), speculative, tokens, wall_ms, modelled_sum,
+                    modelled_steps);
 }
 
 void Engine::ObserveDraftK(const PhasePlan& plan) {
@@ -147,7 +136,7 @@ void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
   // Feeding the draft (a switch cost, per token): measured only.
   const double step =
       verify_fit_.Predict(std::max(batch, 1), std::max(batch, 1)) + phase_overhead_ms_ema_;
-  workers->draft_worker_slowdown = options_.measured_costs ? draft_phase_slowdown_.Factor() : 1.0;
+  workers->speculation_cost_factor = options_.measured_costs ? realized_.Factor(batch) : 1.0;
   workers->draft_worker_feed_cost =
       options_.measured_costs && draft_feed_fit_.observations() >= kMinFeedObservations && step > 0
           ? draft_feed_fit_.slope() / step
@@ -161,7 +150,8 @@ void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
                        << ", c " << workers->draft_worker_cost << ", o "
                        << workers->draft_worker_overhead << ", overlap slowdowns "
                        << verify_overlap_.Factor() << "/" << draft_overlap_.Factor()
-                       << ", draft phases " << draft_phase_slowdown_.Factor();
+                       << ", speculation cost factor "
+                       << realized_.Factor(static_cast<int>(running_.size()));
 }
 
 }  // namespace tandem::coordinator

@@ -86,14 +86,6 @@ void AddProposerFields(const PlannerOptions& options, PhasePlan& plan) {
   }
 }
 
-// Whether the fits model every call of `plan` (no target prefill, decode-shaped verify
-// and draft calls; a draft prefill is modelled by the feed fit).
-bool PhaseModelled(const PhasePlan& plan) {
-  return plan.target_prefill.sequences_size() == 0 &&
-         (plan.verify.sequences_size() == 0 || DecodeShaped(plan.verify)) &&
-         (plan.draft.sequences_size() == 0 || DecodeShaped(plan.draft));
-}
-
 // Whether `plan` involves the draft worker: draft work, or the verify of its candidates.
 bool DraftInvolved(const PhasePlan& plan) {
   if (plan.draft.sequences_size() > 0 || plan.draft_prefill.sequences_size() > 0) return true;
@@ -129,7 +121,9 @@ Sequence* Engine::FindRunning(uint64_t id) const {
 
 void Engine::RunPhase(PhasePlan& plan) {
   const absl::Time phase_start = absl::Now();
-  const bool modelled = PhaseModelled(plan), draft_involved = DraftInvolved(plan);
+  const bool draft_involved = DraftInvolved(plan);
+  std::vector<int> generated_before;
+  for (const Sequence* s : plan.verify_sequences) generated_before.push_back(s->generated());
   AddProposerFields(planner_, plan);
   std::future<TargetResult> target_future;
   const bool target_work =
@@ -188,7 +182,9 @@ void Engine::RunPhase(PhasePlan& plan) {
   // The coordinator's own time in the phase (a term of every step's cost).
   UpdateEma(&phase_overhead_ms_ema_,
             std::max(absl::ZeroDuration(), absl::Now() - phase_start - workers_wall));
-  if (modelled) ObservePhase(plan, draft_involved, Ms(absl::Now() - phase_start));
+  if (plan.target_prefill.sequences_size() == 0) {
+    ObserveRealized(plan, draft_involved, generated_before, Ms(absl::Now() - phase_start));
+  }
   if (metrics_) {
     const double phase_ms = Ms(absl::Now() - phase_start);
     double worker_ms = 0;

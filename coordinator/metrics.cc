@@ -249,11 +249,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
   m->draft_slowdown_ = &slowdown.Add({{"worker", "draft"}});
   m->verify_slowdown_->Set(1);
   m->draft_slowdown_->Set(1);
-  m->draft_phase_slowdown_ =
-      gauge("tandem_draft_phase_slowdown",
-            "Measured factor by which phases involving the draft worker exceed their "
-            "modelled time, relative to plain phases.");
-  m->draft_phase_slowdown_->Set(1);
+  m->speculation_factor_ =
+      gauge("tandem_speculation_cost_factor",
+            "Modelled over realized speedup of speculative phases at the current batch "
+            "size (>= 1): the factor the controller charges a speculative step.");
+  m->speculation_factor_->Set(1);
   m->draft_busy_ = gauge("tandem_draft_busy_fraction",
                          "Fraction of recent wall time the draft worker spent computing.");
   m->target_busy_ = gauge("tandem_target_busy_fraction",
@@ -344,10 +344,10 @@ void CoordinatorMetrics::RecordPhaseMode(absl::string_view mode, double predicte
 }
 
 void CoordinatorMetrics::SetSlowdowns(double verify_overlap, double draft_overlap,
-                                      double draft_phases) {
+                                      double speculation_factor) {
   if (std::isfinite(verify_overlap)) verify_slowdown_->Set(verify_overlap);
   if (std::isfinite(draft_overlap)) draft_slowdown_->Set(draft_overlap);
-  if (std::isfinite(draft_phases)) draft_phase_slowdown_->Set(draft_phases);
+  if (std::isfinite(speculation_factor)) speculation_factor_->Set(speculation_factor);
 }
 
 void CoordinatorMetrics::RecordSpeculationCacheLookup(bool hit) {

@@ -176,7 +176,7 @@ TEST(CoordinatorMetricsTest, ServesRecordedValuesOverHttp) {
   EXPECT_DOUBLE_EQ(Get(s, "tandem_pipeline_predicted_gain"), 0.3);
   EXPECT_DOUBLE_EQ(Get(s, "tandem_overlap_slowdown{worker=\"target\"}"), 1.4);
   EXPECT_DOUBLE_EQ(Get(s, "tandem_overlap_slowdown{worker=\"draft\"}"), 1.2);
-  EXPECT_DOUBLE_EQ(Get(s, "tandem_draft_phase_slowdown"), 1.25);
+  EXPECT_DOUBLE_EQ(Get(s, "tandem_speculation_cost_factor"), 1.25);
   EXPECT_EQ(Get(s, "tandem_speculation_cache_lookups_total{result=\"hit\"}"), 1);
   EXPECT_EQ(Get(s, "tandem_speculation_cache_lookups_total{result=\"miss\"}"), 2);
 

@@ -50,9 +50,9 @@ struct WorkerAvailability {
   double draft_worker_cost = 0;       // c per proposed token.
   double draft_worker_overhead = 0;   // o per speculative step.
   double draft_worker_feed_cost = 0;  // Per token fed to the draft (prefill); 0 = unknown.
-  // Measured factor (>= 1) by which a step that involves the draft worker costs more
-  // than its modelled c, nu and o (the engine's calibration, docs/architecture.md §3).
-  double draft_worker_slowdown = 1;
+  // Measured factor (>= 1) by which a speculative step costs more than its modelled c,
+  // nu and o at this batch size (RealizedSpeedup, docs/architecture.md §3).
+  double speculation_cost_factor = 1;
 };
 
 struct PhasePlan {

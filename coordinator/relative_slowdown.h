@@ -1,13 +1,9 @@
 // How much slower one kind of work runs than the call-time fits predict, relative to
-// a reference kind (docs/architecture.md §3, "Contention" and "Calibration"):
-//  * a worker's call while the other worker runs one in the same phase, against the
-//    same call alone: when the draft and the target share cores (co-located processes
-//    without disjoint pinning) an overlapped verify or draft takes longer, which the
-//    fits, fed by solo calls, cannot see;
-//  * a phase with draft-worker work (a draft, a catch-up feed, or the verify of drafted
-//    candidates), against a plain phase: what speculating with the draft worker really
-//    costs the batch beyond the modelled call times (contention, wake-ups, the
-//    coordinator's extra work).
+// a reference kind (docs/architecture.md §3, "Contention"). The engine's use: a
+// worker's call while the other worker runs one in the same phase, against the same
+// call alone. When the draft and the target share cores (co-located processes without
+// disjoint pinning) an overlapped verify or draft takes longer, which the fits, fed by
+// solo calls, cannot see; the pipelining planner stretches overlapped calls by it.
 // Each observation compares a time with its prediction: treated and reference
 // observations keep separate exponentially weighted means of r = log(observed /
 // predicted) (each observation weighs the past of its kind by `forgetting`). The

@@ -152,12 +152,17 @@ double SpeculationController::ValueOf(int option, const ControllerOption& o,
   const std::vector<double> a = Estimates(option, o.server, k, optimistic);
   const double expected = ExpectedTokensFromPositions(a, k);
   const double steps_left = optimistic ? 1.0 : std::max(1.0, in.tokens_left / expected);
-  const int nodes = VerifiedNodes(o, k);
-  const double step_cost = nodes * std::max(o.draft_cost, 0.0) + VerifyCost(in.verify_cost, nodes) +
-                           std::max(o.overhead, 0.0);
-  const double cost =
-      std::max(o.cost_factor, 1.0) * step_cost + std::max(o.switch_cost, 0.0) / steps_left;
+  const double cost = StepCost(o, in, k, steps_left);
   return cost > 0 ? expected / cost : 0.0;
+}
+
+double SpeculationController::StepCost(const ControllerOption& o, const ControllerInputs& in, int k,
+                                       double switch_steps) const {
+  const int nodes = VerifiedNodes(o, k);
+  const double step = nodes * std::max(o.draft_cost, 0.0) + VerifyCost(in.verify_cost, nodes) +
+                      std::max(o.overhead, 0.0);
+  return std::max(o.cost_factor, 1.0) * step +
+         std::max(o.switch_cost, 0.0) / std::max(switch_steps, 1.0);
 }
 
 SpeculationController::Value SpeculationController::Best(int option, const ControllerOption& o,
@@ -202,6 +207,15 @@ ControllerChoice SpeculationController::Choose(const ControllerInputs& in) const
   }
   // A probe: another option whose own evidence is thin and whose optimistic value
   // would beat the choice by the margin.
+  // A paid probe deferred while its worker caught up is completed first.
+  if (open(pending_probe_) && pending_probe_ != chosen.option) {
+    const ControllerOption& o = in.options[pending_probe_];
+    const int k = std::min(Best(pending_probe_, o, in, o.max_k, true).k, config_.probe_max_k);
+    ControllerChoice probe{pending_probe_, k, true, ValueOf(pending_probe_, o, in, k, false),
+                           false};
+    probe.prepaid = true;
+    return probe;
+  }
   if (probe_budget_ >= 1) {
     ControllerChoice probe;
     double probe_value = chosen.option < 0 ? enter : chosen.speedup * margin;
@@ -215,6 +229,7 @@ ControllerChoice SpeculationController::Choose(const ControllerInputs& in) const
         probe_value = v.speedup;
         const int k = std::min(v.k, config_.probe_max_k);
         probe = {i, k, true, ValueOf(i, o, in, k, false), false};
+        probe.cost = StepCost(o, in, k, 1.0);
       }
     }
     if (probe.option >= 0) return probe;
@@ -238,13 +253,13 @@ void SpeculationController::Observe(const ControllerChoice& chosen, int used, in
     last_used_[used] = step_;
   }
   probe_budget_ = std::min(1.0, probe_budget_ + config_.probe_fraction);
-  if (chosen.deferred) return;
-  if (chosen.probe) {
-    probe_budget_ -= 1;
-  } else {
-    incumbent_option_ = chosen.option;
-    incumbent_k_ = chosen.k;
-  }
+  // A probe drains the bucket by its cost (into debt): paid when it is decided, even
+  // if deferred by a catch-up, which the next Choose then completes unpaid.
+  if (chosen.probe && !chosen.prepaid) probe_budget_ -= std::max(1.0, chosen.cost);
+  pending_probe_ = chosen.probe && chosen.deferred ? chosen.option : -1;
+  if (chosen.deferred || chosen.probe) return;
+  incumbent_option_ = chosen.option;
+  incumbent_k_ = chosen.k;
 }
 
 }  // namespace spec

@@ -28,7 +28,12 @@
 // Exploration: an option that is not chosen is tried (a probe, K <= probe_max_k) only
 // when its aged evidence is thin (fewer than probe_min_trials at position 1) and its
 // optimistic value (aged estimate + probe_z standard deviations) would beat the
-// choice by the margin, at most a probe_fraction of the steps (a token bucket).
+// choice by the margin, within a token bucket that fills by probe_fraction a step and
+// that each probe drains by its modelled cost in plain steps (at least 1), its whole
+// switch cost included: an expensive probe (a draft that must first catch up on a
+// long context) is that much rarer, so exploration costs at most about probe_fraction
+// of the time. A probe deferred while its worker catches up is paid at once and
+// completed by the next Choose.
 // Switching costs: an option whose worker must first be fed tokens it has not seen (a
 // draft that was off for a while) carries a one-off switch_cost. The mean estimates
 // spread it over the steps the sequence has left, tokens_left / E_m(K), so a proposer
@@ -135,6 +140,11 @@ struct ControllerChoice {
   // Set by the caller, not by Choose: the choice did not run this step (its worker was
   // being fed what it lacked); the step was plain decoding.
   bool deferred = false;
+  // A probe's modelled cost in plain steps (its step's cost and its whole switch cost),
+  // what it spends of the probe budget; and whether it was paid already (the probe
+  // was deferred while its worker caught up, and is now completed).
+  double cost = 0;
+  bool prepaid = false;
 };
 
 // E = 1 + sum_j prod_{i<=j} a(i) for K = min(k, a.size()) positions, a clamped to [0, 1].
@@ -172,6 +182,10 @@ class SpeculationController {
   // or (optimistic) by the aged estimate plus probe_z standard deviations.
   Value Best(int option, const ControllerOption& o, const ControllerInputs& in, int max_k,
              bool optimistic) const;
+  // Cost of a step of `option` at `k` in plain steps: cost_factor (K c + nu(K) + o)
+  // plus the switch cost divided by `switch_steps`.
+  double StepCost(const ControllerOption& o, const ControllerInputs& in, int k,
+                  double switch_steps) const;
   // S of `option` at `k` (1 for k <= 0), by the mean estimate with its switch cost
   // spread over the steps left, or by the optimistic estimate paying it whole.
   double ValueOf(int option, const ControllerOption& o, const ControllerInputs& in, int k,
@@ -188,6 +202,7 @@ class SpeculationController {
   int incumbent_option_ = -1;
   int incumbent_k_ = 0;
   double probe_budget_ = 0;
+  int pending_probe_ = -1;  // Option of a paid probe deferred by a catch-up, or -1.
 };
 
 }  // namespace spec

@@ -205,7 +205,9 @@ Trace Simulate(SpeculationController& controller, const ControllerInputs& in, in
 ControllerInputs CostlyDraft() { return OneOption(0.3, 0.1, 0.1); }
 
 TEST(SpeculationControllerTest, TurnsOffWhenAcceptanceCollapsesAndBackOnWhenItRecovers) {
-  SpeculationController controller;
+  ControllerConfig config;
+  config.probe_fraction = 1.0 / 16;  // Probes here cost about 2 plain steps each.
+  SpeculationController controller(config);
   auto alpha = [](int t, int) { return t < 200 ? 0.9 : t < 600 ? 0.02 : 0.9; };
   const Trace trace = Simulate(controller, CostlyDraft(), 1000, alpha);
   EXPECT_TRUE(trace.On(199));
@@ -326,7 +328,7 @@ TEST(SpeculationControllerTest, ASwitchCostIsSpreadOverTheTokensLeft) {
   EXPECT_EQ(controller.Choose(in).option, -1);
 }
 
-TEST(SpeculationControllerTest, ADeferredChoiceMovesNeitherIncumbentNorProbeBudget) {
+TEST(SpeculationControllerTest, ADeferredProbeIsPaidOnceAndCompletedNext) {
   ControllerConfig config;
   config.probe_fraction = 1;  // A probe may run every step.
   SpeculationController controller(config);
@@ -337,15 +339,46 @@ TEST(SpeculationControllerTest, ADeferredChoiceMovesNeitherIncumbentNorProbeBudg
   controller.Observe(first, first.option, first.k, first.k);
   const ControllerChoice probe = controller.Choose(in);
   ASSERT_TRUE(probe.probe);
+  EXPECT_FALSE(probe.prepaid);
+  EXPECT_GE(probe.cost, 1.0);
   ControllerChoice deferred = probe;
-  deferred.deferred = true;
+  deferred.deferred = true;  // Its worker is fed first: paid now, completed next.
   controller.Observe(deferred, -1, 0, 0);
-  // Still the same probe: the budget was not spent.
   const ControllerChoice again = controller.Choose(in);
   EXPECT_TRUE(again.probe);
+  EXPECT_TRUE(again.prepaid);
   EXPECT_EQ(again.option, probe.option);
   controller.Observe(again, again.option, again.k, 0);
-  EXPECT_FALSE(controller.Choose(in).probe);  // Spent now.
+  EXPECT_FALSE(controller.Choose(in).probe);  // Spent: one refill does not cover it.
+}
+
+TEST(SpeculationControllerTest, ExpensiveProbesAreRarer) {
+  // One uncertain option, probed as often as the bucket allows: each probe is deferred
+  // once (its worker catches up) and then completed without evidence (it stays
+  // uncertain). The bucket refills by 1 a step and each probe drains its cost: 1 plain
+  // step without a switch cost, 1.2 with one.
+  auto probes = [](double switch_cost) {
+    ControllerConfig config;
+    config.probe_fraction = 1;
+    config.initial_acceptance = 0.1;  // Mean S below the enter margin, optimistic above.
+    SpeculationController controller(config);
+    ControllerInputs in = OneOption(0.0, 0.0, 0.0);
+    in.options[0].switch_cost = switch_cost;
+    int n = 0;
+    for (int t = 0; t < 120; ++t) {
+      ControllerChoice c = controller.Choose(in);
+      if (c.probe && !c.prepaid) {
+        ++n;
+        EXPECT_NEAR(c.cost, 1 + switch_cost, 1e-9);
+      }
+      c.deferred = c.probe && !c.prepaid;
+      controller.Observe(c, -1, 0, 0);
+    }
+    return n;
+  };
+  const int cheap = probes(0), expensive = probes(0.2);
+  EXPECT_NEAR(cheap, 60, 2);      // Every other step.
+  EXPECT_NEAR(expensive, 40, 2);  // Every third step.
 }
 
 TEST(SpeculationControllerTest, AProbePaysItsSwitchCostWhole) {

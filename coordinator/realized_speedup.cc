@@ -1,0 +1,62 @@
+#include "coordinator/realized_speedup.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tandem::coordinator {
+
+void RealizedSpeedup::Sums::Add(double t, double m, double keep) {
+  Scale(keep);
+  tokens += t;
+  ms += m;
+  phases += 1;
+}
+
+void RealizedSpeedup::Sums::Scale(double keep) {
+  tokens *= keep;
+  ms *= keep;
+  phases *= keep;
+}
+
+int RealizedSpeedup::Bucket(int batch) {
+  if (batch <= 1) return 0;
+  if (batch <= 3) return 1;
+  if (batch <= 7) return 2;
+  if (batch <= 15) return 3;
+  return 4;
+}
+
+void RealizedSpeedup::Observe(int batch, bool speculative, int tokens, double ms,
+                              double modelled_sum, int modelled_steps) {
+  if (batch < 1 || !(ms > 0) || !std::isfinite(ms) || !std::isfinite(modelled_sum)) return;
+  BucketSums& b = buckets_[Bucket(batch)];
+  const double keep = options_.forgetting;
+  if (speculative) {
+    b.speculative.Add(std::max(tokens, 0), ms, keep);
+    b.modelled_sum = keep * b.modelled_sum + std::max(modelled_sum, 0.0);
+    b.modelled_steps = keep * b.modelled_steps + std::max(modelled_steps, 0);
+    return;
+  }
+  b.plain.Add(std::max(tokens, 0), ms, keep);
+  b.speculative.Scale(options_.relax);
+  b.modelled_sum *= options_.relax;
+  b.modelled_steps *= options_.relax;
+}
+
+double RealizedSpeedup::Ratio(int batch) const {
+  const BucketSums& b = buckets_[Bucket(batch)];
+  if (!(b.speculative.ms > 0) || !(b.plain.ms > 0) || !(b.plain.tokens > 0)) return 0.0;
+  return (b.speculative.tokens / b.speculative.ms) / (b.plain.tokens / b.plain.ms);
+}
+
+double RealizedSpeedup::Factor(int batch) const {
+  const BucketSums& b = buckets_[Bucket(batch)];
+  const double ratio = Ratio(batch);
+  if (!(ratio > 0) || !(b.modelled_steps > 0)) return 1.0;
+  const double modelled = b.modelled_sum / b.modelled_steps;
+  const double raw = std::clamp(modelled / ratio, 1.0, std::max(1.0, options_.max_factor));
+  const double w = std::min(b.speculative.phases, b.plain.phases);
+  return 1 + (raw - 1) * w / (w + options_.prior_phases);
+}
+
+}  // namespace tandem::coordinator

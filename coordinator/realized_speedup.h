@@ -1,0 +1,67 @@
+// What speculation really gains, measured on outcomes (docs/architecture.md §3,
+// "Calibration"): per batch-size bucket, committed tokens per millisecond of the phases
+// in which some sequence verified proposals or the draft worker worked (speculative
+// phases) against those in which none did (plain phases), next to the mean speedup the
+// speculation controller modelled for the speculative steps. Whatever the cost terms
+// miss (cores shared by the draft and the target, thread wake-ups, a verify row that
+// costs more in a mixed batch than the fit says) shows up here as a realized ratio R
+// below the modelled S, and the calibration factor
+//   kappa = S_modelled / R, clamped to [1, max_factor],
+// shrunk towards 1 by `prior_phases` (kappa = 1 + (raw - 1) w / (w + prior_phases),
+// w the smaller discounted phase count of the two kinds), makes the controller charge
+// kappa times the modelled cost of a speculative step: it turns speculation off where
+// the realized gain is below 1 and trims an optimistic model elsewhere.
+// Each phase weighs the past of its bucket by `forgetting`; speculative evidence also
+// decays by `relax` per plain phase, so a bucket where speculation stopped relaxes to
+// kappa = 1 and speculation is tried again after a while.
+// Pure and deterministic; no I/O. Not thread-safe (the engine thread owns it).
+#ifndef TANDEM_COORDINATOR_REALIZED_SPEEDUP_H_
+#define TANDEM_COORDINATOR_REALIZED_SPEEDUP_H_
+
+#include <array>
+
+namespace tandem::coordinator {
+
+struct RealizedSpeedupOptions {
+  double forgetting = 0.995;  // (0, 1]: weight a bucket's past keeps per phase.
+  double relax = 0.999;       // (0, 1]: speculative evidence kept per plain phase.
+  double prior_phases = 30;   // > 0: phases of evidence worth half the measured factor.
+  double max_factor = 4;      // >= 1.
+};
+
+class RealizedSpeedup {
+ public:
+  explicit RealizedSpeedup(const RealizedSpeedupOptions& options = {}) : options_(options) {}
+
+  // One phase over a batch of `batch` running sequences that took `ms` and committed
+  // `tokens`; `speculative` as above; `modelled_sum` / `modelled_steps`: the sum and
+  // count of the controller's modelled speedups of its speculative sequence steps.
+  // Ignored for batch < 1, ms <= 0 or non-finite values.
+  void Observe(int batch, bool speculative, int tokens, double ms, double modelled_sum,
+               int modelled_steps);
+
+  // kappa for a batch of `batch` sequences (1 without evidence of both kinds).
+  double Factor(int batch) const;
+  // R = speculative tokens/ms over plain tokens/ms for the bucket (0 when unknown).
+  double Ratio(int batch) const;
+
+  static constexpr int kBuckets = 5;  // Batches 1, 2-3, 4-7, 8-15, 16+.
+  static int Bucket(int batch);
+
+ private:
+  struct Sums {
+    double tokens = 0, ms = 0, phases = 0;
+    void Add(double t, double m, double keep);
+    void Scale(double keep);
+  };
+  struct BucketSums {
+    Sums speculative, plain;
+    double modelled_sum = 0, modelled_steps = 0;
+  };
+  RealizedSpeedupOptions options_;
+  std::array<BucketSums, kBuckets> buckets_{};
+};
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_REALIZED_SPEEDUP_H_

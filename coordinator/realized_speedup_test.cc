@@ -1,0 +1,92 @@
+#include "coordinator/realized_speedup.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace tandem::coordinator {
+namespace {
+
+// `n` phases of each kind in alternation: plain ones commit `batch` tokens in 1 ms,
+// speculative ones `spec_tokens` in `spec_ms`, modelled at `modelled` each.
+void Feed(RealizedSpeedup& r, int batch, int n, double spec_tokens, double spec_ms,
+          double modelled) {
+  for (int i = 0; i < n; ++i) {
+    r.Observe(batch, false, batch, 1.0, 0, 0);
+    r.Observe(batch, true, static_cast<int>(spec_tokens), spec_ms, modelled * batch, batch);
+  }
+}
+
+TEST(RealizedSpeedupTest, NoEvidenceMeansNoCorrection) {
+  RealizedSpeedup r;
+  EXPECT_DOUBLE_EQ(r.Factor(4), 1.0);
+  EXPECT_DOUBLE_EQ(r.Ratio(4), 0.0);
+  for (int i = 0; i < 50; ++i) r.Observe(4, false, 4, 1.0, 0, 0);  // Plain phases only.
+  EXPECT_DOUBLE_EQ(r.Factor(4), 1.0);
+}
+
+TEST(RealizedSpeedupTest, ALosingSpeculationIsChargedWhatTheModelMissed) {
+  RealizedSpeedupOptions o;
+  o.forgetting = 1;
+  o.relax = 1;
+  o.prior_phases = 1e-9;
+  RealizedSpeedup r(o);
+  // Modelled 1.2x, realized: 4 tokens in 1.25 ms against 4 in 1 ms = 0.8x.
+  Feed(r, 4, 100, 4, 1.25, 1.2);
+  EXPECT_NEAR(r.Ratio(4), 0.8, 1e-9);
+  EXPECT_NEAR(r.Factor(4), 1.2 / 0.8, 1e-6);
+  // The controller's S times 1 / kappa is the realized ratio: below 1, off.
+  EXPECT_LT(1.2 / r.Factor(4), 1.0);
+}
+
+TEST(RealizedSpeedupTest, AGainAboveTheModelIsNotRewarded) {
+  RealizedSpeedupOptions o;
+  o.prior_phases = 1e-9;
+  RealizedSpeedup r(o);
+  Feed(r, 1, 100, 3, 1.5, 1.5);  // Realized 2x, modelled 1.5x.
+  EXPECT_NEAR(r.Ratio(1), 2.0, 1e-9);
+  EXPECT_DOUBLE_EQ(r.Factor(1), 1.0);
+}
+
+TEST(RealizedSpeedupTest, BatchSizesAreMeasuredApart) {
+  RealizedSpeedupOptions o;
+  o.prior_phases = 1e-9;
+  RealizedSpeedup r(o);
+  Feed(r, 4, 100, 4, 2.0, 1.2);  // Losing at 4 (and 5-7: the same bucket).
+  Feed(r, 1, 100, 2, 1.0, 1.5);  // Paying at 1.
+  EXPECT_GT(r.Factor(4), 2.0);
+  EXPECT_DOUBLE_EQ(r.Factor(6), r.Factor(4));
+  EXPECT_DOUBLE_EQ(r.Factor(1), 1.0);
+  EXPECT_DOUBLE_EQ(r.Factor(16), 1.0);  // Nothing measured there.
+  EXPECT_EQ(RealizedSpeedup::Bucket(3), 1);
+  EXPECT_EQ(RealizedSpeedup::Bucket(8), 3);
+  EXPECT_EQ(RealizedSpeedup::Bucket(100), 4);
+}
+
+TEST(RealizedSpeedupTest, ThinEvidenceIsShrunkAndOldEvidenceRelaxes) {
+  RealizedSpeedupOptions o;
+  o.forgetting = 1;
+  o.relax = 0.99;
+  o.prior_phases = 30;
+  RealizedSpeedup r(o);
+  Feed(r, 4, 3, 4, 2.0, 1.0);  // Raw factor 2 on 3 phases of each kind: 1 + 1 * 3 / 33.
+  EXPECT_NEAR(r.Factor(4), 1 + 3.0 / 33, 1e-3);
+  Feed(r, 4, 200, 4, 2.0, 1.0);
+  const double measured = r.Factor(4);
+  EXPECT_GT(measured, 1.6);
+  // Speculation stopped: plain phases only. Its evidence fades, and so does kappa.
+  for (int i = 0; i < 1000; ++i) r.Observe(4, false, 4, 1.0, 0, 0);
+  EXPECT_LT(r.Factor(4), 1.05);
+}
+
+TEST(RealizedSpeedupTest, IgnoresEmptyAndBadPhases) {
+  RealizedSpeedup r;
+  r.Observe(0, true, 4, 1.0, 1, 1);
+  r.Observe(4, true, 4, 0.0, 1, 1);
+  r.Observe(4, true, 4, NAN, 1, 1);
+  r.Observe(4, false, 4, 1.0, 0, 0);
+  EXPECT_DOUBLE_EQ(r.Ratio(4), 0.0);
+}
+
+}  // namespace
+}  // namespace tandem::coordinator
