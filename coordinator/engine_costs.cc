@@ -62,8 +62,10 @@ void Engine::ObserveVerifyCall(const PhasePlan& plan, int rows, double ms) {
   ObserveCall(overlapped, ms, verify_fit_, verify_overlap_,
               static_cast<double>(plan.verify.sequences_size()), static_cast<double>(rows));
   if (metrics_) {
+    const int batch = static_cast<int>(running_.size());
     metrics_->SetSlowdowns(verify_overlap_.Factor(), draft_overlap_.Factor(),
-                           realized_.Factor(static_cast<int>(running_.size())));
+                           realized_.Factor(batch, SpeculationKind::kDraftWorker),
+                           realized_.Factor(batch, SpeculationKind::kOther));
   }
 }
 
@@ -75,20 +77,26 @@ void Engine::ObserveDraftCall(const PhasePlan& plan, int proposals, double ms) {
 
 void Engine::ObserveRealized(const PhasePlan& plan, bool draft_involved,
                              const std::vector<int>& generated_before, double wall_ms) {
-  bool speculative = draft_involved;
+  bool proposed = false;
   int tokens = 0, modelled_steps = 0;
   double modelled_sum = 0;
   for (size_t i = 0; i < plan.verify_sequences.size() && i < generated_before.size(); ++i) {
     const Sequence& s = *plan.verify_sequences[i];
     tokens += s.generated() - generated_before[i];
     if (plan.verify_proposed[i] <= 0) continue;
-    speculative = true;
+    proposed = true;
     if (s.planned_step().from_controller) {
       modelled_sum += s.planned_step().choice.speedup;
       modelled_steps += 1;
     }
   }
-  realized_.Observe(static_cast<int>(running_.size()), speculative, tokens, wall_ms, modelled_sum,
+  std::optional<SpeculationKind> kind;
+  if (draft_involved) {
+    kind = SpeculationKind::kDraftWorker;
+  } else if (proposed) {
+    kind = SpeculationKind::kOther;
+  }
+  realized_.Observe(static_cast<int>(running_.size()), kind, tokens, wall_ms, modelled_sum,
                     modelled_steps);
 }
 
@@ -136,7 +144,10 @@ void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
   // Feeding the draft (a switch cost, per token): measured only.
   const double step =
       verify_fit_.Predict(std::max(batch, 1), std::max(batch, 1)) + phase_overhead_ms_ema_;
-  workers->speculation_cost_factor = options_.measured_costs ? realized_.Factor(batch) : 1.0;
+  workers->draft_worker_cost_factor =
+      options_.measured_costs ? realized_.Factor(batch, SpeculationKind::kDraftWorker) : 1.0;
+  workers->other_cost_factor =
+      options_.measured_costs ? realized_.Factor(batch, SpeculationKind::kOther) : 1.0;
   workers->draft_worker_feed_cost =
       options_.measured_costs && draft_feed_fit_.observations() >= kMinFeedObservations && step > 0
           ? draft_feed_fit_.slope() / step
@@ -151,7 +162,8 @@ void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
                        << workers->draft_worker_overhead << ", overlap slowdowns "
                        << verify_overlap_.Factor() << "/" << draft_overlap_.Factor()
                        << ", speculation cost factor "
-                       << realized_.Factor(static_cast<int>(running_.size()));
+                       << realized_.Factor(static_cast<int>(running_.size()),
+                                           SpeculationKind::kDraftWorker);
 }
 
 }  // namespace tandem::coordinator

@@ -249,11 +249,17 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
   m->draft_slowdown_ = &slowdown.Add({{"worker", "draft"}});
   m->verify_slowdown_->Set(1);
   m->draft_slowdown_->Set(1);
-  m->speculation_factor_ =
-      gauge("tandem_speculation_cost_factor",
-            "Modelled over realized speedup of speculative phases at the current batch "
-            "size (>= 1): the factor the controller charges a speculative step.");
-  m->speculation_factor_->Set(1);
+  auto& factors = prometheus::BuildGauge()
+                      .Name("tandem_speculation_cost_factor")
+                      .Help(
+                          "Modelled over realized speedup of speculative phases at the "
+                          "current batch size (>= 1): the factor the controller charges a "
+                          "speculative step, by kind of proposer.")
+                      .Register(r);
+  m->draft_worker_factor_ = &factors.Add({{"proposers", "draft_worker"}});
+  m->other_factor_ = &factors.Add({{"proposers", "other"}});
+  m->draft_worker_factor_->Set(1);
+  m->other_factor_->Set(1);
   m->draft_busy_ = gauge("tandem_draft_busy_fraction",
                          "Fraction of recent wall time the draft worker spent computing.");
   m->target_busy_ = gauge("tandem_target_busy_fraction",
@@ -344,10 +350,11 @@ void CoordinatorMetrics::RecordPhaseMode(absl::string_view mode, double predicte
 }
 
 void CoordinatorMetrics::SetSlowdowns(double verify_overlap, double draft_overlap,
-                                      double speculation_factor) {
+                                      double draft_worker_factor, double other_factor) {
   if (std::isfinite(verify_overlap)) verify_slowdown_->Set(verify_overlap);
   if (std::isfinite(draft_overlap)) draft_slowdown_->Set(draft_overlap);
-  if (std::isfinite(speculation_factor)) speculation_factor_->Set(speculation_factor);
+  if (std::isfinite(draft_worker_factor)) draft_worker_factor_->Set(draft_worker_factor);
+  if (std::isfinite(other_factor)) other_factor_->Set(other_factor);
 }
 
 void CoordinatorMetrics::RecordSpeculationCacheLookup(bool hit) {

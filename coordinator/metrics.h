@@ -34,9 +34,10 @@
 //   tandem_overlap_slowdown{worker}             gauge: measured factor by which a
 //                                               "target" (verify) or "draft" call is
 //                                               slower while the other worker runs one
-//   tandem_speculation_cost_factor              gauge: kappa, modelled / realized
+//   tandem_speculation_cost_factor{proposers}   gauge: kappa, modelled / realized
 //                                               speedup of speculative phases at the
-//                                               current batch size (>= 1)
+//                                               current batch size (>= 1), for
+//                                               "draft_worker" and "other" proposers
 //   tandem_speculation_cache_lookups_total{result}  verifies of a sequence with
 //                                               drafted-ahead proposals (continuation),
 //                                               "hit" when they became the next ones
@@ -134,9 +135,10 @@ class CoordinatorMetrics {
   // values leave the gauge).
   void RecordPhaseMode(absl::string_view mode, double predicted_gain);
   // The measured overlap slowdowns of verify and draft calls, and the controller's
-  // speculation cost factor at the current batch size (>= 1; non-finite values leave
-  // the gauges).
-  void SetSlowdowns(double verify_overlap, double draft_overlap, double speculation_factor);
+  // speculation cost factors at the current batch size for draft-worker proposers and
+  // the others (>= 1; non-finite values leave the gauges).
+  void SetSlowdowns(double verify_overlap, double draft_overlap, double draft_worker_factor,
+                    double other_factor);
   // One lookup of drafted-ahead proposals after a verify: `hit` when they were used.
   void RecordSpeculationCacheLookup(bool hit);
 
@@ -187,7 +189,8 @@ class CoordinatorMetrics {
   prometheus::Gauge* pipeline_gain_ = nullptr;
   prometheus::Gauge* verify_slowdown_ = nullptr;
   prometheus::Gauge* draft_slowdown_ = nullptr;
-  prometheus::Gauge* speculation_factor_ = nullptr;
+  prometheus::Gauge* draft_worker_factor_ = nullptr;
+  prometheus::Gauge* other_factor_ = nullptr;
   prometheus::Histogram* controller_k_ = nullptr;
   prometheus::Histogram* predicted_speedup_ = nullptr;
   std::vector<prometheus::Counter*> position_proposed_;  // Index: position - 1.

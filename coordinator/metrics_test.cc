@@ -96,8 +96,8 @@ TEST(CoordinatorMetricsTest, ServesRecordedValuesOverHttp) {
   m.RecordSpeculationCacheLookup(true);
   m.RecordSpeculationCacheLookup(false);
   m.RecordSpeculationCacheLookup(false);
-  m.SetSlowdowns(1.4, 1.1, 1.3);
-  m.SetSlowdowns(std::numeric_limits<double>::quiet_NaN(), 1.2, 1.25);  // Verify kept.
+  m.SetSlowdowns(1.4, 1.1, 1.3, 1.0);
+  m.SetSlowdowns(std::numeric_limits<double>::quiet_NaN(), 1.2, 1.25, 1.05);  // Verify kept.
 
   CoordinatorMetrics::StepLatency latency;
   latency.draft_ms = 1.5;
@@ -176,7 +176,8 @@ TEST(CoordinatorMetricsTest, ServesRecordedValuesOverHttp) {
   EXPECT_DOUBLE_EQ(Get(s, "tandem_pipeline_predicted_gain"), 0.3);
   EXPECT_DOUBLE_EQ(Get(s, "tandem_overlap_slowdown{worker=\"target\"}"), 1.4);
   EXPECT_DOUBLE_EQ(Get(s, "tandem_overlap_slowdown{worker=\"draft\"}"), 1.2);
-  EXPECT_DOUBLE_EQ(Get(s, "tandem_speculation_cost_factor"), 1.25);
+  EXPECT_DOUBLE_EQ(Get(s, "tandem_speculation_cost_factor{proposers=\"draft_worker\"}"), 1.25);
+  EXPECT_DOUBLE_EQ(Get(s, "tandem_speculation_cost_factor{proposers=\"other\"}"), 1.05);
   EXPECT_EQ(Get(s, "tandem_speculation_cache_lookups_total{result=\"hit\"}"), 1);
   EXPECT_EQ(Get(s, "tandem_speculation_cache_lookups_total{result=\"miss\"}"), 2);
 

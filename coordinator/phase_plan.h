@@ -50,9 +50,11 @@ struct WorkerAvailability {
   double draft_worker_cost = 0;       // c per proposed token.
   double draft_worker_overhead = 0;   // o per speculative step.
   double draft_worker_feed_cost = 0;  // Per token fed to the draft (prefill); 0 = unknown.
-  // Measured factor (>= 1) by which a speculative step costs more than its modelled c,
-  // nu and o at this batch size (RealizedSpeedup, docs/architecture.md §3).
-  double speculation_cost_factor = 1;
+  // Measured factors (>= 1) by which a speculative step costs more than its modelled
+  // c, nu and o at this batch size, for draft-worker proposers and for the others
+  // (RealizedSpeedup, docs/architecture.md §3).
+  double draft_worker_cost_factor = 1;
+  double other_cost_factor = 1;
 };
 
 struct PhasePlan {

@@ -26,36 +26,41 @@ int RealizedSpeedup::Bucket(int batch) {
   return 4;
 }
 
-void RealizedSpeedup::Observe(int batch, bool speculative, int tokens, double ms,
+void RealizedSpeedup::Observe(int batch, std::optional<SpeculationKind> kind, int tokens, double ms,
                               double modelled_sum, int modelled_steps) {
   if (batch < 1 || !(ms > 0) || !std::isfinite(ms) || !std::isfinite(modelled_sum)) return;
   BucketSums& b = buckets_[Bucket(batch)];
   const double keep = options_.forgetting;
-  if (speculative) {
-    b.speculative.Add(std::max(tokens, 0), ms, keep);
-    b.modelled_sum = keep * b.modelled_sum + std::max(modelled_sum, 0.0);
-    b.modelled_steps = keep * b.modelled_steps + std::max(modelled_steps, 0);
+  if (kind.has_value()) {
+    KindSums& k = b.kinds[static_cast<int>(*kind)];
+    k.speculative.Add(std::max(tokens, 0), ms, keep);
+    k.modelled_sum = keep * k.modelled_sum + std::max(modelled_sum, 0.0);
+    k.modelled_steps = keep * k.modelled_steps + std::max(modelled_steps, 0);
     return;
   }
   b.plain.Add(std::max(tokens, 0), ms, keep);
-  b.speculative.Scale(options_.relax);
-  b.modelled_sum *= options_.relax;
-  b.modelled_steps *= options_.relax;
+  for (KindSums& k : b.kinds) {
+    k.speculative.Scale(options_.relax);
+    k.modelled_sum *= options_.relax;
+    k.modelled_steps *= options_.relax;
+  }
 }
 
-double RealizedSpeedup::Ratio(int batch) const {
+double RealizedSpeedup::Ratio(int batch, SpeculationKind kind) const {
   const BucketSums& b = buckets_[Bucket(batch)];
-  if (!(b.speculative.ms > 0) || !(b.plain.ms > 0) || !(b.plain.tokens > 0)) return 0.0;
-  return (b.speculative.tokens / b.speculative.ms) / (b.plain.tokens / b.plain.ms);
+  const Sums& s = b.kinds[static_cast<int>(kind)].speculative;
+  if (!(s.ms > 0) || !(b.plain.ms > 0) || !(b.plain.tokens > 0)) return 0.0;
+  return (s.tokens / s.ms) / (b.plain.tokens / b.plain.ms);
 }
 
-double RealizedSpeedup::Factor(int batch) const {
+double RealizedSpeedup::Factor(int batch, SpeculationKind kind) const {
   const BucketSums& b = buckets_[Bucket(batch)];
-  const double ratio = Ratio(batch);
-  if (!(ratio > 0) || !(b.modelled_steps > 0)) return 1.0;
-  const double modelled = b.modelled_sum / b.modelled_steps;
+  const KindSums& k = b.kinds[static_cast<int>(kind)];
+  const double ratio = Ratio(batch, kind);
+  if (!(ratio > 0) || !(k.modelled_steps > 0)) return 1.0;
+  const double modelled = k.modelled_sum / k.modelled_steps;
   const double raw = std::clamp(modelled / ratio, 1.0, std::max(1.0, options_.max_factor));
-  const double w = std::min(b.speculative.phases, b.plain.phases);
+  const double w = std::min(k.speculative.phases, b.plain.phases);
   return 1 + (raw - 1) * w / (w + options_.prior_phases);
 }
 

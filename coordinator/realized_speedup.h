@@ -1,8 +1,11 @@
 // What speculation really gains, measured on outcomes (docs/architecture.md §3,
-// "Calibration"): per batch-size bucket, committed tokens per millisecond of the phases
-// in which some sequence verified proposals or the draft worker worked (speculative
-// phases) against those in which none did (plain phases), next to the mean speedup the
-// speculation controller modelled for the speculative steps. Whatever the cost terms
+// "Calibration"): per batch-size bucket and kind of speculation, committed tokens per
+// millisecond of the phases that speculated that way (kDraftWorker: the draft worker
+// worked or its candidates were verified; kOther: only proposals of the coordinator or
+// the target leader were verified) against the phases in which nothing speculated
+// (plain phases), next to the mean speedup the speculation controller modelled for the
+// speculative steps. Kinds are measured apart so that a draft that loses does not make
+// prompt lookup look expensive. Whatever the cost terms
 // miss (cores shared by the draft and the target, thread wake-ups, a verify row that
 // costs more in a mixed batch than the fit says) shows up here as a realized ratio R
 // below the modelled S, and the calibration factor
@@ -19,6 +22,7 @@
 #define TANDEM_COORDINATOR_REALIZED_SPEEDUP_H_
 
 #include <array>
+#include <optional>
 
 namespace tandem::coordinator {
 
@@ -29,21 +33,27 @@ struct RealizedSpeedupOptions {
   double max_factor = 4;      // >= 1.
 };
 
+// The kind of a speculative phase.
+enum class SpeculationKind { kDraftWorker = 0, kOther = 1 };
+
 class RealizedSpeedup {
  public:
   explicit RealizedSpeedup(const RealizedSpeedupOptions& options = {}) : options_(options) {}
 
   // One phase over a batch of `batch` running sequences that took `ms` and committed
-  // `tokens`; `speculative` as above; `modelled_sum` / `modelled_steps`: the sum and
-  // count of the controller's modelled speedups of its speculative sequence steps.
-  // Ignored for batch < 1, ms <= 0 or non-finite values.
-  void Observe(int batch, bool speculative, int tokens, double ms, double modelled_sum,
-               int modelled_steps);
+  // `tokens`; `kind`: empty for a plain phase, else how it speculated;
+  // `modelled_sum` / `modelled_steps`: the sum and count of the controller's modelled
+  // speedups of its speculative sequence steps. Ignored for batch < 1, ms <= 0 or
+  // non-finite values.
+  void Observe(int batch, std::optional<SpeculationKind> kind, int tokens, double ms,
+               double modelled_sum, int modelled_steps);
 
-  // kappa for a batch of `batch` sequences (1 without evidence of both kinds).
-  double Factor(int batch) const;
-  // R = speculative tokens/ms over plain tokens/ms for the bucket (0 when unknown).
-  double Ratio(int batch) const;
+  // kappa of `kind` for a batch of `batch` sequences (1 without evidence of both the
+  // kind and plain phases).
+  double Factor(int batch, SpeculationKind kind) const;
+  // R = speculative tokens/ms of `kind` over plain tokens/ms for the bucket (0 when
+  // unknown).
+  double Ratio(int batch, SpeculationKind kind) const;
 
   static constexpr int kBuckets = 5;  // Batches 1, 2-3, 4-7, 8-15, 16+.
   static int Bucket(int batch);
@@ -54,9 +64,13 @@ class RealizedSpeedup {
     void Add(double t, double m, double keep);
     void Scale(double keep);
   };
-  struct BucketSums {
-    Sums speculative, plain;
+  struct KindSums {
+    Sums speculative;
     double modelled_sum = 0, modelled_steps = 0;
+  };
+  struct BucketSums {
+    Sums plain;
+    std::array<KindSums, 2> kinds{};
   };
   RealizedSpeedupOptions options_;
   std::array<BucketSums, kBuckets> buckets_{};

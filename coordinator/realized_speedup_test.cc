@@ -7,22 +7,25 @@
 namespace tandem::coordinator {
 namespace {
 
+constexpr SpeculationKind kDraft = SpeculationKind::kDraftWorker;
+constexpr SpeculationKind kOther = SpeculationKind::kOther;
+
 // `n` phases of each kind in alternation: plain ones commit `batch` tokens in 1 ms,
 // speculative ones `spec_tokens` in `spec_ms`, modelled at `modelled` each.
-void Feed(RealizedSpeedup& r, int batch, int n, double spec_tokens, double spec_ms,
-          double modelled) {
+void Feed(RealizedSpeedup& r, int batch, int n, double spec_tokens, double spec_ms, double modelled,
+          SpeculationKind kind = SpeculationKind::kDraftWorker) {
   for (int i = 0; i < n; ++i) {
-    r.Observe(batch, false, batch, 1.0, 0, 0);
-    r.Observe(batch, true, static_cast<int>(spec_tokens), spec_ms, modelled * batch, batch);
+    r.Observe(batch, std::nullopt, batch, 1.0, 0, 0);
+    r.Observe(batch, kind, static_cast<int>(spec_tokens), spec_ms, modelled * batch, batch);
   }
 }
 
 TEST(RealizedSpeedupTest, NoEvidenceMeansNoCorrection) {
   RealizedSpeedup r;
-  EXPECT_DOUBLE_EQ(r.Factor(4), 1.0);
-  EXPECT_DOUBLE_EQ(r.Ratio(4), 0.0);
-  for (int i = 0; i < 50; ++i) r.Observe(4, false, 4, 1.0, 0, 0);  // Plain phases only.
-  EXPECT_DOUBLE_EQ(r.Factor(4), 1.0);
+  EXPECT_DOUBLE_EQ(r.Factor(4, kDraft), 1.0);
+  EXPECT_DOUBLE_EQ(r.Ratio(4, kDraft), 0.0);
+  for (int i = 0; i < 50; ++i) r.Observe(4, std::nullopt, 4, 1.0, 0, 0);  // Plain phases only.
+  EXPECT_DOUBLE_EQ(r.Factor(4, kDraft), 1.0);
 }
 
 TEST(RealizedSpeedupTest, ALosingSpeculationIsChargedWhatTheModelMissed) {
@@ -33,10 +36,10 @@ TEST(RealizedSpeedupTest, ALosingSpeculationIsChargedWhatTheModelMissed) {
   RealizedSpeedup r(o);
   // Modelled 1.2x, realized: 4 tokens in 1.25 ms against 4 in 1 ms = 0.8x.
   Feed(r, 4, 100, 4, 1.25, 1.2);
-  EXPECT_NEAR(r.Ratio(4), 0.8, 1e-9);
-  EXPECT_NEAR(r.Factor(4), 1.2 / 0.8, 1e-6);
+  EXPECT_NEAR(r.Ratio(4, kDraft), 0.8, 1e-9);
+  EXPECT_NEAR(r.Factor(4, kDraft), 1.2 / 0.8, 1e-6);
   // The controller's S times 1 / kappa is the realized ratio: below 1, off.
-  EXPECT_LT(1.2 / r.Factor(4), 1.0);
+  EXPECT_LT(1.2 / r.Factor(4, kDraft), 1.0);
 }
 
 TEST(RealizedSpeedupTest, AGainAboveTheModelIsNotRewarded) {
@@ -44,8 +47,8 @@ TEST(RealizedSpeedupTest, AGainAboveTheModelIsNotRewarded) {
   o.prior_phases = 1e-9;
   RealizedSpeedup r(o);
   Feed(r, 1, 100, 3, 1.5, 1.5);  // Realized 2x, modelled 1.5x.
-  EXPECT_NEAR(r.Ratio(1), 2.0, 1e-9);
-  EXPECT_DOUBLE_EQ(r.Factor(1), 1.0);
+  EXPECT_NEAR(r.Ratio(1, kDraft), 2.0, 1e-9);
+  EXPECT_DOUBLE_EQ(r.Factor(1, kDraft), 1.0);
 }
 
 TEST(RealizedSpeedupTest, BatchSizesAreMeasuredApart) {
@@ -54,13 +57,24 @@ TEST(RealizedSpeedupTest, BatchSizesAreMeasuredApart) {
   RealizedSpeedup r(o);
   Feed(r, 4, 100, 4, 2.0, 1.2);  // Losing at 4 (and 5-7: the same bucket).
   Feed(r, 1, 100, 2, 1.0, 1.5);  // Paying at 1.
-  EXPECT_GT(r.Factor(4), 2.0);
-  EXPECT_DOUBLE_EQ(r.Factor(6), r.Factor(4));
-  EXPECT_DOUBLE_EQ(r.Factor(1), 1.0);
-  EXPECT_DOUBLE_EQ(r.Factor(16), 1.0);  // Nothing measured there.
+  EXPECT_GT(r.Factor(4, kDraft), 2.0);
+  EXPECT_DOUBLE_EQ(r.Factor(6, kDraft), r.Factor(4, kDraft));
+  EXPECT_DOUBLE_EQ(r.Factor(1, kDraft), 1.0);
+  EXPECT_DOUBLE_EQ(r.Factor(16, kDraft), 1.0);  // Nothing measured there.
   EXPECT_EQ(RealizedSpeedup::Bucket(3), 1);
   EXPECT_EQ(RealizedSpeedup::Bucket(8), 3);
   EXPECT_EQ(RealizedSpeedup::Bucket(100), 4);
+}
+
+TEST(RealizedSpeedupTest, KindsAreMeasuredApart) {
+  RealizedSpeedupOptions o;
+  o.prior_phases = 1e-9;
+  RealizedSpeedup r(o);
+  Feed(r, 4, 100, 4, 2.0, 1.2, kDraft);  // The draft loses at 4 ...
+  Feed(r, 4, 100, 6, 1.2, 1.2, kOther);  // ... while prompt lookup pays as modelled.
+  EXPECT_GT(r.Factor(4, kDraft), 2.0);
+  EXPECT_DOUBLE_EQ(r.Factor(4, kOther), 1.0);
+  EXPECT_NEAR(r.Ratio(4, kOther), 1.25, 1e-9);
 }
 
 TEST(RealizedSpeedupTest, ThinEvidenceIsShrunkAndOldEvidenceRelaxes) {
@@ -70,22 +84,22 @@ TEST(RealizedSpeedupTest, ThinEvidenceIsShrunkAndOldEvidenceRelaxes) {
   o.prior_phases = 30;
   RealizedSpeedup r(o);
   Feed(r, 4, 3, 4, 2.0, 1.0);  // Raw factor 2 on 3 phases of each kind: 1 + 1 * 3 / 33.
-  EXPECT_NEAR(r.Factor(4), 1 + 3.0 / 33, 1e-3);
+  EXPECT_NEAR(r.Factor(4, kDraft), 1 + 3.0 / 33, 1e-3);
   Feed(r, 4, 200, 4, 2.0, 1.0);
-  const double measured = r.Factor(4);
+  const double measured = r.Factor(4, kDraft);
   EXPECT_GT(measured, 1.6);
   // Speculation stopped: plain phases only. Its evidence fades, and so does kappa.
-  for (int i = 0; i < 1000; ++i) r.Observe(4, false, 4, 1.0, 0, 0);
-  EXPECT_LT(r.Factor(4), 1.05);
+  for (int i = 0; i < 1000; ++i) r.Observe(4, std::nullopt, 4, 1.0, 0, 0);
+  EXPECT_LT(r.Factor(4, kDraft), 1.05);
 }
 
 TEST(RealizedSpeedupTest, IgnoresEmptyAndBadPhases) {
   RealizedSpeedup r;
-  r.Observe(0, true, 4, 1.0, 1, 1);
-  r.Observe(4, true, 4, 0.0, 1, 1);
-  r.Observe(4, true, 4, NAN, 1, 1);
-  r.Observe(4, false, 4, 1.0, 0, 0);
-  EXPECT_DOUBLE_EQ(r.Ratio(4), 0.0);
+  r.Observe(0, kDraft, 4, 1.0, 1, 1);
+  r.Observe(4, kDraft, 4, 0.0, 1, 1);
+  r.Observe(4, kDraft, 4, NAN, 1, 1);
+  r.Observe(4, std::nullopt, 4, 1.0, 0, 0);
+  EXPECT_DOUBLE_EQ(r.Ratio(4, kDraft), 0.0);
 }
 
 }  // namespace

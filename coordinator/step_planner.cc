@@ -33,7 +33,8 @@ spec::ControllerInputs ControllerView(const Sequence& s, int cap, const PlannerO
     option.max_k = std::max(0, std::min(cap, p.MaxK(s, o)));
     option.draft_cost = on_draft_worker ? workers.draft_worker_cost : 0.0;
     option.overhead = on_draft_worker ? workers.draft_worker_overhead : 0.0;
-    option.cost_factor = workers.speculation_cost_factor;
+    option.cost_factor =
+        on_draft_worker ? workers.draft_worker_cost_factor : workers.other_cost_factor;
     option.server = s.server_acceptance(slot);
     option.nodes_per_depth = s.nodes_per_depth(slot);
     if (on_draft_worker) {
