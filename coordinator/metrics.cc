@@ -1,9 +1,5 @@
 #include "coordinator/metrics.h"
 
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -11,11 +7,12 @@
 #include <exception>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "coordinator/metrics_endpoint.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/family.h"
@@ -46,46 +43,6 @@ const prometheus::Histogram::BucketBoundaries kRequestLatencyBucketsMs = {
     1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000, 120000};
 const prometheus::Histogram::BucketBoundaries kPerTokenBucketsMs = {0.5, 1,   2,   5,   10,   20,
                                                                     50,  100, 200, 500, 1000, 2000};
-
-// "host:port" with a numeric port in [0, 65535].
-absl::StatusOr<int> ParsePort(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("metrics listen address \"", address,
-                     "\" is not \"host:port\" with a port in [0, 65535] (0 = pick a free port)"));
-  }
-  return port;
-}
-
-// The host a local client reaches the listener of `address` ("host:port") on: the
-// address's host, or loopback for a wildcard.
-std::string LocalHost(const std::string& address) {
-  std::string host = address.substr(0, address.rfind(':'));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  if (host.empty() || host == "0.0.0.0") return "127.0.0.1";
-  if (host == "::") return "::1";
-  return host;
-}
-
-// Opens and closes one TCP connection to host:port (best effort).
-void Knock(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return;
-  const int fd = socket(found->ai_family, found->ai_socktype, found->ai_protocol);
-  if (fd >= 0) {
-    (void)connect(fd, found->ai_addr, found->ai_addrlen);
-    close(fd);
-  }
-  freeaddrinfo(found);
-}
 
 void ObserveMs(prometheus::Histogram* histogram, std::optional<double> ms) {
   if (ms.has_value() && !std::isnan(*ms)) histogram->Observe(std::max(0.0, *ms));
@@ -239,27 +196,25 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
   m->draft_available_ = gauge("tandem_draft_available", "1 when the draft worker is healthy.");
   m->pipeline_gain_ = gauge("tandem_pipeline_predicted_gain",
                             "Predicted round-time gain of the current mode over sequential.");
-  auto& slowdown = prometheus::BuildGauge()
-                       .Name("tandem_overlap_slowdown")
-                       .Help(
-                           "Measured factor by which a worker's call is slower while the "
-                           "other worker runs one.")
-                       .Register(r);
-  m->verify_slowdown_ = &slowdown.Add({{"worker", "target"}});
-  m->draft_slowdown_ = &slowdown.Add({{"worker", "draft"}});
-  m->verify_slowdown_->Set(1);
-  m->draft_slowdown_->Set(1);
-  auto& factors = prometheus::BuildGauge()
-                      .Name("tandem_speculation_cost_factor")
-                      .Help(
-                          "Modelled over realized speedup of speculative phases at the "
-                          "current batch size (>= 1): the factor the controller charges a "
-                          "speculative step, by kind of proposer.")
-                      .Register(r);
-  m->draft_worker_factor_ = &factors.Add({{"proposers", "draft_worker"}});
-  m->other_factor_ = &factors.Add({{"proposers", "other"}});
-  m->draft_worker_factor_->Set(1);
-  m->other_factor_->Set(1);
+  // Two gauges of one family, `label` = first and second, both starting at 1.
+  auto gauge_pair = [&r](const char* name, const char* help, const char* label, const char* first,
+                         const char* second) {
+    auto& family = prometheus::BuildGauge().Name(name).Help(help).Register(r);
+    std::pair<prometheus::Gauge*, prometheus::Gauge*> p{&family.Add({{label, first}}),
+                                                        &family.Add({{label, second}})};
+    p.first->Set(1);
+    p.second->Set(1);
+    return p;
+  };
+  std::tie(m->verify_slowdown_, m->draft_slowdown_) = gauge_pair(
+      "tandem_overlap_slowdown",
+      "Measured factor by which a worker's call is slower while the other worker runs one.",
+      "worker", "target", "draft");
+  std::tie(m->draft_worker_factor_, m->other_factor_) = gauge_pair(
+      "tandem_speculation_cost_factor",
+      "Modelled over realized speedup of speculative phases at the current batch size "
+      "(>= 1): the factor the controller charges a speculative step, by kind of proposer.",
+      "proposers", "draft_worker", "other");
   m->draft_busy_ = gauge("tandem_draft_busy_fraction",
                          "Fraction of recent wall time the draft worker spent computing.");
   m->target_busy_ = gauge("tandem_target_busy_fraction",
@@ -274,7 +229,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
                              .Register(r);
 
   if (!options.listen_address.empty()) {
-    absl::StatusOr<int> requested_port = ParsePort(options.listen_address);
+    absl::StatusOr<int> requested_port = ParseMetricsPort(options.listen_address);
     if (!requested_port.ok()) return requested_port.status();
     try {
       m->exposer_ = std::make_unique<prometheus::Exposer>(options.listen_address, 2);
@@ -283,7 +238,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
           absl::StrCat("metrics: cannot listen on ", options.listen_address, ": ", e.what()));
     }
     m->exposer_->RegisterCollectable(m->registry_, "/metrics");
-    m->local_host_ = LocalHost(options.listen_address);
+    m->local_host_ = LocalHostOf(options.listen_address);
     const std::vector<int> ports = m->exposer_->GetListeningPorts();
     m->port_ = ports.empty() ? *requested_port : ports.front();
     if (m->port_ == 0) {
@@ -302,7 +257,7 @@ CoordinatorMetrics::~CoordinatorMetrics() {
   std::atomic<bool> stopped{false};
   std::thread knocker([&] {
     while (!stopped.load()) {
-      Knock(local_host_, port_);
+      KnockOnce(local_host_, port_);
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   });

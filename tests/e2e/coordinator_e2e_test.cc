@@ -26,6 +26,14 @@ int TargetTp() {
   return tp == 1 || tp == 2 ? tp : 4;
 }
 
+// The cluster a test suite shares, started once in its SetUpTestSuite (null, with a
+// failure recorded, when it does not start).
+Cluster* StartSuiteCluster(const ClusterOptions& options) {
+  auto cluster = Cluster::Start(options);
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  return cluster.ok() ? cluster->release() : nullptr;
+}
+
 class CoordinatorE2eTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -33,9 +41,7 @@ class CoordinatorE2eTest : public ::testing::Test {
     options.tp = TargetTp();
     options.tag = "e2e";
     options.coordinator_flags = {"--max_running=64", "--max_queue=512"};
-    auto cluster = Cluster::Start(options);
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
+    cluster_ = StartSuiteCluster(options);
   }
   static void TearDownTestSuite() {
     delete cluster_;
@@ -147,9 +153,7 @@ class PromptLookupTreeE2eTest : public ::testing::Test {
     options.with_draft = false;
     options.tag = "e2e_trees";
     options.coordinator_flags = {"--max_running=64", "--prompt_lookup_branches=4"};
-    auto cluster = Cluster::Start(options);
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
+    cluster_ = StartSuiteCluster(options);
   }
   static void TearDownTestSuite() {
     delete cluster_;
