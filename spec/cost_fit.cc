@@ -76,6 +76,7 @@ TwoRateCostFit::TwoRateCostFit(int features, double forgetting, const std::vecto
     }
     slow_.Add(x, y, 1.0 / corners.size(), features_);
   }
+  fit_ = Solve();
 }
 
 void TwoRateCostFit::Observe(const Sizes& sizes, double y) {
@@ -103,9 +104,10 @@ void TwoRateCostFit::Observe(const Sizes& sizes, double y) {
   slow_.Scale(slow_forgetting_);
   slow_.Add(x, y, 1.0, features_);
   ++observations_;
+  fit_ = Solve();
 }
 
-TwoRateCostFit::Coefficients TwoRateCostFit::Fit() const {
+TwoRateCostFit::Coefficients TwoRateCostFit::Solve() const {
   const int n = features_ + 1;
   // The fast sums plus the long memory's, normalised to prior_weight calls.
   const double slow_weight = slow_.xx[0][0] > 0 ? prior_weight_ / slow_.xx[0][0] : 0.0;

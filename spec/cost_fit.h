@@ -51,8 +51,8 @@ class TwoRateCostFit {
   // One call of sizes `x` (features values, clamped to >= 0) that cost `y` (ms, >= 0).
   // Non-finite values are ignored.
   void Observe(const Sizes& x, double y);
-  // {intercept, per feature...}, each >= 0.
-  Coefficients Fit() const;
+  // {intercept, per feature...}, each >= 0 (solved once per observation).
+  const Coefficients& Fit() const { return fit_; }
   double Predict(const Sizes& x) const;
   int observations() const { return observations_; }
 
@@ -70,6 +70,9 @@ class TwoRateCostFit {
   double residual_scale_ = 0;
   int observations_ = 0;
   Sums fast_, slow_;
+  Coefficients fit_{};
+
+  Coefficients Solve() const;  // The constrained least squares of fast_ and slow_.
 };
 
 // y = a + b x: draft-call time against the tokens proposed, draft prefill time against
