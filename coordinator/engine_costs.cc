@@ -34,6 +34,7 @@ PipelineMode Engine::ChoosePipelineMode(int batch) {
   in.k = draft_k_ema_;
   in.continuations = planner_.optimistic && batch <= planner_.optimistic_max_batch;
   in.hit_rate = (ahead_hits_ + kAheadPriorHits) / (ahead_lookups_ + kAheadPriorLookups);
+  in.fanout = ahead_fanout_ > 0 ? ahead_fanout_ : planner_.predraft_branches;
   in.phase_overhead_ms = phase_overhead_ms_ema_;
   in.verify_slowdown = verify_overlap_.Factor();
   in.draft_slowdown = draft_overlap_.Factor();
@@ -113,16 +114,17 @@ void Engine::ObserveDraftK(const PhasePlan& plan) {
   draft_k_ema_ = draft_k_ema_ == 0 ? k : 0.9 * draft_k_ema_ + 0.1 * k;
 }
 
-void Engine::ObserveAheadHits(const PhasePlan& plan, const std::vector<bool>& had_ahead) {
+void Engine::ObserveAheadHits(const PhasePlan& plan, const std::vector<int>& had_ahead) {
   bool looked_up = false;
   for (size_t i = 0; i < plan.verify_sequences.size(); ++i) {
     const Sequence& s = *plan.verify_sequences[i];
-    if (i < had_ahead.size() && had_ahead[i] && !s.finished()) {
+    if (i < had_ahead.size() && had_ahead[i] > 0 && !s.finished()) {
       const bool hit = !s.candidates.empty() && s.candidates.site == ProposerSite::kDraftWorker;
       ahead_lookups_ = kAheadForgetting * ahead_lookups_ + 1;
       ahead_hits_ = kAheadForgetting * ahead_hits_ + (hit ? 1 : 0);
+      ahead_fanout_ = 0.9 * ahead_fanout_ + 0.1 * had_ahead[i];
       looked_up = true;
-      if (metrics_) metrics_->RecordSpeculationCacheLookup(hit);
+      if (metrics_) metrics_->RecordSpeculationCacheLookup(hit, had_ahead[i]);
     }
   }
   if (!looked_up) {

@@ -17,9 +17,12 @@ namespace tandem::coordinator {
 class Sequence;
 
 struct PlannerOptions {
-  bool pipelining = true;          // Server default; requests may turn it off.
-  bool optimistic = true;          // Optimistic continuation in lockstep mode.
-  int optimistic_max_batch = 16;   // Running sequences up to which it is used.
+  bool pipelining = true;         // Server default; requests may turn it off.
+  bool optimistic = true;         // Pre-drafting (the speculation cache) in lockstep mode.
+  int optimistic_max_batch = 16;  // Running sequences up to which it is used.
+  // Verification outcomes pre-drafted per sequence, [1, 31]: 1 = only the all-accepted
+  // one (the bonus token guessed); more also drafts after likely rejections.
+  int predraft_branches = 1;
   int max_k = 8;                   // Upper bound of K.
   int speculation_max_batch = 32;  // Above this many running: adaptive K -> 0 (batch_limit).
   int prefill_chunk = 256;         // Prefill tokens per sequence and phase (target and draft).
