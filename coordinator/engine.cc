@@ -342,7 +342,11 @@ void Engine::Loop() {
     WorkerAvailability workers;
     workers.draft = draft_ != nullptr && draft_available_.load();
     workers.target = true;
-    workers.pipeline_mode = ChoosePipelineMode(static_cast<int>(running.size()));
+    // The mode pipelined phases run in; sequential when this phase may not pipeline
+    // (what the cost terms then assume, too).
+    const PipelineMode mode = ChoosePipelineMode(static_cast<int>(running.size()));
+    workers.pipeline_mode =
+        PipeliningWanted(running, planner_.pipelining) ? mode : PipelineMode::kSequential;
     SetCostTerms(static_cast<int>(running.size()), &workers);
     PhasePlan plan = PlanPhase(running, planner_, workers);
     if (metrics_) {

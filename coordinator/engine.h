@@ -173,6 +173,9 @@ class Engine {
   // The pipelining mode of the next phase over `batch` running sequences, from the
   // measured fits (sequential until both have 8 calls), and records the decision's gain.
   PipelineMode ChoosePipelineMode(int batch);
+  // The measured share of pre-drafted lookups that supplied the next candidates (with
+  // its prior), [0, 1].
+  double AheadHitRate() const;
   // Before a verify's results are applied: the mean K of its draft-worker candidates.
   void ObserveDraftK(const PhasePlan& plan);
   // After: whether the pre-drafted outcomes of the verified sequences that had them

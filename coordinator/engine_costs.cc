@@ -33,7 +33,7 @@ PipelineMode Engine::ChoosePipelineMode(int batch) {
   in.batch = batch;
   in.k = draft_k_ema_;
   in.continuations = planner_.optimistic && batch <= planner_.optimistic_max_batch;
-  in.hit_rate = (ahead_hits_ + kAheadPriorHits) / (ahead_lookups_ + kAheadPriorLookups);
+  in.hit_rate = AheadHitRate();
   in.fanout = ahead_fanout_ > 0 ? ahead_fanout_ : planner_.predraft_branches;
   in.phase_overhead_ms = phase_overhead_ms_ema_;
   in.verify_slowdown = verify_overlap_.Factor();
@@ -135,14 +135,25 @@ void Engine::ObserveAheadHits(const PhasePlan& plan, const std::vector<int>& had
   }
 }
 
+double Engine::AheadHitRate() const {
+  return (ahead_hits_ + kAheadPriorHits) / (ahead_lookups_ + kAheadPriorLookups);
+}
+
 void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
   const spec::CostModel costs =
       options_.measured_costs ? spec::BatchCostModel(verify_fit_, draft_fit_, batch,
                                                      options_.fixed_costs, phase_overhead_ms_ema_)
                               : options_.fixed_costs;
   workers->verify_cost = costs.verify_cost;
-  workers->draft_worker_cost = costs.draft_cost;
-  workers->draft_worker_overhead = costs.overhead;
+  // In lockstep with pre-drafting, a step whose candidates were pre-drafted (share h,
+  // measured) runs no draft phase: its draft time and phase overhead are hidden behind
+  // the verify before it. What overlap still costs (slower verifies next to the draft)
+  // reaches the controller through the realized-speedup factor.
+  const bool predrafting = workers->pipeline_mode == PipelineMode::kLockstep &&
+                           planner_.optimistic && batch <= planner_.optimistic_max_batch;
+  const double exposed = options_.measured_costs && predrafting ? 1 - AheadHitRate() : 1.0;
+  workers->draft_worker_cost = costs.draft_cost * exposed;
+  workers->draft_worker_overhead = costs.overhead * exposed;
   // Feeding the draft (a switch cost, per token): measured only.
   const double step =
       verify_fit_.Predict(std::max(batch, 1), std::max(batch, 1)) + phase_overhead_ms_ema_;

@@ -64,6 +64,7 @@ TEST_F(SpeculationCacheTest, EveryOutcomeHits) {
   ASSERT_TRUE(out.status.ok()) << out.status;
   EXPECT_EQ(out.ids, Reference(s));
   EXPECT_EQ(out.stats.draft_tokens_accepted(), 0);
+  EXPECT_GE(out.stats.predrafted_steps(), out.stats.target_steps() - 3);
   EXPECT_GE(Hits(), 50);
   EXPECT_LE(Misses(), 2);
   EXPECT_LE(draft_->counters().draft_calls, target_->counters().verify_calls + 3);
@@ -80,6 +81,7 @@ TEST_F(SpeculationCacheTest, EveryOutcomeMisses) {
   ASSERT_TRUE(out.status.ok()) << out.status;
   EXPECT_EQ(out.ids, Reference(s));
   EXPECT_EQ(Hits(), 0);
+  EXPECT_EQ(out.stats.predrafted_steps(), 0u);
   EXPECT_GE(Misses(), 50);
   EXPECT_GE(draft_->counters().draft_calls, 2 * target_->counters().verify_calls - 10);
   ExpectDraftEmpty();

@@ -241,6 +241,7 @@ std::optional<Candidates> DraftProposer::OnVerified(const Sequence& s, ProposerS
     Candidates next;
     next.method = method();
     next.site = ProposerSite::kDraftWorker;
+    next.predrafted = true;
     next.tokens.assign(b.proposals.begin() + skip, b.proposals.end());
     return next;
   }

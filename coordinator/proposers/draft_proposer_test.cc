@@ -154,6 +154,93 @@ TEST_F(DraftProposerTest, ContinuationStopsAtTheContextAndTheTokensLeft) {
   EXPECT_EQ(more_for(2048, 4), 0);
 }
 
+// The speculation cache: with top tokens d_i (0.6), a_i (0.3), b_i (0.1) at each of the
+// three proposals, the three likeliest outcomes are (0, a_1) 0.3, (1, a_2) 0.18 and all
+// accepted 0.6^4 = 0.13; each is drafted on a branch forked from the sequence's draft id
+// at its prefix. The verify's outcome (1, a_2) hits: its branch becomes the draft's
+// cache (and id) and its proposals the next candidates; the next branches fork from it.
+TEST_F(DraftProposerTest, BranchesForkAtTheirOutcomeAndAHitBecomesTheCache) {
+  auto s = Make(8, 100);
+  const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
+  const uint64_t id = s->id();
+  const auto branch_id = [&](int b) { return id | (uint64_t(b) << 48); };
+  const auto drafted = [](const std::vector<int32_t>& tokens, bool with_top) {
+    v1::DraftedSequence d;
+    for (int32_t t : tokens) {
+      *d.add_proposals() = PointMassProposal(t);
+      if (!with_top) continue;
+      v1::TopTokens* top = d.add_top();
+      for (auto [token, p] : {std::pair{t, 0.6f}, {t + 100, 0.3f}, {t + 200, 0.1f}}) {
+        top->add_ids(token);
+        top->add_probs(p);
+      }
+    }
+    return d;
+  };
+  v1::DraftSequence first;
+  first.set_sequence_id(id);
+  first.mutable_tokens()->Add(s->tokens().begin(), s->tokens().end());
+  first.set_num_draft_tokens(3);
+  s->candidates =
+      *draft_.OnDrafted(*s, s->proposer_state(slot), first, drafted({21, 22, 23}, true), false);
+  PlannerOptions o;
+  o.predraft_branches = 3;
+  DraftBudget budget{0, 512};
+  PhasePlan plan;
+  draft_.AddContinuation(s.get(), s->proposer_state(slot), slot, /*next_k=*/2, o, &budget, &plan);
+  ASSERT_EQ(plan.draft.sequences_size(), 3);
+  struct Want {
+    int slot;
+    uint32_t start;
+    int32_t fed;
+    uint32_t k;
+  };
+  const Want want[] = {{1, 8, 121, 2}, {2, 9, 122, 2}, {3, 10, 23, 3}};
+  for (int i = 0; i < 3; ++i) {
+    const v1::DraftSequence& e = plan.draft.sequences(i);
+    SCOPED_TRACE(i);
+    EXPECT_EQ(e.sequence_id(), branch_id(want[i].slot));
+    EXPECT_EQ(e.fork_from(), id);
+    EXPECT_EQ(e.start_position(), want[i].start);
+    ASSERT_EQ(e.tokens_size(), 1);
+    EXPECT_EQ(e.tokens(0), want[i].fed);
+    EXPECT_EQ(e.num_draft_tokens(), want[i].k);
+    EXPECT_EQ(e.num_top(), 4u);
+    EXPECT_TRUE(plan.draft_is_continuation[i]);
+  }
+  EXPECT_EQ(budget.rows, 3);
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<int32_t> tokens =
+        i == 2 ? std::vector<int32_t>{24, 25, 26} : std::vector<int32_t>{40 + i, 50 + i};
+    EXPECT_FALSE(draft_
+                     .OnDrafted(*s, s->proposer_state(slot), plan.draft.sequences(i),
+                                drafted(tokens, true), true)
+                     .has_value());
+  }
+  s->OnVerified(Verified({21, 122}, 1), 3, absl::Now());
+  ASSERT_EQ(s->candidates.size(), 2);
+  EXPECT_EQ(s->candidates.tokens[0].token(), 41);
+  EXPECT_EQ(s->candidates.tokens[1].token(), 51);
+  std::vector<int32_t> cache = s->tokens();
+  cache.push_back(41);
+  EXPECT_EQ(Cache(*s), cache);
+  // The next step's branches fork from branch 2 and use slots 0, 1, 3.
+  PhasePlan next;
+  DraftBudget next_budget{0, 512};
+  draft_.AddContinuation(s.get(), s->proposer_state(slot), slot, 2, o, &next_budget, &next);
+  ASSERT_EQ(next.draft.sequences_size(), 3);
+  EXPECT_EQ(next.draft.sequences(0).sequence_id(), id);
+  EXPECT_EQ(next.draft.sequences(1).sequence_id(), branch_id(1));
+  EXPECT_EQ(next.draft.sequences(2).sequence_id(), branch_id(3));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(next.draft.sequences(i).fork_from(), branch_id(2));
+  std::vector<uint64_t> ids;
+  draft_.AppendWorkerIds(*s, s->proposer_state(slot), &ids);
+  EXPECT_EQ(ids, (std::vector<uint64_t>{branch_id(1), branch_id(2), branch_id(3)}));
+  // A miss (none of the outcomes) leaves no candidates and drops every branch.
+  s->OnVerified(Verified({999}, 0), 2, absl::Now());
+  EXPECT_TRUE(s->candidates.empty());
+}
+
 TEST_F(DraftProposerTest, UnusableReasons) {
   auto s = Make(8, 100);
   const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
