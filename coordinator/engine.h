@@ -176,6 +176,10 @@ class Engine {
   // The measured share of pre-drafted lookups that supplied the next candidates (with
   // its prior), [0, 1].
   double AheadHitRate() const;
+  // WorkerAvailability::predraft_token_budget for a phase of `batch` sequences: the
+  // draft tokens beyond each sequence's likeliest outcome that the measured fits
+  // predict to fit within the verify; -1 while the fits are not ready.
+  int PredraftTokenBudget(int batch) const;
   // Before a verify's results are applied: the mean K of its draft-worker candidates.
   void ObserveDraftK(const PhasePlan& plan);
   // After: whether the pre-drafted outcomes of the verified sequences that had them

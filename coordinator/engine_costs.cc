@@ -135,6 +135,20 @@ void Engine::ObserveAheadHits(const PhasePlan& plan, const std::vector<int>& had
   }
 }
 
+int Engine::PredraftTokenBudget(int batch) const {
+  if (verify_fit_.observations() < kMinPipelineObservations ||
+      draft_fit_.observations() < kMinPipelineObservations || !(draft_fit_.slope() > 0)) {
+    return -1;
+  }
+  // The verify of n sequences of K + 1 rows next to the draft, against the draft call
+  // that already pre-drafts each sequence's likeliest outcome (about K + 1 tokens).
+  const double n = std::max(batch, 1), k = draft_k_ema_;
+  const double verify = verify_overlap_.Factor() * verify_fit_.Predict(n, n * (k + 1));
+  const double draft = draft_overlap_.Factor() * draft_fit_.Predict(n * (k + 1));
+  const double tokens = (verify - draft) / (draft_overlap_.Factor() * draft_fit_.slope());
+  return static_cast<int>(std::clamp(tokens, 0.0, 1e6));
+}
+
 double Engine::AheadHitRate() const {
   return (ahead_hits_ + kAheadPriorHits) / (ahead_lookups_ + kAheadPriorLookups);
 }
@@ -157,6 +171,7 @@ void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
   // Feeding the draft (a switch cost, per token): measured only.
   const double step =
       verify_fit_.Predict(std::max(batch, 1), std::max(batch, 1)) + phase_overhead_ms_ema_;
+  workers->predraft_token_budget = PredraftTokenBudget(batch);
   workers->draft_worker_cost_factor =
       options_.measured_costs ? realized_.Factor(batch, SpeculationKind::kDraftWorker) : 1.0;
   workers->other_cost_factor =

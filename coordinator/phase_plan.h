@@ -58,6 +58,10 @@ struct WorkerAvailability {
   // (RealizedSpeedup, docs/architecture.md §3).
   double draft_worker_cost_factor = 1;
   double other_cost_factor = 1;
+  // Draft tokens the phase's pre-drafting (the speculation cache) may add and still be
+  // predicted to finish within the phase's verify (from the measured fits); -1 = no
+  // limit (fits not ready). The likeliest outcome of each sequence is always drafted.
+  int predraft_token_budget = -1;
 };
 
 struct PhasePlan {
@@ -97,6 +101,9 @@ struct PhasePlan {
 struct DraftBudget {
   int rows = 0;          // Rows of the Draft call so far.
   int prefill_left = 0;  // Draft prefill tokens still allowed this phase.
+  // Tokens pre-drafting may still add beyond each sequence's likeliest outcome (-1: no
+  // limit; WorkerAvailability::predraft_token_budget).
+  int predraft_tokens_left = -1;
 };
 
 }  // namespace tandem::coordinator

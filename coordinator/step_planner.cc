@@ -348,6 +348,7 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
   // Draft worker: continuations of what is being verified, then fresh work.
   DraftBudget budget;
   budget.prefill_left = std::min(o.prefill_budget, o.draft_max_batch_tokens);
+  budget.predraft_tokens_left = workers.predraft_token_budget;
   if (continuations) {
     for (size_t i = 0; i < plan.verify_sequences.size(); ++i) {
       Sequence* s = plan.verify_sequences[i];

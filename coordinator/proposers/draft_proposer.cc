@@ -164,6 +164,11 @@ void DraftProposer::AddContinuation(Sequence* s, ProposerState& state, int slot,
     const int more = std::min({next_k + (all ? 1 : 0), o.draft_max_k, context - start - 1,
                                s->remaining() - j - 1 - (all ? 0 : 1)});
     if (more < (all ? 2 : 1)) continue;  // Nothing to propose after the outcome.
+    // Beyond the likeliest outcome, only what the draft can do while the target verifies.
+    if (!d.branches.empty() && budget->predraft_tokens_left >= 0) {
+      if (budget->predraft_tokens_left < more) break;
+      budget->predraft_tokens_left -= more;
+    }
     if (next_free == d.main_slot) ++next_free;
     Branch b;
     b.slot = next_free++;

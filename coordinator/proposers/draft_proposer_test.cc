@@ -241,6 +241,38 @@ TEST_F(DraftProposerTest, BranchesForkAtTheirOutcomeAndAHitBecomesTheCache) {
   EXPECT_TRUE(s->candidates.empty());
 }
 
+// The fan-out budget: beyond its likeliest outcome a sequence pre-drafts only the
+// tokens the phase's budget has left (what the draft can do while the target verifies).
+TEST_F(DraftProposerTest, BranchesBeyondTheLikeliestStayWithinTheTokenBudget) {
+  for (int left : {-1, 0, 2, 3, 5}) {
+    SCOPED_TRACE(left);
+    auto s = Make(8, 100);
+    const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
+    v1::DraftSequence first;
+    first.set_sequence_id(s->id());
+    first.mutable_tokens()->Add(s->tokens().begin(), s->tokens().end());
+    first.set_num_draft_tokens(3);
+    v1::DraftedSequence answer;
+    for (int32_t t : {21, 22, 23}) {
+      *answer.add_proposals() = PointMassProposal(t);
+      v1::TopTokens* top = answer.add_top();
+      for (auto [token, p] : {std::pair{t, 0.6f}, {t + 100, 0.3f}, {t + 200, 0.1f}}) {
+        top->add_ids(token);
+        top->add_probs(p);
+      }
+    }
+    s->candidates = *draft_.OnDrafted(*s, s->proposer_state(slot), first, answer, false);
+    PlannerOptions o;
+    o.predraft_branches = 4;
+    DraftBudget budget{0, 512, left};
+    PhasePlan plan;
+    draft_.AddContinuation(s.get(), s->proposer_state(slot), slot, 2, o, &budget, &plan);
+    // Each outcome after the first costs 2 tokens (next K), the all-accepted one 3.
+    const int want = left < 0 ? 4 : left < 2 ? 1 : left < 4 ? 2 : 3;
+    EXPECT_EQ(plan.draft.sequences_size(), want);
+  }
+}
+
 TEST_F(DraftProposerTest, UnusableReasons) {
   auto s = Make(8, 100);
   const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
