@@ -24,6 +24,22 @@ WorkerAvailability Workers(bool draft) {
   return w;
 }
 
+// A Draft answer of point-mass proposals `tokens`, each with the top tokens t (0.6),
+// t + 100 (0.3) and t + 200 (0.1) when `with_top`.
+v1::DraftedSequence DraftedWithTop(const std::vector<int32_t>& tokens, bool with_top = true) {
+  v1::DraftedSequence d;
+  for (int32_t t : tokens) {
+    *d.add_proposals() = PointMassProposal(t);
+    if (!with_top) continue;
+    v1::TopTokens* top = d.add_top();
+    for (auto [token, p] : {std::pair{t, 0.6f}, {t + 100, 0.3f}, {t + 200, 0.1f}}) {
+      top->add_ids(token);
+      top->add_probs(p);
+    }
+  }
+  return d;
+}
+
 class DraftProposerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -164,25 +180,12 @@ TEST_F(DraftProposerTest, BranchesForkAtTheirOutcomeAndAHitBecomesTheCache) {
   const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
   const uint64_t id = s->id();
   const auto branch_id = [&](int b) { return id | (uint64_t(b) << 48); };
-  const auto drafted = [](const std::vector<int32_t>& tokens, bool with_top) {
-    v1::DraftedSequence d;
-    for (int32_t t : tokens) {
-      *d.add_proposals() = PointMassProposal(t);
-      if (!with_top) continue;
-      v1::TopTokens* top = d.add_top();
-      for (auto [token, p] : {std::pair{t, 0.6f}, {t + 100, 0.3f}, {t + 200, 0.1f}}) {
-        top->add_ids(token);
-        top->add_probs(p);
-      }
-    }
-    return d;
-  };
   v1::DraftSequence first;
   first.set_sequence_id(id);
   first.mutable_tokens()->Add(s->tokens().begin(), s->tokens().end());
   first.set_num_draft_tokens(3);
   s->candidates =
-      *draft_.OnDrafted(*s, s->proposer_state(slot), first, drafted({21, 22, 23}, true), false);
+      *draft_.OnDrafted(*s, s->proposer_state(slot), first, DraftedWithTop({21, 22, 23}), false);
   PlannerOptions o;
   o.predraft_branches = 3;
   DraftBudget budget{0, 512};
@@ -214,7 +217,7 @@ TEST_F(DraftProposerTest, BranchesForkAtTheirOutcomeAndAHitBecomesTheCache) {
         i == 2 ? std::vector<int32_t>{24, 25, 26} : std::vector<int32_t>{40 + i, 50 + i};
     EXPECT_FALSE(draft_
                      .OnDrafted(*s, s->proposer_state(slot), plan.draft.sequences(i),
-                                drafted(tokens, true), true)
+                                DraftedWithTop(tokens), true)
                      .has_value());
   }
   s->OnVerified(Verified({21, 122}, 1), 3, absl::Now());
@@ -252,16 +255,8 @@ TEST_F(DraftProposerTest, BranchesBeyondTheLikeliestStayWithinTheTokenBudget) {
     first.set_sequence_id(s->id());
     first.mutable_tokens()->Add(s->tokens().begin(), s->tokens().end());
     first.set_num_draft_tokens(3);
-    v1::DraftedSequence answer;
-    for (int32_t t : {21, 22, 23}) {
-      *answer.add_proposals() = PointMassProposal(t);
-      v1::TopTokens* top = answer.add_top();
-      for (auto [token, p] : {std::pair{t, 0.6f}, {t + 100, 0.3f}, {t + 200, 0.1f}}) {
-        top->add_ids(token);
-        top->add_probs(p);
-      }
-    }
-    s->candidates = *draft_.OnDrafted(*s, s->proposer_state(slot), first, answer, false);
+    s->candidates =
+        *draft_.OnDrafted(*s, s->proposer_state(slot), first, DraftedWithTop({21, 22, 23}), false);
     PlannerOptions o;
     o.predraft_branches = 4;
     DraftBudget budget{0, 512, left};

@@ -4,16 +4,12 @@
 
 #include <cmath>
 
+#include "coordinator/proposers/candidates.h"
+
 namespace tandem::coordinator {
 namespace {
 
-v1::ProposedToken Proposal(int32_t token) {
-  v1::ProposedToken p;
-  p.set_token(token);
-  p.add_q_ids(token);
-  p.add_q_probs(1);
-  return p;
-}
+v1::ProposedToken Proposal(int32_t token) { return PointMassProposal(token); }
 
 v1::TopTokens Top(std::vector<std::pair<int32_t, float>> entries) {
   v1::TopTokens t;
