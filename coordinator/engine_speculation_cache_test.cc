@@ -117,5 +117,26 @@ TEST_F(SpeculationCacheTest, IdentityUnderLoadAndAfterAFailedFanOut) {
   ExpectDraftEmpty();
 }
 
+// Draft trees (one sibling per drafted token): a draft that is wrong half the time but
+// ranks the target's token second gets a rejected position's correction accepted as a
+// sibling, so steps commit more tokens than with chains, and the output is the target's.
+TEST_F(SpeculationCacheTest, DraftTreeSiblingsCommitMorePerStepWithTheTargetsOutput) {
+  int steps[2] = {0, 0};
+  for (int siblings : {0, 1}) {
+    options_.planner.draft_tree_siblings = siblings;
+    Start(/*branches=*/1, /*draft_error_rate=*/0.5, /*top_has_target=*/true);
+    const RequestSpec s = Spec(3);
+    Output out = Run(s);
+    ASSERT_TRUE(out.status.ok()) << out.status;
+    EXPECT_EQ(out.ids, Reference(s)) << siblings << " siblings";
+    EXPECT_LE(out.stats.draft_tokens_accepted(), out.stats.generated_tokens());
+    steps[siblings] = out.stats.target_steps();
+    engine_->Stop();
+    TearDown();
+    engine_.reset();
+  }
+  EXPECT_LT(steps[1], steps[0]);
+}
+
 }  // namespace
 }  // namespace tandem::coordinator

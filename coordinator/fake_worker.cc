@@ -249,14 +249,24 @@ absl::StatusOr<v1::VerifyResponse> FakeWorker::Verify(const v1::VerifyRequest& r
     std::vector<int32_t>& cache = caches_[v.sequence_id()];
     v1::VerifiedSequence* out = response.add_sequences();
     out->set_sequence_id(v.sequence_id());
-    int accepted = 0;
-    for (const v1::ProposedToken& p : v.proposals()) {
+    // Greedy along the tree (a chain: node i's parent is i - 1): the child of the last
+    // accepted node that holds the target's token, until none does.
+    int accepted = 0, parent = -1;
+    counters_.max_position = std::max<int>(
+        counters_.max_position, v.start_position() + v.tokens_size() + v.proposals_size() - 1);
+    for (bool found = true; found;) {
+      found = false;
       const int32_t t = FakeTargetNext(cache, options_.vocab_size);
-      counters_.max_position = std::max<int>(counters_.max_position, cache.size());
-      if (p.token() != t) break;
-      cache.push_back(t);
-      out->add_committed(t);
-      ++accepted;
+      for (int i = parent + 1; i < v.proposals_size(); ++i) {
+        const int p = v.proposal_parents_size() > 0 ? v.proposal_parents(i) : i - 1;
+        if (p != parent || v.proposals(i).token() != t) continue;
+        cache.push_back(t);
+        out->add_committed(t);
+        ++accepted;
+        parent = i;
+        found = true;
+        break;
+      }
     }
     out->add_committed(FakeTargetNext(cache, options_.vocab_size));
     out->set_num_accepted(accepted);

@@ -11,7 +11,7 @@
 // branch's whole cache, more than a real worker's shared blocks) and report top tokens
 // (num_top): the proposal (0.6), then the target's token when it differs
 // (top_has_target) or another one (0.3), then a third (0.1). Only greedy verification
-// is implemented
+// (chains and trees) is implemented
 // (temperature 0); Verify commits the accepted proposals plus the target's token and,
 // when a sequence asks for them, returns next candidates (target_methods).
 // Thread-safe.

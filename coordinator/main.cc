@@ -48,6 +48,10 @@ ABSL_FLAG(int, predraft_branches, 1,
           "1 = only the all-accepted one (the bonus token guessed), more = also after the "
           "likeliest rejections (the draft's top tokens), each on a branch of its cache.");
 ABSL_FLAG(int, optimistic_max_batch, 16, "Running sequences up to which to draft ahead.");
+ABSL_FLAG(int, draft_tree_siblings, 0,
+          "Draft-model token trees for greedy and coupled requests, 0..15: verify up to this "
+          "many of the draft's next likeliest tokens as leaf siblings of each drafted token "
+          "(shallow first, within --max_k nodes); 0 = chains.");
 ABSL_FLAG(std::string, pipeline_mode, "auto",
           "Mode of pipelined phases: auto (chosen every phase from the measured draft and "
           "verify call-time fits: sequential, lockstep or ping-pong, whichever is predicted "
@@ -259,6 +263,12 @@ int Run() {
   eo.planner.optimistic = absl::GetFlag(FLAGS_optimistic);
   eo.planner.optimistic_max_batch = absl::GetFlag(FLAGS_optimistic_max_batch);
   eo.planner.predraft_branches = absl::GetFlag(FLAGS_predraft_branches);
+  eo.planner.draft_tree_siblings = absl::GetFlag(FLAGS_draft_tree_siblings);
+  if (eo.planner.draft_tree_siblings < 0 || eo.planner.draft_tree_siblings > 15) {
+    std::fprintf(stderr, "tandem-coordinator: --draft_tree_siblings=%d: expected 0..15\n",
+                 eo.planner.draft_tree_siblings);
+    return 2;
+  }
   if (eo.planner.predraft_branches < 1 || eo.planner.predraft_branches > 31) {
     std::fprintf(stderr, "tandem-coordinator: --predraft_branches=%d: expected 1..31\n",
                  eo.planner.predraft_branches);

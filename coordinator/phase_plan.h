@@ -23,6 +23,10 @@ struct PlannerOptions {
   // Verification outcomes pre-drafted per sequence, [1, 31]: 1 = only the all-accepted
   // one (the bonus token guessed); more also drafts after likely rejections.
   int predraft_branches = 1;
+  // Draft-model token trees (greedy and coupled requests): up to this many of the
+  // draft's next likeliest tokens are verified as leaf siblings of each chain node,
+  // shallow depths first, within max_k nodes; 0 = chains.
+  int draft_tree_siblings = 0;
   int max_k = 8;                   // Upper bound of K.
   int speculation_max_batch = 32;  // Above this many running: adaptive K -> 0 (batch_limit).
   int prefill_chunk = 256;         // Prefill tokens per sequence and phase (target and draft).

@@ -8,8 +8,39 @@
 namespace tandem::coordinator {
 namespace {
 
-// Top tokens asked per proposal when branches beyond the all-accepted one are wanted.
+// Top tokens asked per proposal when branches beyond the all-accepted one are wanted,
+// and the most a draft reports (kernels/accept/draft_sample.h, kMaxDraftTop).
 constexpr int kOutcomeTopTokens = 4;
+constexpr int kMaxTop = 16;
+
+// Whether `s`'s rule accepts deterministic sibling nodes: greedy and the coupled rule
+// follow the child equal to the target's token; rejection sampling needs siblings
+// drawn from q (docs/architecture.md §4, Trees).
+bool TakesDeterministicSiblings(const Sequence& s) {
+  const v1::SequenceSampling sampling = ToSequenceSampling(s.request());
+  return sampling.temperature() == 0 || sampling.rule() == v1::ACCEPTANCE_RULE_COUPLED;
+}
+
+// Turns the chain in `c` into a tree: up to `siblings` of the draft's next likeliest
+// tokens at each chain position (top[i], without the chain's own token) as leaves
+// beside chain node i, shallow positions first, until `max_nodes` nodes.
+void AttachSiblings(const std::vector<v1::TopTokens>& top, int siblings, int max_nodes,
+                    Candidates* c) {
+  const int chain = c->size();
+  std::vector<int32_t> parents(chain);
+  for (int i = 0; i < chain; ++i) parents[i] = i - 1;
+  for (int i = 0; i < chain && i < static_cast<int>(top.size()); ++i) {
+    int added = 0;
+    for (int e = 0; e < top[i].ids_size() && added < siblings; ++e) {
+      if (static_cast<int>(parents.size()) >= max_nodes) break;
+      if (top[i].ids(e) == c->tokens[i].token() || !(top[i].probs(e) > 0)) continue;
+      c->tokens.push_back(PointMassProposal(top[i].ids(e)));
+      parents.push_back(i - 1);
+      ++added;
+    }
+  }
+  if (static_cast<int>(parents.size()) > chain) c->parents = std::move(parents);
+}
 
 // The draft worker's id of slot `slot` of sequence `id`'s id pool: slot 0 is the
 // sequence's own id, the others carry the slot in bits 48.. (engine ids stay below 2^48).
@@ -37,6 +68,9 @@ struct DraftState : ProposerState {
   std::vector<v1::TopTokens> top;
   // Outcomes pre-drafted while the current candidates are verified.
   std::vector<Branch> branches;
+  // Tree shape of the next candidates (PlannerOptions, as of the last AddWork).
+  int tree_siblings = 0;
+  int max_nodes = 0;
 
   // Length of the common prefix of cache and the sequence's tokens.
   int ValidLength(const std::vector<int32_t>& tokens) const {
@@ -70,7 +104,9 @@ v1::DraftSequence* AddDraftEntry(Sequence* s, uint64_t worker_id, int slot, uint
   d->set_num_draft_tokens(k);
   *d->mutable_sampling() = ToSequenceSampling(s->request());
   d->set_proposal_top_k(o.proposal_top_k);
-  if (o.predraft_branches > 1) d->set_num_top(kOutcomeTopTokens);
+  if (o.predraft_branches > 1 || o.draft_tree_siblings > 0) {
+    d->set_num_top(std::max(kOutcomeTopTokens, std::min(o.draft_tree_siblings + 1, kMaxTop)));
+  }
   plan->draft_sequences.push_back(s);
   plan->draft_is_continuation.push_back(continuation);
   plan->draft_slots.push_back(slot);
@@ -131,6 +167,8 @@ void DraftProposer::AddWork(Sequence* s, ProposerState& state, int slot, int k,
   }
   if (budget->rows + fed > o.draft_max_batch_tokens) return;  // Next phase.
   budget->rows += fed;
+  Of(state).tree_siblings = o.draft_tree_siblings;
+  Of(state).max_nodes = o.max_k;
   AddDraftEntry(s, WorkerId(s->id(), Of(state).main_slot), slot, start, tokens.data() + start,
                 tokens.data() + length, k, false, o, plan);
 }
@@ -150,6 +188,7 @@ void DraftProposer::AddContinuation(Sequence* s, ProposerState& state, int slot,
   const int length = static_cast<int>(s->tokens().size());
   const size_t expected = length + k - 1;  // The cache holds tokens + candidates[0, K-1).
   if (k == 0 || d.cache.size() != expected || d.ValidLength(s->tokens()) != length) return;
+  if (!s->candidates.parents.empty()) return;  // Outcomes are ranked for chains only.
   const int context = std::min(o.context_length, o.draft_context_length);
   int next_free = 0;  // Slots in order, skipping the main one.
   for (const StepOutcome& outcome :
@@ -214,6 +253,9 @@ std::optional<Candidates> DraftProposer::OnDrafted(const Sequence& s, ProposerSt
   c.method = method();
   c.site = ProposerSite::kDraftWorker;
   c.tokens = std::move(drafted);
+  if (d.tree_siblings > 0 && TakesDeterministicSiblings(s)) {
+    AttachSiblings(d.top, d.tree_siblings, d.max_nodes, &c);
+  }
   return c;
 }
 
@@ -248,6 +290,9 @@ std::optional<Candidates> DraftProposer::OnVerified(const Sequence& s, ProposerS
     next.site = ProposerSite::kDraftWorker;
     next.predrafted = true;
     next.tokens.assign(b.proposals.begin() + skip, b.proposals.end());
+    if (d.tree_siblings > 0 && TakesDeterministicSiblings(s)) {
+      AttachSiblings(d.top, d.tree_siblings, d.max_nodes, &next);
+    }
     return next;
   }
   return std::nullopt;

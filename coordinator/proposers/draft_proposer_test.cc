@@ -48,10 +48,13 @@ class DraftProposerTest : public ::testing::Test {
     tokenizer_ = std::make_unique<Tokenizer>(*std::move(t));
   }
 
-  std::unique_ptr<Sequence> Make(int prompt_len, int max_new) {
+  std::unique_ptr<Sequence> Make(int prompt_len, int max_new, float temperature = 0,
+                                 v1::AcceptanceRule rule = v1::ACCEPTANCE_RULE_REJECTION) {
     ValidatedRequest r;
     r.speculation.method = v1::SPECULATION_METHOD_DRAFT;
     r.speculation.fixed_k = 4;
+    r.sampling.temperature = temperature;
+    r.speculation.rule = rule;
     std::vector<int32_t> prompt(prompt_len);
     std::iota(prompt.begin(), prompt.end(), 10);
     return MakeSequence(1, r, prompt, max_new, tokenizer_.get());
@@ -265,6 +268,46 @@ TEST_F(DraftProposerTest, BranchesBeyondTheLikeliestStayWithinTheTokenBudget) {
     // Each outcome after the first costs 2 tokens (next K), the all-accepted one 3.
     const int want = left < 0 ? 4 : left < 2 ? 1 : left < 4 ? 2 : 3;
     EXPECT_EQ(plan.draft.sequences_size(), want);
+  }
+}
+
+// Draft trees: greedy and coupled requests get the draft's next likeliest tokens as leaf
+// siblings of each chain node (shallow first, within max_k nodes); a rejection-sampled
+// request keeps its chain (its siblings would have to be drawn from q).
+TEST_F(DraftProposerTest, TreeSiblingsForGreedyAndCoupledWithinTheNodeBudget) {
+  struct Case {
+    float temperature;
+    v1::AcceptanceRule rule;
+    int max_k;
+    std::vector<int32_t> tokens;
+    std::vector<int32_t> parents;
+  };
+  const Case cases[] = {
+      {0, v1::ACCEPTANCE_RULE_REJECTION, 8, {21, 22, 23, 121, 122, 123}, {-1, 0, 1, -1, 0, 1}},
+      {0.8f, v1::ACCEPTANCE_RULE_COUPLED, 8, {21, 22, 23, 121, 122, 123}, {-1, 0, 1, -1, 0, 1}},
+      {0, v1::ACCEPTANCE_RULE_REJECTION, 4, {21, 22, 23, 121}, {-1, 0, 1, -1}},
+      {0.8f, v1::ACCEPTANCE_RULE_REJECTION, 8, {21, 22, 23}, {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::PrintToString(c.tokens));
+    auto s = Make(8, 100, c.temperature, c.rule);
+    const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
+    PlannerOptions o;
+    o.draft_tree_siblings = 1;
+    o.max_k = c.max_k;
+    DraftBudget budget{0, 512};
+    PhasePlan plan;
+    draft_.AddWork(s.get(), s->proposer_state(slot), slot, 3, o, &budget, &plan);
+    ASSERT_EQ(plan.draft.sequences_size(), 1);
+    EXPECT_EQ(plan.draft.sequences(0).num_top(), 4u);
+    const std::optional<Candidates> got = draft_.OnDrafted(
+        *s, s->proposer_state(slot), plan.draft.sequences(0), DraftedWithTop({21, 22, 23}), false);
+    ASSERT_TRUE(got.has_value());
+    std::vector<int32_t> tokens;
+    for (const v1::ProposedToken& t : got->tokens) tokens.push_back(t.token());
+    EXPECT_EQ(tokens, c.tokens);
+    EXPECT_EQ(got->parents, c.parents);
+    EXPECT_EQ(got->depth(), 3);
   }
 }
 
