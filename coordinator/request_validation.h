@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/proposers/lookahead_params.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/random/bit_gen_ref.h"
 #include "absl/status/status.h"
@@ -101,6 +102,8 @@ struct ResolvedSpeculation {
   float delta = 0.0f;
   // Scheduling hint (never changes outputs): DEFAULT, ON or OFF.
   tandem::v1::Pipelining pipelining = tandem::v1::PIPELINING_DEFAULT;
+  // LOOKAHEAD's W, N, G (ResolveLookaheadParams; the defaults for other methods).
+  LookaheadConfig lookahead;
 };
 
 struct ValidatedRequest {

@@ -111,8 +111,11 @@ LookaheadStep BuildLookaheadStep(const NgramPool& pool, const JacobiWindow& wind
   const int budget = max_nodes >= window_nodes ? max_nodes - window_nodes : max_nodes;
   std::vector<std::vector<int32_t>> guesses = pool.Find(last);
   if (static_cast<int>(guesses.size()) > max_guesses) guesses.resize(std::max(0, max_guesses));
-  for (const std::vector<int32_t>& g : guesses) {
-    if (static_cast<int>(step.tokens.size()) + NewNodes(g, step) > budget) break;
+  for (std::vector<int32_t>& g : guesses) {
+    const int left = budget - static_cast<int>(step.tokens.size());
+    if (left <= 0) break;
+    const int extra = NewNodes(g, step);
+    if (extra > left) g.resize(g.size() - (extra - left));  // A prefix still guesses.
     AddPath(g, &step);
   }
   step.acceptable = static_cast<int>(step.tokens.size());

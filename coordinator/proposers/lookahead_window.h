@@ -97,8 +97,8 @@ struct LookaheadStep {
 
 // The step for a sequence whose last committed token is `last`: at most `max_guesses`
 // continuations of `last` from `pool`, then `window`, when all of it fits in
-// `max_nodes`; the window is left out when it does not fit, and continuations beyond
-// what is left of `max_nodes` are dropped.
+// `max_nodes`; the window is left out when it does not fit, and the guesses are cut to
+// what is left of `max_nodes` (the last one kept may be a prefix).
 LookaheadStep BuildLookaheadStep(const NgramPool& pool, const JacobiWindow& window, int32_t last,
                                  int max_guesses, int max_nodes);
 

@@ -104,10 +104,11 @@ TEST(BuildLookaheadStepTest, BudgetsGuessesThenTheWindow) {
   pool.Add(V{9, 1, 2});
   pool.Add(V{9, 4, 5});
   const JacobiWindow window(2, 2, V{7, 8});
-  // Room for the window and one guess.
+  // Room for the window, one guess and the first token of the other.
   LookaheadStep step = BuildLookaheadStep(pool, window, 9, 4, 5);
-  EXPECT_EQ(step.acceptable, 2);
-  EXPECT_THAT(step.tokens, ElementsAre(4, 5, 7, 8));
+  EXPECT_EQ(step.acceptable, 3);
+  EXPECT_THAT(step.tokens, ElementsAre(4, 5, 1, 7, 8));
+  EXPECT_THAT(step.parents, ElementsAre(-1, 0, -1, -1, 3));
   // G = 0: the window alone; an unknown key: the same.
   EXPECT_EQ(BuildLookaheadStep(pool, window, 9, 0, 10).acceptable, 0);
   step = BuildLookaheadStep(pool, window, 3, 4, 10);
@@ -115,8 +116,9 @@ TEST(BuildLookaheadStepTest, BudgetsGuessesThenTheWindow) {
   EXPECT_THAT(step.parents, ElementsAre(-1, 0));
   // No room for the window: guesses only, within max_nodes.
   step = BuildLookaheadStep(pool, window, 9, 4, 1);
-  EXPECT_EQ(step.acceptable, 0);
-  EXPECT_THAT(step.tokens, IsEmpty());
+  EXPECT_EQ(step.acceptable, 1);
+  EXPECT_THAT(step.tokens, ElementsAre(4));
+  EXPECT_THAT(BuildLookaheadStep(pool, window, 9, 4, 0).tokens, IsEmpty());
   EXPECT_EQ(LookaheadMaxNodes({.window = 4, .ngram = 3, .max_guesses = 2}), 12);
 }
 
