@@ -25,7 +25,8 @@ struct ProposerConfig {
 class ProposerRegistry {
  public:
   // Served proposers, in AUTO's preference order: the draft model (when configured),
-  // then prompt lookup.
+  // then prompt lookup, then `extra`; Lookahead is served too but only when named
+  // (not in AUTO's chain).
   explicit ProposerRegistry(const ProposerConfig& config);
 
   // Methods a request may name besides AUTO and NONE.
@@ -37,6 +38,7 @@ class ProposerRegistry {
 
  private:
   std::vector<std::shared_ptr<const Proposer>> proposers_;  // Preference order.
+  size_t auto_size_ = 0;  // AUTO's chain: proposers_[0, auto_size_).
 };
 
 }  // namespace tandem::coordinator
