@@ -33,11 +33,11 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/proposers/lookahead_params.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/random/bit_gen_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "coordinator/proposers/lookahead_params.h"
 #include "tandem/v1/tandem.pb.h"
 #include "tandem/v1/worker.pb.h"
 

@@ -188,8 +188,8 @@ absl::Status CheckTree(const v1::VerifySequence& seq, spec::AcceptanceRule rule,
   for (int i = acceptable; i < k; ++i) {
     const int32_t parent = seq.proposal_parents(i);
     if (parent < -1 || parent >= i) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": proposal_parents[", i, "] = ",
-                                                     parent, " is outside [-1, ", i, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": proposal_parents[", i,
+                                                     "] = ", parent, " is outside [-1, ", i, ")"));
     }
   }
   std::vector<spec::Proposal> nodes;

@@ -43,8 +43,8 @@ TEST(LookaheadParamsTest, ExplicitValuesAreKeptAndGDefaultsToW) {
 
 TEST(LookaheadParamsTest, DefaultsShrinkToFitTheServer) {
   const LookaheadConfig d = DefaultLookaheadConfig();
-  absl::StatusOr<LookaheadConfig> c =
-      ResolveLookaheadParams(Params(kUnset, kUnset, kUnset), kLookahead, (d.window + 1) * (d.ngram - 1));
+  absl::StatusOr<LookaheadConfig> c = ResolveLookaheadParams(
+      Params(kUnset, kUnset, kUnset), kLookahead, (d.window + 1) * (d.ngram - 1));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->window, d.window);
   EXPECT_EQ(c->max_guesses, 1);
@@ -55,16 +55,18 @@ TEST(LookaheadParamsTest, DefaultsShrinkToFitTheServer) {
 }
 
 TEST(LookaheadParamsTest, BadValuesAreRejectedWithTheirField) {
-  EXPECT_NE(Error(Params(0, 3, 3)).find("lookahead.window = 0 is out of range; valid range [1, 64]"),
-            std::string::npos);
+  EXPECT_NE(
+      Error(Params(0, 3, 3)).find("lookahead.window = 0 is out of range; valid range [1, 64]"),
+      std::string::npos);
   EXPECT_NE(Error(Params(65, 3, 3)).find("window = 65"), std::string::npos);
   EXPECT_NE(Error(Params(3, 1, 3)).find("lookahead.ngram = 1 is out of range; valid range [2, 8]"),
             std::string::npos);
   EXPECT_NE(Error(Params(3, 9, 3)).find("ngram = 9"), std::string::npos);
   EXPECT_NE(Error(Params(3, 3, -2)).find("max_guesses = -2"), std::string::npos);
   EXPECT_NE(Error(Params(3, 3, 65)).find("max_guesses = 65"), std::string::npos);
-  EXPECT_NE(Error(Params(15, 5, 15), 64).find("(W + G) * (N - 1) = 120 nodes per step, over this "
-                                              "server's max_speculative_tokens 64"),
+  EXPECT_NE(Error(Params(15, 5, 15), 64)
+                .find("(W + G) * (N - 1) = 120 nodes per step, over this "
+                      "server's max_speculative_tokens 64"),
             std::string::npos);
   EXPECT_NE(Error(Params(3, 3, 3), 64, v1::SPECULATION_METHOD_PROMPT_LOOKUP)
                 .find("only used by SPECULATION_METHOD_LOOKAHEAD"),

@@ -3,11 +3,12 @@
 // paper's mask.
 #include "coordinator/proposers/lookahead_window.h"
 
-#include "gmock/gmock.h"
 #include <gtest/gtest.h>
 
 #include <set>
 #include <vector>
+
+#include "gmock/gmock.h"
 
 namespace tandem::coordinator {
 namespace {

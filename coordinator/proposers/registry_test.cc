@@ -19,11 +19,11 @@ TEST(ProposerRegistryTest, ServedMethodsAndChainsFollowTheConfiguration) {
             (std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_DRAFT,
                                             v1::SPECULATION_METHOD_PROMPT_LOOKUP,
                                             v1::SPECULATION_METHOD_LOOKAHEAD}));
-  EXPECT_EQ(with_draft.listed_methods(),
-            (std::vector<SpeculationMethod>{
-                v1::SPECULATION_METHOD_AUTO, v1::SPECULATION_METHOD_NONE,
-                v1::SPECULATION_METHOD_DRAFT, v1::SPECULATION_METHOD_PROMPT_LOOKUP,
-                v1::SPECULATION_METHOD_LOOKAHEAD}));
+  EXPECT_EQ(
+      with_draft.listed_methods(),
+      (std::vector<SpeculationMethod>{
+          v1::SPECULATION_METHOD_AUTO, v1::SPECULATION_METHOD_NONE, v1::SPECULATION_METHOD_DRAFT,
+          v1::SPECULATION_METHOD_PROMPT_LOOKUP, v1::SPECULATION_METHOD_LOOKAHEAD}));
   // AUTO: the draft first, prompt lookup when it cannot be used; never Lookahead.
   EXPECT_EQ(Methods(with_draft.ChainFor(v1::SPECULATION_METHOD_AUTO)),
             (std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_DRAFT,

@@ -161,8 +161,8 @@ TEST_F(LookaheadE2eTest, GreedyIsTargetOnlyGreedyForEveryShapeAndPipelining) {
     }
   }
   const int accepted = ExpectIdentical(RunAll(stub.get(), variants), baseline, variants);
-  std::printf("greedy: %zu variants x %d prompts identical; %d guesses accepted\n",
-              variants.size(), kNumPrompts, accepted);
+  std::printf("greedy: %zu variants x %d prompts identical; %d guesses accepted\n", variants.size(),
+              kNumPrompts, accepted);
   EXPECT_GT(accepted, 0);
 }
 
@@ -189,13 +189,14 @@ TEST_F(LookaheadE2eTest, ListedAndBadParametersAreRejected) {
   bool listed = false;
   for (int m : info.methods()) listed |= m == v1::SPECULATION_METHOD_LOOKAHEAD;
   EXPECT_TRUE(listed);
-  for (const auto& [w, n, g, field] :
-       {std::tuple{0, 3, 3, "window"}, {3, 1, 3, "ngram"}, {3, 3, 65, "max_guesses"},
-        {40, 8, 40, "max_speculative_tokens"}}) {
+  for (const auto& [w, n, g, field] : {std::tuple{0, 3, 3, "window"},
+                                       {3, 1, 3, "ngram"},
+                                       {3, 3, 65, "max_guesses"},
+                                       {40, 8, 40, "max_speculative_tokens"}}) {
     grpc::ClientContext ctx;
     v1::GenerateResponse resp;
-    const grpc::Status st = stub->Generate(
-        &ctx, Request(0, {v1::SPECULATION_METHOD_LOOKAHEAD, w, n, g}), &resp);
+    const grpc::Status st =
+        stub->Generate(&ctx, Request(0, {v1::SPECULATION_METHOD_LOOKAHEAD, w, n, g}), &resp);
     EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << field;
     EXPECT_NE(st.error_message().find(field), std::string::npos) << st.error_message();
   }
