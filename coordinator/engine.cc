@@ -18,7 +18,8 @@ Engine::Engine(const EngineOptions& options, const Tokenizer* tokenizer,
       draft_(std::move(draft)),
       metrics_(metrics),
       proposers_(ProposerConfig{draft_ != nullptr, options.extra_proposers,
-                                options.prompt_lookup_branches}),
+                                options.prompt_lookup_branches,
+                                metrics != nullptr ? metrics->registry() : nullptr}),
       kv_(options.planner.max_k),
       queue_(options.max_queue) {
   for (v1::SpeculationMethod m : proposers_.served_methods()) {

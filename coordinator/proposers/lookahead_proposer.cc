@@ -34,6 +34,9 @@ std::optional<Candidates> LookaheadProposer::OnVerified(const Sequence& s, Propo
   la.pool.AddAll(absl::MakeConstSpan(tokens).subspan(from));
   const bool had_window = verified.method == method() && verified.acceptable >= 0 &&
                           verified.size() > verified.acceptable;
+  if (metrics_ != nullptr && verified.method == method() && verified.acceptable > 0) {
+    metrics_->RecordAccepted(static_cast<int>(result.num_accepted()));
+  }
   if (had_window && result.has_next_candidates()) {
     std::vector<int32_t> next;
     for (const v1::ProposedToken& p : result.next_candidates().proposals()) {
@@ -47,6 +50,7 @@ std::optional<Candidates> LookaheadProposer::OnVerified(const Sequence& s, Propo
   if (tokens.empty() || s.remaining() <= 1) return std::nullopt;
   const LookaheadStep step = BuildLookaheadStep(la.pool, la.window, tokens.back(),
                                                 la.config.max_guesses, s.remaining() - 1);
+  if (metrics_ != nullptr) metrics_->RecordLookup(step.acceptable > 0, la.pool.size());
   if (step.tokens.empty()) return std::nullopt;
   la.guesses_sent += step.acceptable > 0;
   Candidates c;

@@ -14,7 +14,9 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
 
+#include "coordinator/proposers/lookahead_metrics.h"
 #include "coordinator/proposers/lookahead_window.h"
 #include "coordinator/proposers/proposer.h"
 
@@ -31,6 +33,10 @@ struct LookaheadState : ProposerState {
 
 class LookaheadProposer final : public Proposer {
  public:
+  // `metrics` (may be null) records lookups, pool sizes and accepted lengths.
+  explicit LookaheadProposer(std::shared_ptr<LookaheadMetrics> metrics = nullptr)
+      : metrics_(std::move(metrics)) {}
+
   v1::SpeculationMethod method() const override { return v1::SPECULATION_METHOD_LOOKAHEAD; }
   ProposerCapabilities capabilities() const override {
     ProposerCapabilities c;
@@ -55,6 +61,9 @@ class LookaheadProposer final : public Proposer {
                                        const Candidates& verified,
                                        const v1::VerifiedSequence& result,
                                        int committed) const override;
+
+ private:
+  std::shared_ptr<LookaheadMetrics> metrics_;
 };
 
 }  // namespace tandem::coordinator

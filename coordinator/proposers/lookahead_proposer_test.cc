@@ -6,9 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "coordinator/proposers/test_util.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
 
 namespace tandem::coordinator {
 namespace {
@@ -99,6 +103,25 @@ TEST_F(LookaheadProposerTest, NearTheEndTheWindowIsLeftOut) {
   EXPECT_EQ(c->acceptable, 1);
   c = Step(*c, {7, 5}, {});
   EXPECT_FALSE(c.has_value());  // Nothing left to propose for.
+}
+
+TEST_F(LookaheadProposerTest, RecordsLookupsAndAcceptedLengths) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  p_ = LookaheadProposer(std::make_shared<LookaheadMetrics>(registry));
+  Start({5, 6, 7, 8, 5, 6, 9, 1, 2}, 32, {.window = 2, .ngram = 3, .max_guesses = 2});
+  std::optional<Candidates> c = Step(Candidates(), {5}, {});  // Key 5: a hit.
+  ASSERT_TRUE(c.has_value());
+  v1::VerifiedSequence result;
+  result.add_committed(6);
+  result.add_committed(42);
+  result.set_num_accepted(1);  // Guess "6" accepted, then the correction 42.
+  s_->OnVerified(result, c->depth(), absl::Now());
+  c = p_.OnVerified(*s_, *state_, *c, result, 2);  // Key 42: a miss.
+  const std::string text = prometheus::TextSerializer().Serialize(registry->Collect());
+  EXPECT_NE(text.find("tandem_lookahead_lookups_total{result=\"hit\"} 1"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tandem_lookahead_lookups_total{result=\"miss\"} 1"), std::string::npos);
+  EXPECT_NE(text.find("tandem_lookahead_accepted_length_sum 1"), std::string::npos);
 }
 
 }  // namespace

@@ -11,7 +11,8 @@ ProposerRegistry::ProposerRegistry(const ProposerConfig& config) {
   proposers_.push_back(std::make_unique<PromptLookupProposer>(config.prompt_lookup_branches));
   for (const auto& p : config.extra) proposers_.push_back(p);
   // Served, but only when named: it loses on the CPU backend (bench/README.md).
-  proposers_.push_back(std::make_unique<LookaheadProposer>());
+  proposers_.push_back(std::make_unique<LookaheadProposer>(
+      config.metrics ? std::make_shared<LookaheadMetrics>(config.metrics) : nullptr));
   auto_size_ = proposers_.size() - 1;
 }
 

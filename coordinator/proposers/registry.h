@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "coordinator/proposers/proposer.h"
+#include "prometheus/registry.h"
 
 namespace tandem::coordinator {
 
@@ -20,6 +21,9 @@ struct ProposerConfig {
   // Prompt lookup's distinct continuations per proposal (PromptLookupProposer): 1 =
   // chains (the default), 2..PromptLookupOptions::kMaxBranches = token trees.
   int prompt_lookup_branches = 1;
+  // Where proposers register their own series (CoordinatorMetrics::registry()); null =
+  // none.
+  std::shared_ptr<prometheus::Registry> metrics;
 };
 
 class ProposerRegistry {
