@@ -71,14 +71,19 @@ bool JacobiWindow::Advance(absl::Span<const int32_t> next,
 
 namespace {
 
+// The child of `parent` (-1: the root) carrying `token` in the trie, or -1.
+int FindChild(const LookaheadStep& step, int parent, int32_t token) {
+  for (int i = 0; i < static_cast<int>(step.tokens.size()); ++i) {
+    if (step.parents[i] == parent && step.tokens[i] == token) return i;
+  }
+  return -1;
+}
+
 // Merges `path` under the root of the trie (tokens, parents): shared prefixes once.
 void AddPath(const std::vector<int32_t>& path, LookaheadStep* step) {
   int parent = -1;
   for (int32_t token : path) {
-    int found = -1;
-    for (int i = 0; i < static_cast<int>(step->tokens.size()); ++i) {
-      if (step->parents[i] == parent && step->tokens[i] == token) found = i;
-    }
+    int found = FindChild(*step, parent, token);
     if (found < 0) {
       found = static_cast<int>(step->tokens.size());
       step->tokens.push_back(token);
@@ -92,12 +97,8 @@ void AddPath(const std::vector<int32_t>& path, LookaheadStep* step) {
 int NewNodes(const std::vector<int32_t>& path, const LookaheadStep& step) {
   int parent = -1, depth = 0;
   for (; depth < static_cast<int>(path.size()); ++depth) {
-    int found = -1;
-    for (int i = 0; i < static_cast<int>(step.tokens.size()); ++i) {
-      if (step.parents[i] == parent && step.tokens[i] == path[depth]) found = i;
-    }
-    if (found < 0) break;
-    parent = found;
+    parent = FindChild(step, parent, path[depth]);
+    if (parent < 0) break;
   }
   return static_cast<int>(path.size()) - depth;
 }
