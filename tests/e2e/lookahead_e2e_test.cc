@@ -51,6 +51,7 @@ struct Variant {
   int w = 0, n = 0, g = 0;
   v1::Pipelining pipelining = v1::PIPELINING_DEFAULT;
   float temperature = 0.0f;
+  v1::AcceptanceRule rule = v1::ACCEPTANCE_RULE_DEFAULT;
   std::string Name() const {
     return absl::StrCat(v1::SpeculationMethod_Name(method), " W", w, " N", n, " G", g, " ",
                         v1::Pipelining_Name(pipelining), " t", temperature);
@@ -76,6 +77,7 @@ v1::GenerateRequest Request(int prompt, const Variant& v) {
   }
   req.mutable_speculation()->set_method(v.method);
   req.mutable_speculation()->set_pipelining(v.pipelining);
+  req.mutable_speculation()->set_acceptance_rule(v.rule);
   if (v.method == v1::SPECULATION_METHOD_LOOKAHEAD) {
     req.mutable_speculation()->mutable_lookahead()->set_window(v.w);
     req.mutable_speculation()->mutable_lookahead()->set_ngram(v.n);
@@ -178,6 +180,14 @@ TEST_F(LookaheadE2eTest, SeededSamplingIsTargetOnlySampling) {
   std::printf("seeded sampling: %d prompts identical; %d guesses accepted\n", kNumPrompts,
               accepted);
   EXPECT_GT(accepted, 0);
+  // The paper's sampling verification is the rejection rule on point-mass guesses
+  // (docs/architecture.md §5): it runs on the trie (every request completes; Run checks
+  // status and length) and accepts guesses; its distribution is §4's tree proof.
+  Variant rejection = variants[0];
+  rejection.rule = v1::ACCEPTANCE_RULE_REJECTION;
+  int rejection_accepted = 0;
+  for (const Output& o : RunAll(stub.get(), {rejection})) rejection_accepted += o.accepted;
+  EXPECT_GT(rejection_accepted, 0);
 }
 
 TEST_F(LookaheadE2eTest, ListedAndBadParametersAreRejected) {
