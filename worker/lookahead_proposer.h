@@ -5,23 +5,18 @@
 // layout says), so nothing is kept per sequence here and a restarted or replaced
 // leader serves the next step as well as the old one did.
 //
-// Propose returns the Jacobi update: for each computed-only node without a child (the
-// window's newest level), in node order, the argmax of its logit row (the raw
-// logits, ties to the lower id: the paper's greedy Jacobi step, used under every
-// sampling rule since the window only makes guesses) as a point-mass proposal; no
-// parents, no positions. None when the verify carried no window.
+// Propose returns the Jacobi outputs: for every computed-only node, in node order, the
+// argmax of its logit row (the raw logits, ties to the lower id: the paper's greedy
+// Jacobi step, used under every sampling rule since the window only makes guesses) as a
+// point-mass proposal; no parents, no positions. The coordinator, which knows the
+// layout, keeps the newest level's. None when the verify carried no window.
 #ifndef TANDEM_WORKER_LOOKAHEAD_PROPOSER_H_
 #define TANDEM_WORKER_LOOKAHEAD_PROPOSER_H_
-
-#include <vector>
 
 #include "worker/target_proposer.h"
 
 namespace tandem {
 namespace worker {
-
-// The computed-only nodes of `seq` without a child among them (indices, ascending).
-std::vector<int> LookaheadLeaves(const v1::VerifySequence& seq);
 
 class LookaheadTargetProposer final : public TargetProposer {
  public:

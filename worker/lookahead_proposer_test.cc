@@ -1,6 +1,6 @@
 // Lookahead's worker half in a real verify pass (CPU, the tp test checkpoint): the
-// window's nodes see exactly the paper's mask (each newest-level node's argmax equals a
-// plain decode of the prompt and its ancestors, a naive reference), they are never
+// window's nodes see exactly the paper's mask (each node's argmax equals a plain decode
+// of the prompt and its ancestors, a naive reference), they are never
 // accepted (even when they carry the target's token) and always rolled back, only the
 // acceptable prefix is a tree that acceptance reads, and the results do not depend on
 // the batch.
@@ -73,18 +73,21 @@ class LookaheadProposerTest : public ::testing::Test {
     s->set_num_acceptable(base);
     *s->mutable_sampling() = Greedy();
     s->mutable_next_candidates()->set_method(v1::SPECULATION_METHOD_LOOKAHEAD);
-    s->mutable_next_candidates()->set_max_nodes(kW);
+    s->mutable_next_candidates()->set_max_nodes(kW * kLevels);
   }
 
-  // The naive reference: argmax after the prompt, level 0 columns 0..j and level 1
-  // column j, fed in order at consecutive positions.
+  // The naive reference, node by node (level-major): the argmax after the prompt, level 0
+  // columns 0..j and, for level 1, level 1 column j, fed in order at consecutive
+  // positions.
   std::vector<int32_t> ReferenceJacobiStep() const {
     std::vector<int32_t> want;
-    for (int j = 0; j < kW; ++j) {
-      std::vector<int32_t> context = prompt_;
-      context.insert(context.end(), window_[0].begin(), window_[0].begin() + j + 1);
-      context.push_back(window_[1][j]);
-      want.push_back(spec::Argmax(testing::DecodeLogits(*reference_.model, context, 9).back()));
+    for (int l = 0; l < kLevels; ++l) {
+      for (int j = 0; j < kW; ++j) {
+        std::vector<int32_t> context = prompt_;
+        context.insert(context.end(), window_[0].begin(), window_[0].begin() + j + 1);
+        if (l == 1) context.push_back(window_[1][j]);
+        want.push_back(spec::Argmax(testing::DecodeLogits(*reference_.model, context, 9).back()));
+      }
     }
     return want;
   }
@@ -110,7 +113,6 @@ TEST_F(LookaheadProposerTest, WindowFollowsThePapersMaskAndIsNeverAccepted) {
   // Acceptable: greedy_[0] -> greedy_[1], and a wrong sibling of greedy_[0].
   v1::VerifyRequest request;
   AddSequence(1, {greedy_[0], greedy_[1], (greedy_[0] + 1) % kVocab}, {-1, 0, -1}, &request);
-  EXPECT_EQ(LookaheadLeaves(request.sequences(0)), (std::vector<int>{6, 7, 8}));
   auto response = engine_->Verify(request);
   ASSERT_TRUE(response.ok()) << response.status();
   const v1::VerifiedSequence& out = response->sequences(0);
@@ -132,6 +134,19 @@ TEST_F(LookaheadProposerTest, WindowNodesCarryingTheTargetsTokensAreStillNotAcce
   EXPECT_EQ(Ids(response->sequences(0).committed()), (std::vector<int32_t>{greedy_[0]}));
   EXPECT_EQ(response->sequences(0).num_accepted(), 0u);
   EXPECT_EQ(Tokens(response->sequences(0).next_candidates()), ReferenceJacobiStep());
+}
+
+TEST_F(LookaheadProposerTest, AWarmingUpWindowOfOneLevelGetsEveryColumnsOutput) {
+  v1::VerifyRequest request;
+  AddSequence(1, {}, {}, &request);
+  v1::VerifySequence* s = request.mutable_sequences(0);
+  s->mutable_proposals()->Truncate(kW);  // Level 0 only: a chain from the root.
+  s->mutable_proposal_parents()->Truncate(kW);
+  auto response = engine_->Verify(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  const std::vector<int32_t> want = ReferenceJacobiStep();
+  EXPECT_EQ(Tokens(response->sequences(0).next_candidates()),
+            std::vector<int32_t>(want.begin(), want.begin() + kW));
 }
 
 TEST_F(LookaheadProposerTest, BatchInvariant) {

@@ -37,10 +37,13 @@ std::optional<Candidates> LookaheadProposer::OnVerified(const Sequence& s, Propo
   if (metrics_ != nullptr && verified.method == method() && verified.acceptable > 0) {
     metrics_->RecordAccepted(static_cast<int>(result.num_accepted()));
   }
-  if (had_window && result.has_next_candidates()) {
+  // The target's argmax at every window node (level-major); the newest level's are the
+  // last W.
+  const int window_nodes = verified.size() - verified.acceptable;
+  if (had_window && result.next_candidates().proposals_size() == window_nodes) {
     std::vector<int32_t> next;
-    for (const v1::ProposedToken& p : result.next_candidates().proposals()) {
-      next.push_back(p.token());
+    for (int i = window_nodes - la.window.window(); i < window_nodes; ++i) {
+      next.push_back(result.next_candidates().proposals(i).token());
     }
     std::vector<std::vector<int32_t>> ngrams;
     if (la.window.Advance(next, &ngrams)) {

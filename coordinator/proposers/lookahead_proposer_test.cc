@@ -79,7 +79,7 @@ TEST_F(LookaheadProposerTest, TheWindowFollowsTheTargetAndFillsThePool) {
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(Tokens(*c), (V{2, 3, 50, 51}));
   EXPECT_EQ(c->parents, (V{-1, 0, 0, 1}));
-  c = Step(*c, {2}, {60, 61});  // Full: columns (2 50 60), (3 51 61) enter the pool.
+  c = Step(*c, {2}, {1, 1, 60, 61});  // Full: columns (2 50 60), (3 51 61) enter the pool.
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(state().window.levels(), (std::vector<V>{{50, 51}, {60, 61}}));
   // Each key: the window's column, then the committed n-grams ("3 40 41", "2 3 40").
@@ -88,10 +88,14 @@ TEST_F(LookaheadProposerTest, TheWindowFollowsTheTargetAndFillsThePool) {
   EXPECT_EQ(c->acceptable, 4);  // The guesses for 2, then the window.
   EXPECT_EQ(Tokens(*c), (V{50, 60, 3, 40, 50, 51, 60, 61}));
   EXPECT_EQ(c->parents, (V{-1, 0, -1, 2, -1, 4, 4, 5}));
-  // An update that does not match the window, or a step without ours: no change.
+  // An answer that does not match the window (the newest level alone), or a step
+  // without ours: no change.
+  Candidates verified = *c;
+  c = Step(verified, {7}, {70, 71});
+  EXPECT_EQ(state().window.levels(), (std::vector<V>{{50, 51}, {60, 61}}));
   Candidates other;
   other.method = v1::SPECULATION_METHOD_PROMPT_LOOKUP;
-  c = Step(other, {7}, {70, 71});
+  c = Step(other, {7}, {70, 71, 72, 73});
   EXPECT_EQ(state().window.levels(), (std::vector<V>{{50, 51}, {60, 61}}));
 }
 
