@@ -140,7 +140,7 @@ TEST_F(LookaheadProposerTest, AWarmingUpWindowOfOneLevelGetsEveryColumnsOutput) 
   v1::VerifyRequest request;
   AddSequence(1, {}, {}, &request);
   v1::VerifySequence* s = request.mutable_sequences(0);
-  s->mutable_proposals()->Truncate(kW);  // Level 0 only: a chain from the root.
+  s->mutable_proposals()->DeleteSubrange(kW, kW * (kLevels - 1));  // Level 0 only.
   s->mutable_proposal_parents()->Truncate(kW);
   auto response = engine_->Verify(request);
   ASSERT_TRUE(response.ok()) << response.status();
