@@ -16,9 +16,9 @@ absl::Status OutOfRange(const char* field, int value, int lo, int hi) {
 
 LookaheadConfig DefaultLookaheadConfig() {
   LookaheadConfig c;
-  c.window = 4;
+  c.window = 2;
   c.ngram = 3;
-  c.max_guesses = 4;
+  c.max_guesses = 2;
   return c;
 }
 

@@ -31,9 +31,9 @@ namespace tandem::coordinator {
 
 // W, N, G of one request (validated by coordinator/request_validation.h).
 struct LookaheadConfig {
-  int window = 4;       // W >= 1.
+  int window = 2;       // W >= 1.
   int ngram = 3;        // N >= 2: N - 1 levels, continuations of N - 1 tokens.
-  int max_guesses = 4;  // G >= 0: continuations per key kept and verified per step.
+  int max_guesses = 2;  // G >= 0: continuations per key kept and verified per step.
 };
 
 // Most nodes one step of `config` sends: (W + G) * (N - 1).
