@@ -10,7 +10,7 @@ ProposerRegistry::ProposerRegistry(const ProposerConfig& config) {
   if (config.draft_worker) proposers_.push_back(std::make_unique<DraftProposer>());
   proposers_.push_back(std::make_unique<PromptLookupProposer>(config.prompt_lookup_branches));
   for (const auto& p : config.extra) proposers_.push_back(p);
-  // Served, but only when named: it loses on the CPU backend (bench/README.md).
+  // Served, but only when named: it does not pay on the CPU backend (bench/README.md).
   proposers_.push_back(std::make_unique<LookaheadProposer>(
       config.metrics ? std::make_shared<LookaheadMetrics>(config.metrics) : nullptr));
   auto_size_ = proposers_.size() - 1;
