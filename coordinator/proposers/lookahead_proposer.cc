@@ -55,7 +55,6 @@ std::optional<Candidates> LookaheadProposer::OnVerified(const Sequence& s, Propo
                                                 la.config.max_guesses, s.remaining() - 1);
   if (metrics_ != nullptr) metrics_->RecordLookup(step.acceptable > 0, la.pool.size());
   if (step.tokens.empty()) return std::nullopt;
-  la.guesses_sent += step.acceptable > 0;
   Candidates c;
   c.method = method();
   c.site = ProposerSite::kTargetLeader;

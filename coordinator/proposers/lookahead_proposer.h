@@ -28,7 +28,6 @@ struct LookaheadState : ProposerState {
   LookaheadConfig config;
   NgramPool pool;
   JacobiWindow window;
-  int guesses_sent = 0;  // Steps that verified at least one guess.
 };
 
 class LookaheadProposer final : public Proposer {

@@ -15,8 +15,9 @@
 //    of column j: exactly the paper's mask (each level causal on level 0, then along
 //    its diagonal), as the ancestor closure of this parent relation. Computed only,
 //    never accepted (VerifySequence.num_acceptable = the trie's nodes).
-// The target returns the argmax of each newest-level node's row; Advance turns those
-// into the next level and, once the window is full, the W n-grams of its columns.
+// The target returns the argmax of every window node's row; Advance turns the newest
+// level's into the next level and, once the window is full, the W n-grams of its
+// columns.
 #ifndef TANDEM_COORDINATOR_PROPOSERS_LOOKAHEAD_WINDOW_H_
 #define TANDEM_COORDINATOR_PROPOSERS_LOOKAHEAD_WINDOW_H_
 
