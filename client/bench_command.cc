@@ -35,6 +35,7 @@ ABSL_FLAG(std::string, concurrency, "1", "Concurrency levels.");
 ABSL_FLAG(int, requests, 8, "Requests per configuration.");
 ABSL_FLAG(int, repeat, 1, "Interleaved rounds over all configurations.");
 ABSL_FLAG(std::string, methods, "none,draft", "Methods to compare.");
+ABSL_FLAG(std::string, lookahead, "", "Lookahead W,N,G for lookahead rows.");
 ABSL_FLAG(std::string, rules, "default", "Acceptance rules to compare.");
 ABSL_FLAG(std::string, out, "", "JSON results file.");
 ABSL_FLAG(std::string, plot, "", "PNG plot file.");
@@ -129,6 +130,8 @@ absl::Status ParseBenchArgs(const Invocation& inv, BenchArgs* args) {
   s.request.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
   s.request.k = absl::GetFlag(FLAGS_k);
   s.request.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
+  absl::Status lookahead = ParseLookahead(absl::GetFlag(FLAGS_lookahead), &s.request);
+  if (!lookahead.ok()) return lookahead;
   s.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
   s.seed = absl::GetFlag(FLAGS_seed);
   return BuildRequest(s.request, "x").status();
@@ -316,7 +319,8 @@ Command BenchCommand() {
       {"concurrency", "N[,N...]", "Requests in flight at once; one run per level."},
       {"requests", "M", "Requests per configuration and round."},
       {"repeat", "N", "Interleaved rounds over all configurations (median [min-max])."},
-      {"methods", "M[,M...]", "Speculation methods: none, draft, prompt_lookup, auto."},
+      {"methods", "M[,M...]", "Speculation methods: none, draft, prompt_lookup, lookahead, auto."},
+      {"lookahead", "W,N,G", "Lookahead's window, n-gram length, guesses (unset: server's)."},
       {"rules", "R[,R...]",
        "Acceptance rules: default, rejection, coupled, ...; one run per rule "
        "(`none` too: its sampling follows the rule)."},

@@ -172,7 +172,27 @@ absl::StatusOr<v1::GenerateRequest> BuildRequest(const RequestOptions& o,
   if (o.epsilon) spec->set_epsilon(*o.epsilon);
   if (o.delta) spec->set_delta(*o.delta);
   spec->set_pipelining(o.pipelining);
+  if (o.method == v1::SPECULATION_METHOD_LOOKAHEAD) {
+    if (o.lookahead_window) spec->mutable_lookahead()->set_window(*o.lookahead_window);
+    if (o.lookahead_ngram) spec->mutable_lookahead()->set_ngram(*o.lookahead_ngram);
+    if (o.lookahead_guesses) spec->mutable_lookahead()->set_max_guesses(*o.lookahead_guesses);
+  }
   return req;
+}
+
+absl::Status ParseLookahead(const std::string& text, RequestOptions* o) {
+  if (text.empty()) return absl::OkStatus();
+  const std::vector<std::string> parts = absl::StrSplit(text, ',');
+  int v[3];
+  if (parts.size() != 3 || !absl::SimpleAtoi(parts[0], &v[0]) ||
+      !absl::SimpleAtoi(parts[1], &v[1]) || !absl::SimpleAtoi(parts[2], &v[2])) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lookahead: '", text, "' is not W,N,G (three integers)"));
+  }
+  o->lookahead_window = v[0];
+  o->lookahead_ngram = v[1];
+  o->lookahead_guesses = v[2];
+  return absl::OkStatus();
 }
 
 std::string FormatStats(const v1::RequestStats& s, v1::FinishReason finish, double client_seconds) {

@@ -45,9 +45,15 @@ struct RequestOptions {
   std::optional<float> alpha, theta_first, theta_last, epsilon, delta;
   std::vector<std::string> stop;
   v1::Pipelining pipelining = v1::PIPELINING_DEFAULT;
+  // Lookahead's W, N, G (sent only with method lookahead); unset = the server's.
+  std::optional<int> lookahead_window, lookahead_ngram, lookahead_guesses;
   bool ignore_eos = false;
   bool return_token_ids = false;
 };
+
+// Parses "W,N,G" (three integers; the server checks their ranges) into `o`'s lookahead
+// fields; INVALID_ARGUMENT naming --lookahead otherwise. Empty: leaves them unset.
+absl::Status ParseLookahead(const std::string& text, RequestOptions* o);
 
 // Builds the request for `prompt`. Rejects what is wrong whatever the server's limits
 // (empty prompt, max_tokens < 1, negative k / top_k / temperature) with a message that

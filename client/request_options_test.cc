@@ -142,5 +142,23 @@ TEST(FormatStatsTest, ShowsAcceptanceAndSpeed) {
   EXPECT_THAT(off, HasSubstr("predicted_speedup=1.75"));
 }
 
+TEST(BuildRequestTest, LookaheadSizesGoWithLookaheadOnly) {
+  RequestOptions o;
+  ASSERT_TRUE(ParseLookahead("7,5,3", &o).ok());
+  o.method = v1::SPECULATION_METHOD_LOOKAHEAD;
+  auto req = BuildRequest(o, "x");
+  ASSERT_TRUE(req.ok());
+  EXPECT_EQ(req->speculation().lookahead().window(), 7);
+  EXPECT_EQ(req->speculation().lookahead().ngram(), 5);
+  EXPECT_EQ(req->speculation().lookahead().max_guesses(), 3);
+  o.method = v1::SPECULATION_METHOD_NONE;  // The `none` row of the same bench.
+  EXPECT_FALSE(BuildRequest(o, "x")->speculation().has_lookahead());
+  EXPECT_THAT(std::string(ParseLookahead("7,5", &o).message()), HasSubstr("--lookahead"));
+  EXPECT_THAT(std::string(ParseLookahead("a,b,c", &o).message()), HasSubstr("W,N,G"));
+  RequestOptions unset;
+  ASSERT_TRUE(ParseLookahead("", &unset).ok());
+  EXPECT_FALSE(unset.lookahead_window.has_value());
+}
+
 }  // namespace
 }  // namespace tandem::client

@@ -204,6 +204,10 @@ absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLim
     out->fixed_k = k;
     if (k == 0) out->method = tandem::v1::SPECULATION_METHOD_NONE;
   }
+  absl::StatusOr<LookaheadConfig> lookahead =
+      ResolveLookaheadParams(sp, method, limits.max_speculative_tokens);
+  if (!lookahead.ok()) return lookahead.status();
+  out->lookahead = *lookahead;
 
   if (!tandem::v1::AcceptanceRule_IsValid(sp.acceptance_rule())) {
     return Invalid("speculation.acceptance_rule = ", sp.acceptance_rule(),

@@ -37,6 +37,7 @@
 #include "absl/random/bit_gen_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "coordinator/proposers/lookahead_params.h"
 #include "tandem/v1/tandem.pb.h"
 #include "tandem/v1/worker.pb.h"
 
@@ -101,6 +102,8 @@ struct ResolvedSpeculation {
   float delta = 0.0f;
   // Scheduling hint (never changes outputs): DEFAULT, ON or OFF.
   tandem::v1::Pipelining pipelining = tandem::v1::PIPELINING_DEFAULT;
+  // LOOKAHEAD's W, N, G (ResolveLookaheadParams; the defaults for other methods).
+  LookaheadConfig lookahead;
 };
 
 struct ValidatedRequest {

@@ -134,6 +134,7 @@ void AddVerify(Sequence* s, PhasePlan* plan) {
   v->mutable_tokens()->Add(s->tokens().begin() + s->target_cached, s->tokens().end());
   for (const v1::ProposedToken& p : s->candidates.tokens) *v->add_proposals() = p;
   v->mutable_proposal_parents()->Add(s->candidates.parents.begin(), s->candidates.parents.end());
+  if (s->candidates.acceptable >= 0) v->set_num_acceptable(s->candidates.acceptable);
   *v->mutable_sampling() = ToSequenceSampling(s->request());
   v->set_sample_index(s->sample_index());
   plan->verify_sequences.push_back(s);

@@ -183,10 +183,21 @@ absl::Status CheckTree(const v1::VerifySequence& seq, spec::AcceptanceRule rule,
     return absl::InvalidArgumentError(absl::StrCat(where, ": ", seq.proposal_parents_size(),
                                                    " proposal_parents for ", k, " proposals"));
   }
+  // The acceptable prefix is a tree of its own; the computed-only rest only needs its
+  // parents in [-1, i) (it is never accepted, so its siblings may repeat tokens).
+  const int acceptable = AcceptableProposals(seq);
+  for (int i = acceptable; i < k; ++i) {
+    const int32_t parent = seq.proposal_parents(i);
+    if (parent < -1 || parent >= i) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": proposal_parents[", i,
+                                                     "] = ", parent, " is outside [-1, ", i, ")"));
+    }
+  }
   std::vector<spec::Proposal> nodes;
-  nodes.reserve(k);
-  for (const v1::ProposedToken& p : seq.proposals()) nodes.push_back(ToProposal(p));
-  const std::vector<int32_t> parents(seq.proposal_parents().begin(), seq.proposal_parents().end());
+  nodes.reserve(acceptable);
+  for (int i = 0; i < acceptable; ++i) nodes.push_back(ToProposal(seq.proposals(i)));
+  const std::vector<int32_t> parents(seq.proposal_parents().begin(),
+                                     seq.proposal_parents().begin() + acceptable);
   const absl::Status status =
       spec::ValidateTreeProposals(parents, nodes, static_cast<size_t>(limits.vocab_size), rule);
   if (status.ok()) return status;
@@ -298,6 +309,10 @@ absl::Status ValidateVerifyRequest(const v1::VerifyRequest& request, const Reque
         for (int i = 0; i < k; ++i) {
           TANDEM_RETURN_IF_ERROR(ValidateProposal(seq.proposals(i), limits.vocab_size,
                                                   absl::StrCat(where, ": proposals[", i, "]")));
+        }
+        if (seq.has_num_acceptable() && seq.num_acceptable() > uint32_t(k)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, ": num_acceptable ", seq.num_acceptable(), " is over the ", k, " proposals"));
         }
         if (seq.proposal_parents_size() != 0) {
           TANDEM_RETURN_IF_ERROR(CheckTree(seq, params->rule, limits, where));

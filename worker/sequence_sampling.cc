@@ -1,5 +1,7 @@
 #include "worker/sequence_sampling.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace tandem {
@@ -61,6 +63,11 @@ absl::StatusOr<spec::AcceptanceParams> ToAcceptanceParams(const v1::SequenceSamp
   absl::Status status = spec::ValidateAcceptanceParams(params, sampling.temperature());
   if (!status.ok()) return status;
   return params;
+}
+
+int AcceptableProposals(const v1::VerifySequence& seq) {
+  if (!seq.has_num_acceptable()) return seq.proposals_size();
+  return std::min<int>(seq.num_acceptable(), seq.proposals_size());
 }
 
 }  // namespace worker

@@ -30,6 +30,11 @@ inline bool IsGreedy(const v1::SequenceSampling& sampling) {
   return !(sampling.temperature() > 0.0f);
 }
 
+// The proposals acceptance may accept: [0, this) (VerifySequence.num_acceptable, all
+// when unset, capped at proposals_size()). The rest are computed only: their logit rows
+// are in the pass, they are never accepted and always rolled back.
+int AcceptableProposals(const v1::VerifySequence& seq);
+
 }  // namespace worker
 }  // namespace tandem
 

@@ -18,6 +18,10 @@
 // chains and trees alike (VerifyAcceptConsumer, Backend::VerifyAccept), so only
 // committed tokens, the accepted path and log-probabilities leave a GPU.
 //
+// With num_acceptable set, only proposals [0, num_acceptable) are the chain or tree the
+// rule sees; the rest are computed only (their rows reach next_candidates' proposer,
+// Lookahead's window) and always rolled back.
+//
 // Explicit proposal_positions set the proposals' RoPE positions. A sequence may ask
 // for the next step's candidates of a target-side proposer (next_candidates): it runs
 // inside the same forward, over its logit and hidden rows and the verdict, and its

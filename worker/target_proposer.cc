@@ -57,6 +57,7 @@ absl::Status NextCandidatesStep::Consume(Backend& backend, const ForwardOutputs&
     if (proposer == nullptr) return Check();
     TargetProposerInput in;
     in.sequence_id = seq.sequence_id();
+    in.sequence = &seq;
     in.first_row = row;
     in.num_rows = rows;
     in.last_row = row + (verdict.accepted.empty() ? 0 : verdict.accepted.back() + 1);

@@ -91,8 +91,14 @@ absl::Status VerifyOnBackend(ModelExecutor* executor, const v1::VerifyRequest& r
     }
     VerifyChain& chain = chains.emplace_back();
     chain.first_row = first_row;
-    for (const v1::ProposedToken& p : seq.proposals()) chain.proposals.push_back(ToProposal(p));
-    chain.parents.assign(seq.proposal_parents().begin(), seq.proposal_parents().end());
+    // Only the acceptable proposals (a prefix, their parents inside it) are the chain's;
+    // the computed-only rest keeps its rows but is never accepted.
+    const int acceptable = AcceptableProposals(seq);
+    for (int i = 0; i < acceptable; ++i) chain.proposals.push_back(ToProposal(seq.proposals(i)));
+    if (seq.proposal_parents_size() > 0) {
+      chain.parents.assign(seq.proposal_parents().begin(),
+                           seq.proposal_parents().begin() + acceptable);
+    }
     chain.sampling = ToSamplingConfig(seq.sampling());
     chain.params = *params;
     chain.key = KeyOf(seq);

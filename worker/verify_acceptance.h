@@ -24,7 +24,8 @@ namespace worker {
 
 // The forward pass of `request`: per sequence its uncached committed tokens then its
 // proposals (a tree's as children of the last committed token), with logits for the
-// last committed token and every proposal: K + 1 rows, sequence after sequence.
+// last committed token and every proposal, computed-only ones included: K + 1 rows,
+// sequence after sequence.
 std::vector<SequenceInput> VerifyBatch(const v1::VerifyRequest& request);
 
 // What the acceptance decided for one sequence.

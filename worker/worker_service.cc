@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "worker/lookahead_proposer.h"
 
 namespace tandem {
 namespace worker {
@@ -27,6 +28,13 @@ grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
+// Every target-side proposer this worker serves (any role may be the target leader).
+TargetProposers ServedTargetProposers() {
+  TargetProposers proposers;
+  proposers.Add(std::make_unique<LookaheadTargetProposer>());
+  return proposers;
+}
+
 }  // namespace
 
 WorkerService::WorkerService(ModelExecutor* executor, const WorkerServiceOptions& options)
@@ -34,8 +42,9 @@ WorkerService::WorkerService(ModelExecutor* executor, const WorkerServiceOptions
       options_(options),
       instance_id_(RandomInstanceId()),
       started_(absl::Now()),
+      target_proposers_(ServedTargetProposers()),
       draft_engine_(executor, DraftEngineOptions{options.proposal_top_k}),
-      target_engine_(executor) {
+      target_engine_(executor, &target_proposers_) {
   ParseUnary(this, "Describe", &WorkerService::Describe);
   ParseUnary(this, "Prefill", &WorkerService::Prefill);
   ParseUnary(this, "Draft", &WorkerService::Draft);
@@ -49,6 +58,9 @@ WorkerService::WorkerService(ModelExecutor* executor, const WorkerServiceOptions
   limits_.max_batch_tokens = executor_->max_batch_tokens();
   limits_.max_speculative_tokens = options_.max_speculative_tokens;
   limits_.context_length = c.max_position_embeddings;
+  limits_.serves_target_method = [this](v1::SpeculationMethod m) {
+    return target_proposers_.Find(m) != nullptr;
+  };
 
   const KvCacheStats kv = executor_->kv_stats();
   description_.set_role(options_.role);

@@ -102,6 +102,8 @@ class WorkerService final : public ParsingService<v1::Worker> {
   v1::DescribeResponse description_;  // Fixed at construction.
 
   absl::Mutex step_mu_;
+  // The target-side proposers served (next_candidates): Lookahead.
+  const TargetProposers target_proposers_;
   DraftEngine draft_engine_ ABSL_GUARDED_BY(step_mu_);
   TargetEngine target_engine_ ABSL_GUARDED_BY(step_mu_);
   absl::flat_hash_map<uint64_t, absl::Time> last_touch_ ABSL_GUARDED_BY(step_mu_);

@@ -18,13 +18,23 @@ std::vector<int> NodeDepths(const Candidates& c) {
 }  // namespace
 
 int Candidates::depth() const {
-  if (parents.empty()) return size();
+  const int n = acceptable >= 0 ? std::min(acceptable, size()) : size();
+  if (parents.empty()) return n;
   const std::vector<int> d = NodeDepths(*this);
-  return d.empty() ? 0 : *std::max_element(d.begin(), d.end());
+  return n == 0 ? 0 : *std::max_element(d.begin(), d.begin() + n);
 }
 
 void Candidates::TruncateDepth(int n) {
   n = std::max(n, 0);
+  const std::vector<int> all_depths = NodeDepths(*this);
+  if (all_depths.empty() || *std::max_element(all_depths.begin(), all_depths.end()) <= n) return;
+  if (acceptable >= 0) {  // The computed-only nodes follow the acceptable ones.
+    const int keep = std::min(acceptable, size());
+    tokens.resize(keep);
+    if (!parents.empty()) parents.resize(keep);
+    if (!positions.empty()) positions.resize(std::min<int>(keep, positions.size()));
+    acceptable = -1;
+  }
   if (parents.empty()) {
     if (n < size()) tokens.resize(n);
     if (!positions.empty() && n < static_cast<int>(positions.size())) positions.resize(n);

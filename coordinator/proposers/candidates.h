@@ -28,16 +28,22 @@ struct Candidates {
   // Drafted while the step before was verified (a speculation-cache hit), not on the
   // critical path.
   bool predrafted = false;
+  // -1 = every node may be accepted. Else nodes [0, acceptable) may be (their parents
+  // lie among them) and the rest are computed only (Lookahead's window: rows the
+  // target-leader half reads, never accepted; VerifySequence.num_acceptable).
+  int acceptable = -1;
 
   bool empty() const { return tokens.empty(); }
   // Nodes: the rows a verify spends on them.
   int size() const { return static_cast<int>(tokens.size()); }
-  // The longest root path: the most proposals one step can accept (a chain's size).
-  // What acceptance bookkeeping counts as proposed (stats, the controller, metrics).
+  // The longest root path among the acceptable nodes: the most proposals one step can
+  // accept (a chain's size). What acceptance bookkeeping counts as proposed (stats,
+  // the controller, metrics).
   int depth() const;
   void Clear() { *this = Candidates(); }
   // Keeps the nodes at depth <= n (a chain's first n; parents and positions follow,
-  // indices renumbered in order). No-op when depth() <= n.
+  // indices renumbered in order); computed-only nodes go first (all of them).
+  // No-op when no node is deeper than n.
   void TruncateDepth(int n);
 };
 

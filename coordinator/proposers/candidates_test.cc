@@ -51,5 +51,22 @@ TEST(CandidatesTest, TreeTruncationKeepsShallowNodesRenumbered) {
   EXPECT_THAT(c.parents, ElementsAre(-1, -1));
 }
 
+TEST(CandidatesTest, ComputedOnlyNodesDoNotCountAndGoFirstOnTruncation) {
+  // Acceptable: 1 -> 2; computed only: a chain of three from the root.
+  Candidates c = Make({1, 2, 7, 8, 9}, {-1, 0, -1, 2, 3});
+  c.acceptable = 2;
+  EXPECT_EQ(c.depth(), 2);
+  EXPECT_EQ(c.size(), 5);
+  c.TruncateDepth(2);  // The window is deeper than 2: it goes, the trie stays.
+  EXPECT_THAT(Tokens(c), ElementsAre(1, 2));
+  EXPECT_EQ(c.acceptable, -1);
+  c = Make({1, 7}, {-1, -1});
+  c.acceptable = 0;
+  EXPECT_EQ(c.depth(), 0);
+  c.TruncateDepth(5);  // Nothing deeper: unchanged.
+  EXPECT_EQ(c.size(), 2);
+  EXPECT_EQ(c.acceptable, 0);
+}
+
 }  // namespace
 }  // namespace tandem::coordinator

@@ -8,7 +8,8 @@
 //    for the new context (a draft-worker proposer feeds the correction, nothing
 //    already cached twice); after Reset it rebuilds from the start.
 // Draft-worker proposers are driven with a deterministic fake answer (token = last fed
-// token + i + 1), as the engine would deliver a real one.
+// token + i + 1), as the engine would deliver a real one; target-leader proposers with
+// a plain verify result.
 #include <gtest/gtest.h>
 
 #include "coordinator/proposers/registry.h"
@@ -44,17 +45,32 @@ Candidates Obtain(Sequence* s, int slot, int k, PhasePlan* plan_out = nullptr) {
       if (plan_out != nullptr) *plan_out = plan;
       return p.OnDrafted(*s, s->proposer_state(slot), req, answer, false).value_or(Candidates());
     }
-    case ProposerSite::kTargetLeader:
-      ADD_FAILURE() << "no driver for target-leader proposers yet";
-      return {};
+    case ProposerSite::kTargetLeader: {
+      // As the engine: the candidates come with a verify result (here a plain step's,
+      // whose target answer carries nothing yet), before any K is chosen.
+      v1::VerifiedSequence result;
+      result.mutable_next_candidates()->set_method(p.method());
+      return p.OnVerified(*s, s->proposer_state(slot), Candidates(), result, 0)
+          .value_or(Candidates());
+    }
   }
   return {};
+}
+
+// The most depth (or nodes) candidates obtained for K = `k` may have: K (nodes: 2K, the
+// budget Obtain gives); a target-leader proposer's come before K is chosen, within
+// its MaxK.
+int Cap(const Sequence& s, int slot, int k, bool nodes) {
+  const Proposer& p = s.proposer(slot);
+  if (p.capabilities().site == ProposerSite::kTargetLeader) return p.MaxK(s, PlannerOptions());
+  return nodes ? 2 * k : k;
 }
 
 std::unique_ptr<Sequence> SequenceFor(v1::SpeculationMethod method) {
   ValidatedRequest r;
   r.speculation.method = method;
   r.speculation.fixed_k = 4;
+  r.speculation.lookahead = {.window = 2, .ngram = 3, .max_guesses = 2};  // 8 nodes.
   // A context with repeats so that n-gram proposers find matches.
   return testing::MakeSequence(1, r, {1, 40, 41, 42, 43, 44, 40, 41}, 64);
 }
@@ -69,8 +85,8 @@ TEST_P(ProposerConformanceTest, CandidatesAreValidAndLabelled) {
   for (int k : {1, 3, 4}) {
     auto fresh = SequenceFor(GetParam());
     Candidates c = Obtain(fresh.get(), 0, k);
-    EXPECT_LE(c.depth(), k);
-    EXPECT_LE(c.size(), 2 * k);
+    EXPECT_LE(c.depth(), Cap(*fresh, 0, k, false));
+    EXPECT_LE(c.size(), Cap(*fresh, 0, k, true));
     if (c.empty()) continue;
     EXPECT_EQ(c.method, p.method());
     EXPECT_EQ(c.site, p.capabilities().site);
@@ -102,6 +118,7 @@ TEST_P(ProposerConformanceTest, FollowsVerifiedTokensAndRebuildsAfterReset) {
   ValidatedRequest r;
   r.speculation.method = GetParam();
   r.speculation.fixed_k = 4;
+  r.speculation.lookahead = {.window = 2, .ngram = 3, .max_guesses = 2};
   auto s = testing::MakeSequence(1, r, {1, 40, 41, 42, 43, 44, 40, 41}, 64, &*t);
   s->candidates = Obtain(s.get(), 0, 4);
   // The target rejects every candidate and commits 45 instead.
@@ -112,7 +129,7 @@ TEST_P(ProposerConformanceTest, FollowsVerifiedTokensAndRebuildsAfterReset) {
   ASSERT_EQ(s->tokens().back(), 45);
   PhasePlan plan;
   Candidates next = s->candidates.empty() ? Obtain(s.get(), 0, 4, &plan) : s->candidates;
-  EXPECT_LE(next.size(), 4);
+  EXPECT_LE(next.size(), Cap(*s, 0, 4, false));
   if (plan.draft.sequences_size() == 1) {
     const v1::DraftSequence& req = plan.draft.sequences(0);
     EXPECT_EQ(req.tokens(req.tokens_size() - 1), 45);  // The correction is fed.
@@ -123,7 +140,7 @@ TEST_P(ProposerConformanceTest, FollowsVerifiedTokensAndRebuildsAfterReset) {
   plan = PhasePlan();
   s->candidates.Clear();
   Candidates rebuilt = Obtain(s.get(), 0, 4, &plan);
-  EXPECT_LE(rebuilt.size(), 4);
+  EXPECT_LE(rebuilt.size(), Cap(*s, 0, 4, false));
   if (plan.draft.sequences_size() == 1) {
     EXPECT_EQ(plan.draft.sequences(0).start_position(), 0u);
   }

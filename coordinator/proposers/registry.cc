@@ -1,6 +1,7 @@
 #include "coordinator/proposers/registry.h"
 
 #include "coordinator/proposers/draft_proposer.h"
+#include "coordinator/proposers/lookahead_proposer.h"
 #include "coordinator/proposers/prompt_lookup_proposer.h"
 
 namespace tandem::coordinator {
@@ -9,6 +10,10 @@ ProposerRegistry::ProposerRegistry(const ProposerConfig& config) {
   if (config.draft_worker) proposers_.push_back(std::make_unique<DraftProposer>());
   proposers_.push_back(std::make_unique<PromptLookupProposer>(config.prompt_lookup_branches));
   for (const auto& p : config.extra) proposers_.push_back(p);
+  // Served, but only when named: it does not pay on the CPU backend (bench/README.md).
+  proposers_.push_back(std::make_unique<LookaheadProposer>(
+      config.metrics ? std::make_shared<LookaheadMetrics>(config.metrics) : nullptr));
+  auto_size_ = proposers_.size() - 1;
 }
 
 std::vector<v1::SpeculationMethod> ProposerRegistry::served_methods() const {
@@ -26,8 +31,9 @@ std::vector<v1::SpeculationMethod> ProposerRegistry::listed_methods() const {
 
 std::vector<const Proposer*> ProposerRegistry::ChainFor(v1::SpeculationMethod method) const {
   std::vector<const Proposer*> chain;
-  for (const auto& p : proposers_) {
-    if (method == v1::SPECULATION_METHOD_AUTO || p->method() == method) chain.push_back(p.get());
+  for (size_t i = 0; i < proposers_.size(); ++i) {
+    const bool in_auto = method == v1::SPECULATION_METHOD_AUTO && i < auto_size_;
+    if (in_auto || proposers_[i]->method() == method) chain.push_back(proposers_[i].get());
   }
   return chain;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "coordinator/proposers/proposer.h"
+#include "prometheus/registry.h"
 
 namespace tandem::coordinator {
 
@@ -20,12 +21,16 @@ struct ProposerConfig {
   // Prompt lookup's distinct continuations per proposal (PromptLookupProposer): 1 =
   // chains (the default), 2..PromptLookupOptions::kMaxBranches = token trees.
   int prompt_lookup_branches = 1;
+  // Where proposers register their own series (CoordinatorMetrics::registry()); null =
+  // none.
+  std::shared_ptr<prometheus::Registry> metrics;
 };
 
 class ProposerRegistry {
  public:
   // Served proposers, in AUTO's preference order: the draft model (when configured),
-  // then prompt lookup.
+  // then prompt lookup, then `extra`; Lookahead is served too but only when named
+  // (not in AUTO's chain).
   explicit ProposerRegistry(const ProposerConfig& config);
 
   // Methods a request may name besides AUTO and NONE.
@@ -37,6 +42,7 @@ class ProposerRegistry {
 
  private:
   std::vector<std::shared_ptr<const Proposer>> proposers_;  // Preference order.
+  size_t auto_size_ = 0;  // AUTO's chain: proposers_[0, auto_size_).
 };
 
 }  // namespace tandem::coordinator

@@ -17,20 +17,28 @@ TEST(ProposerRegistryTest, ServedMethodsAndChainsFollowTheConfiguration) {
   ProposerRegistry with_draft(ProposerConfig{/*draft_worker=*/true, /*extra=*/{}});
   EXPECT_EQ(with_draft.served_methods(),
             (std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_DRAFT,
+                                            v1::SPECULATION_METHOD_PROMPT_LOOKUP,
+                                            v1::SPECULATION_METHOD_LOOKAHEAD}));
+  EXPECT_EQ(
+      with_draft.listed_methods(),
+      (std::vector<SpeculationMethod>{
+          v1::SPECULATION_METHOD_AUTO, v1::SPECULATION_METHOD_NONE, v1::SPECULATION_METHOD_DRAFT,
+          v1::SPECULATION_METHOD_PROMPT_LOOKUP, v1::SPECULATION_METHOD_LOOKAHEAD}));
+  // AUTO: the draft first, prompt lookup when it cannot be used; never Lookahead.
+  EXPECT_EQ(Methods(with_draft.ChainFor(v1::SPECULATION_METHOD_AUTO)),
+            (std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_DRAFT,
                                             v1::SPECULATION_METHOD_PROMPT_LOOKUP}));
-  EXPECT_EQ(with_draft.listed_methods(),
-            (std::vector<SpeculationMethod>{
-                v1::SPECULATION_METHOD_AUTO, v1::SPECULATION_METHOD_NONE,
-                v1::SPECULATION_METHOD_DRAFT, v1::SPECULATION_METHOD_PROMPT_LOOKUP}));
-  // AUTO: the draft first, prompt lookup when it cannot be used.
-  EXPECT_EQ(Methods(with_draft.ChainFor(v1::SPECULATION_METHOD_AUTO)), with_draft.served_methods());
   EXPECT_EQ(Methods(with_draft.ChainFor(v1::SPECULATION_METHOD_DRAFT)),
             std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_DRAFT});
   EXPECT_TRUE(with_draft.ChainFor(v1::SPECULATION_METHOD_NONE).empty());
 
+  // Lookahead needs no draft worker.
   ProposerRegistry without(ProposerConfig{/*draft_worker=*/false, /*extra=*/{}});
   EXPECT_EQ(without.served_methods(),
-            std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_PROMPT_LOOKUP});
+            (std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_PROMPT_LOOKUP,
+                                            v1::SPECULATION_METHOD_LOOKAHEAD}));
+  EXPECT_EQ(Methods(without.ChainFor(v1::SPECULATION_METHOD_LOOKAHEAD)),
+            std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_LOOKAHEAD});
   EXPECT_TRUE(without.ChainFor(v1::SPECULATION_METHOD_DRAFT).empty());
   EXPECT_TRUE(without.ChainFor(v1::SPECULATION_METHOD_MEDUSA).empty());
 }

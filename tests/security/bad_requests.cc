@@ -86,9 +86,25 @@ std::vector<PublicCase> PublicCases() {
       {"medusa not enabled",
        [](R& r) { r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_MEDUSA); },
        grpc::FAILED_PRECONDITION},
-      {"lookahead not enabled",
-       [](R& r) { r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_LOOKAHEAD); },
-       grpc::FAILED_PRECONDITION},
+      {"lookahead window zero",
+       [](R& r) {
+         r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_LOOKAHEAD);
+         r.mutable_speculation()->mutable_lookahead()->set_window(0);
+       },
+       grpc::INVALID_ARGUMENT},
+      {"lookahead over max_k",
+       [](R& r) {
+         r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_LOOKAHEAD);
+         r.mutable_speculation()->mutable_lookahead()->set_window(64);
+         r.mutable_speculation()->mutable_lookahead()->set_ngram(8);
+       },
+       grpc::INVALID_ARGUMENT},
+      {"lookahead sizes with another method",
+       [](R& r) {
+         r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_PROMPT_LOOKUP);
+         r.mutable_speculation()->mutable_lookahead()->set_ngram(3);
+       },
+       grpc::INVALID_ARGUMENT},
       {"negative K", [](R& r) { r.mutable_speculation()->set_num_speculative_tokens(-1); },
        grpc::INVALID_ARGUMENT},
       {"K over max_k", [](R& r) { r.mutable_speculation()->set_num_speculative_tokens(9); },
