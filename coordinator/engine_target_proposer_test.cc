@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "coordinator/engine.h"
@@ -50,12 +51,23 @@ class TargetLeaderProposer final : public Proposer {
   }
 };
 
-TEST(EngineTargetProposerTest, CandidatesComeBackWithTheVerifyAndAreVerifiedNextStep) {
+struct TargetLeaderRun {
+  std::vector<int32_t> ids, reference;
+  absl::Status status;
+  bool done = false;
+  FakeWorker::Counters counters;
+  std::string last_rejection;
+};
+
+// One 24-token greedy request of the target-leader method over a fake target that
+// serves it, with `options` (extra_proposers, EOS and the monitor are set here).
+TargetLeaderRun RunTargetLeader(EngineOptions options) {
+  TargetLeaderRun run;
   auto tokenizer = Tokenizer::Load("models/target");
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
   auto metrics = CoordinatorMetrics::Create({});
-  ASSERT_TRUE(metrics.ok()) << metrics.status();
-  EngineOptions options;
+  EXPECT_TRUE(metrics.ok()) << metrics.status();
+  if (!tokenizer.ok() || !metrics.ok()) return run;
   options.monitor_interval = absl::Milliseconds(10);
   options.eos_token_id = 2;
   options.extra_proposers = {std::make_shared<TargetLeaderProposer>()};
@@ -64,11 +76,12 @@ TEST(EngineTargetProposerTest, CandidatesComeBackWithTheVerifyAndAreVerifiedNext
   auto target = std::make_unique<FakeWorker>(target_options, "target");
   FakeWorker* fake = target.get();
   Engine engine(options, &*tokenizer, std::move(target), nullptr, metrics->get());
-  ASSERT_TRUE(engine.Start(absl::Seconds(5)).ok());
+  EXPECT_TRUE(engine.Start(absl::Seconds(5)).ok());
 
   std::vector<int32_t> prompt = {1};
   for (int i = 1; i < 20; ++i) prompt.push_back(3 + (i * 37) % (kVocab - 3));
   const int max_new = 24;
+  run.reference = FakeGreedyReference(prompt, max_new, kVocab);
   ValidatedRequest r;
   r.prompt_token_ids = prompt;
   r.max_new_tokens = max_new;
@@ -77,30 +90,49 @@ TEST(EngineTargetProposerTest, CandidatesComeBackWithTheVerifyAndAreVerifiedNext
   r.ignore_eos = true;
   auto channel = std::make_shared<OutputChannel>();
   auto seq = engine.Submit(r, prompt, max_new, absl::Now() + absl::Seconds(60), channel);
-  ASSERT_TRUE(seq.ok()) << seq.status();
-  std::vector<int32_t> ids;
-  bool done = false;
-  absl::Status status;
+  EXPECT_TRUE(seq.ok()) << seq.status();
+  if (!seq.ok()) return run;
   const absl::Time give_up = absl::Now() + absl::Seconds(60);
-  while (!done && absl::Now() < give_up) {
+  while (!run.done && absl::Now() < give_up) {
     for (OutputChunk& c : channel->Pop(absl::Milliseconds(20))) {
-      ids.insert(ids.end(), c.token_ids.begin(), c.token_ids.end());
+      run.ids.insert(run.ids.end(), c.token_ids.begin(), c.token_ids.end());
       if (c.final) {
-        done = true;
-        status = c.status;
+        run.done = true;
+        run.status = c.status;
       }
     }
   }
   engine.Stop();
-  ASSERT_TRUE(done);
-  EXPECT_TRUE(status.ok()) << status;
-  EXPECT_EQ(ids, FakeGreedyReference(prompt, max_new, kVocab));
-  const FakeWorker::Counters counters = fake->counters();
-  EXPECT_EQ(counters.rejected, 0) << fake->last_rejection();
-  EXPECT_EQ(counters.draft_calls, 0);
+  run.counters = fake->counters();
+  run.last_rejection = fake->last_rejection();
+  return run;
+}
+
+TEST(EngineTargetProposerTest, CandidatesComeBackWithTheVerifyAndAreVerifiedNextStep) {
+  const TargetLeaderRun run = RunTargetLeader({});
+  ASSERT_TRUE(run.done);
+  EXPECT_TRUE(run.status.ok()) << run.status;
+  EXPECT_EQ(run.ids, run.reference);
+  EXPECT_EQ(run.counters.rejected, 0) << run.last_rejection;
+  EXPECT_EQ(run.counters.draft_calls, 0);
   // The fake's candidates are the target's own continuation: after the first (plain)
   // step every step accepts 3 and commits 4, so 24 tokens take about 7 verifies.
-  EXPECT_LE(counters.verify_calls, 8);
+  EXPECT_LE(run.counters.verify_calls, 8);
+}
+
+// When the controller finds that the method does not pay (here every verified node
+// costs 4 plain steps), the candidates that came back are not verified: the steps are
+// plain (bar its bounded probes) and the output is still the target's.
+TEST(EngineTargetProposerTest, CandidatesTheControllerTurnedOffAreNotVerified) {
+  EngineOptions options;
+  options.measured_costs = false;
+  options.fixed_costs.verify_cost = spec::LinearVerifyCost(4.0);
+  const TargetLeaderRun run = RunTargetLeader(options);
+  ASSERT_TRUE(run.done);
+  EXPECT_TRUE(run.status.ok()) << run.status;
+  EXPECT_EQ(run.ids, run.reference);
+  EXPECT_EQ(run.counters.rejected, 0) << run.last_rejection;
+  EXPECT_GE(run.counters.verify_calls, 18);
 }
 
 }  // namespace

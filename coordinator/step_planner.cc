@@ -197,6 +197,16 @@ std::vector<Choice> ChooseAll(const std::vector<Sequence*>& running, const Plann
   return choices;
 }
 
+// Candidates a target-leader proposer returned with the last verify are verified only
+// when the controller (or a fixed K) chose that proposer with K > 0 for this step;
+// otherwise the step is plain (the off reason is the choice's) and the next verify
+// brings fresh ones, so a probe finds them when it tries the method again.
+void DropUnchosenTargetCandidates(Sequence* s, const Choice& c) {
+  if (s->candidates.empty() || s->candidates.site != ProposerSite::kTargetLeader) return;
+  if (c.slot >= 0 && c.k > 0 && s->proposer(c.slot).method() == s->candidates.method) return;
+  s->candidates.Clear();
+}
+
 Groups Classify(const std::vector<Sequence*>& running, const PlannerOptions& o,
                 const WorkerAvailability& workers, PhasePlan* plan) {
   Groups g;
@@ -206,6 +216,7 @@ Groups Classify(const std::vector<Sequence*>& running, const PlannerOptions& o,
     Sequence* s = running[i];
     const Choice& c = choices[i];
     s->skip_draft_once = false;
+    DropUnchosenTargetCandidates(s, c);
     if (c.fallback != nullptr) {
       s->mutable_stats().fallback_steps += 1;
       plan->fallbacks[c.fallback] += 1;
