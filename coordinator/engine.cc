@@ -21,9 +21,16 @@ Engine::Engine(const EngineOptions& options, const Tokenizer* tokenizer,
                                 options.prompt_lookup_branches}),
       kv_(options.planner.max_k),
       queue_(options.max_queue) {
+  ServeProposers({});
+}
+
+void Engine::ServeProposers(const std::vector<v1::SpeculationMethod>& target_methods) {
+  proposers_ = ProposerRegistry(ProposerConfig{draft_ != nullptr, options_.extra_proposers,
+                                               options_.prompt_lookup_branches, target_methods});
   for (v1::SpeculationMethod m : proposers_.served_methods()) {
+    if (server_acceptance_.count(m) > 0) continue;
     server_acceptance_[m] = std::make_unique<spec::PositionAcceptance>(
-        options.controller.max_k, options.controller.server_forgetting);
+        options_.controller.max_k, options_.controller.server_forgetting);
   }
 }
 
@@ -40,6 +47,13 @@ absl::Status Engine::DescribeWorkers(absl::Time give_up, const std::function<boo
     absl::StatusOr<v1::DescribeResponse> d = target_->Describe();
     if (d.ok() && target_->IsServing()) {
       ApplyTargetDescription(*d);
+      // The target leader's proposers (Medusa) are served from here on: before Start,
+      // so no sequence holds a proposer of the registry replaced.
+      std::vector<v1::SpeculationMethod> leader_methods;
+      for (int m : d->target_methods()) {
+        leader_methods.push_back(static_cast<v1::SpeculationMethod>(m));
+      }
+      ServeProposers(leader_methods);
       break;
     }
     if (absl::Now() > give_up) {

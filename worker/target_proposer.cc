@@ -18,6 +18,13 @@ const TargetProposer* TargetProposers::Find(v1::SpeculationMethod method) const 
   return it == by_method_.end() ? nullptr : it->second.get();
 }
 
+std::vector<v1::SpeculationMethod> TargetProposers::methods() const {
+  std::vector<v1::SpeculationMethod> out;
+  for (const auto& [method, proposer] : by_method_) out.push_back(proposer->method());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 NextCandidatesStep::NextCandidatesStep(const v1::VerifyRequest& request,
                                        const TargetProposers& proposers)
     : request_(request), proposers_(proposers) {

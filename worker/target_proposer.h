@@ -55,8 +55,8 @@ class TargetProposer {
                                const TargetProposerInput& in, v1::NextCandidates* out) const = 0;
 };
 
-// The target-side proposers a target worker serves, by method. Production registers
-// none yet.
+// The target-side proposers a target worker serves, by method (production: MEDUSA when
+// the model directory has heads, worker/medusa_proposer.h).
 class TargetProposers {
  public:
   // Takes `proposer`; replaces one of the same method.
@@ -64,6 +64,8 @@ class TargetProposers {
   // nullptr when `method` is not served.
   const TargetProposer* Find(v1::SpeculationMethod method) const;
   bool empty() const { return by_method_.empty(); }
+  // The methods served, ascending.
+  std::vector<v1::SpeculationMethod> methods() const;
 
  private:
   absl::flat_hash_map<int, std::unique_ptr<TargetProposer>> by_method_;

@@ -35,7 +35,7 @@ WorkerService::WorkerService(ModelExecutor* executor, const WorkerServiceOptions
       instance_id_(RandomInstanceId()),
       started_(absl::Now()),
       draft_engine_(executor, DraftEngineOptions{options.proposal_top_k}),
-      target_engine_(executor) {
+      target_engine_(executor, options.target_proposers) {
   ParseUnary(this, "Describe", &WorkerService::Describe);
   ParseUnary(this, "Prefill", &WorkerService::Prefill);
   ParseUnary(this, "Draft", &WorkerService::Draft);
@@ -49,9 +49,19 @@ WorkerService::WorkerService(ModelExecutor* executor, const WorkerServiceOptions
   limits_.max_batch_tokens = executor_->max_batch_tokens();
   limits_.max_speculative_tokens = options_.max_speculative_tokens;
   limits_.context_length = c.max_position_embeddings;
+  if (const TargetProposers* served = options_.target_proposers; served != nullptr) {
+    limits_.serves_target_method = [served](v1::SpeculationMethod m) {
+      return served->Find(m) != nullptr;
+    };
+  }
 
   const KvCacheStats kv = executor_->kv_stats();
   description_.set_role(options_.role);
+  if (options_.target_proposers != nullptr) {
+    for (v1::SpeculationMethod m : options_.target_proposers->methods()) {
+      description_.add_target_methods(m);
+    }
+  }
   v1::ModelDescription* model = description_.mutable_model();
   model->set_name(options_.model_name);
   model->set_architecture(c.architecture);

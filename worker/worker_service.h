@@ -45,6 +45,9 @@ struct WorkerServiceOptions {
   std::string model_name;       // Reported in Describe.
   bool synthetic = false;       // Random weights (--synthetic): NOT a model.
   std::string backend = "cpu";  // Compute backend, reported in Describe.
+  // Target-leader proposers served (borrowed, must outlive the service; null = none),
+  // listed in Describe's target_methods.
+  const TargetProposers* target_proposers = nullptr;
 };
 
 class WorkerService final : public ParsingService<v1::Worker> {

@@ -44,9 +44,17 @@ Candidates Obtain(Sequence* s, int slot, int k, PhasePlan* plan_out = nullptr) {
       if (plan_out != nullptr) *plan_out = plan;
       return p.OnDrafted(*s, s->proposer_state(slot), req, answer, false).value_or(Candidates());
     }
-    case ProposerSite::kTargetLeader:
-      ADD_FAILURE() << "no driver for target-leader proposers yet";
-      return {};
+    case ProposerSite::kTargetLeader: {
+      // What a leader returns with a verify: a tree of at most k nodes, depth <= k.
+      v1::VerifiedSequence result;
+      v1::NextCandidates* next = result.mutable_next_candidates();
+      next->set_method(p.method());
+      for (int i = 0; i < k; ++i) {
+        *next->add_proposals() = PointMassProposal((s->tokens().back() + i + 1) % kVocab);
+        next->add_parents(i == 0 ? -1 : (i + 1) / 2 - 1);
+      }
+      return p.OnVerified(*s, s->proposer_state(slot), {}, result, 0).value_or(Candidates());
+    }
   }
   return {};
 }

@@ -1,12 +1,28 @@
 #include "coordinator/proposers/registry.h"
 
+#include <algorithm>
+
 #include "coordinator/proposers/draft_proposer.h"
+#include "coordinator/proposers/medusa_proposer.h"
 #include "coordinator/proposers/prompt_lookup_proposer.h"
 
 namespace tandem::coordinator {
+namespace {
+
+// Target-leader proposers are not in AUTO's chain: the leader returns their candidates
+// with every verify of a sequence whose chain holds one, so they would pre-empt the
+// speculation controller's choice among the other entries (docs/architecture.md §5,
+// Medusa: the measurement behind leaving it out).
+bool InAuto(const Proposer& p) { return p.capabilities().site != ProposerSite::kTargetLeader; }
+
+}  // namespace
 
 ProposerRegistry::ProposerRegistry(const ProposerConfig& config) {
   if (config.draft_worker) proposers_.push_back(std::make_unique<DraftProposer>());
+  const std::vector<v1::SpeculationMethod>& leader = config.target_methods;
+  if (std::find(leader.begin(), leader.end(), v1::SPECULATION_METHOD_MEDUSA) != leader.end()) {
+    proposers_.push_back(std::make_unique<MedusaProposer>());
+  }
   proposers_.push_back(std::make_unique<PromptLookupProposer>(config.prompt_lookup_branches));
   for (const auto& p : config.extra) proposers_.push_back(p);
 }
@@ -27,7 +43,9 @@ std::vector<v1::SpeculationMethod> ProposerRegistry::listed_methods() const {
 std::vector<const Proposer*> ProposerRegistry::ChainFor(v1::SpeculationMethod method) const {
   std::vector<const Proposer*> chain;
   for (const auto& p : proposers_) {
-    if (method == v1::SPECULATION_METHOD_AUTO || p->method() == method) chain.push_back(p.get());
+    if (p->method() == method || (method == v1::SPECULATION_METHOD_AUTO && InAuto(*p))) {
+      chain.push_back(p.get());
+    }
   }
   return chain;
 }

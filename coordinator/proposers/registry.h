@@ -1,8 +1,8 @@
 // The proposers a coordinator serves, built once from its configuration: the single
 // source of the methods it accepts (ServerLimits.available_methods), what
 // ModelInfo.methods lists, and each method's chain (AUTO: every served proposer in
-// preference order, the speculation controller picks among the usable ones; a named
-// method: that proposer; NONE: none).
+// preference order except target-leader ones (Medusa), the speculation controller picks
+// among the usable ones; a named method: that proposer; NONE: none).
 #ifndef TANDEM_COORDINATOR_PROPOSERS_REGISTRY_H_
 #define TANDEM_COORDINATOR_PROPOSERS_REGISTRY_H_
 
@@ -20,19 +20,23 @@ struct ProposerConfig {
   // Prompt lookup's distinct continuations per proposal (PromptLookupProposer): 1 =
   // chains (the default), 2..PromptLookupOptions::kMaxBranches = token trees.
   int prompt_lookup_branches = 1;
+  // Methods the target leader serves (DescribeResponse.target_methods): MEDUSA there
+  // serves the Medusa proposer.
+  std::vector<v1::SpeculationMethod> target_methods;
 };
 
 class ProposerRegistry {
  public:
   // Served proposers, in AUTO's preference order: the draft model (when configured),
-  // then prompt lookup.
+  // Medusa heads (when the target leader serves them), then prompt lookup.
   explicit ProposerRegistry(const ProposerConfig& config);
 
   // Methods a request may name besides AUTO and NONE.
   std::vector<v1::SpeculationMethod> served_methods() const;
   // What ModelInfo.methods lists: AUTO, NONE, then the served methods.
   std::vector<v1::SpeculationMethod> listed_methods() const;
-  // The chain of `method` (empty for NONE or a method that is not served).
+  // The chain of `method` (empty for NONE or a method that is not served; AUTO leaves
+  // target-leader proposers out).
   std::vector<const Proposer*> ChainFor(v1::SpeculationMethod method) const;
 
  private:

@@ -4,7 +4,9 @@ namespace tandem::coordinator::testing {
 
 const ProposerRegistry& TestRegistry() {
   static const ProposerRegistry* registry =
-      new ProposerRegistry(ProposerConfig{/*draft_worker=*/true, /*extra=*/{}});
+      new ProposerRegistry(ProposerConfig{/*draft_worker=*/true, /*extra=*/{},
+                                          /*prompt_lookup_branches=*/1,
+                                          /*target_methods=*/{v1::SPECULATION_METHOD_MEDUSA}});
   return *registry;
 }
 
