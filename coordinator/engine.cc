@@ -26,7 +26,8 @@ Engine::Engine(const EngineOptions& options, const Tokenizer* tokenizer,
 
 void Engine::ServeProposers(const std::vector<v1::SpeculationMethod>& target_methods) {
   proposers_ = ProposerRegistry(ProposerConfig{draft_ != nullptr, options_.extra_proposers,
-                                               options_.prompt_lookup_branches, target_methods});
+                                               options_.prompt_lookup_branches, target_methods,
+                                               options_.medusa_nodes});
   for (v1::SpeculationMethod m : proposers_.served_methods()) {
     if (server_acceptance_.count(m) > 0) continue;
     server_acceptance_[m] = std::make_unique<spec::PositionAcceptance>(

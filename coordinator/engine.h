@@ -66,6 +66,8 @@ struct EngineOptions {
   // Prompt lookup's distinct continuations per proposal: 1 = chains, more = token trees
   // (ProposerConfig::prompt_lookup_branches).
   int prompt_lookup_branches = 1;
+  // Medusa's tree size for requests without a fixed one (ProposerConfig::medusa_nodes).
+  int medusa_nodes = kDefaultMedusaNodes;
   spec::ControllerConfig controller;  // Per-sequence speculation controller.
   // Cost terms before measurements are in, and always when !measured_costs.
   spec::CostModel fixed_costs;

@@ -8,7 +8,7 @@ namespace tandem::coordinator {
 
 int MedusaProposer::MaxK(const Sequence& s, const PlannerOptions& options) const {
   const std::optional<int>& fixed = s.request().speculation.fixed_k;
-  return std::max(0, std::min(options.max_k, fixed.value_or(options.max_k)));
+  return std::max(0, std::min(options.max_k, fixed.value_or(default_nodes_)));
 }
 
 std::optional<Candidates> MedusaProposer::OnVerified(const Sequence& s, ProposerState& state,

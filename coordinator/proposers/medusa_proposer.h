@@ -5,10 +5,10 @@
 // (there is no hidden row yet). No per-sequence state: the tree is rebuilt from the
 // target's hidden row every step.
 //
-// Tree size: MaxK() nodes (what the engine asks the leader for), the server's max_k by
-// default, or a request's fixed num_speculative_tokens (a per-request override within
-// max_k; 0 turns speculation off). The leader returns the first that many of its
-// medusa_choices paths.
+// Tree size: MaxK() nodes (what the engine asks the leader for): the server's default
+// (coordinator --medusa_nodes, kDefaultMedusaNodes unless set), or a request's fixed
+// num_speculative_tokens (a per-request override), capped by max_k; 0 turns speculation
+// off. The leader returns the first that many of its medusa_choices paths.
 #ifndef TANDEM_COORDINATOR_PROPOSERS_MEDUSA_PROPOSER_H_
 #define TANDEM_COORDINATOR_PROPOSERS_MEDUSA_PROPOSER_H_
 
@@ -16,8 +16,16 @@
 
 namespace tandem::coordinator {
 
+// Nodes per tree unless the server or the request says otherwise: the fastest size
+// measured on the bundled target (bench/README.md, Medusa).
+inline constexpr int kDefaultMedusaNodes = 4;
+
 class MedusaProposer final : public Proposer {
  public:
+  // `default_nodes` >= 1: the tree size of a request without a fixed size.
+  explicit MedusaProposer(int default_nodes = kDefaultMedusaNodes)
+      : default_nodes_(default_nodes) {}
+
   v1::SpeculationMethod method() const override { return v1::SPECULATION_METHOD_MEDUSA; }
   ProposerCapabilities capabilities() const override {
     ProposerCapabilities c;
@@ -40,6 +48,9 @@ class MedusaProposer final : public Proposer {
                                        const Candidates& verified,
                                        const v1::VerifiedSequence& result,
                                        int committed) const override;
+
+ private:
+  int default_nodes_;
 };
 
 }  // namespace tandem::coordinator

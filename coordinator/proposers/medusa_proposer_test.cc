@@ -45,11 +45,13 @@ TEST(MedusaProposerTest, CandidatesAreTheTreeTheLeaderReturned) {
   EXPECT_FALSE(p.OnVerified(*s, s->proposer_state(0), {}, result, 1).has_value());
 }
 
-TEST(MedusaProposerTest, TreeSizeIsMaxKOrTheRequestsFixedK) {
+TEST(MedusaProposerTest, TreeSizeIsTheDefaultOrTheRequestsFixedKWithinMaxK) {
   PlannerOptions o;
   o.max_k = 12;
   auto adaptive = MedusaSequence(std::nullopt);
-  EXPECT_EQ(adaptive->proposer(0).MaxK(*adaptive, o), 12);
+  EXPECT_EQ(adaptive->proposer(0).MaxK(*adaptive, o), kDefaultMedusaNodes);
+  EXPECT_EQ(MedusaProposer(9).MaxK(*adaptive, o), 9);
+  EXPECT_EQ(MedusaProposer(30).MaxK(*adaptive, o), 12);
   auto fixed = MedusaSequence(5);
   EXPECT_EQ(fixed->proposer(0).MaxK(*fixed, o), 5);
   auto over = MedusaSequence(40);

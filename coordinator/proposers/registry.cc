@@ -21,7 +21,7 @@ ProposerRegistry::ProposerRegistry(const ProposerConfig& config) {
   if (config.draft_worker) proposers_.push_back(std::make_unique<DraftProposer>());
   const std::vector<v1::SpeculationMethod>& leader = config.target_methods;
   if (std::find(leader.begin(), leader.end(), v1::SPECULATION_METHOD_MEDUSA) != leader.end()) {
-    proposers_.push_back(std::make_unique<MedusaProposer>());
+    proposers_.push_back(std::make_unique<MedusaProposer>(config.medusa_nodes));
   }
   proposers_.push_back(std::make_unique<PromptLookupProposer>(config.prompt_lookup_branches));
   for (const auto& p : config.extra) proposers_.push_back(p);

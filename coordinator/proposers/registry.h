@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "coordinator/proposers/medusa_proposer.h"
 #include "coordinator/proposers/proposer.h"
 
 namespace tandem::coordinator {
@@ -23,6 +24,8 @@ struct ProposerConfig {
   // Methods the target leader serves (DescribeResponse.target_methods): MEDUSA there
   // serves the Medusa proposer.
   std::vector<v1::SpeculationMethod> target_methods;
+  // Medusa's tree size for requests without a fixed size (MedusaProposer), >= 1.
+  int medusa_nodes = kDefaultMedusaNodes;
 };
 
 class ProposerRegistry {

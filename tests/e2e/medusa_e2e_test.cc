@@ -2,7 +2,7 @@
 // the target leader computes the heads on the all-reduced hidden row of a 2-rank group
 // (tp > 1: the heads see what every rank holds), returns each step's tree with the
 // verify result, and greedy output is token-identical to target-only decoding for 20
-// prompts x tree sizes (1, 4, 8, 16 nodes and the adaptive default) x pipelining on and
+// prompts x tree sizes (1, 4, 8, 16 nodes and the server default) x pipelining on and
 // off. GetModelInfo lists MEDUSA; a target started with --medusa=false does not serve it
 // (FAILED_PRECONDITION naming what is missing).
 #include <grpcpp/grpcpp.h>
@@ -47,7 +47,7 @@ TEST(MedusaE2eTest, GreedyMedusaTreesAreTokenIdenticalToTargetOnly) {
     ASSERT_TRUE(r.ok()) << r.status() << (*cluster)->Logs();
     baseline[i] = Ids(*r);
   });
-  const std::vector<int> sizes = {1, 4, 8, 16, -1};  // -1: adaptive (max_k nodes).
+  const std::vector<int> sizes = {1, 4, 8, 16, -1};  // -1: the default (--medusa_nodes).
   // Separate waves: PIPELINING_OFF makes the whole running batch sequential.
   for (v1::Pipelining mode : {v1::PIPELINING_ON, v1::PIPELINING_OFF}) {
     std::atomic<int> proposed{0}, accepted{0};
