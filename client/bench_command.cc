@@ -316,7 +316,9 @@ Command BenchCommand() {
       {"concurrency", "N[,N...]", "Requests in flight at once; one run per level."},
       {"requests", "M", "Requests per configuration and round."},
       {"repeat", "N", "Interleaved rounds over all configurations (median [min-max])."},
-      {"methods", "M[,M...]", "Speculation methods: none, draft, prompt_lookup, auto."},
+      {"methods", "M[,M...]",
+       "Speculation methods: none, draft, prompt_lookup, auto (also medusa, lookahead where the "
+       "server has them)."},
       {"rules", "R[,R...]",
        "Acceptance rules: default, rejection, coupled, ...; one run per rule "
        "(`none` too: its sampling follows the rule)."},

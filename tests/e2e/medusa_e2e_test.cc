@@ -3,8 +3,9 @@
 // (tp > 1: the heads see what every rank holds), returns each step's tree with the
 // verify result, and greedy output is token-identical to target-only decoding for 20
 // prompts x tree sizes (1, 4, 8, 16 nodes and the server default) x pipelining on and
-// off. GetModelInfo lists MEDUSA; a target started with --medusa=false does not serve it
-// (FAILED_PRECONDITION naming what is missing).
+// off. tp agreement: a 1-rank target accepts exactly as many proposals per prompt as the
+// 2-rank group (same trees, same verdicts). GetModelInfo lists MEDUSA; a target started
+// with --medusa=false does not serve it (FAILED_PRECONDITION naming what is missing).
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -17,6 +18,14 @@ namespace tandem::e2e {
 namespace {
 
 constexpr int kTokens = 24;
+constexpr int kPrompts = 20;
+
+// Accepted proposals per prompt at the default tree size (pipelining on) on the 2-rank
+// group, for the tp agreement test (empty until GreedyMedusaTrees... ran).
+std::vector<int>& Tp2Accepted() {
+  static std::vector<int> accepted;
+  return accepted;
+}
 
 v1::ModelInfo Info(v1::Tandem::Stub* stub) {
   grpc::ClientContext ctx;
@@ -40,7 +49,8 @@ TEST(MedusaE2eTest, GreedyMedusaTreesAreTokenIdenticalToTargetOnly) {
   auto stub = (*cluster)->Client();
   EXPECT_TRUE(Lists(Info(stub.get()), v1::SPECULATION_METHOD_MEDUSA));
 
-  const std::vector<std::string> prompts = TestPrompts(20);
+  const std::vector<std::string> prompts = TestPrompts(kPrompts);
+  Tp2Accepted().assign(kPrompts, -1);
   std::vector<std::vector<int>> baseline(prompts.size());
   ParallelFor(prompts.size(), 20, [&](int i) {
     auto r = Generate(stub.get(), prompts[i], kTokens, v1::SPECULATION_METHOD_NONE, -1);
@@ -58,6 +68,9 @@ TEST(MedusaE2eTest, GreedyMedusaTreesAreTokenIdenticalToTargetOnly) {
       ASSERT_TRUE(r.ok()) << r.status() << (*cluster)->Logs();
       EXPECT_EQ(Ids(*r), baseline[i]) << "prompt " << i << " nodes " << k << " pipelining " << mode;
       EXPECT_EQ(r->stats().method(), v1::SPECULATION_METHOD_MEDUSA);
+      if (k < 0 && mode == v1::PIPELINING_ON) {
+        Tp2Accepted()[i] = static_cast<int>(r->stats().draft_tokens_accepted());
+      }
       proposed += r->stats().draft_tokens_proposed();
       accepted += r->stats().draft_tokens_accepted();
     });
@@ -65,6 +78,26 @@ TEST(MedusaE2eTest, GreedyMedusaTreesAreTokenIdenticalToTargetOnly) {
     std::printf("medusa, pipelining=%d: accepted %d of depth %d\n", mode, accepted.load(),
                 proposed.load());
   }
+}
+
+TEST(MedusaE2eTest, OneRankAcceptsWhatTwoRanksAccept) {
+  ASSERT_EQ(Tp2Accepted().size(), static_cast<size_t>(kPrompts)) << "runs after the tp 2 test";
+  ClusterOptions options;
+  options.tp = 1;
+  options.with_draft = false;
+  options.tag = "medusa_tp1";
+  options.coordinator_flags = {"--max_running=64", "--max_k=16"};
+  auto cluster = Cluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto stub = (*cluster)->Client();
+  const std::vector<std::string> prompts = TestPrompts(kPrompts);
+  ParallelFor(kPrompts, 20, [&](int i) {
+    auto r = Generate(stub.get(), prompts[i], kTokens, v1::SPECULATION_METHOD_MEDUSA, -1,
+                      v1::PIPELINING_ON);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(static_cast<int>(r->stats().draft_tokens_accepted()), Tp2Accepted()[i])
+        << "prompt " << i;
+  });
 }
 
 TEST(MedusaE2eTest, WithoutHeadsMedusaIsNotServed) {
