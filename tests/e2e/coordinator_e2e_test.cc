@@ -283,8 +283,8 @@ TEST_F(CoordinatorE2eTest, BadRequestsGetTheirStatusCodes) {
          r.mutable_speculation()->set_acceptance_rule(static_cast<v1::AcceptanceRule>(42));
        },
        grpc::INVALID_ARGUMENT},
-      {"medusa not enabled",
-       [](auto& r) { r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_MEDUSA); },
+      {"lookahead not enabled",
+       [](auto& r) { r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_LOOKAHEAD); },
        grpc::FAILED_PRECONDITION},
       {"token id out of vocab", [](auto& r) { r.mutable_token_ids()->add_ids(1 << 24); },
        grpc::INVALID_ARGUMENT},
