@@ -105,12 +105,20 @@ absl::StatusOr<MedusaHostHead> LoadHead(const SafetensorsFile& file, int head,
 
 }  // namespace
 
-int MedusaConfig::TopK() const {
+int MedusaConfig::TopK(int nodes) const {
+  const size_t n = nodes < 0 ? choices.size() : std::min<size_t>(nodes, choices.size());
   int k = 0;
-  for (const std::vector<int>& path : choices) {
-    for (int rank : path) k = std::max(k, rank + 1);
+  for (size_t i = 0; i < n; ++i) {
+    for (int rank : choices[i]) k = std::max(k, rank + 1);
   }
   return k;
+}
+
+int MedusaConfig::Depth(int nodes) const {
+  const size_t n = nodes < 0 ? choices.size() : std::min<size_t>(nodes, choices.size());
+  int depth = 0;
+  for (size_t i = 0; i < n; ++i) depth = std::max(depth, static_cast<int>(choices[i].size()));
+  return depth;
 }
 
 std::vector<std::vector<int>> DefaultMedusaChoices(int num_heads) {
@@ -218,9 +226,10 @@ absl::StatusOr<std::unique_ptr<MedusaHeads>> MedusaHeads::Create(const MedusaHos
   return heads;
 }
 
-absl::Status MedusaHeads::Forward(const float* hidden_row, std::vector<float>* logits) {
+absl::Status MedusaHeads::Forward(const float* hidden_row, std::vector<float>* logits, int heads) {
   const size_t row_bytes = sizeof(float) * hidden_;
-  for (size_t i = 0; i < heads_.size(); ++i) {
+  const size_t n = heads < 0 ? heads_.size() : std::min<size_t>(heads, heads_.size());
+  for (size_t i = 0; i < n; ++i) {
     const Head& head = heads_[i];
     TANDEM_RETURN_IF_ERROR(backend_->CopyOnDevice(hidden_row, x_.data(), row_bytes));
     for (size_t j = 0; j < head.weights.size(); ++j) {
@@ -231,7 +240,7 @@ absl::Status MedusaHeads::Forward(const float* hidden_row, std::vector<float>* l
     }
     backend_->MatMul(x_.f32(), 1, head.lm_head, logits_.f32() + i * vocab_);
   }
-  logits->resize(heads_.size() * vocab_);
+  logits->resize(n * vocab_);
   return backend_->CopyToHost(logits_.data(), logits->data(), logits->size() * sizeof(float));
 }
 

@@ -37,8 +37,10 @@ struct MedusaConfig {
   // leading part of the list is a tree (a request's tree of n nodes is the first n).
   std::vector<std::vector<int>> choices;
 
-  // 1 + the largest rank any path names (the top-k each head needs), 0 when empty.
-  int TopK() const;
+  // Of the first `nodes` paths (all when nodes < 0): 1 + the largest rank any names
+  // (the top-k each head needs) and the longest path (the heads needed); 0 when none.
+  int TopK(int nodes = -1) const;
+  int Depth(int nodes = -1) const;
 };
 
 // The paths used when config.json has no "medusa_choices": a small generic tree, its
@@ -85,10 +87,11 @@ class MedusaHeads {
   int hidden_size() const { return hidden_; }
   int vocab_size() const { return vocab_; }
 
-  // Every head's logits for one hidden row: `hidden_row` is [hidden_size] float32 in the
-  // backend's memory; *logits becomes host [num_heads, vocab_size] (head-major).
-  // Synchronizes. Errors: the backend's copy errors.
-  absl::Status Forward(const float* hidden_row, std::vector<float>* logits);
+  // The logits of heads 0..heads-1 (all when heads < 0 or > num_heads) for one hidden
+  // row: `hidden_row` is [hidden_size] float32 in the backend's memory; *logits becomes
+  // host [heads, vocab_size] (head-major). Synchronizes. Errors: the backend's copy
+  // errors.
+  absl::Status Forward(const float* hidden_row, std::vector<float>* logits, int heads = -1);
 
  private:
   struct Head {

@@ -145,6 +145,9 @@ TEST(MedusaHeadsTest, ForwardMatchesNaiveReference) {
         EXPECT_NEAR(logits[i * kVocab + v], want[v], 1e-4) << "layers " << layers << " head " << i;
       }
     }
+    std::vector<float> first_two;  // Only the heads asked for.
+    ASSERT_TRUE((*heads)->Forward(hidden.data(), &first_two, 2).ok());
+    EXPECT_EQ(first_two, std::vector<float>(logits.begin(), logits.begin() + 2 * kVocab));
   }
 }
 
@@ -194,6 +197,10 @@ TEST(MedusaHeadsTest, ChoicesValidation) {
   MedusaConfig c;
   c.choices = {{0}, {0, 4}, {2}};
   EXPECT_EQ(c.TopK(), 5);
+  EXPECT_EQ(c.Depth(), 2);
+  EXPECT_EQ(c.TopK(1), 1);
+  EXPECT_EQ(c.Depth(1), 1);
+  EXPECT_EQ(c.TopK(0), 0);
 }
 
 // The bundled heads against the PyTorch oracle (tests/reference/medusa_ref.py): golden

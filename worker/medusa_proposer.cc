@@ -56,12 +56,13 @@ absl::Status MedusaTargetProposer::Propose(Backend& backend, const ForwardOutput
                                             ", the heads take ", heads_->hidden_size()));
   }
   const float* row = outputs.hidden_rows + static_cast<size_t>(in.last_row) * outputs.hidden_size;
-  absl::Status status = heads_->Forward(row, &logits_);
+  // Only the heads and ranks the first max_nodes paths use.
+  const int depth = config.Depth(in.max_nodes), k = config.TopK(in.max_nodes);
+  absl::Status status = heads_->Forward(row, &logits_, depth);
   if (!status.ok()) return status;
   const int vocab = heads_->vocab_size();
-  const int k = config.TopK();
   std::vector<std::vector<int32_t>> top;
-  for (int d = 0; d < config.num_heads; ++d) {
+  for (int d = 0; d < depth; ++d) {
     top.push_back(TopKIndices(logits_.data() + static_cast<size_t>(d) * vocab, vocab, k));
   }
   BuildMedusaTree(config.choices, top, in.max_nodes, out);
