@@ -137,11 +137,12 @@ WorkerOptions OptionsFromFlags() {
   return o;
 }
 
-// Adds this worker's target-leader proposers to *out: Medusa when --model_dir has heads
-// and --medusa is on. Heads that do not load are a start-up error naming the file.
+// Adds a target leader's proposers to *out: Medusa when --model_dir has heads and
+// --medusa is on. Heads that do not load are a start-up error naming the file.
 absl::Status AddTargetProposers(const WorkerOptions& options, const LlamaConfig& config,
                                 Backend* backend, TargetProposers* out) {
-  if (options.role != "target" || options.model_dir.empty() || !absl::GetFlag(FLAGS_medusa)) {
+  if (options.role != "target" || !options.is_leader() || options.model_dir.empty() ||
+      !absl::GetFlag(FLAGS_medusa)) {
     return absl::OkStatus();
   }
   absl::StatusOr<std::optional<MedusaHostWeights>> heads =
@@ -153,9 +154,6 @@ absl::Status AddTargetProposers(const WorkerOptions& options, const LlamaConfig&
   if (!heads->has_value()) return absl::OkStatus();
   absl::StatusOr<std::unique_ptr<MedusaHeads>> runtime = MedusaHeads::Create(**heads, backend);
   if (!runtime.ok()) return runtime.status();
-  LOG(INFO) << "tandem-worker: Medusa heads: " << (*heads)->config.num_heads << " heads, "
-            << (*heads)->config.num_layers << " blocks each, tree of up to "
-            << (*heads)->config.choices.size() << " nodes";
   out->Add(std::make_unique<MedusaTargetProposer>(*std::move(runtime)));
   return absl::OkStatus();
 }
@@ -242,9 +240,20 @@ int Run(int argc, char** argv) {
   }
   absl::StatusOr<LlamaWeights> weights = LoadWeights(options);
   if (!weights.ok()) Die(weights.status(), 2);
+  // Before logging starts, so that bad heads are one line on stderr like every start-up
+  // error.
+  TargetProposers target_proposers;
+  if (absl::Status s =
+          AddTargetProposers(options, weights->config, backend_or->get(), &target_proposers);
+      !s.ok()) {
+    Die(s, 2);
+  }
 
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
+  if (target_proposers.Find(v1::SPECULATION_METHOD_MEDUSA) != nullptr) {
+    LOG(INFO) << "tandem-worker: serving Medusa heads (method MEDUSA) from " << options.model_dir;
+  }
   InstallShutdownSignalHandlers();
   std::unique_ptr<Backend> backend = *std::move(backend_or);
   LlamaModelOptions model_options;
@@ -335,12 +344,6 @@ int Run(int argc, char** argv) {
     _exit(0);
   }
 
-  TargetProposers target_proposers;
-  if (absl::Status s =
-          AddTargetProposers(options, weights->config, backend.get(), &target_proposers);
-      !s.ok()) {
-    Die(s, 2);
-  }
   std::unique_ptr<ModelExecutor> executor;
   TargetGroupLeader* leader = nullptr;
   if (options.is_group()) {
