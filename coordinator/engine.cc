@@ -17,8 +17,7 @@ Engine::Engine(const EngineOptions& options, const Tokenizer* tokenizer,
       target_(std::move(target)),
       draft_(std::move(draft)),
       metrics_(metrics),
-      proposers_(ProposerConfig{draft_ != nullptr, options.extra_proposers,
-                                options.prompt_lookup_branches}),
+      proposers_(ProposerConfig{}),  // ServeProposers sets it.
       kv_(options.planner.max_k),
       queue_(options.max_queue) {
   ServeProposers({});
