@@ -32,13 +32,17 @@
 # --no-affinity (do not pin; by default with >= 2 cores the draft gets core 0 and the
 # target ranks the others), --logs DIR (keep process logs there), --metrics-out FILE
 # (the coordinator's Prometheus metrics at the end of the run), --timeout SECONDS
-# (readiness, default 300), --check-only (exit 0 if namespaces can be created, else 77).
+# (readiness, default 300), --check-only (exit 0 if namespaces can be created, else 77),
+# --coordinator-flag FLAG and --bench-flag FLAG (repeatable: passed on to the
+# coordinator and to `tandem bench`, e.g. --bench-flag --pipelining=on,off
+# --bench-flag --repeat=3 --coordinator-flag --predraft_branches=4).
 HELP_LINES=$(awk 'NR > 1 && !/^#/ { print NR - 1; exit }' "$0")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DELAY=0.2ms RATE=10gbit TP=4 REQUESTS=8 CONCURRENCY=1,4 METHODS=none,draft MAX_TOKENS=64 COMM=tcp
 OUT="" PROMPTS=bench/prompts/code_completion.jsonl TARGET=models/target DRAFT=models/draft BIN_DIR=bazel-bin THREADS=1 AFFINITY=1
+COORDINATOR_FLAGS=() BENCH_FLAGS=()
 LOGS="" TIMEOUT=300 CHECK_ONLY=0 TANDEM="" COORDINATOR_BIN="" WORKER_BIN="" NET=auto NETSWITCH_BIN="" METRICS_OUT="" KEEP_AWAKE=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -61,6 +65,8 @@ while [ $# -gt 0 ]; do
     --bin-dir) BIN_DIR=$2; shift 2 ;;
     --tandem) TANDEM=$2; shift 2 ;;
     --coordinator-bin) COORDINATOR_BIN=$2; shift 2 ;;
+    --coordinator-flag) COORDINATOR_FLAGS+=("$2"); shift 2 ;;
+    --bench-flag) BENCH_FLAGS+=("$2"); shift 2 ;;
     --worker-bin) WORKER_BIN=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
     --no-affinity) AFFINITY=0; shift ;;
@@ -244,7 +250,7 @@ PID_NAMES=()
 RUN_ID="multinode-$TAG-$$"
 start coord "" -- "$COORDINATOR_BIN" --listen=$COORD_ADDR:50051 --target=10.77.0.10:50061 \
   --draft=$DRAFT_ADDR:50061 --tokenizer="$TARGET" --rendezvous_listen=$COORD_ADDR:50052 \
-  --metrics_listen=$COORD_ADDR:9090 --worker_wait_s="$TIMEOUT"
+  --metrics_listen=$COORD_ADDR:9090 --worker_wait_s="$TIMEOUT" "${COORDINATOR_FLAGS[@]}"
 for r in $(seq 0 $((TP - 1))); do
   addr="10.77.0.$((10 + r))"
   start "t$r" "$TARGET_CPUS" -- "$WORKER_BIN" --role=target --rank="$r" --tp_size="$TP" \
@@ -272,7 +278,8 @@ say "cluster ready after ${waited}s"
 
 BENCH=(bench --server $COORD_ADDR:50051 --metrics $COORD_ADDR:9090 --requests "$REQUESTS"
        --prompts "$(realpath "$PROMPTS")"
-       --concurrency "$CONCURRENCY" --methods "$METHODS" --max-tokens "$MAX_TOKENS")
+       --concurrency "$CONCURRENCY" --methods "$METHODS" --max-tokens "$MAX_TOKENS"
+       "${BENCH_FLAGS[@]}")
 [ -n "$OUT" ] && BENCH+=(--out "$(realpath -m "$OUT")")
 say "tandem ${BENCH[*]}"
 # In the background so that a signal to this script is handled at once (bash runs

@@ -18,7 +18,8 @@ Engine::Engine(const EngineOptions& options, const Tokenizer* tokenizer,
       draft_(std::move(draft)),
       metrics_(metrics),
       proposers_(ProposerConfig{}),  // ServeProposers sets it.
-      kv_(options.planner.max_k),
+      kv_(options.planner.max_k,
+          options.planner.optimistic ? std::max(1, options.planner.predraft_branches) : 0),
       queue_(options.max_queue) {
   ServeProposers({});
 }
@@ -135,13 +136,9 @@ void Engine::Stop() {
     e.payload->Fail(absl::UnavailableError("server shutting down"), now);
   }
   if (held_) held_->Fail(absl::UnavailableError("server shutting down"), now);
-  std::vector<uint64_t> ids;
-  for (auto& s : running_) {
-    s->Fail(absl::UnavailableError("server shutting down"), now);
-    ids.push_back(s->id());
-  }
+  for (auto& s : running_) s->Fail(absl::UnavailableError("server shutting down"), now);
+  ReleaseOnWorkers(running_);
   running_.clear();
-  ReleaseOnWorkers(ids);
 }
 
 absl::StatusOr<std::shared_ptr<Sequence>> Engine::Submit(ValidatedRequest request,
@@ -259,7 +256,7 @@ void Engine::RecordFinished(const Sequence& s, absl::Time now) {
 }
 
 void Engine::ReapSequences(absl::Time now) {
-  std::vector<uint64_t> release;
+  std::vector<std::shared_ptr<Sequence>> release;
   auto end = std::remove_if(running_.begin(), running_.end(), [&](std::shared_ptr<Sequence>& s) {
     if (!s->finished()) {
       if (s->cancelled.load()) {
@@ -276,20 +273,31 @@ void Engine::ReapSequences(absl::Time now) {
     }
     if (!s->finished()) return false;
     RecordFinished(*s, now);
-    release.push_back(s->id());
+    release.push_back(s);
     return true;
   });
   running_.erase(end, running_.end());
   if (!release.empty()) ReleaseOnWorkers(release);
 }
 
-void Engine::ReleaseOnWorkers(const std::vector<uint64_t>& ids) {
-  if (ids.empty()) return;
+void Engine::ReleaseOnWorkers(const std::vector<std::shared_ptr<Sequence>>& sequences) {
+  if (sequences.empty()) return;
+  std::vector<uint64_t> ids, draft_ids;
+  for (const auto& s : sequences) {
+    ids.push_back(s->id());
+    draft_ids.push_back(s->id());
+    for (int slot = 0; slot < s->chain_size(); ++slot) {
+      s->proposer(slot).AppendWorkerIds(*s, s->proposer_state(slot), &draft_ids);
+    }
+  }
   if (target_available_.load()) {
     target_exec_.Submit([this, ids] { return target_->Release(ids); });
   }
-  if (draft_ != nullptr && draft_available_.load()) {
-    draft_exec_.Submit([this, ids] { return draft_->Release(ids); });
+  if (draft_ == nullptr) return;
+  if (draft_available_.load()) {
+    draft_exec_.Submit([this, draft_ids] { return draft_->Release(draft_ids); });
+  } else {
+    unreleased_draft_ids_.insert(unreleased_draft_ids_.end(), draft_ids.begin(), draft_ids.end());
   }
 }
 
@@ -316,6 +324,12 @@ void Engine::ApplyResets() {
     }
     if (described.has_value()) ApplyDraftDescription(*described);
     for (auto& s : running_) ResetProposers(*s, ProposerSite::kDraftWorker);
+    // What finished while it was down (a draft that was only unreachable still holds it).
+    if (!unreleased_draft_ids_.empty()) {
+      std::vector<uint64_t> ids = std::move(unreleased_draft_ids_);
+      unreleased_draft_ids_.clear();
+      draft_exec_.Submit([this, ids] { return draft_->Release(ids); });
+    }
   }
 }
 
@@ -342,7 +356,11 @@ void Engine::Loop() {
     WorkerAvailability workers;
     workers.draft = draft_ != nullptr && draft_available_.load();
     workers.target = true;
-    workers.pipeline_mode = ChoosePipelineMode(static_cast<int>(running.size()));
+    // The mode pipelined phases run in; sequential when this phase may not pipeline
+    // (what the cost terms then assume, too).
+    const PipelineMode mode = ChoosePipelineMode(static_cast<int>(running.size()));
+    workers.pipeline_mode =
+        PipeliningWanted(running, planner_.pipelining) ? mode : PipelineMode::kSequential;
     SetCostTerms(static_cast<int>(running.size()), &workers);
     PhasePlan plan = PlanPhase(running, planner_, workers);
     if (metrics_) {

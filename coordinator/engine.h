@@ -169,7 +169,9 @@ class Engine {
   void OnTargetFailure(const absl::Status& status, const std::vector<Sequence*>& batch,
                        absl::Time now);
   void OnDraftFailure(const absl::Status& status, const PhasePlan& plan);
-  void ReleaseOnWorkers(const std::vector<uint64_t>& ids);
+  // Releases the sequences' caches: their ids on the target; their ids and their
+  // proposers' branch ids (Proposer::AppendWorkerIds) on the draft.
+  void ReleaseOnWorkers(const std::vector<std::shared_ptr<Sequence>>& sequences);
   void RecordFinished(const Sequence& s, absl::Time now);
   void RecordRejectedBatch(const char* worker, const absl::Status& status,
                            const std::string& shape);
@@ -177,11 +179,19 @@ class Engine {
   // The pipelining mode of the next phase over `batch` running sequences, from the
   // measured fits (sequential until both have 8 calls), and records the decision's gain.
   PipelineMode ChoosePipelineMode(int batch);
+  // The measured share of pre-drafted lookups that supplied the next candidates (with
+  // its prior), [0, 1].
+  double AheadHitRate() const;
+  // WorkerAvailability::predraft_token_budget for a phase of `batch` sequences: the
+  // draft tokens beyond each sequence's likeliest outcome that the measured fits
+  // predict to fit within the verify; -1 while the fits are not ready.
+  int PredraftTokenBudget(int batch) const;
   // Before a verify's results are applied: the mean K of its draft-worker candidates.
   void ObserveDraftK(const PhasePlan& plan);
-  // After: whether the drafted-ahead proposals of the verified sequences that had them
-  // (`had_ahead`, parallel to plan.verify_sequences) became their next candidates.
-  void ObserveAheadHits(const PhasePlan& plan, const std::vector<bool>& had_ahead);
+  // After: whether the pre-drafted outcomes of the verified sequences that had them
+  // (`had_ahead`: how many per sequence, parallel to plan.verify_sequences) supplied
+  // their next candidates; feeds the hit rate, the fan-out and the metrics.
+  void ObserveAheadHits(const PhasePlan& plan, const std::vector<int>& had_ahead);
   // Feed a decode-shaped verify (draft) call's time to its fit and, once the fit has
   // data, to its overlap slowdown (overlapped: the other worker had work in `plan`).
   void ObserveVerifyCall(const PhasePlan& plan, int rows, double ms);
@@ -223,6 +233,9 @@ class Engine {
   std::atomic<bool> draft_available_{false};
   std::atomic<bool> target_available_{false};
   std::atomic<bool> draft_reset_pending_{false};
+  // Draft ids of sequences that finished while the draft was unavailable: released when
+  // it is back (engine thread only).
+  std::vector<uint64_t> unreleased_draft_ids_;
   std::atomic<bool> target_reset_pending_{false};
   std::atomic<bool> stopping_{false};
   absl::Time started_;
@@ -238,6 +251,7 @@ class Engine {
   double draft_k_ema_ = 0;    // Proposals per draft-worker step, moving average.
   // Drafted-ahead lookups and hits, exponentially forgotten (the lockstep hit rate).
   double ahead_lookups_ = 0, ahead_hits_ = 0;
+  double ahead_fanout_ = 0;  // Outcomes pre-drafted per lookup, moving average (0: none yet).
   // Server-wide acceptance per served method, the controllers' prior (engine thread).
   std::map<v1::SpeculationMethod, std::unique_ptr<spec::PositionAcceptance>> server_acceptance_;
   // Call time against size (verify: sequences and rows; draft: proposals; draft

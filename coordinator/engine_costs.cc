@@ -33,7 +33,8 @@ PipelineMode Engine::ChoosePipelineMode(int batch) {
   in.batch = batch;
   in.k = draft_k_ema_;
   in.continuations = planner_.optimistic && batch <= planner_.optimistic_max_batch;
-  in.hit_rate = (ahead_hits_ + kAheadPriorHits) / (ahead_lookups_ + kAheadPriorLookups);
+  in.hit_rate = AheadHitRate();
+  in.fanout = ahead_fanout_ > 0 ? ahead_fanout_ : planner_.predraft_branches;
   in.phase_overhead_ms = phase_overhead_ms_ema_;
   in.verify_slowdown = verify_overlap_.Factor();
   in.draft_slowdown = draft_overlap_.Factor();
@@ -113,16 +114,17 @@ void Engine::ObserveDraftK(const PhasePlan& plan) {
   draft_k_ema_ = draft_k_ema_ == 0 ? k : 0.9 * draft_k_ema_ + 0.1 * k;
 }
 
-void Engine::ObserveAheadHits(const PhasePlan& plan, const std::vector<bool>& had_ahead) {
+void Engine::ObserveAheadHits(const PhasePlan& plan, const std::vector<int>& had_ahead) {
   bool looked_up = false;
   for (size_t i = 0; i < plan.verify_sequences.size(); ++i) {
     const Sequence& s = *plan.verify_sequences[i];
-    if (i < had_ahead.size() && had_ahead[i] && !s.finished()) {
+    if (i < had_ahead.size() && had_ahead[i] > 0 && !s.finished()) {
       const bool hit = !s.candidates.empty() && s.candidates.site == ProposerSite::kDraftWorker;
       ahead_lookups_ = kAheadForgetting * ahead_lookups_ + 1;
       ahead_hits_ = kAheadForgetting * ahead_hits_ + (hit ? 1 : 0);
+      ahead_fanout_ = 0.9 * ahead_fanout_ + 0.1 * had_ahead[i];
       looked_up = true;
-      if (metrics_) metrics_->RecordSpeculationCacheLookup(hit);
+      if (metrics_) metrics_->RecordSpeculationCacheLookup(hit, had_ahead[i]);
     }
   }
   if (!looked_up) {
@@ -133,17 +135,43 @@ void Engine::ObserveAheadHits(const PhasePlan& plan, const std::vector<bool>& ha
   }
 }
 
+int Engine::PredraftTokenBudget(int batch) const {
+  if (verify_fit_.observations() < kMinPipelineObservations ||
+      draft_fit_.observations() < kMinPipelineObservations || !(draft_fit_.slope() > 0)) {
+    return -1;
+  }
+  // The verify of n sequences of K + 1 rows next to the draft, against the draft call
+  // that already pre-drafts each sequence's likeliest outcome (about K + 1 tokens).
+  const double n = std::max(batch, 1), k = draft_k_ema_;
+  const double verify = verify_overlap_.Factor() * verify_fit_.Predict(n, n * (k + 1));
+  const double draft = draft_overlap_.Factor() * draft_fit_.Predict(n * (k + 1));
+  const double tokens = (verify - draft) / (draft_overlap_.Factor() * draft_fit_.slope());
+  return static_cast<int>(std::clamp(tokens, 0.0, 1e6));
+}
+
+double Engine::AheadHitRate() const {
+  return (ahead_hits_ + kAheadPriorHits) / (ahead_lookups_ + kAheadPriorLookups);
+}
+
 void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
   const spec::CostModel costs =
       options_.measured_costs ? spec::BatchCostModel(verify_fit_, draft_fit_, batch,
                                                      options_.fixed_costs, phase_overhead_ms_ema_)
                               : options_.fixed_costs;
   workers->verify_cost = costs.verify_cost;
-  workers->draft_worker_cost = costs.draft_cost;
-  workers->draft_worker_overhead = costs.overhead;
+  // In lockstep with pre-drafting, a step whose candidates were pre-drafted (share h,
+  // measured) runs no draft phase: its draft time and phase overhead are hidden behind
+  // the verify before it. What overlap still costs (slower verifies next to the draft)
+  // reaches the controller through the realized-speedup factor.
+  const bool predrafting = workers->pipeline_mode == PipelineMode::kLockstep &&
+                           planner_.optimistic && batch <= planner_.optimistic_max_batch;
+  const double exposed = options_.measured_costs && predrafting ? 1 - AheadHitRate() : 1.0;
+  workers->draft_worker_cost = costs.draft_cost * exposed;
+  workers->draft_worker_overhead = costs.overhead * exposed;
   // Feeding the draft (a switch cost, per token): measured only.
   const double step =
       verify_fit_.Predict(std::max(batch, 1), std::max(batch, 1)) + phase_overhead_ms_ema_;
+  workers->predraft_token_budget = PredraftTokenBudget(batch);
   workers->draft_worker_cost_factor =
       options_.measured_costs ? realized_.Factor(batch, SpeculationKind::kDraftWorker) : 1.0;
   workers->other_cost_factor =

@@ -22,12 +22,14 @@ void UpdateEma(double* ema, absl::Duration d) {
 
 // Parallel to plan.verify_sequences: whether the sequence had drafted-ahead proposals
 // (a continuation) drafted in this phase.
-std::vector<bool> AheadDrafted(const PhasePlan& plan) {
-  std::vector<bool> ahead(plan.verify_sequences.size(), false);
+// Per verified sequence of `plan`: the outcomes pre-drafted for it (continuation entries)
+// in this phase.
+std::vector<int> AheadDrafted(const PhasePlan& plan) {
+  std::vector<int> ahead(plan.verify_sequences.size(), 0);
   for (size_t j = 0; j < plan.draft_sequences.size(); ++j) {
     if (!plan.draft_is_continuation[j]) continue;
     for (size_t i = 0; i < ahead.size(); ++i) {
-      ahead[i] = ahead[i] || plan.verify_sequences[i] == plan.draft_sequences[j];
+      ahead[i] += plan.verify_sequences[i] == plan.draft_sequences[j] ? 1 : 0;
     }
   }
   return ahead;
@@ -273,7 +275,7 @@ void Engine::ApplyTargetResult(const TargetResult& r, PhasePlan& plan,
   latency->verify_ms = resp.compute_ms();
   latency->collective_ms = resp.collective_ms();
   latency->rpc_ms = std::max(0.0, Ms(r.verify_wall) - resp.compute_ms());
-  const std::vector<bool> had_ahead = AheadDrafted(plan);
+  const std::vector<int> had_ahead = AheadDrafted(plan);
   ObserveDraftK(plan);
   for (int i = 0; i < resp.sequences_size() && i < plan.verify.sequences_size(); ++i) {
     Sequence* s = plan.verify_sequences[i];

@@ -197,6 +197,11 @@ absl::StatusOr<v1::DraftResponse> FakeWorker::Draft(const v1::DraftRequest& requ
     return s;
   }
   const auto saved = caches_;
+  for (const v1::DraftSequence& d : request.sequences()) {  // Forks first, as a real worker.
+    if (d.fork_from() == 0) continue;
+    const std::vector<int32_t>& parent = caches_.at(d.fork_from());
+    caches_[d.sequence_id()].assign(parent.begin(), parent.begin() + d.start_position());
+  }
   v1::DraftResponse response;
   for (const v1::DraftSequence& d : request.sequences()) {
     Feed(d.sequence_id(), d.start_position(), {d.tokens().begin(), d.tokens().end()});
@@ -206,6 +211,7 @@ absl::StatusOr<v1::DraftResponse> FakeWorker::Draft(const v1::DraftRequest& requ
     for (uint32_t i = 0; i < d.num_draft_tokens(); ++i) {
       const int32_t t = FakeDraftNext(cache, options_.vocab_size, options_.draft_error_rate);
       *out->add_proposals() = PointMassProposal(t);
+      if (d.num_top() > 0) *out->add_top() = DraftTop(cache, t, d.num_top());
       counters_.max_position = std::max<int>(counters_.max_position, cache.size());
       if (i + 1 < d.num_draft_tokens()) cache.push_back(t);  // The last one is not fed.
     }
@@ -243,14 +249,24 @@ absl::StatusOr<v1::VerifyResponse> FakeWorker::Verify(const v1::VerifyRequest& r
     std::vector<int32_t>& cache = caches_[v.sequence_id()];
     v1::VerifiedSequence* out = response.add_sequences();
     out->set_sequence_id(v.sequence_id());
-    int accepted = 0;
-    for (const v1::ProposedToken& p : v.proposals()) {
+    // Greedy along the tree (a chain: node i's parent is i - 1): the child of the last
+    // accepted node that holds the target's token, until none does.
+    int accepted = 0, parent = -1;
+    counters_.max_position = std::max<int>(
+        counters_.max_position, v.start_position() + v.tokens_size() + v.proposals_size() - 1);
+    for (bool found = true; found;) {
+      found = false;
       const int32_t t = FakeTargetNext(cache, options_.vocab_size);
-      counters_.max_position = std::max<int>(counters_.max_position, cache.size());
-      if (p.token() != t) break;
-      cache.push_back(t);
-      out->add_committed(t);
-      ++accepted;
+      for (int i = parent + 1; i < v.proposals_size(); ++i) {
+        const int p = v.proposal_parents_size() > 0 ? v.proposal_parents(i) : i - 1;
+        if (p != parent || v.proposals(i).token() != t) continue;
+        cache.push_back(t);
+        out->add_committed(t);
+        ++accepted;
+        parent = i;
+        found = true;
+        break;
+      }
     }
     out->add_committed(FakeTargetNext(cache, options_.vocab_size));
     out->set_num_accepted(accepted);
@@ -271,6 +287,34 @@ absl::StatusOr<v1::VerifyResponse> FakeWorker::Verify(const v1::VerifyRequest& r
     return Admit(kv);
   }
   return response;
+}
+
+v1::TopTokens FakeWorker::DraftTop(const std::vector<int32_t>& context, int32_t proposal,
+                                   int n) const {
+  const int32_t target = FakeTargetNext(context, options_.vocab_size);
+  const int span = options_.vocab_size - kFirstId;
+  const auto other = [&](int32_t t, int step) { return kFirstId + (t - kFirstId + step) % span; };
+  int32_t second = target;
+  if (target == proposal || !options_.top_has_target) {
+    second = other(proposal, 2);
+    if (second == target) second = other(proposal, 3);
+  }
+  int32_t third = other(second, 5);
+  if (third == proposal || third == target) third = other(second, 7);
+  v1::TopTokens top;
+  const std::pair<int32_t, float> entries[] = {{proposal, 0.6f}, {second, 0.3f}, {third, 0.1f}};
+  for (int i = 0; i < n && i < 3; ++i) {
+    top.add_ids(entries[i].first);
+    top.add_probs(entries[i].second);
+  }
+  return top;
+}
+
+std::vector<uint64_t> FakeWorker::live_sequences() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<uint64_t> ids;
+  for (const auto& [id, cache] : caches_) ids.push_back(id);
+  return ids;
 }
 
 absl::Status FakeWorker::Release(const std::vector<uint64_t>& sequence_ids) {

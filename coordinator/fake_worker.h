@@ -6,7 +6,12 @@
 // The "model" is a fixed function of the context: the target's greedy next token is
 // TargetNext(context); the draft proposes DraftNext(context), which agrees with the
 // target except where a hash of the context says otherwise (draft_error_rate), so
-// acceptance is partial and reproducible. Only greedy verification is implemented
+// acceptance is partial and reproducible. Draft entries may fork (fork_from: the branch
+// copies its parent's first start_position tokens; the fake's KV check counts a
+// branch's whole cache, more than a real worker's shared blocks) and report top tokens
+// (num_top): the proposal (0.6), then the target's token when it differs
+// (top_has_target) or another one (0.3), then a third (0.1). Only greedy verification
+// (chains and trees) is implemented
 // (temperature 0); Verify commits the accepted proposals plus the target's token and,
 // when a sequence asks for them, returns next candidates (target_methods).
 // Thread-safe.
@@ -36,6 +41,9 @@ struct FakeWorkerOptions {
   // Fraction of contexts in which the draft's proposal differs from the target's.
   double draft_error_rate = 0.25;
   absl::Duration step_delay = absl::ZeroDuration();  // Added to every step call.
+  // Whether the draft's top tokens list the target's token second where the draft is
+  // wrong (pre-drafted outcomes after a rejection then hit), or a token that is not it.
+  bool top_has_target = true;
   // Target-side proposers served (VerifySequence.next_candidates): for any of them,
   // Verify answers with the fake target's own next max_nodes greedy tokens after the
   // step (a chain of point masses). Empty = none, as a real worker today.
@@ -80,6 +88,8 @@ class FakeWorker : public WorkerApi {
     int max_position = -1;  // Highest cache position ever written.
   };
   Counters counters() const;
+  // Ids of the sequences (branches included) the worker holds now, ascending.
+  std::vector<uint64_t> live_sequences() const;
   std::string last_rejection() const;
 
  private:
@@ -90,6 +100,8 @@ class FakeWorker : public WorkerApi {
   void Feed(uint64_t id, uint32_t start, const std::vector<int32_t>& tokens)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckKv() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The draft's top tokens after `context` whose proposal is `proposal` (see above).
+  v1::TopTokens DraftTop(const std::vector<int32_t>& context, int32_t proposal, int n) const;
 
   const FakeWorkerOptions options_;
   const std::string name_;

@@ -20,7 +20,9 @@ int KvAdmission::TargetBlocks(int prompt, int max_new_tokens) const {
 }
 
 int KvAdmission::DraftBlocks(int prompt, int max_new_tokens) const {
-  return has_draft_ ? BlocksFor(draft_, prompt, max_new_tokens) : 0;
+  if (!has_draft_ || draft_.block_size <= 0) return 0;
+  const int per_branch = (max_k_ + 2 + draft_.block_size - 1) / draft_.block_size + 1;
+  return BlocksFor(draft_, prompt, max_new_tokens) + draft_branches_ * per_branch;
 }
 
 absl::Status KvAdmission::CheckFitsTarget(int prompt, int max_new_tokens) const {

@@ -2,7 +2,9 @@
 //
 // Every admitted sequence reserves its worst case on each worker: blocks for
 // prompt + max_new_tokens + max_k + 1 positions (speculative positions past the
-// committed ones included). Decisions for the request at the head of the queue:
+// committed ones included), and on the draft also its pre-drafting branches' own blocks
+// (each at most max_k + 2 positions past a shared prefix, one copied partial block). Decisions for
+// the request at the head of the queue:
 //  * Refuse at once (RESOURCE_EXHAUSTED with the numbers) a request that could never
 //    fit the target's whole cache.
 //  * Admit when the target has room now. The draft's reservation is taken when the
@@ -26,8 +28,10 @@ struct KvCapacity {
 
 class KvAdmission {
  public:
-  // `max_k`: the most proposals verified per step (reserved past max_new_tokens).
-  explicit KvAdmission(int max_k) : max_k_(max_k) {}
+  // `max_k`: the most proposals verified per step (reserved past max_new_tokens);
+  // `draft_branches`: the branches each sequence may hold on the draft (>= 0).
+  explicit KvAdmission(int max_k, int draft_branches = 0)
+      : max_k_(max_k), draft_branches_(draft_branches) {}
 
   void SetTarget(KvCapacity target) { target_ = target; }
   // The draft's capacity; has_draft = false when no draft is configured.
@@ -53,6 +57,7 @@ class KvAdmission {
 
  private:
   int max_k_;
+  int draft_branches_;
   KvCapacity target_;
   KvCapacity draft_;
   bool has_draft_ = false;

@@ -21,6 +21,16 @@ TEST(KvAdmissionTest, BlocksCoverPromptNewTokensAndSpeculativePositions) {
   EXPECT_EQ(Policy(100, 100, /*has_draft=*/false).DraftBlocks(100, 50), 0);
 }
 
+// Each pre-drafting branch holds at most max_k + 2 positions of its own past a shared
+// prefix, one of them in a copied partial block: ceil(10 / 16) + 1 = 2 blocks at max_k 8.
+TEST(KvAdmissionTest, DraftBranchesReserveTheirOwnBlocksOnTheDraftOnly) {
+  KvAdmission kv(8, /*draft_branches=*/3);
+  kv.SetTarget({16, 100});
+  kv.SetDraft({16, 100}, true);
+  EXPECT_EQ(kv.TargetBlocks(100, 50), 10);
+  EXPECT_EQ(kv.DraftBlocks(100, 50), 10 + 3 * 2);
+}
+
 TEST(KvAdmissionTest, RefusesWhatCanNeverFitTheTargetWithTheNumbers) {
   KvAdmission kv = Policy(10, 100);
   EXPECT_TRUE(kv.CheckFitsTarget(100, 50).ok());  // 10 blocks.

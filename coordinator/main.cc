@@ -40,8 +40,18 @@ ABSL_FLAG(int, max_running, 64, "Sequences decoding at once (continuous batch si
 ABSL_FLAG(bool, pipelining, true,
           "Overlap draft and target work: micro-batch ping-pong when drafting is a real "
           "share of the step time, else optimistic drafting ahead while verifying.");
-ABSL_FLAG(bool, optimistic, true, "Optimistic continuation when pipelining at low concurrency.");
+ABSL_FLAG(bool, optimistic, true,
+          "Pre-draft the next step while the target verifies (the speculation cache), when "
+          "pipelining at low concurrency.");
+ABSL_FLAG(int, predraft_branches, 1,
+          "Verification outcomes pre-drafted per sequence while the target verifies, 1..31: "
+          "1 = only the all-accepted one (the bonus token guessed), more = also after the "
+          "likeliest rejections (the draft's top tokens), each on a branch of its cache.");
 ABSL_FLAG(int, optimistic_max_batch, 16, "Running sequences up to which to draft ahead.");
+ABSL_FLAG(int, draft_tree_siblings, 0,
+          "Draft-model token trees for greedy and coupled requests, 0..15: verify up to this "
+          "many of the draft's next likeliest tokens as leaf siblings of each drafted token "
+          "(shallow first, within --max_k nodes); 0 = chains.");
 ABSL_FLAG(std::string, pipeline_mode, "auto",
           "Mode of pipelined phases: auto (chosen every phase from the measured draft and "
           "verify call-time fits: sequential, lockstep or ping-pong, whichever is predicted "
@@ -255,6 +265,18 @@ int Run() {
   eo.planner.pipelining = absl::GetFlag(FLAGS_pipelining);
   eo.planner.optimistic = absl::GetFlag(FLAGS_optimistic);
   eo.planner.optimistic_max_batch = absl::GetFlag(FLAGS_optimistic_max_batch);
+  eo.planner.predraft_branches = absl::GetFlag(FLAGS_predraft_branches);
+  eo.planner.draft_tree_siblings = absl::GetFlag(FLAGS_draft_tree_siblings);
+  if (eo.planner.draft_tree_siblings < 0 || eo.planner.draft_tree_siblings > 15) {
+    std::fprintf(stderr, "tandem-coordinator: --draft_tree_siblings=%d: expected 0..15\n",
+                 eo.planner.draft_tree_siblings);
+    return 2;
+  }
+  if (eo.planner.predraft_branches < 1 || eo.planner.predraft_branches > 31) {
+    std::fprintf(stderr, "tandem-coordinator: --predraft_branches=%d: expected 1..31\n",
+                 eo.planner.predraft_branches);
+    return 2;
+  }
   eo.pipeline_hysteresis.switch_margin = std::max(0.0, absl::GetFlag(FLAGS_pipeline_switch_margin));
   eo.pipeline_hysteresis.min_gain = std::max(0.0, absl::GetFlag(FLAGS_pipeline_min_gain));
   eo.pipeline_hysteresis.min_hold_phases =

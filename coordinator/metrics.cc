@@ -138,6 +138,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
                       .Register(r);
   m->cache_hits_ = &lookups.Add({{"result", "hit"}});
   m->cache_misses_ = &lookups.Add({{"result", "miss"}});
+  m->cache_branches_ = &prometheus::BuildCounter()
+                            .Name("tandem_speculation_cache_branches_total")
+                            .Help("Verification outcomes pre-drafted while the target verified.")
+                            .Register(r)
+                            .Add({});
   m->rejected_family_ = &prometheus::BuildCounter()
                              .Name("tandem_worker_rejected_batches_total")
                              .Help("Batches a worker rejected (a coordinator bug when non-zero).")
@@ -319,8 +324,9 @@ void CoordinatorMetrics::SetSlowdowns(double verify_overlap, double draft_overla
   if (std::isfinite(other_factor)) other_factor_->Set(other_factor);
 }
 
-void CoordinatorMetrics::RecordSpeculationCacheLookup(bool hit) {
+void CoordinatorMetrics::RecordSpeculationCacheLookup(bool hit, int branches) {
   (hit ? cache_hits_ : cache_misses_)->Increment();
+  cache_branches_->Increment(std::max(0, branches));
 }
 
 void CoordinatorMetrics::RecordControllerStep(absl::string_view decision, int k,

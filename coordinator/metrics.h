@@ -39,8 +39,11 @@
 //                                               current batch size (>= 1), for
 //                                               "draft_worker" and "other" proposers
 //   tandem_speculation_cache_lookups_total{result}  verifies of a sequence with
-//                                               drafted-ahead proposals (continuation),
-//                                               "hit" when they became the next ones
+//                                               pre-drafted outcomes (speculation
+//                                               cache), "hit" when one became the next
+//                                               candidates
+//   tandem_speculation_cache_branches_total     outcomes pre-drafted (branches); per
+//                                               lookup: the fan-out per step
 //   tandem_worker_rejected_batches_total{worker,code}  batches a worker rejected
 //                                               (a coordinator bug when > 0)
 //   tandem_position_proposed_total{position}    proposals at draft position 1..max_k
@@ -145,8 +148,9 @@ class CoordinatorMetrics {
   // the others (>= 1; non-finite values leave the gauges).
   void SetSlowdowns(double verify_overlap, double draft_overlap, double draft_worker_factor,
                     double other_factor);
-  // One lookup of drafted-ahead proposals after a verify: `hit` when they were used.
-  void RecordSpeculationCacheLookup(bool hit);
+  // One lookup of pre-drafted outcomes after a verify (`branches` of them were
+  // drafted, >= 0): `hit` when one was used.
+  void RecordSpeculationCacheLookup(bool hit, int branches);
 
   // A worker ("draft" or "target") rejected a batch the coordinator built with `code`.
   void RecordRejectedBatch(absl::string_view worker, absl::StatusCode code);
@@ -192,6 +196,7 @@ class CoordinatorMetrics {
   prometheus::Family<prometheus::Counter>* phase_mode_family_ = nullptr;
   prometheus::Counter* cache_hits_ = nullptr;
   prometheus::Counter* cache_misses_ = nullptr;
+  prometheus::Counter* cache_branches_ = nullptr;
   prometheus::Gauge* pipeline_gain_ = nullptr;
   prometheus::Gauge* verify_slowdown_ = nullptr;
   prometheus::Gauge* draft_slowdown_ = nullptr;

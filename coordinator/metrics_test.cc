@@ -93,9 +93,9 @@ TEST(CoordinatorMetricsTest, ServesRecordedValuesOverHttp) {
   m.RecordPhaseMode("ping_pong", 0.25);
   m.RecordPhaseMode("ping_pong", 0.3);
   m.RecordPhaseMode("sequential", std::numeric_limits<double>::infinity());  // Gauge kept.
-  m.RecordSpeculationCacheLookup(true);
-  m.RecordSpeculationCacheLookup(false);
-  m.RecordSpeculationCacheLookup(false);
+  m.RecordSpeculationCacheLookup(true, 3);
+  m.RecordSpeculationCacheLookup(false, 3);
+  m.RecordSpeculationCacheLookup(false, 1);
   m.SetSlowdowns(1.4, 1.1, 1.3, 1.0);
   m.SetSlowdowns(std::numeric_limits<double>::quiet_NaN(), 1.2, 1.25, 1.05);  // Verify kept.
 
@@ -180,6 +180,7 @@ TEST(CoordinatorMetricsTest, ServesRecordedValuesOverHttp) {
   EXPECT_DOUBLE_EQ(Get(s, "tandem_speculation_cost_factor{proposers=\"other\"}"), 1.05);
   EXPECT_EQ(Get(s, "tandem_speculation_cache_lookups_total{result=\"hit\"}"), 1);
   EXPECT_EQ(Get(s, "tandem_speculation_cache_lookups_total{result=\"miss\"}"), 2);
+  EXPECT_EQ(Get(s, "tandem_speculation_cache_branches_total"), 7);
 
   // Accepted lengths observed: 2, 4, 0, 7 (the plain step is not speculative).
   EXPECT_EQ(Get(s, "tandem_accepted_length_count"), 4);

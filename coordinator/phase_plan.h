@@ -17,9 +17,16 @@ namespace tandem::coordinator {
 class Sequence;
 
 struct PlannerOptions {
-  bool pipelining = true;          // Server default; requests may turn it off.
-  bool optimistic = true;          // Optimistic continuation in lockstep mode.
-  int optimistic_max_batch = 16;   // Running sequences up to which it is used.
+  bool pipelining = true;         // Server default; requests may turn it off.
+  bool optimistic = true;         // Pre-drafting (the speculation cache) in lockstep mode.
+  int optimistic_max_batch = 16;  // Running sequences up to which it is used.
+  // Verification outcomes pre-drafted per sequence, [1, 31]: 1 = only the all-accepted
+  // one (the bonus token guessed); more also drafts after likely rejections.
+  int predraft_branches = 1;
+  // Draft-model token trees (greedy and coupled requests): up to this many of the
+  // draft's next likeliest tokens are verified as leaf siblings of each chain node,
+  // shallow depths first, within max_k nodes; 0 = chains.
+  int draft_tree_siblings = 0;
   int max_k = 8;                   // Upper bound of K.
   int speculation_max_batch = 32;  // Above this many running: adaptive K -> 0 (batch_limit).
   int prefill_chunk = 256;         // Prefill tokens per sequence and phase (target and draft).
@@ -55,6 +62,10 @@ struct WorkerAvailability {
   // (RealizedSpeedup, docs/architecture.md §3).
   double draft_worker_cost_factor = 1;
   double other_cost_factor = 1;
+  // Draft tokens the phase's pre-drafting (the speculation cache) may add and still be
+  // predicted to finish within the phase's verify (from the measured fits); -1 = no
+  // limit (fits not ready). The likeliest outcome of each sequence is always drafted.
+  int predraft_token_budget = -1;
 };
 
 struct PhasePlan {
@@ -94,6 +105,9 @@ struct PhasePlan {
 struct DraftBudget {
   int rows = 0;          // Rows of the Draft call so far.
   int prefill_left = 0;  // Draft prefill tokens still allowed this phase.
+  // Tokens pre-drafting may still add beyond each sequence's likeliest outcome (-1: no
+  // limit; WorkerAvailability::predraft_token_budget).
+  int predraft_tokens_left = -1;
 };
 
 }  // namespace tandem::coordinator

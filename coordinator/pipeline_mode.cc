@@ -44,8 +44,9 @@ PipelinePrediction PredictRoundTimes(const PipelineInputs& in) {
   const double verify = in.verify.At(n * (k + 1), n);
   const double draft = in.draft.At(n * k);
   p.sequential_ms = draft + verify + 2 * o;
-  p.lockstep_ms =
-      in.continuations ? overlapped(n, n * (k + 1)) + (1 - h) * (draft + o) + o : p.sequential_ms;
+  p.lockstep_ms = in.continuations ? overlapped(n, n * std::max(1.0, in.fanout) * (k + 1)) +
+                                         (1 - h) * (draft + o) + o
+                                   : p.sequential_ms;
   if (n >= 2) {
     const double n1 = std::ceil(n / 2), n2 = n - n1;
     p.ping_pong_ms = overlapped(n1, n2 * k) + overlapped(n2, n1 * k) + 2 * o;

@@ -10,10 +10,10 @@
 // call while the other worker runs one (coordinator/relative_slowdown.h: co-located processes share
 // cores):
 //  * sequential: D(nK) + V(n(K+1)) + 2o (draft phase, then verify phase);
-//  * lockstep with optimistic continuation: the continuation (K+1 tokens per sequence)
-//    is drafted while the target verifies, and a hit (rate h, measured) makes the next
+//  * lockstep with pre-drafting: B outcomes per sequence (about K+1 tokens each) are
+//    drafted while the target verifies, and a hit (rate h, measured) makes the next
 //    draft phase unnecessary:
-//    max(s_v V(n(K+1)), s_d D(n(K+1))) + (1 - h)(D(nK) + o) + o;
+//    max(s_v V(n(K+1)), s_d D(nB(K+1))) + (1 - h)(D(nK) + o) + o;
 //  * ping-pong (n >= 2): two halves n1 = ceil(n/2), n2 = floor(n/2), each verified
 //    while the other is drafted:
 //    max(s_v V(n1(K+1)), s_d D(n2 K)) + max(s_v V(n2(K+1)), s_d D(n1 K)) + 2o.
@@ -51,6 +51,8 @@ struct PipelineInputs {
   bool continuations = false;
   // Share of continuations that supply the next step's proposals, [0, 1] (measured).
   double hit_rate = 0;
+  // Outcomes pre-drafted per sequence (B >= 1, a mean: the measured fan-out).
+  double fanout = 1;
   // The coordinator's own time per phase, ms (>= 0): every mode runs two phases a
   // round except a lockstep hit, which runs one.
   double phase_overhead_ms = 0;

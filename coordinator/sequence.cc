@@ -59,6 +59,7 @@ void Sequence::AccountStep(const Candidates& verified, int proposed, int accepte
     stats_.predicted_speedup_sum += planned_.choice.speedup;
     stats_.predicted_steps += 1;
   }
+  if (proposed > 0 && verified.predrafted) stats_.predrafted_steps += 1;
   if (proposed > 0) {
     const bool probe = planned_.from_controller && planned_.choice.probe;
     stats_.probe_steps += probe;
@@ -211,6 +212,7 @@ v1::RequestStats Sequence::PublicStats(absl::Time now) const {
   }
   s.mutable_steps_by_k()->Add(stats_.steps_by_k.begin(), stats_.steps_by_k.end());
   s.set_probe_steps(stats_.probe_steps);
+  s.set_predrafted_steps(stats_.predrafted_steps);
   s.set_predicted_speedup(
       stats_.predicted_steps > 0
           ? static_cast<float>(stats_.predicted_speedup_sum / stats_.predicted_steps)

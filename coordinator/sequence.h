@@ -42,6 +42,7 @@ struct SequenceStats {
   std::map<std::string, int> off_steps;
   std::vector<int> steps_by_k;       // [K] = steps that verified K proposals.
   int probe_steps = 0;               // Steps the controller ran as probes.
+  int predrafted_steps = 0;          // Steps whose candidates were pre-drafted.
   double predicted_speedup_sum = 0;  // Modelled S of the controller's choices, summed.
   int predicted_steps = 0;           // Steps with a controller choice.
   absl::Time arrival;

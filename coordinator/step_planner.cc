@@ -103,16 +103,6 @@ Choice ChooseProposer(Sequence& s, int running, const PlannerOptions& o,
   return c;
 }
 
-bool PipeliningWanted(const std::vector<Sequence*>& running, bool server_default) {
-  bool any_on = false;
-  for (const Sequence* s : running) {
-    v1::Pipelining p = s->request().speculation.pipelining;
-    if (p == v1::PIPELINING_OFF) return false;
-    any_on |= p == v1::PIPELINING_ON;
-  }
-  return server_default || any_on;
-}
-
 int Uncached(const Sequence& s) { return static_cast<int>(s.tokens().size()) - s.target_cached; }
 
 // Candidates proposed on the draft worker (the side ping-pong and continuations serve).
@@ -332,6 +322,16 @@ int CandidateSlot(const Sequence& s) {
 
 }  // namespace
 
+bool PipeliningWanted(const std::vector<Sequence*>& running, bool server_default) {
+  bool any_on = false;
+  for (const Sequence* s : running) {
+    v1::Pipelining p = s->request().speculation.pipelining;
+    if (p == v1::PIPELINING_OFF) return false;
+    any_on |= p == v1::PIPELINING_ON;
+  }
+  return server_default || any_on;
+}
+
 PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions& o,
                     const WorkerAvailability& workers) {
   PhasePlan plan;
@@ -348,6 +348,7 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
   // Draft worker: continuations of what is being verified, then fresh work.
   DraftBudget budget;
   budget.prefill_left = std::min(o.prefill_budget, o.draft_max_batch_tokens);
+  budget.predraft_tokens_left = workers.predraft_token_budget;
   if (continuations) {
     for (size_t i = 0; i < plan.verify_sequences.size(); ++i) {
       Sequence* s = plan.verify_sequences[i];

@@ -43,6 +43,10 @@ namespace tandem::coordinator {
 // Plans the next phase for `running` (unfinished sequences, admission order). Asks
 // coordinator-site proposers for the candidates of the sequences it verifies, asks
 // draft-worker proposers for their work, and counts fallback steps.
+// Whether a phase over `running` may pipeline: no request turned pipelining off, and
+// the server default (`server_default`) is on or a request asked for it.
+bool PipeliningWanted(const std::vector<Sequence*>& running, bool server_default);
+
 PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions& options,
                     const WorkerAvailability& workers);
 

@@ -74,6 +74,7 @@ absl::StatusOr<v1::DraftResponse> DraftEngine::Draft(const v1::DraftRequest& req
     next_draft[s].coupled = seq.sampling().rule() == v1::ACCEPTANCE_RULE_COUPLED;
     next_draft[s].seed = seq.sampling().seed();
     next_draft[s].position = uint64_t{seq.start_position()} + seq.tokens_size();
+    next_draft[s].top = static_cast<int>(seq.num_top());
     max_k = std::max(max_k, static_cast<int>(seq.num_draft_tokens()));
     SequenceInput in;
     in.seq_id = seq.sequence_id();
@@ -115,6 +116,11 @@ absl::StatusOr<v1::DraftResponse> DraftEngine::Draft(const v1::DraftRequest& req
       out->set_token(proposal.token);
       out->mutable_q_ids()->Assign(proposal.q.ids.begin(), proposal.q.ids.end());
       out->mutable_q_probs()->Assign(proposal.q.probs.begin(), proposal.q.probs.end());
+      if (seq.num_top() > 0) {
+        v1::TopTokens* top = response.mutable_sequences(s)->add_top();
+        top->mutable_ids()->Assign(proposal.top.ids.begin(), proposal.top.ids.end());
+        top->mutable_probs()->Assign(proposal.top.probs.begin(), proposal.top.probs.end());
+      }
       // Feed this proposal when the sequence needs another one.
       if (static_cast<uint32_t>(i + 1) < seq.num_draft_tokens()) {
         SequenceInput in;

@@ -165,6 +165,36 @@ TEST_F(DraftEngineTest, BranchesProposeWhatAFreshDraftOfTheirPrefixProposes) {
   }
 }
 
+// num_top: every proposal comes with the position's top tokens (for greedy the plain
+// softmax's, the proposal first); the proposals are those of a call without them.
+TEST_F(DraftEngineTest, TopTokensComeWithEveryProposal) {
+  const std::vector<int32_t> prompt = testing::Tokens(10, kVocab, 3);
+  for (const v1::SequenceSampling& sampling : {Greedy(), Sampled(0.9f, 42)}) {
+    Prefill(4, prompt);
+    auto plain = Draft({Seq(4, prompt, 3, sampling)});
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    EXPECT_EQ(plain->sequences(0).top_size(), 0);
+    v1::DraftSequence asked = Seq(4, prompt, 3, sampling);
+    asked.set_num_top(5);
+    auto with_top = Draft({asked});
+    ASSERT_TRUE(with_top.ok()) << with_top.status();
+    const v1::DraftedSequence& d = with_top->sequences(0);
+    ASSERT_EQ(d.top_size(), 3);
+    for (int i = 0; i < 3; ++i) {
+      ExpectSameProposal(d.proposals(i), plain->sequences(0).proposals(i), i);
+      ASSERT_EQ(d.top(i).ids_size(), 5);
+      float sum = 0;
+      for (int j = 0; j < 5; ++j) {
+        if (j > 0) EXPECT_GE(d.top(i).probs(j - 1), d.top(i).probs(j));
+        sum += d.top(i).probs(j);
+      }
+      EXPECT_LE(sum, 1.0f + 1e-5f);
+      if (sampling.temperature() == 0) EXPECT_EQ(d.top(i).ids(0), d.proposals(i).token());
+    }
+    ASSERT_TRUE(model_.executor->Release(4).ok());
+  }
+}
+
 TEST_F(DraftEngineTest, ForkingFromAnUnknownSequenceIsNotFound) {
   const std::vector<int32_t> prompt = testing::Tokens(5, kVocab, 6);
   v1::DraftSequence b = Seq(9, prompt, 2, Greedy());

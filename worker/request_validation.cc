@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "kernels/accept/draft_sample.h"
 #include "spec/sampling.h"
 #include "spec/tree_acceptance.h"
 #include "worker/sequence_sampling.h"
@@ -259,6 +260,10 @@ absl::Status ValidateDraftRequest(const v1::DraftRequest& request, const Request
         if (seq.proposal_top_k() > 256) {
           return absl::InvalidArgumentError(absl::StrCat(
               where, ": proposal_top_k ", seq.proposal_top_k(), " is outside [0, 256]"));
+        }
+        if (seq.num_top() > static_cast<uint32_t>(kMaxDraftTop)) {
+          return absl::InvalidArgumentError(absl::StrCat(where, ": num_top ", seq.num_top(),
+                                                         " is outside [0, ", kMaxDraftTop, "]"));
         }
         TANDEM_RETURN_IF_ERROR(CheckSampling(seq.sampling(), limits, where));
         TANDEM_RETURN_IF_ERROR(CheckFork(request, seq, where));

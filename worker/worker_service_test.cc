@@ -274,6 +274,8 @@ TEST_F(WorkerServiceTest, BadDraftPrefillAndTruncateRequests) {
        absl::StatusCode::kInvalidArgument},
       {"draft top_k over 256", draft([](v1::DraftSequence* s) { s->set_proposal_top_k(257); }),
        absl::StatusCode::kInvalidArgument},
+      {"draft num_top over 16", draft([](v1::DraftSequence* s) { s->set_num_top(17); }),
+       absl::StatusCode::kInvalidArgument},
       {"draft token past vocab", draft([](v1::DraftSequence* s) { s->set_tokens(0, 1000); }),
        absl::StatusCode::kInvalidArgument},
       {"draft no tokens", draft([](v1::DraftSequence* s) { s->clear_tokens(); }),

@@ -25,6 +25,9 @@ struct Candidates {
   std::vector<v1::ProposedToken> tokens;  // One per node.
   std::vector<int32_t> parents;           // Empty = chain.
   std::vector<int32_t> positions;         // Empty = start + depth.
+  // Drafted while the step before was verified (a speculation-cache hit), not on the
+  // critical path.
+  bool predrafted = false;
 
   bool empty() const { return tokens.empty(); }
   // Nodes: the rows a verify spends on them.

@@ -2,18 +2,75 @@
 
 #include <algorithm>
 
+#include "coordinator/proposers/outcome_ranking.h"
 #include "coordinator/sequence.h"
 
 namespace tandem::coordinator {
 namespace {
 
+// Top tokens asked per proposal when branches beyond the all-accepted one are wanted,
+// and the most a draft reports (kernels/accept/draft_sample.h, kMaxDraftTop).
+constexpr int kOutcomeTopTokens = 4;
+constexpr int kMaxTop = 16;
+
+// Whether `s`'s rule accepts deterministic sibling nodes: greedy and the coupled rule
+// follow the child equal to the target's token; rejection sampling needs siblings
+// drawn from q (docs/architecture.md §4, Trees).
+bool TakesDeterministicSiblings(const Sequence& s) {
+  const v1::SequenceSampling sampling = ToSequenceSampling(s.request());
+  return sampling.temperature() == 0 || sampling.rule() == v1::ACCEPTANCE_RULE_COUPLED;
+}
+
+// Turns the chain in `c` into a tree: up to `siblings` of the draft's next likeliest
+// tokens at each chain position (top[i], without the chain's own token) as leaves
+// beside chain node i, shallow positions first, until `max_nodes` nodes.
+void AttachSiblings(const std::vector<v1::TopTokens>& top, int siblings, int max_nodes,
+                    Candidates* c) {
+  const int chain = c->size();
+  std::vector<int32_t> parents(chain);
+  for (int i = 0; i < chain; ++i) parents[i] = i - 1;
+  for (int i = 0; i < chain && i < static_cast<int>(top.size()); ++i) {
+    int added = 0;
+    for (int e = 0; e < top[i].ids_size() && added < siblings; ++e) {
+      if (static_cast<int>(parents.size()) >= max_nodes) break;
+      if (top[i].ids(e) == c->tokens[i].token() || !(top[i].probs(e) > 0)) continue;
+      c->tokens.push_back(PointMassProposal(top[i].ids(e)));
+      parents.push_back(i - 1);
+      ++added;
+    }
+  }
+  if (static_cast<int>(parents.size()) > chain) c->parents = std::move(parents);
+}
+
+// The draft worker's id of slot `slot` of sequence `id`'s id pool: slot 0 is the
+// sequence's own id, the others carry the slot in bits 48.. (engine ids stay below 2^48).
+uint64_t WorkerId(uint64_t id, int slot) { return slot == 0 ? id : id | (uint64_t(slot) << 48); }
+
+// A continuation pre-drafted for one verification outcome on a branch of the draft's
+// cache (the speculation cache's entry).
+struct Branch {
+  int slot = 0;                              // Its worker id's slot.
+  int accepted = 0;                          // The outcome's j.
+  int32_t token = -1;                        // Its t; -1: all accepted, the bonus is proposals[0].
+  std::vector<int32_t> cache;                // What the worker holds for it once drafted.
+  std::vector<v1::ProposedToken> proposals;  // Empty until drafted.
+  std::vector<v1::TopTokens> top;            // Parallel to proposals (when asked).
+};
+
 struct DraftState : ProposerState {
-  // What the draft worker has cached, position by position (may run past the committed
-  // tokens after drafting). Cleared when its state is unknown.
+  // What the draft worker has cached for the sequence's main id, position by position
+  // (may run past the committed tokens after drafting). Cleared when its state is
+  // unknown.
   std::vector<int32_t> cache;
-  // Optimistic continuation drafted during the last verify: valid only when that
-  // verify accepts everything and its bonus token equals continuation[0].
-  std::vector<v1::ProposedToken> continuation;
+  int main_slot = 0;        // The slot of the worker id that holds `cache`.
+  uint32_t used_slots = 1;  // Slots whose ids were ever created on the worker (bit mask).
+  // The draft's top tokens at each current candidate's position (empty: not asked).
+  std::vector<v1::TopTokens> top;
+  // Outcomes pre-drafted while the current candidates are verified.
+  std::vector<Branch> branches;
+  // Tree shape of the next candidates (PlannerOptions, as of the last AddWork).
+  int tree_siblings = 0;
+  int max_nodes = 0;
 
   // Length of the common prefix of cache and the sequence's tokens.
   int ValidLength(const std::vector<int32_t>& tokens) const {
@@ -37,18 +94,23 @@ struct DraftState : ProposerState {
 
 DraftState& Of(ProposerState& state) { return static_cast<DraftState&>(state); }
 
-void AddDraftEntry(Sequence* s, int slot, uint32_t start, const int32_t* begin, const int32_t* end,
-                   int k, bool continuation, const PlannerOptions& o, PhasePlan* plan) {
+v1::DraftSequence* AddDraftEntry(Sequence* s, uint64_t worker_id, int slot, uint32_t start,
+                                 const int32_t* begin, const int32_t* end, int k, bool continuation,
+                                 const PlannerOptions& o, PhasePlan* plan) {
   v1::DraftSequence* d = plan->draft.add_sequences();
-  d->set_sequence_id(s->id());
+  d->set_sequence_id(worker_id);
   d->set_start_position(start);
   d->mutable_tokens()->Add(begin, end);
   d->set_num_draft_tokens(k);
   *d->mutable_sampling() = ToSequenceSampling(s->request());
   d->set_proposal_top_k(o.proposal_top_k);
+  if (o.predraft_branches > 1 || o.draft_tree_siblings > 0) {
+    d->set_num_top(std::max(kOutcomeTopTokens, std::min(o.draft_tree_siblings + 1, kMaxTop)));
+  }
   plan->draft_sequences.push_back(s);
   plan->draft_is_continuation.push_back(continuation);
   plan->draft_slots.push_back(slot);
+  return d;
 }
 
 }  // namespace
@@ -96,7 +158,7 @@ void DraftProposer::AddWork(Sequence* s, ProposerState& state, int slot, int k,
     if (chunk <= 0) return;
     budget->prefill_left -= chunk;
     v1::PrefillSequence* p = plan->draft_prefill.add_sequences();
-    p->set_sequence_id(s->id());
+    p->set_sequence_id(WorkerId(s->id(), Of(state).main_slot));
     p->set_start_position(start);
     p->mutable_tokens()->Add(tokens.begin() + start, tokens.begin() + start + chunk);
     plan->draft_prefill_sequences.push_back(s);
@@ -105,30 +167,62 @@ void DraftProposer::AddWork(Sequence* s, ProposerState& state, int slot, int k,
   }
   if (budget->rows + fed > o.draft_max_batch_tokens) return;  // Next phase.
   budget->rows += fed;
-  AddDraftEntry(s, slot, start, tokens.data() + start, tokens.data() + length, k, false, o, plan);
+  Of(state).tree_siblings = o.draft_tree_siblings;
+  Of(state).max_nodes = o.max_k;
+  AddDraftEntry(s, WorkerId(s->id(), Of(state).main_slot), slot, start, tokens.data() + start,
+                tokens.data() + length, k, false, o, plan);
 }
 
-// The continuation guesses the bonus token and drafts the next step's candidates after
-// it, so it is capped by the tokens still to generate and by both contexts.
+// While d_1..d_K are verified, pre-drafts the next step for the most likely outcomes
+// (outcome_ranking.h), each on a branch forked from the main id: an outcome (j < K, t)
+// forks at length + j (tokens + d_1..d_j), feeds t and drafts the next step's
+// candidates; the all-accepted outcome forks at length + K - 1, feeds d_K and drafts
+// the bonus guess and the candidates after it. Each is capped by the tokens still to
+// generate and by both contexts.
 void DraftProposer::AddContinuation(Sequence* s, ProposerState& state, int slot, int next_k,
                                     const PlannerOptions& o, DraftBudget* budget,
                                     PhasePlan* plan) const {
   DraftState& d = Of(state);
+  d.branches.clear();
   const int k = s->candidates.size();
   const int length = static_cast<int>(s->tokens().size());
   const size_t expected = length + k - 1;  // The cache holds tokens + candidates[0, K-1).
   if (k == 0 || d.cache.size() != expected || d.ValidLength(s->tokens()) != length) return;
-  if (budget->rows + 1 > o.draft_max_batch_tokens) return;
-  // Positions expected .. expected + more must fit the contexts; after a full accept
-  // (k + 1 tokens) at most remaining - k - 1 tokens are left, so more - 1 candidates
-  // after the bonus guess are useful only up to remaining - k - 2.
+  if (!s->candidates.parents.empty()) return;  // Outcomes are ranked for chains only.
   const int context = std::min(o.context_length, o.draft_context_length);
-  const int more = std::min({next_k + 1, o.draft_max_k, context - static_cast<int>(expected) - 1,
-                             s->remaining() - k - 1});
-  if (more < 2) return;  // The first continuation token only guesses the bonus.
-  budget->rows += 1;
-  const int32_t last = s->candidates.tokens.back().token();
-  AddDraftEntry(s, slot, static_cast<uint32_t>(expected), &last, &last + 1, more, true, o, plan);
+  int next_free = 0;  // Slots in order, skipping the main one.
+  for (const StepOutcome& outcome :
+       RankOutcomes(s->candidates.tokens, d.top, std::max(1, o.predraft_branches))) {
+    if (budget->rows + 1 > o.draft_max_batch_tokens) break;
+    const int j = outcome.accepted;
+    const bool all = outcome.token < 0;
+    // After committing j + 1 tokens, remaining - j - 1 are left for the next step (its
+    // proposals and its own committed token). The all-accepted branch drafts one more
+    // (the bonus guess).
+    const int start = all ? length + k - 1 : length + j;
+    const int more = std::min({next_k + (all ? 1 : 0), o.draft_max_k, context - start - 1,
+                               s->remaining() - j - 1 - (all ? 0 : 1)});
+    if (more < (all ? 2 : 1)) continue;  // Nothing to propose after the outcome.
+    // Beyond the likeliest outcome, only what the draft can do while the target verifies.
+    if (!d.branches.empty() && budget->predraft_tokens_left >= 0) {
+      if (budget->predraft_tokens_left < more) break;
+      budget->predraft_tokens_left -= more;
+    }
+    if (next_free == d.main_slot) ++next_free;
+    Branch b;
+    b.slot = next_free++;
+    b.accepted = j;
+    b.token = outcome.token;
+    b.cache.assign(d.cache.begin(), d.cache.begin() + start);
+    d.branches.push_back(std::move(b));
+    d.used_slots |= 1u << d.branches.back().slot;
+    budget->rows += 1;
+    const int32_t fed = all ? s->candidates.tokens.back().token() : outcome.token;
+    v1::DraftSequence* entry =
+        AddDraftEntry(s, WorkerId(s->id(), d.branches.back().slot), slot,
+                      static_cast<uint32_t>(start), &fed, &fed + 1, more, true, o, plan);
+    entry->set_fork_from(WorkerId(s->id(), d.main_slot));
+  }
 }
 
 void DraftProposer::OnPrefilled(const Sequence& s, ProposerState& state,
@@ -141,44 +235,82 @@ std::optional<Candidates> DraftProposer::OnDrafted(const Sequence& s, ProposerSt
                                                    const v1::DraftedSequence& response,
                                                    bool continuation) const {
   DraftState& d = Of(state);
-  d.Fed(request.start_position(), request.tokens(), &response);
   std::vector<v1::ProposedToken> drafted(response.proposals().begin(), response.proposals().end());
+  std::vector<v1::TopTokens> top(response.top().begin(), response.top().end());
   if (continuation) {
-    d.continuation = std::move(drafted);
+    for (Branch& b : d.branches) {
+      if (WorkerId(s.id(), b.slot) != request.sequence_id()) continue;
+      b.cache.insert(b.cache.end(), request.tokens().begin(), request.tokens().end());
+      for (size_t i = 0; i + 1 < drafted.size(); ++i) b.cache.push_back(drafted[i].token());
+      b.proposals = std::move(drafted);
+      b.top = std::move(top);
+    }
     return std::nullopt;
   }
+  d.Fed(request.start_position(), request.tokens(), &response);
+  d.top = std::move(top);
   Candidates c;
   c.method = method();
   c.site = ProposerSite::kDraftWorker;
   c.tokens = std::move(drafted);
+  if (d.tree_siblings > 0 && TakesDeterministicSiblings(s)) {
+    AttachSiblings(d.top, d.tree_siblings, d.max_nodes, &c);
+  }
   return c;
 }
 
+// A hit: the branch of the verify's outcome was drafted; it becomes the main id (its
+// cache is the sequence's tokens plus its proposals) and its proposals are the next
+// step's candidates. Every other branch is dropped (its slot is reused later).
 std::optional<Candidates> DraftProposer::OnVerified(const Sequence& s, ProposerState& state,
                                                     const Candidates& verified,
                                                     const v1::VerifiedSequence& result,
                                                     int committed) const {
   DraftState& d = Of(state);
-  // The continuation is usable only if the target took every candidate (all of them
-  // ours) and its bonus token is the continuation's first token.
+  std::vector<Branch> branches = std::move(d.branches);
+  d.branches.clear();
+  d.top.clear();
   const int proposed = verified.size();
-  std::optional<Candidates> next;
-  if (!d.continuation.empty() && proposed > 0 && verified.method == method() &&
-      static_cast<int>(result.num_accepted()) == proposed &&
-      result.committed_size() == proposed + 1 && committed == proposed + 1 &&
-      result.committed(proposed) == d.continuation[0].token()) {
-    next.emplace();
-    next->method = method();
-    next->site = ProposerSite::kDraftWorker;
-    next->tokens.assign(d.continuation.begin() + 1, d.continuation.end());
+  const int j = static_cast<int>(result.num_accepted());
+  if (proposed == 0 || verified.method != method() || committed != j + 1 ||
+      result.committed_size() != j + 1) {
+    return std::nullopt;
   }
-  d.continuation.clear();
-  return next;
+  const int32_t t = result.committed(j);
+  for (Branch& b : branches) {
+    const bool all = b.token < 0;
+    if (b.proposals.empty() || b.accepted != j) continue;
+    if (all ? b.proposals[0].token() != t : b.token != t) continue;
+    const size_t skip = all ? 1 : 0;  // The bonus guess is committed, not a candidate.
+    d.cache = std::move(b.cache);
+    d.main_slot = b.slot;
+    if (b.top.size() > skip) d.top.assign(b.top.begin() + skip, b.top.end());
+    Candidates next;
+    next.method = method();
+    next.site = ProposerSite::kDraftWorker;
+    next.predrafted = true;
+    next.tokens.assign(b.proposals.begin() + skip, b.proposals.end());
+    if (d.tree_siblings > 0 && TakesDeterministicSiblings(s)) {
+      AttachSiblings(d.top, d.tree_siblings, d.max_nodes, &next);
+    }
+    return next;
+  }
+  return std::nullopt;
 }
 
 void DraftProposer::Reset(const Sequence& s, ProposerState& state) const {
-  Of(state).cache.clear();
-  Of(state).continuation.clear();
+  DraftState& d = Of(state);
+  d.cache.clear();
+  d.branches.clear();
+  d.top.clear();
+}
+
+void DraftProposer::AppendWorkerIds(const Sequence& s, const ProposerState& state,
+                                    std::vector<uint64_t>* ids) const {
+  const uint32_t used = static_cast<const DraftState&>(state).used_slots;
+  for (int slot = 1; slot < 32; ++slot) {
+    if (used & (1u << slot)) ids->push_back(WorkerId(s.id(), slot));
+  }
 }
 
 }  // namespace tandem::coordinator

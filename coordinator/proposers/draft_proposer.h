@@ -1,8 +1,13 @@
 // The draft model as a proposer: runs on the draft worker, proposes chains sampled by
 // the draft with their sparse q. Its state mirrors the draft worker's cache for the
 // sequence (which tokens it holds, position by position, including fed proposals) so
-// each Draft call feeds only what the draft lacks, plus an optimistic continuation
-// drafted while the target verifies.
+// each Draft call feeds only what the draft lacks, plus the speculation cache: while
+// the target verifies, the next step is pre-drafted for the most likely verification
+// outcomes (PlannerOptions::predraft_branches of them, ranked by outcome_ranking.h),
+// each on a branch of the draft's cache (DraftSequence.fork_from); the outcome the
+// verify returns, when pre-drafted, supplies the next candidates without a draft call
+// and its branch becomes the sequence's cache on the draft worker (ids: the sequence's
+// own and up to 31 branch ids, all released with it).
 //
 // Usable unless the draft worker is down ("draft_down"), admission found no room in
 // its KV cache ("draft_kv"), it rejected a batch with the sequence last step
@@ -46,6 +51,8 @@ class DraftProposer final : public Proposer {
                                        const v1::VerifiedSequence& result,
                                        int committed) const override;
   void Reset(const Sequence& s, ProposerState& state) const override;
+  void AppendWorkerIds(const Sequence& s, const ProposerState& state,
+                       std::vector<uint64_t>* ids) const override;
 
   // What the draft worker holds for `s`, position by position (for tests).
   static const std::vector<int32_t>& CachedTokens(const ProposerState& state);

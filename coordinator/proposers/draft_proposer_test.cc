@@ -24,6 +24,22 @@ WorkerAvailability Workers(bool draft) {
   return w;
 }
 
+// A Draft answer of point-mass proposals `tokens`, each with the top tokens t (0.6),
+// t + 100 (0.3) and t + 200 (0.1) when `with_top`.
+v1::DraftedSequence DraftedWithTop(const std::vector<int32_t>& tokens, bool with_top = true) {
+  v1::DraftedSequence d;
+  for (int32_t t : tokens) {
+    *d.add_proposals() = PointMassProposal(t);
+    if (!with_top) continue;
+    v1::TopTokens* top = d.add_top();
+    for (auto [token, p] : {std::pair{t, 0.6f}, {t + 100, 0.3f}, {t + 200, 0.1f}}) {
+      top->add_ids(token);
+      top->add_probs(p);
+    }
+  }
+  return d;
+}
+
 class DraftProposerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -32,10 +48,13 @@ class DraftProposerTest : public ::testing::Test {
     tokenizer_ = std::make_unique<Tokenizer>(*std::move(t));
   }
 
-  std::unique_ptr<Sequence> Make(int prompt_len, int max_new) {
+  std::unique_ptr<Sequence> Make(int prompt_len, int max_new, float temperature = 0,
+                                 v1::AcceptanceRule rule = v1::ACCEPTANCE_RULE_REJECTION) {
     ValidatedRequest r;
     r.speculation.method = v1::SPECULATION_METHOD_DRAFT;
     r.speculation.fixed_k = 4;
+    r.sampling.temperature = temperature;
+    r.speculation.rule = rule;
     std::vector<int32_t> prompt(prompt_len);
     std::iota(prompt.begin(), prompt.end(), 10);
     return MakeSequence(1, r, prompt, max_new, tokenizer_.get());
@@ -152,6 +171,144 @@ TEST_F(DraftProposerTest, ContinuationStopsAtTheContextAndTheTokensLeft) {
   EXPECT_EQ(more_for(11, 100), 0);       // One would only guess the bonus: none.
   EXPECT_EQ(more_for(2048, 5), 2);       // 5 - 2 - 1.
   EXPECT_EQ(more_for(2048, 4), 0);
+}
+
+// The speculation cache: with top tokens d_i (0.6), a_i (0.3), b_i (0.1) at each of the
+// three proposals, the three likeliest outcomes are (0, a_1) 0.3, (1, a_2) 0.18 and all
+// accepted 0.6^4 = 0.13; each is drafted on a branch forked from the sequence's draft id
+// at its prefix. The verify's outcome (1, a_2) hits: its branch becomes the draft's
+// cache (and id) and its proposals the next candidates; the next branches fork from it.
+TEST_F(DraftProposerTest, BranchesForkAtTheirOutcomeAndAHitBecomesTheCache) {
+  auto s = Make(8, 100);
+  const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
+  const uint64_t id = s->id();
+  const auto branch_id = [&](int b) { return id | (uint64_t(b) << 48); };
+  v1::DraftSequence first;
+  first.set_sequence_id(id);
+  first.mutable_tokens()->Add(s->tokens().begin(), s->tokens().end());
+  first.set_num_draft_tokens(3);
+  s->candidates =
+      *draft_.OnDrafted(*s, s->proposer_state(slot), first, DraftedWithTop({21, 22, 23}), false);
+  PlannerOptions o;
+  o.predraft_branches = 3;
+  DraftBudget budget{0, 512};
+  PhasePlan plan;
+  draft_.AddContinuation(s.get(), s->proposer_state(slot), slot, /*next_k=*/2, o, &budget, &plan);
+  ASSERT_EQ(plan.draft.sequences_size(), 3);
+  struct Want {
+    int slot;
+    uint32_t start;
+    int32_t fed;
+    uint32_t k;
+  };
+  const Want want[] = {{1, 8, 121, 2}, {2, 9, 122, 2}, {3, 10, 23, 3}};
+  for (int i = 0; i < 3; ++i) {
+    const v1::DraftSequence& e = plan.draft.sequences(i);
+    SCOPED_TRACE(i);
+    EXPECT_EQ(e.sequence_id(), branch_id(want[i].slot));
+    EXPECT_EQ(e.fork_from(), id);
+    EXPECT_EQ(e.start_position(), want[i].start);
+    ASSERT_EQ(e.tokens_size(), 1);
+    EXPECT_EQ(e.tokens(0), want[i].fed);
+    EXPECT_EQ(e.num_draft_tokens(), want[i].k);
+    EXPECT_EQ(e.num_top(), 4u);
+    EXPECT_TRUE(plan.draft_is_continuation[i]);
+  }
+  EXPECT_EQ(budget.rows, 3);
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<int32_t> tokens =
+        i == 2 ? std::vector<int32_t>{24, 25, 26} : std::vector<int32_t>{40 + i, 50 + i};
+    EXPECT_FALSE(draft_
+                     .OnDrafted(*s, s->proposer_state(slot), plan.draft.sequences(i),
+                                DraftedWithTop(tokens), true)
+                     .has_value());
+  }
+  s->OnVerified(Verified({21, 122}, 1), 3, absl::Now());
+  ASSERT_EQ(s->candidates.size(), 2);
+  EXPECT_EQ(s->candidates.tokens[0].token(), 41);
+  EXPECT_EQ(s->candidates.tokens[1].token(), 51);
+  std::vector<int32_t> cache = s->tokens();
+  cache.push_back(41);
+  EXPECT_EQ(Cache(*s), cache);
+  // The next step's branches fork from branch 2 and use slots 0, 1, 3.
+  PhasePlan next;
+  DraftBudget next_budget{0, 512};
+  draft_.AddContinuation(s.get(), s->proposer_state(slot), slot, 2, o, &next_budget, &next);
+  ASSERT_EQ(next.draft.sequences_size(), 3);
+  EXPECT_EQ(next.draft.sequences(0).sequence_id(), id);
+  EXPECT_EQ(next.draft.sequences(1).sequence_id(), branch_id(1));
+  EXPECT_EQ(next.draft.sequences(2).sequence_id(), branch_id(3));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(next.draft.sequences(i).fork_from(), branch_id(2));
+  std::vector<uint64_t> ids;
+  draft_.AppendWorkerIds(*s, s->proposer_state(slot), &ids);
+  EXPECT_EQ(ids, (std::vector<uint64_t>{branch_id(1), branch_id(2), branch_id(3)}));
+  // A miss (none of the outcomes) leaves no candidates and drops every branch.
+  s->OnVerified(Verified({999}, 0), 2, absl::Now());
+  EXPECT_TRUE(s->candidates.empty());
+}
+
+// The fan-out budget: beyond its likeliest outcome a sequence pre-drafts only the
+// tokens the phase's budget has left (what the draft can do while the target verifies).
+TEST_F(DraftProposerTest, BranchesBeyondTheLikeliestStayWithinTheTokenBudget) {
+  for (int left : {-1, 0, 2, 3, 5}) {
+    SCOPED_TRACE(left);
+    auto s = Make(8, 100);
+    const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
+    v1::DraftSequence first;
+    first.set_sequence_id(s->id());
+    first.mutable_tokens()->Add(s->tokens().begin(), s->tokens().end());
+    first.set_num_draft_tokens(3);
+    s->candidates =
+        *draft_.OnDrafted(*s, s->proposer_state(slot), first, DraftedWithTop({21, 22, 23}), false);
+    PlannerOptions o;
+    o.predraft_branches = 4;
+    DraftBudget budget{0, 512, left};
+    PhasePlan plan;
+    draft_.AddContinuation(s.get(), s->proposer_state(slot), slot, 2, o, &budget, &plan);
+    // Each outcome after the first costs 2 tokens (next K), the all-accepted one 3.
+    const int want = left < 0 ? 4 : left < 2 ? 1 : left < 4 ? 2 : 3;
+    EXPECT_EQ(plan.draft.sequences_size(), want);
+  }
+}
+
+// Draft trees: greedy and coupled requests get the draft's next likeliest tokens as leaf
+// siblings of each chain node (shallow first, within max_k nodes); a rejection-sampled
+// request keeps its chain (its siblings would have to be drawn from q).
+TEST_F(DraftProposerTest, TreeSiblingsForGreedyAndCoupledWithinTheNodeBudget) {
+  struct Case {
+    float temperature;
+    v1::AcceptanceRule rule;
+    int max_k;
+    std::vector<int32_t> tokens;
+    std::vector<int32_t> parents;
+  };
+  const Case cases[] = {
+      {0, v1::ACCEPTANCE_RULE_REJECTION, 8, {21, 22, 23, 121, 122, 123}, {-1, 0, 1, -1, 0, 1}},
+      {0.8f, v1::ACCEPTANCE_RULE_COUPLED, 8, {21, 22, 23, 121, 122, 123}, {-1, 0, 1, -1, 0, 1}},
+      {0, v1::ACCEPTANCE_RULE_REJECTION, 4, {21, 22, 23, 121}, {-1, 0, 1, -1}},
+      {0.8f, v1::ACCEPTANCE_RULE_REJECTION, 8, {21, 22, 23}, {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::PrintToString(c.tokens));
+    auto s = Make(8, 100, c.temperature, c.rule);
+    const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
+    PlannerOptions o;
+    o.draft_tree_siblings = 1;
+    o.max_k = c.max_k;
+    DraftBudget budget{0, 512};
+    PhasePlan plan;
+    draft_.AddWork(s.get(), s->proposer_state(slot), slot, 3, o, &budget, &plan);
+    ASSERT_EQ(plan.draft.sequences_size(), 1);
+    EXPECT_EQ(plan.draft.sequences(0).num_top(), 4u);
+    const std::optional<Candidates> got = draft_.OnDrafted(
+        *s, s->proposer_state(slot), plan.draft.sequences(0), DraftedWithTop({21, 22, 23}), false);
+    ASSERT_TRUE(got.has_value());
+    std::vector<int32_t> tokens;
+    for (const v1::ProposedToken& t : got->tokens) tokens.push_back(t.token());
+    EXPECT_EQ(tokens, c.tokens);
+    EXPECT_EQ(got->parents, c.parents);
+    EXPECT_EQ(got->depth(), 3);
+  }
 }
 
 TEST_F(DraftProposerTest, UnusableReasons) {

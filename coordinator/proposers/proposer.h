@@ -16,7 +16,8 @@
 //  * kDraftWorker: the planner calls AddWork() (a prefill chunk or a Draft entry), the
 //    engine hands the answer to OnPrefilled() / OnDrafted(), which returns the
 //    candidates; while they are verified the planner may call AddContinuation()
-//    (optimistic continuation), whose answer also reaches OnDrafted().
+//    (pre-drafts of the next step for likely outcomes), whose answers also reach
+//    OnDrafted().
 //  * every site: after each verify, OnVerified() sees the committed tokens (to keep its
 //    state in step) and may return the next step's candidates (a continuation hit, or
 //    candidates a target-leader proposer returned with the result). Reset() forgets
@@ -29,6 +30,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "coordinator/phase_plan.h"
 #include "coordinator/proposers/candidates.h"
@@ -87,9 +89,9 @@ class Proposer {
   // waits for the next phase).
   virtual void AddWork(Sequence* s, ProposerState& state, int slot, int k,
                        const PlannerOptions& options, DraftBudget* budget, PhasePlan* plan) const {}
-  // kDraftWorker: while `s`'s candidates (from this proposer) are verified, drafts the
-  // step after them assuming all are accepted, with up to `next_k` candidates (the K
-  // wanted for that step; 0: none); may add nothing.
+  // kDraftWorker: while `s`'s candidates (from this proposer) are verified, pre-drafts
+  // the step after them for likely verification outcomes, with up to `next_k`
+  // candidates each (the K wanted for that step; 0: none); may add nothing.
   virtual void AddContinuation(Sequence* s, ProposerState& state, int slot, int next_k,
                                const PlannerOptions& options, DraftBudget* budget,
                                PhasePlan* plan) const {}
@@ -115,6 +117,10 @@ class Proposer {
   }
   // Its worker's cache for `s` is unknown or gone: forget what it assumed about it.
   virtual void Reset(const Sequence& s, ProposerState& state) const {}
+  // Appends the worker-side sequence ids other than s.id() it may have created for `s`
+  // (branches) on its worker, to be released with the sequence.
+  virtual void AppendWorkerIds(const Sequence& s, const ProposerState& state,
+                               std::vector<uint64_t>* ids) const {}
 };
 
 }  // namespace tandem::coordinator

@@ -4,6 +4,16 @@
 #include "spec/rng.h"
 
 namespace tandem {
+namespace {
+
+// The `k` most likely tokens of `probs` with their probabilities as they are.
+spec::SparseDistribution TopTokens(absl::Span<const float> probs, int k) {
+  spec::SparseDistribution top = spec::TopKSparse(probs, k);
+  for (size_t j = 0; j < top.ids.size(); ++j) top.probs[j] = probs[top.ids[j]];
+  return top;
+}
+
+}  // namespace
 
 absl::Status NoDraftTokenError(size_t index) {
   return absl::InvalidArgumentError(
@@ -20,8 +30,19 @@ absl::Status ValidateDraftRows(absl::Span<const DraftRow> drafts, int rows) {
       return absl::InvalidArgumentError(absl::StrCat("draft row ", i, ": q_size ", drafts[i].q_size,
                                                      " outside [1, ", kMaxDraftQSize, "]"));
     }
+    if (drafts[i].top < 0 || drafts[i].top > kMaxDraftTop) {
+      return absl::InvalidArgumentError(absl::StrCat("draft row ", i, ": top ", drafts[i].top,
+                                                     " outside [0, ", kMaxDraftTop, "]"));
+    }
   }
   return absl::OkStatus();
+}
+
+bool AnyDraftTop(absl::Span<const DraftRow> drafts) {
+  for (const DraftRow& d : drafts) {
+    if (d.top > 0) return true;
+  }
+  return false;
 }
 
 absl::Status HostSampleDrafts(absl::Span<const float> logits, int vocab,
@@ -43,6 +64,11 @@ absl::Status HostSampleDrafts(absl::Span<const float> logits, int vocab,
     if (!(draft.sampling.temperature > 0.0f)) {
       out.token = spec::Argmax(row);
       if (out.token >= 0) out.q = spec::PointMass(out.token);
+      if (draft.top > 0) {
+        spec::SamplingConfig plain;
+        plain.temperature = 1.0f;
+        spec::ProcessLogits(row, plain, &probs);
+      }
     } else if (draft.coupled) {
       spec::ProcessLogits(row, draft.sampling, &probs);
       out.token = spec::GumbelSample(probs, draft.seed, draft.position);
@@ -53,6 +79,7 @@ absl::Status HostSampleDrafts(absl::Span<const float> logits, int vocab,
       out.token = spec::SampleFromSparse(
           out.q, spec::UniformDouble(draft.seed, spec::RandomStream::kDraftSample, draft.position));
     }
+    if (draft.top > 0 && out.token >= 0) out.top = TopTokens(probs, draft.top);
     if (out.token < 0) {
       out.q = spec::SparseDistribution();
       out.status = NoDraftTokenError(i);

@@ -8,6 +8,10 @@
 //              (the Gumbel-max proposal of spec/acceptance.h's coupled rule);
 //   otherwise: spec::ProcessLogits, q = spec::TopKSparse(probs, q_size),
 //              token = spec::SampleFromSparse(q, UniformDouble(seed, kDraftSample, position)).
+// With DraftRow::top > 0 a proposal also carries the row's `top` most likely tokens and
+// their probabilities (not renormalised; from the processed distribution, or from the
+// plain softmax, temperature 1, for a greedy row): what the coordinator ranks
+// verification outcomes by when it pre-drafts them (docs/architecture.md §3).
 // HostSampleDrafts is that reference; Backend::SampleDrafts is tested against it.
 #ifndef TANDEM_KERNELS_ACCEPT_DRAFT_SAMPLE_H_
 #define TANDEM_KERNELS_ACCEPT_DRAFT_SAMPLE_H_
@@ -24,6 +28,8 @@ namespace tandem {
 
 // Most entries of a proposal distribution q a backend must support per row.
 constexpr int kMaxDraftQSize = 1024;
+// Most top tokens a draft row may ask for (DraftRow::top).
+constexpr int kMaxDraftTop = 16;
 
 // One row of draft logits to sample a proposal from. Inputs are expected valid:
 // sampling passes spec::ValidateSamplingConfig, q_size in [1, kMaxDraftQSize].
@@ -34,6 +40,7 @@ struct DraftRow {
   bool coupled = false;           // The sequence's rule is coupled: Gumbel-max proposal.
   uint64_t seed = 0;              // The request's seed.
   uint64_t position = 0;          // Absolute sequence position of this proposal.
+  int top = 0;                    // [0, kMaxDraftTop]: top tokens to report (0 = none).
 };
 
 // The proposal of one row. `status` is INVALID_ARGUMENT (token -1, q empty) when the
@@ -42,14 +49,22 @@ struct DraftProposal {
   absl::Status status;
   int32_t token = -1;
   spec::SparseDistribution q;
+  // The row's DraftRow::top most likely tokens (fewer when fewer have positive
+  // probability), descending, with their probabilities (summing to at most 1).
+  spec::SparseDistribution top;
 };
 
 // The per-row status of draft row `index` without a token to propose.
 absl::Status NoDraftTokenError(size_t index);
 
 // Checks rows against a view of `rows` rows: row in [0, rows), q_size in
-// [1, kMaxDraftQSize]. INVALID_ARGUMENT naming the draft row otherwise.
+// [1, kMaxDraftQSize], top in [0, kMaxDraftTop]. INVALID_ARGUMENT naming the draft row
+// otherwise.
 absl::Status ValidateDraftRows(absl::Span<const DraftRow> drafts, int rows);
+
+// Whether any row asks for top tokens. The device kernels do not compute them yet: a
+// device backend answers such a call with the host reference (a copy of the logits).
+bool AnyDraftTop(absl::Span<const DraftRow> drafts);
 
 // The reference over row-major host `logits` [rows, vocab]: one proposal per draft row,
 // in order (*proposals is replaced). Errors of the call itself (bad shapes, rows out of

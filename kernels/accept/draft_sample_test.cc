@@ -234,5 +234,51 @@ TEST(HostSampleDraftsTest, ShapesAndOutputReplacement) {
   EXPECT_TRUE(proposals.empty());
 }
 
+// Top tokens: for a greedy row the plain softmax's most likely tokens with their
+// probabilities as they are (descending, the argmax first), for a sampled row those of
+// the processed distribution; the proposal itself is unchanged by asking.
+TEST(HostSampleDraftsTest, TopTokensWithTheirProbabilities) {
+  std::mt19937_64 rng(7);
+  const std::vector<float> logits = Rows(rng, {0, 0});
+  spec::SamplingConfig hot;
+  hot.temperature = 0.7f;
+  hot.top_k = 10;
+  std::vector<DraftRow> drafts = {Draft(0, {}, 8, 3, 11), Draft(1, hot, 8, 3, 12)};
+  std::vector<DraftProposal> plain, with_top;
+  ASSERT_TRUE(HostSampleDrafts(logits, kVocab, drafts, &plain).ok());
+  drafts[0].top = 4;
+  drafts[1].top = kMaxDraftTop;
+  ASSERT_TRUE(HostSampleDrafts(logits, kVocab, drafts, &with_top).ok());
+  spec::SamplingConfig softmax;
+  softmax.temperature = 1.0f;
+  const spec::SamplingConfig configs[] = {softmax, hot};
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE(r);
+    EXPECT_TRUE(plain[r].top.ids.empty());
+    EXPECT_EQ(with_top[r].token, plain[r].token);
+    EXPECT_EQ(with_top[r].q.ids, plain[r].q.ids);
+    std::vector<float> probs;
+    spec::ProcessLogits(Row(logits, r), configs[r], &probs);
+    const int want = std::min<int>(
+        drafts[r].top, std::count_if(probs.begin(), probs.end(), [](float p) { return p > 0; }));
+    ASSERT_EQ(static_cast<int>(with_top[r].top.ids.size()), want);
+    std::vector<int32_t> order(kVocab);
+    for (int i = 0; i < kVocab; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return probs[a] > probs[b]; });
+    for (int j = 0; j < want; ++j) {
+      EXPECT_EQ(with_top[r].top.ids[j], order[j]);
+      EXPECT_FLOAT_EQ(with_top[r].top.probs[j], probs[order[j]]);
+    }
+  }
+  EXPECT_EQ(with_top[0].top.ids[0], with_top[0].token);  // Greedy: the argmax leads.
+  drafts[0].top = kMaxDraftTop + 1;
+  EXPECT_THAT(HostSampleDrafts(logits, kVocab, drafts, &with_top).message(),
+              HasSubstr("draft row 0: top"));
+  EXPECT_TRUE(AnyDraftTop(drafts));
+  drafts[0].top = drafts[1].top = 0;
+  EXPECT_FALSE(AnyDraftTop(drafts));
+}
+
 }  // namespace
 }  // namespace tandem

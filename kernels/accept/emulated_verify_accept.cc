@@ -58,6 +58,11 @@ absl::Status EmulatedSampleDrafts(const LogitsView& logits, absl::Span<const Dra
   if (!status.ok()) return status;
   status = ValidateDraftRows(drafts, logits.rows);
   if (!status.ok()) return status;
+  if (AnyDraftTop(drafts)) {  // As the device backend: top tokens come from the host.
+    std::vector<float> row_major;
+    if (status = ToRowMajor(logits, &row_major); !status.ok()) return status;
+    return HostSampleDrafts(row_major, logits.vocab, drafts, proposals);
+  }
   const PackedDrafts packed = PackDrafts(drafts);
   PackedDraftOutputs outputs;
   ResizeDraftOutputs(packed, &outputs);

@@ -152,6 +152,8 @@ absl::Status CudaBackend::SampleDrafts(const LogitsView& logits, absl::Span<cons
   if (absl::Status s = ValidateLogitsView(logits); !s.ok()) return s;
   if (absl::Status s = ValidateDraftRows(drafts, logits.rows); !s.ok()) return s;
   if (!state_->first_error.ok()) return state_->first_error;
+  // Top tokens (outcome ranking) have no kernel yet: the host reference answers.
+  if (AnyDraftTop(drafts)) return Backend::SampleDrafts(logits, drafts, proposals);
   proposals->clear();
   if (drafts.empty()) return absl::OkStatus();
   if (absl::Status s = cuda::SelectDevice(device()); !s.ok()) return s;

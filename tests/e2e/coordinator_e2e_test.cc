@@ -40,7 +40,8 @@ class CoordinatorE2eTest : public ::testing::Test {
     ClusterOptions options;
     options.tp = TargetTp();
     options.tag = "e2e";
-    options.coordinator_flags = {"--max_running=64", "--max_queue=512"};
+    options.coordinator_flags = {"--max_running=64", "--max_queue=512", "--predraft_branches=3",
+                                 "--draft_tree_siblings=1"};
     cluster_ = StartSuiteCluster(options);
   }
   static void TearDownTestSuite() {

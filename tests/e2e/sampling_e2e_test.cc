@@ -8,19 +8,18 @@
 // SpeculativeWindowsMatchTargetSampling: temperature 0.6 and top-p 0.95, generated
 // positions 1..4 with K = 1..8 (K = 1 + i % 8 for request i, max_new_tokens = 9 so
 // that K = 8 is not capped by the tokens left), under load (24 requests in flight, so
-// drafts and verifies are ragged batches of mixed K) and with optimistic continuation
-// (pipelining on; the server runs lockstep with continuation at any batch size:
-// --optimistic_max_batch=64, --pipeline_mode=lockstep). The target-only requests
-// return log p of each token, so every window (t1..tj) they produce comes with its
-// exact probability under the target, exp(sum of log p). The speculative windows are
-// tested against those exact probabilities (GoodnessOfFit for j = 2, 3, 4: the joint
-// of the prefix window, which covers every conditional up to position j), and their
-// marginals at positions 2, 3, 4 against the target-only marginals (TwoSample): six
-// tests at a family-wise significance of 0.001 (Bonferroni). It prints the shift of
-// probability mass between the two likeliest windows that the j = 4 test detects
-// with 90% power (DetectableShift), and a lossy rule (threshold 0.05, N = 300) must
-// fail.
-// Measured (2026-12-01, 2 loaded cores, ~40 s for both tests): the likeliest windows
+// drafts and verifies are ragged batches of mixed K) and with the speculation cache
+// (pipelining on; the server runs lockstep pre-drafting 4 outcomes per sequence at any
+// batch size: --optimistic_max_batch=64, --pipeline_mode=lockstep,
+// --predraft_branches=4), whose use the test asserts (RequestStats.predrafted_steps). The
+// target-only requests return log p of each token, so every window (t1..tj) they produce comes with
+// its exact probability under the target, exp(sum of log p). The speculative windows are tested
+// against those exact probabilities (GoodnessOfFit for j = 2, 3, 4: the joint of the prefix window,
+// which covers every conditional up to position j), and their marginals at positions 2, 3, 4
+// against the target-only marginals (TwoSample): six tests at a family-wise significance of 0.001
+// (Bonferroni). It prints the shift of probability mass between the two likeliest windows that the
+// j = 4 test detects with 90% power (DetectableShift), and a lossy rule (threshold 0.05, N = 300)
+// must fail. Measured (2026-12-01, 2 loaded cores, ~40 s for both tests): the likeliest windows
 // have p = 0.433 and 0.079, and moving 0.036 of probability between them is detected
 // with 90% power at N = 3000 (a smaller bias spread over several windows needs
 // more). The lossy controls are far past their critical values, so they run fewer
@@ -29,9 +28,6 @@
 // test chi2 = 423 against 90.7 at 1500 + 1500 requests (two-sample noncentrality
 // ~370, proportional to n1 n2 / (n1 + n2): ~185 with 1500 + 500); measured at the
 // reduced sizes: chi2 = 153 against 31.0 (N = 300) and 194 against 73.5 (1500 + 500).
-// Continuations
-// are really used: counted with temporary instrumentation, about 2400 verify steps of
-// the speculative requests took their candidates from a continuation (2600 missed).
 // Outputs are a function of the seeds, so a given build always gives these figures.
 //
 // MedusaTreeWindowsMatchTargetSampling: the same windows from Medusa trees (8 nodes,
@@ -83,6 +79,7 @@ struct Samples {
   Counts windows;
   Probabilities exact;  // Window -> exp(sum of log p), when logprobs were asked.
   int mismatched = 0;   // Windows whose log p differed between two requests.
+  int predrafted = 0;   // Steps whose candidates came from the speculation cache.
 };
 
 class SamplingE2eTest : public ::testing::Test {
@@ -92,7 +89,7 @@ class SamplingE2eTest : public ::testing::Test {
     options.tp = 2;
     options.tag = "sampling";
     options.coordinator_flags = {"--max_running=64", "--max_queue=256", "--optimistic_max_batch=64",
-                                 "--pipeline_mode=lockstep"};
+                                 "--pipeline_mode=lockstep", "--predraft_branches=4"};
     auto cluster = Cluster::Start(options);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = cluster->release();
@@ -136,6 +133,7 @@ class SamplingE2eTest : public ::testing::Test {
           Outcome w(resp.token_ids().begin(), resp.token_ids().begin() + arm.window);
           std::lock_guard<std::mutex> lock(mu);
           out.windows[w] += 1;
+          out.predrafted += resp.stats().predrafted_steps();
           if (!arm.logprobs) continue;
           ASSERT_EQ(resp.logprobs_size(), resp.token_ids_size());
           double logp = 0;
@@ -248,6 +246,9 @@ TEST_F(SamplingE2eTest, SpeculativeWindowsMatchTargetSampling) {
     mismatched += it != reference.exact.end() && std::abs(it->second - p) > 1e-4 * p;
   }
   EXPECT_EQ(mismatched, 0) << "log p differs between method none and draft";
+  // The speculation cache is really used (4 outcomes pre-drafted per sequence).
+  std::printf("%d speculative steps took pre-drafted candidates\n", spec.predrafted);
+  EXPECT_GT(spec.predrafted, kWindowSamples / 20);
 
   const double alpha = kAlpha / 6;  // Bonferroni over the six tests.
   std::vector<double> likeliest;
