@@ -319,7 +319,9 @@ Command BenchCommand() {
       {"concurrency", "N[,N...]", "Requests in flight at once; one run per level."},
       {"requests", "M", "Requests per configuration and round."},
       {"repeat", "N", "Interleaved rounds over all configurations (median [min-max])."},
-      {"methods", "M[,M...]", "Speculation methods: none, draft, prompt_lookup, lookahead, auto."},
+      {"methods", "M[,M...]",
+       "Speculation methods: none, draft, prompt_lookup, lookahead, auto (also medusa where the "
+       "target has heads)."},
       {"lookahead", "W,N,G", "Lookahead's window, n-gram length, guesses (unset: server's)."},
       {"rules", "R[,R...]",
        "Acceptance rules: default, rejection, coupled, ...; one run per rule "

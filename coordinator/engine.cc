@@ -17,15 +17,26 @@ Engine::Engine(const EngineOptions& options, const Tokenizer* tokenizer,
       target_(std::move(target)),
       draft_(std::move(draft)),
       metrics_(metrics),
-      proposers_(ProposerConfig{draft_ != nullptr, options.extra_proposers,
-                                options.prompt_lookup_branches,
-                                metrics != nullptr ? metrics->registry() : nullptr}),
+      proposers_(ProposerConfig{}),  // ServeProposers sets it.
       kv_(options.planner.max_k,
           options.planner.optimistic ? std::max(1, options.planner.predraft_branches) : 0),
       queue_(options.max_queue) {
+  ServeProposers({});
+}
+
+void Engine::ServeProposers(const std::vector<v1::SpeculationMethod>& target_methods) {
+  ProposerConfig config;
+  config.draft_worker = draft_ != nullptr;
+  config.extra = options_.extra_proposers;
+  config.prompt_lookup_branches = options_.prompt_lookup_branches;
+  config.metrics = metrics_ != nullptr ? metrics_->registry() : nullptr;
+  config.target_methods = target_methods;
+  config.medusa_nodes = options_.medusa_nodes;
+  proposers_ = ProposerRegistry(config);
   for (v1::SpeculationMethod m : proposers_.served_methods()) {
+    if (server_acceptance_.count(m) > 0) continue;
     server_acceptance_[m] = std::make_unique<spec::PositionAcceptance>(
-        options.controller.max_k, options.controller.server_forgetting);
+        options_.controller.max_k, options_.controller.server_forgetting);
   }
 }
 
@@ -42,6 +53,13 @@ absl::Status Engine::DescribeWorkers(absl::Time give_up, const std::function<boo
     absl::StatusOr<v1::DescribeResponse> d = target_->Describe();
     if (d.ok() && target_->IsServing()) {
       ApplyTargetDescription(*d);
+      // The target leader's proposers (Medusa) are served from here on: before Start,
+      // so no sequence holds a proposer of the registry replaced.
+      std::vector<v1::SpeculationMethod> leader_methods;
+      for (int m : d->target_methods()) {
+        leader_methods.push_back(static_cast<v1::SpeculationMethod>(m));
+      }
+      ServeProposers(leader_methods);
       break;
     }
     if (absl::Now() > give_up) {

@@ -66,6 +66,8 @@ struct EngineOptions {
   // Prompt lookup's distinct continuations per proposal: 1 = chains, more = token trees
   // (ProposerConfig::prompt_lookup_branches).
   int prompt_lookup_branches = 1;
+  // Medusa's tree size for requests without a fixed one (ProposerConfig::medusa_nodes).
+  int medusa_nodes = kDefaultMedusaNodes;
   spec::ControllerConfig controller;  // Per-sequence speculation controller.
   // Cost terms before measurements are in, and always when !measured_costs.
   spec::CostModel fixed_costs;
@@ -123,7 +125,8 @@ class Engine {
   // failed here); running ones are ended by the engine at its next step.
   void Cancel(const std::shared_ptr<Sequence>& sequence);
 
-  // The served proposers (methods, AUTO's chain).
+  // The served proposers (methods, AUTO's chain); final once Start has described the
+  // target (its leader's methods, e.g. MEDUSA, are added then).
   const ProposerRegistry& proposers() const { return proposers_; }
   // A copy of the current cluster description (thread-safe).
   ClusterInfo cluster() const;
@@ -147,6 +150,9 @@ class Engine {
   // Takes a worker description into the planner's limits and the KV admission policy
   // (engine thread, or before the threads start).
   void ApplyTargetDescription(const v1::DescribeResponse& d);
+  // Rebuilds proposers_ with `target_methods` (what the target leader serves) and gives
+  // every served method its server-wide acceptance prior.
+  void ServeProposers(const std::vector<v1::SpeculationMethod>& target_methods);
   void ApplyDraftDescription(const v1::DescribeResponse& d);
   void AdmitWaiting(absl::Time now);
   // Ends queued requests whose client cancelled or whose deadline passed.
@@ -207,6 +213,8 @@ class Engine {
   std::unique_ptr<WorkerApi> target_;
   std::unique_ptr<WorkerApi> draft_;
   CoordinatorMetrics* metrics_;
+  // The served proposers: built at construction, rebuilt once the target is described
+  // (ServeProposers) with the methods its leader serves.
   ProposerRegistry proposers_;
   KvAdmission kv_;  // Engine thread only (after Start).
 

@@ -287,7 +287,7 @@ void Engine::ApplyTargetResult(const TargetResult& r, PhasePlan& plan,
       metrics_->RecordStep({method,
                             s->stats().draft_tokens_proposed - stats_before.draft_tokens_proposed,
                             s->stats().draft_tokens_accepted - stats_before.draft_tokens_accepted,
-                            s->generated() - before});
+                            s->generated() - before, plan.verify.sequences(i).proposals_size()});
       const PlannedStep& planned = s->planned_step();
       metrics_->RecordControllerStep(
           s->last_step_decision(), plan.verify_proposed[i],

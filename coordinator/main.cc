@@ -70,6 +70,9 @@ ABSL_FLAG(int, prompt_lookup_branches, 1,
           "Distinct continuations of the matched n-gram prompt lookup proposes at once: 1 = "
           "a chain (the latest occurrence's), 2..16 = a token tree of the latest occurrences' "
           "continuations (depth K, at most min(K * branches, --max_k) nodes).");
+ABSL_FLAG(int, medusa_nodes, tandem::coordinator::kDefaultMedusaNodes,
+          "Medusa (when the target has heads): candidate tree nodes per step for requests "
+          "that do not fix num_speculative_tokens, 1..--max_k.");
 ABSL_FLAG(int, speculation_max_batch, 12,
           "Above this many running sequences, adaptive-K requests decode without speculation.");
 ABSL_FLAG(int, catch_up_min_tokens, 16,
@@ -294,6 +297,7 @@ int Run() {
                  eo.prompt_lookup_branches, PromptLookupOptions::kMaxBranches);
     return 2;
   }
+  eo.medusa_nodes = std::max(1, absl::GetFlag(FLAGS_medusa_nodes));
   eo.planner.catch_up_min_tokens = std::max(0, absl::GetFlag(FLAGS_catch_up_min_tokens));
   eo.planner.prefill_chunk = absl::GetFlag(FLAGS_prefill_chunk);
   eo.planner.prefill_budget = 2 * absl::GetFlag(FLAGS_prefill_chunk);

@@ -169,6 +169,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
                                  "in the step = this + 1).")
                              .Register(r)
                              .Add({}, AcceptedLengthBuckets());
+  m->verified_nodes_ =
+      &prometheus::BuildHistogram()
+           .Name("tandem_verified_nodes")
+           .Help("Candidate nodes verified per speculative step (tree size).")
+           .Register(r)
+           .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64});
   auto& latency = prometheus::BuildHistogram()
                       .Name("tandem_step_latency_ms")
                       .Help("Batch step time by phase, milliseconds.")
@@ -295,6 +301,7 @@ void CoordinatorMetrics::RecordStep(const StepRecord& step) {
   proposed_->Increment(proposed);
   accepted_->Increment(accepted);
   accepted_length_->Observe(accepted);
+  if (step.nodes > 0) verified_nodes_->Observe(step.nodes);
   for (int i = 0; i < std::min(proposed, max_k_); ++i) position_proposed_[i]->Increment();
   for (int i = 0; i < std::min(accepted, max_k_); ++i) position_accepted_[i]->Increment();
 }

@@ -50,6 +50,11 @@
 //   tandem_position_accepted_total{position}    accepted proposals at that position
 //   tandem_accepted_length                      histogram: proposals accepted per
 //                                               speculative step, buckets 0..16
+//   tandem_verified_nodes                       histogram: candidate nodes verified per
+//                                               speculative step (a tree's size, a
+//                                               chain's K), buckets 1..64 by powers of 2
+//   (Medusa: position d is head d - 1's depth, so the position counters give per-head
+//   acceptance, as the draft's per-position acceptance for a chain.)
 //   tandem_step_latency_ms{phase}               histogram per batch step; phase =
 //                                               draft | verify | collective | rpc |
 //                                               overhead (coordinator time)
@@ -120,6 +125,7 @@ class CoordinatorMetrics {
     int proposed = 0;          // Proposals verified this step (0 = plain decode).
     int accepted = 0;          // Of those accepted, [0, proposed].
     int generated_tokens = 0;  // Tokens this step added to the client's output.
+    int nodes = 0;             // Candidate nodes verified (a tree's size; 0 = not known).
   };
   void RecordStep(const StepRecord& step);
 
@@ -201,6 +207,7 @@ class CoordinatorMetrics {
   std::vector<prometheus::Counter*> position_proposed_;  // Index: position - 1.
   std::vector<prometheus::Counter*> position_accepted_;
   prometheus::Histogram* accepted_length_ = nullptr;
+  prometheus::Histogram* verified_nodes_ = nullptr;
   prometheus::Histogram* draft_latency_ = nullptr;
   prometheus::Histogram* verify_latency_ = nullptr;
   prometheus::Histogram* collective_latency_ = nullptr;

@@ -266,6 +266,26 @@ TEST(CoordinatorMetricsTest, ClampsBadInputs) {
   EXPECT_EQ(Get(s, "tandem_target_busy_fraction"), 0);
 }
 
+// Tree methods (Medusa): nodes per speculative step next to the depth-based counters;
+// position d is head d - 1's depth.
+TEST(CoordinatorMetricsTest, RecordsVerifiedNodesOfTrees) {
+  absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> created = CoordinatorMetrics::Create({});
+  ASSERT_TRUE(created.ok()) << created.status();
+  CoordinatorMetrics& m = **created;
+  m.RecordStep({v1::SPECULATION_METHOD_MEDUSA, 2, 1, 2, 5});  // 5 nodes, depth 2.
+  m.RecordStep({v1::SPECULATION_METHOD_MEDUSA, 3, 3, 4, 16});
+  m.RecordStep({v1::SPECULATION_METHOD_MEDUSA, 0, 0, 1, 0});  // Plain: not observed.
+  const std::map<std::string, double> s = ParseExposition(m.Serialize());
+  EXPECT_EQ(Get(s, "tandem_verified_nodes_count"), 2);
+  EXPECT_EQ(Get(s, "tandem_verified_nodes_sum"), 21);
+  EXPECT_EQ(Get(s, "tandem_verified_nodes_bucket{le=\"4\"}"), 0);
+  EXPECT_EQ(Get(s, "tandem_verified_nodes_bucket{le=\"8\"}"), 1);
+  EXPECT_EQ(Get(s, "tandem_verified_nodes_bucket{le=\"16\"}"), 2);
+  EXPECT_EQ(Get(s, "tandem_position_accepted_total{position=\"1\"}"), 2);
+  EXPECT_EQ(Get(s, "tandem_position_accepted_total{position=\"3\"}"), 1);
+  EXPECT_EQ(Get(s, "tandem_speculation_steps_total{method=\"medusa\"}"), 3);
+}
+
 TEST(CoordinatorMetricsTest, RejectsBadOptions) {
   EXPECT_EQ(CoordinatorMetrics::Create({"localhost", 8}).status().code(),
             absl::StatusCode::kInvalidArgument);

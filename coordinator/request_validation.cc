@@ -185,7 +185,11 @@ absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLim
     return absl::FailedPreconditionError(absl::StrCat(
         "speculation.method = ", tandem::v1::SpeculationMethod_Name(method),
         " is not enabled on this server; enabled methods: ", absl::StrJoin(enabled, ", "),
-        " (see GetModelInfo.methods)"));
+        " (see GetModelInfo.methods)",
+        method == tandem::v1::SPECULATION_METHOD_MEDUSA
+            ? "; MEDUSA needs Medusa heads (medusa_lm_head.safetensors) in the target's model "
+              "directory and the target worker's --medusa on"
+            : ""));
   }
 
   out->method = method;

@@ -27,13 +27,10 @@ struct CheckedTensor {
   int64_t cols = 0;
 };
 
-absl::StatusOr<CheckedTensor> GetTensor(const Checkpoint& checkpoint, const std::string& name,
-                                        const std::vector<int64_t>& shape) {
-  auto view = checkpoint.Find(name);
-  if (!view.ok()) return view.status();
-  const std::string where = absl::StrCat(checkpoint.FileOf(name), ": tensor \"", name, "\"");
+absl::StatusOr<CheckedTensor> CheckTensor(SafetensorsTensorView view, const std::string& where,
+                                          const std::vector<int64_t>& shape) {
   CheckedTensor tensor;
-  switch (view->dtype) {
+  switch (view.dtype) {
     case SafetensorsDType::kF32:
       tensor.dtype = DType::kF32;
       break;
@@ -45,17 +42,25 @@ absl::StatusOr<CheckedTensor> GetTensor(const Checkpoint& checkpoint, const std:
       break;
     default:
       return absl::InvalidArgumentError(
-          absl::StrCat(where, ": dtype ", SafetensorsDTypeName(view->dtype),
+          absl::StrCat(where, ": dtype ", SafetensorsDTypeName(view.dtype),
                        " is not supported (expected F32, F16 or BF16)"));
   }
-  if (view->shape != shape) {
+  if (view.shape != shape) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": expected shape ", ShapeString(shape),
-                                                   ", found ", ShapeString(view->shape)));
+                                                   ", found ", ShapeString(view.shape)));
   }
   tensor.rows = shape.size() == 2 ? shape[0] : 1;
   tensor.cols = shape.back();
-  tensor.view = *std::move(view);
+  tensor.view = std::move(view);
   return tensor;
+}
+
+absl::StatusOr<CheckedTensor> GetTensor(const Checkpoint& checkpoint, const std::string& name,
+                                        const std::vector<int64_t>& shape) {
+  auto view = checkpoint.Find(name);
+  if (!view.ok()) return view.status();
+  return CheckTensor(*std::move(view),
+                     absl::StrCat(checkpoint.FileOf(name), ": tensor \"", name, "\""), shape);
 }
 
 std::shared_ptr<uint8_t> Allocate(size_t bytes) {
@@ -223,6 +228,13 @@ float HostTensor::At(int64_t i, int64_t j) const {
     }
   }
   return std::numeric_limits<float>::quiet_NaN();
+}
+
+absl::StatusOr<HostTensor> WholeTensor(SafetensorsTensorView view, const std::string& where,
+                                       const std::vector<int64_t>& shape) {
+  absl::StatusOr<CheckedTensor> tensor = CheckTensor(std::move(view), where, shape);
+  if (!tensor.ok()) return tensor.status();
+  return RowSlice(*tensor, 0, tensor->rows);
 }
 
 absl::StatusOr<LlamaWeights> LoadLlamaWeights(const std::string& model_dir, int tp_rank,

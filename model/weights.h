@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "kernels/backend.h"
 #include "model/config.h"
+#include "model/safetensors.h"
 
 namespace tandem {
 
@@ -77,6 +78,13 @@ int FirstKvHead(const LlamaConfig& config, int tp_rank, int tp_size);
 // divisible by tp_size.
 absl::StatusOr<LlamaWeights> LoadLlamaWeights(const std::string& model_dir, int tp_rank,
                                               int tp_size);
+
+// The whole tensor `view` as a HostTensor (a view of the mapping when aligned, else an
+// owned copy), checked to be F32, F16 or BF16 of exactly `shape` (1-D: rows = 1).
+// INVALID_ARGUMENT "<where>: ..." otherwise. For tensors outside a Llama checkpoint
+// (model/medusa_heads.h).
+absl::StatusOr<HostTensor> WholeTensor(SafetensorsTensorView view, const std::string& where,
+                                       const std::vector<int64_t>& shape);
 
 }  // namespace tandem
 

@@ -15,7 +15,20 @@ void TargetProposers::Add(std::unique_ptr<TargetProposer> proposer) {
 
 const TargetProposer* TargetProposers::Find(v1::SpeculationMethod method) const {
   auto it = by_method_.find(method);
-  return it == by_method_.end() ? nullptr : it->second.get();
+  if (it != by_method_.end()) return it->second.get();
+  return more_ != nullptr ? more_->Find(method) : nullptr;
+}
+
+std::vector<v1::SpeculationMethod> TargetProposers::methods() const {
+  std::vector<v1::SpeculationMethod> out;
+  for (const auto& [method, proposer] : by_method_) out.push_back(proposer->method());
+  if (more_ != nullptr) {
+    for (v1::SpeculationMethod m : more_->methods()) {
+      if (by_method_.count(m) == 0) out.push_back(m);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 NextCandidatesStep::NextCandidatesStep(const v1::VerifyRequest& request,

@@ -58,8 +58,8 @@ class TargetProposer {
                                const TargetProposerInput& in, v1::NextCandidates* out) const = 0;
 };
 
-// The target-side proposers a target worker serves, by method. Production registers
-// none yet.
+// The target-side proposers a target worker serves, by method (production: MEDUSA when
+// the model directory has heads, worker/medusa_proposer.h).
 class TargetProposers {
  public:
   // Takes `proposer`; replaces one of the same method.
@@ -67,9 +67,15 @@ class TargetProposers {
   // nullptr when `method` is not served.
   const TargetProposer* Find(v1::SpeculationMethod method) const;
   bool empty() const { return by_method_.empty(); }
+  // The methods served, ascending.
+  std::vector<v1::SpeculationMethod> methods() const;
+  // Also serves what `more` serves (borrowed, must outlive this set; null = nothing);
+  // a method this set holds itself wins.
+  void Include(const TargetProposers* more) { more_ = more; }
 
  private:
   absl::flat_hash_map<int, std::unique_ptr<TargetProposer>> by_method_;
+  const TargetProposers* more_ = nullptr;
 };
 
 // The next_candidates of one verify request: runs each requesting sequence's

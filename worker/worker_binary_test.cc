@@ -1,9 +1,10 @@
-// The tandem-worker binary: bad flags and model directories fail at start-up with one
-// line on stderr and exit code 2; a draft worker serves Draft over gRPC, expires
+// The tandem-worker binary: bad flags, model directories and Medusa heads fail at
+// start-up with one line on stderr and exit code 2; a draft worker serves Draft over gRPC, expires
 // leases and exits 0 on SIGTERM.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -60,6 +61,16 @@ TEST(WorkerBinaryTest, BadStartsExitTwoWithOneLine) {
       {{"--synthetic=gpt-9"}, "--synthetic: "},
       {{"--synthetic=tiny:1/2"}, "--synthetic: 'tiny:1/2' is rank 1 of 2"},
   };
+  // Medusa heads that do not fit the model: one line naming the file and the problem.
+  const std::string heads_dir = testing::TestTempDir() + "/bad_heads";
+  std::filesystem::create_directories(heads_dir);
+  std::filesystem::copy(
+      testing::kTpCheckpoint, heads_dir,
+      std::filesystem::copy_options::overwrite_existing | std::filesystem::copy_options::recursive);
+  std::ofstream(heads_dir + "/medusa_lm_head.safetensors") << "not a safetensors file";
+  cases.push_back({{"--model_dir=" + heads_dir},
+                   "config.json: field \"medusa_num_heads\" is missing (required with "
+                   "medusa_lm_head.safetensors)"});
   // Where a GPU exists the CUDA backend starts; elsewhere it is a start-up error.
   if (tandem::cuda::DeviceCount() == 0) {
     cases.push_back({{"--backend=cuda", model}, "--backend=cuda: CUDA backend not available"});

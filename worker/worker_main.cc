@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -27,13 +28,16 @@
 #include "common/tls.h"
 #include "kernels/backend_factory.h"
 #include "model/llama.h"
+#include "model/medusa_heads.h"
 #include "model/synthetic_weights.h"
 #include "model/weights.h"
 #include "worker/command_line.h"
 #include "worker/group_membership.h"
+#include "worker/medusa_proposer.h"
 #include "worker/model_executor.h"
 #include "worker/model_shard.h"
 #include "worker/target_group.h"
+#include "worker/target_proposer.h"
 #include "worker/timed_communicator.h"
 #include "worker/worker_options.h"
 #include "worker/worker_service.h"
@@ -48,6 +52,9 @@ ABSL_FLAG(std::string, synthetic, "",
           "llama-2-7b, llama-2-70b (or llama-2-70b-shard) or tiny, for this --rank of "
           "--tp_size (or an explicit ':R/N'). NOT A MODEL: outputs are meaningless.");
 ABSL_FLAG(std::string, backend, "cpu", "Compute backend: cpu or cuda.");
+ABSL_FLAG(bool, medusa, true,
+          "Target leader: serve Medusa heads (method MEDUSA) when --model_dir has "
+          "medusa_lm_head.safetensors; false ignores them.");
 ABSL_FLAG(int, threads, 0, "Compute threads; 0 = one per hardware thread.");
 ABSL_FLAG(int, kv_cache_mb, 256, "KV cache budget of this rank, MiB.");
 ABSL_FLAG(int, block_size, 16, "Tokens per KV cache block.");
@@ -128,6 +135,27 @@ WorkerOptions OptionsFromFlags() {
   o.heartbeat_interval = Seconds(absl::GetFlag(FLAGS_heartbeat_s));
   o.regroup_timeout = Seconds(absl::GetFlag(FLAGS_regroup_timeout_s));
   return o;
+}
+
+// Adds a target leader's proposers to *out: Medusa when --model_dir has heads and
+// --medusa is on. Heads that do not load are a start-up error naming the file.
+absl::Status AddTargetProposers(const WorkerOptions& options, const LlamaConfig& config,
+                                Backend* backend, TargetProposers* out) {
+  if (options.role != "target" || !options.is_leader() || options.model_dir.empty() ||
+      !absl::GetFlag(FLAGS_medusa)) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::optional<MedusaHostWeights>> heads =
+      LoadMedusaHeads(options.model_dir, config);
+  if (!heads.ok()) {
+    return absl::Status(heads.status().code(), absl::StrCat("--model_dir=", options.model_dir, ": ",
+                                                            heads.status().message()));
+  }
+  if (!heads->has_value()) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<MedusaHeads>> runtime = MedusaHeads::Create(**heads, backend);
+  if (!runtime.ok()) return runtime.status();
+  out->Add(std::make_unique<MedusaTargetProposer>(*std::move(runtime)));
+  return absl::OkStatus();
 }
 
 std::string BaseName(const std::string& path) {
@@ -212,9 +240,20 @@ int Run(int argc, char** argv) {
   }
   absl::StatusOr<LlamaWeights> weights = LoadWeights(options);
   if (!weights.ok()) Die(weights.status(), 2);
+  // Before logging starts, so that bad heads are one line on stderr like every start-up
+  // error.
+  TargetProposers target_proposers;
+  if (absl::Status s =
+          AddTargetProposers(options, weights->config, backend_or->get(), &target_proposers);
+      !s.ok()) {
+    Die(s, 2);
+  }
 
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
+  if (target_proposers.Find(v1::SPECULATION_METHOD_MEDUSA) != nullptr) {
+    LOG(INFO) << "tandem-worker: serving Medusa heads (method MEDUSA) from " << options.model_dir;
+  }
   InstallShutdownSignalHandlers();
   std::unique_ptr<Backend> backend = *std::move(backend_or);
   LlamaModelOptions model_options;
@@ -324,6 +363,7 @@ int Run(int argc, char** argv) {
   service_options.model_name = ModelName(options);
   service_options.synthetic = !options.synthetic.empty();
   service_options.backend = options.backend;
+  service_options.target_proposers = &target_proposers;
   WorkerService service(executor.get(), service_options);
   server_options.health_services = {v1::Worker::service_full_name()};
   auto server = GrpcServer::Start(server_options, {&service});

@@ -28,10 +28,12 @@ grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-// Every target-side proposer this worker serves (any role may be the target leader).
-TargetProposers ServedTargetProposers() {
+// Every target-side proposer this worker serves (any role may be the target leader):
+// the built-in Lookahead, and the caller's (`more`, may be null).
+TargetProposers ServedTargetProposers(const TargetProposers* more) {
   TargetProposers proposers;
   proposers.Add(std::make_unique<LookaheadTargetProposer>());
+  proposers.Include(more);
   return proposers;
 }
 
@@ -42,7 +44,7 @@ WorkerService::WorkerService(ModelExecutor* executor, const WorkerServiceOptions
       options_(options),
       instance_id_(RandomInstanceId()),
       started_(absl::Now()),
-      target_proposers_(ServedTargetProposers()),
+      target_proposers_(ServedTargetProposers(options.target_proposers)),
       draft_engine_(executor, DraftEngineOptions{options.proposal_top_k}),
       target_engine_(executor, &target_proposers_) {
   ParseUnary(this, "Describe", &WorkerService::Describe);
@@ -64,6 +66,7 @@ WorkerService::WorkerService(ModelExecutor* executor, const WorkerServiceOptions
 
   const KvCacheStats kv = executor_->kv_stats();
   description_.set_role(options_.role);
+  for (v1::SpeculationMethod m : target_proposers_.methods()) description_.add_target_methods(m);
   v1::ModelDescription* model = description_.mutable_model();
   model->set_name(options_.model_name);
   model->set_architecture(c.architecture);

@@ -45,6 +45,10 @@ struct WorkerServiceOptions {
   std::string model_name;       // Reported in Describe.
   bool synthetic = false;       // Random weights (--synthetic): NOT a model.
   std::string backend = "cpu";  // Compute backend, reported in Describe.
+  // Target-leader proposers served besides the built-in ones (Lookahead) (borrowed,
+  // must outlive the service; null = none: Medusa when the model has heads); all are
+  // listed in Describe's target_methods.
+  const TargetProposers* target_proposers = nullptr;
 };
 
 class WorkerService final : public ParsingService<v1::Worker> {
@@ -102,7 +106,8 @@ class WorkerService final : public ParsingService<v1::Worker> {
   v1::DescribeResponse description_;  // Fixed at construction.
 
   absl::Mutex step_mu_;
-  // The target-side proposers served (next_candidates): Lookahead.
+  // The target-side proposers served (next_candidates): Lookahead, and those of
+  // options.target_proposers.
   const TargetProposers target_proposers_;
   DraftEngine draft_engine_ ABSL_GUARDED_BY(step_mu_);
   TargetEngine target_engine_ ABSL_GUARDED_BY(step_mu_);

@@ -46,12 +46,18 @@ Candidates Obtain(Sequence* s, int slot, int k, PhasePlan* plan_out = nullptr) {
       return p.OnDrafted(*s, s->proposer_state(slot), req, answer, false).value_or(Candidates());
     }
     case ProposerSite::kTargetLeader: {
-      // As the engine: the candidates come with a verify result (here a plain step's,
-      // whose target answer carries nothing yet), before any K is chosen.
+      // As the engine: the candidates come with a verify result, before any K is
+      // chosen. What the worker half returns after a plain step: Lookahead's (its
+      // window's outputs) is empty before its first window; Medusa's, a tree of at most
+      // k nodes of depth <= k.
       v1::VerifiedSequence result;
-      result.mutable_next_candidates()->set_method(p.method());
-      return p.OnVerified(*s, s->proposer_state(slot), Candidates(), result, 0)
-          .value_or(Candidates());
+      v1::NextCandidates* next = result.mutable_next_candidates();
+      next->set_method(p.method());
+      for (int i = 0; i < k && p.method() != v1::SPECULATION_METHOD_LOOKAHEAD; ++i) {
+        *next->add_proposals() = PointMassProposal((s->tokens().back() + i + 1) % kVocab);
+        next->add_parents(i == 0 ? -1 : (i + 1) / 2 - 1);
+      }
+      return p.OnVerified(*s, s->proposer_state(slot), {}, result, 0).value_or(Candidates());
     }
   }
   return {};

@@ -3,8 +3,12 @@
 namespace tandem::coordinator::testing {
 
 const ProposerRegistry& TestRegistry() {
-  static const ProposerRegistry* registry =
-      new ProposerRegistry(ProposerConfig{/*draft_worker=*/true, /*extra=*/{}});
+  static const ProposerRegistry* registry = [] {
+    ProposerConfig config;
+    config.draft_worker = true;
+    config.target_methods = {v1::SPECULATION_METHOD_MEDUSA};
+    return new ProposerRegistry(config);
+  }();
   return *registry;
 }
 

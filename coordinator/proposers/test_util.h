@@ -11,7 +11,7 @@
 
 namespace tandem::coordinator::testing {
 
-// Serves the draft model and prompt lookup.
+// Serves the draft model, Medusa (as if the target leader had heads) and prompt lookup.
 const ProposerRegistry& TestRegistry();
 
 // A sequence of `request` (its method picks the chain) over `prompt`; no tokenizer

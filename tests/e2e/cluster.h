@@ -5,8 +5,10 @@
 #ifndef TANDEM_TESTS_E2E_CLUSTER_H_
 #define TANDEM_TESTS_E2E_CLUSTER_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -80,6 +82,24 @@ absl::StatusOr<v1::WorkerStats> WorkerStatsOf(
 // Health of a gRPC server through `credentials` (null = plaintext).
 worker::testing::Health CheckHealthWith(
     const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials);
+
+// Runs `fn(i)` for i < n on `threads` client threads.
+template <typename Fn>
+void ParallelFor(int n, int threads, Fn fn) {
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (int i = next++; i < n; i = next++) fn(i);
+    });
+  }
+  for (auto& th : pool) th.join();
+}
+
+// The generated token ids of `r`.
+inline std::vector<int> Ids(const v1::GenerateResponse& r) {
+  return std::vector<int>(r.token_ids().begin(), r.token_ids().end());
+}
 
 // Code-completion prompts for tests (from bench/prompts/code_completion.jsonl).
 std::vector<std::string> TestPrompts(int count);

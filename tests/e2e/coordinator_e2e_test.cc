@@ -52,23 +52,6 @@ class CoordinatorE2eTest : public ::testing::Test {
 };
 Cluster* CoordinatorE2eTest::cluster_ = nullptr;
 
-// Runs `fn(i)` for i < n on `threads` client threads.
-template <typename Fn>
-void ParallelFor(int n, int threads, Fn fn) {
-  std::atomic<int> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (int i = next++; i < n; i = next++) fn(i);
-    });
-  }
-  for (auto& th : pool) th.join();
-}
-
-std::vector<int> Ids(const v1::GenerateResponse& r) {
-  return std::vector<int>(r.token_ids().begin(), r.token_ids().end());
-}
-
 // Number of prompts of the greedy test: 20, or TANDEM_E2E_GREEDY_PROMPTS (the
 // sanitizer run in ./run.sh test uses fewer; all its K values and both pipelining modes stay).
 int GreedyPromptCount() {
@@ -301,9 +284,6 @@ TEST_F(CoordinatorE2eTest, BadRequestsGetTheirStatusCodes) {
          r.mutable_speculation()->set_acceptance_rule(static_cast<v1::AcceptanceRule>(42));
        },
        grpc::INVALID_ARGUMENT},
-      {"medusa not enabled",
-       [](auto& r) { r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_MEDUSA); },
-       grpc::FAILED_PRECONDITION},
       {"token id out of vocab", [](auto& r) { r.mutable_token_ids()->add_ids(1 << 24); },
        grpc::INVALID_ARGUMENT},
       {"prompt longer than context",

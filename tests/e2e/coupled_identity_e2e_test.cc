@@ -10,9 +10,9 @@
 // (one request at a time, batch 1, the slow part) its first 8. Fixed K is 1, 3, 4, 7
 // and 8 (K + 1 = 2, 4, 5, 8, 9 verified rows: both sides of 4- and 8-row boundaries,
 // and the cap); K = 2, 5, 6 run no code path those do not (the accept loop, the bonus
-// and the draft's K-token proposal are the same for every K). Together 14 variants x
-// (8 idle + 20 loaded) x 2 temperatures = 784 compared outputs (was 20 variants,
-// 1600), every one of which must match exactly.
+// and the draft's K-token proposal are the same for every K); Medusa trees of 8 nodes
+// and of the default size. Together 16 variants x (8 idle + 20 loaded) x 2
+// temperatures = 896 compared outputs, every one of which must match exactly.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -139,6 +139,10 @@ std::vector<Variant> SpeculativeVariants() {
     variants.push_back({v1::SPECULATION_METHOD_AUTO, std::nullopt, pipelining});
   }
   variants.push_back({v1::SPECULATION_METHOD_PROMPT_LOOKUP, 4, v1::PIPELINING_DEFAULT});
+  // Medusa trees from the target leader (the bundled target has heads): 8 nodes, and
+  // the adaptive default.
+  variants.push_back({v1::SPECULATION_METHOD_MEDUSA, 8, v1::PIPELINING_DEFAULT});
+  variants.push_back({v1::SPECULATION_METHOD_MEDUSA, std::nullopt, v1::PIPELINING_DEFAULT});
   variants.push_back(
       {v1::SPECULATION_METHOD_DRAFT, 3, v1::PIPELINING_DEFAULT, v1::ACCEPTANCE_RULE_COUPLED});
   return variants;

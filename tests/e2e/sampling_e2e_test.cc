@@ -29,6 +29,10 @@
 // ~370, proportional to n1 n2 / (n1 + n2): ~185 with 1500 + 500); measured at the
 // reduced sizes: chi2 = 153 against 31.0 (N = 300) and 194 against 73.5 (1500 + 500).
 // Outputs are a function of the seeds, so a given build always gives these figures.
+//
+// MedusaTreeWindowsMatchTargetSampling: the same windows from Medusa trees (8 nodes,
+// rejection rule, N = 2000) against the same exact probabilities, and the typical rule
+// (lossy) as the positive control (N = 300).
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -56,6 +60,7 @@ constexpr int kWindowThreads = 24;
 constexpr int kWindowTargetSamples = 3000;
 constexpr int kWindowSamples = 3000;
 constexpr int kWindowLossySamples = 300;
+constexpr int kMedusaSamples = 2000;
 
 struct Arm {
   v1::SpeculationMethod method = v1::SPECULATION_METHOD_NONE;
@@ -147,6 +152,10 @@ class SamplingE2eTest : public ::testing::Test {
     return out;
   }
 
+  // The target-only windows of kWindowPrompt (WindowTargetArm), sampled once for the
+  // tests that compare against them.
+  static const Samples& WindowReference();
+
   static Cluster* cluster_;
 };
 
@@ -197,9 +206,10 @@ TEST_F(SamplingE2eTest, SpeculativeSamplingMatchesTargetSampling) {
   EXPECT_TRUE(threshold.rejected()) << threshold.ToString();
 }
 
-TEST_F(SamplingE2eTest, SpeculativeWindowsMatchTargetSampling) {
-  const std::string prompt = kWindowPrompt;
-  constexpr int kWindow = 4;
+constexpr int kWindow = 4;
+
+// Target-only sampling of kWindowPrompt's first kWindow tokens, with log p.
+Arm WindowTargetArm() {
   Arm target_only;
   target_only.max_new_tokens = kWindow;
   target_only.window = kWindow;
@@ -207,13 +217,25 @@ TEST_F(SamplingE2eTest, SpeculativeWindowsMatchTargetSampling) {
   target_only.temperature = kWindowTemperature;
   target_only.top_p = kWindowTopP;
   target_only.threads = kWindowThreads;
+  return target_only;
+}
+
+const Samples& SamplingE2eTest::WindowReference() {
+  static const Samples* reference =
+      new Samples(Sample(kWindowPrompt, WindowTargetArm(), kWindowTargetSamples, 4000000));
+  return *reference;
+}
+
+TEST_F(SamplingE2eTest, SpeculativeWindowsMatchTargetSampling) {
+  const std::string prompt = kWindowPrompt;
+  const Arm target_only = WindowTargetArm();
   Arm speculative = target_only;
   speculative.method = v1::SPECULATION_METHOD_DRAFT;
   speculative.max_new_tokens = 9;  // K = 8 is not capped by the tokens left.
   speculative.k = [](int i) { return 1 + i % 8; };
   speculative.rule = v1::ACCEPTANCE_RULE_REJECTION;
 
-  const Samples reference = Sample(prompt, target_only, kWindowTargetSamples, 4000000);
+  const Samples& reference = WindowReference();
   const Samples spec = Sample(prompt, speculative, kWindowSamples, 5000000);
   // log p of a window is the target's, whichever method produced it.
   EXPECT_EQ(reference.mismatched, 0);
@@ -261,6 +283,34 @@ TEST_F(SamplingE2eTest, SpeculativeWindowsMatchTargetSampling) {
       GoodnessOfFit(biased.windows, OfLength(reference.exact, kWindow), alpha);
   std::printf("threshold rule, positions 1..%d: %s\n", kWindow, lossy_joint.ToString().c_str());
   EXPECT_TRUE(lossy_joint.rejected()) << lossy_joint.ToString();
+}
+
+// Medusa trees (8 nodes from the target leader's heads, point-mass siblings) under the
+// lossless tree rejection rule: the windows keep the target's distribution; the typical
+// rule (Medusa's lossy default, epsilon 0.09, delta 0.3) is caught by the same test.
+TEST_F(SamplingE2eTest, MedusaTreeWindowsMatchTargetSampling) {
+  Arm medusa = WindowTargetArm();
+  medusa.method = v1::SPECULATION_METHOD_MEDUSA;
+  medusa.max_new_tokens = 9;  // Steps 2.. verify trees of depth up to 4.
+  medusa.k = [](int) { return 8; };
+  medusa.rule = v1::ACCEPTANCE_RULE_REJECTION;
+  const Samples& reference = WindowReference();
+  const Samples spec = Sample(kWindowPrompt, medusa, kMedusaSamples, 7000000);
+  EXPECT_EQ(spec.mismatched, 0);
+  const double alpha = kAlpha / 2;  // Bonferroni over the two tests.
+  const ChiSquareTest joint =
+      GoodnessOfFit(spec.windows, OfLength(reference.exact, kWindow), alpha);
+  std::printf("medusa, rejection, positions 1..%d: %s\n", kWindow, joint.ToString().c_str());
+  EXPECT_GE(joint.df, 4);
+  EXPECT_FALSE(joint.rejected()) << joint.ToString();
+
+  Arm typical = medusa;
+  typical.rule = v1::ACCEPTANCE_RULE_TYPICAL;
+  const Samples biased = Sample(kWindowPrompt, typical, kWindowLossySamples, 8000000);
+  const ChiSquareTest lossy =
+      GoodnessOfFit(biased.windows, OfLength(reference.exact, kWindow), alpha);
+  std::printf("medusa, typical, positions 1..%d: %s\n", kWindow, lossy.ToString().c_str());
+  EXPECT_TRUE(lossy.rejected()) << lossy.ToString();
 }
 
 }  // namespace

@@ -9,7 +9,9 @@ Checks:
      logit_positions_<i> within GOLDEN_TOL absolute; input ids and positions
      are well formed.
   2. goldens/greedy.json: the oracle's greedy continuations are unchanged.
-  3. the oracle computes what was trained: its logits for the bundled target
+  3. goldens/medusa/heads.safetensors: the Medusa heads oracle (medusa_ref.py)
+     reproduces the stored logits from the stored hidden rows within GOLDEN_TOL.
+  4. the oracle computes what was trained: its logits for the bundled target
      match the training implementation (tools/train_models.py, imported when
      present) and the training-side logits stored in
      trainside/target_logits.safetensors, within TRAIN_TOL.
@@ -48,6 +50,7 @@ except ImportError as e:  # pragma: no cover - depends on the machine
 
 sys.path.insert(0, HERE)
 import llama_ref  # noqa: E402
+import medusa_ref  # noqa: E402
 import safetensors_io  # noqa: E402
 
 _models = {}
@@ -161,6 +164,19 @@ def main():
         except Exception as e:
             ok, msg = False, "error: %r" % (e,)
         print("%s greedy.json: %s" % ("PASS" if ok else "FAIL", msg))
+        passed, failed = passed + ok, failed + (not ok)
+
+    medusa = os.path.join(HERE, "goldens", "medusa", "heads.safetensors")
+    if os.path.exists(medusa):
+        try:
+            t = safetensors_io.read(medusa)
+            ref = medusa_ref.MedusaRef(os.path.join(ROOT, "models", "target"))
+            got = ref.forward(torch.from_numpy(t["hidden"][1]).double()).float().numpy()
+            worst = float(np.abs(got - t["logits"][1]).max())
+            ok, msg = worst <= GOLDEN_TOL, "max abs diff %.3e (tolerance %.0e)" % (worst, GOLDEN_TOL)
+        except Exception as e:
+            ok, msg = False, "error: %r" % (e,)
+        print("%s golden medusa/heads.safetensors: %s" % ("PASS" if ok else "FAIL", msg))
         passed, failed = passed + ok, failed + (not ok)
 
     try:

@@ -18,6 +18,10 @@ Also written:
   goldens/greedy.json       greedy continuations (float64 oracle) of the
                             bundled target and draft for a few prompts, with
                             the smallest top-1/top-2 logit margin on the path
+  goldens/medusa/heads.safetensors
+                            the bundled target's Medusa heads (medusa_ref.py,
+                            float64): "hidden" F32 [R, H] rows in, "logits" F32
+                            [R, heads, V] out (a subdirectory: not a Llama golden)
   trainside/target_logits.safetensors
                             the same layout, logits from the *training* code
                             (tools/train_models.py) in float32, so the check
@@ -37,6 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import llama_ref  # noqa: E402
+import medusa_ref  # noqa: E402
 import safetensors_io  # noqa: E402
 
 GOLDEN_DIR = os.path.join(HERE, "goldens")
@@ -211,6 +216,30 @@ def write_trainside():
     print("trainside/target_logits.safetensors written (%d bytes)" % os.path.getsize(path))
 
 
+MEDUSA_GOLDEN = os.path.join(GOLDEN_DIR, "medusa", "heads.safetensors")
+MEDUSA_ROWS = 6
+
+
+def medusa_hidden_rows(hidden_size, seed=18):
+    """Rows scaled like final-normed hidden states (unit RMS times a spread)."""
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((MEDUSA_ROWS, hidden_size)) * 2.0).astype(np.float32)
+
+
+def write_medusa():
+    model_dir = os.path.join(ROOT, "models", "target")
+    ref = medusa_ref.MedusaRef(model_dir)
+    hidden = medusa_hidden_rows(ref.w["0.%d.weight" % ref.num_layers].shape[1])
+    logits = ref.forward(torch.from_numpy(hidden).double()).numpy().astype(np.float32)
+    os.makedirs(os.path.dirname(MEDUSA_GOLDEN), exist_ok=True)
+    safetensors_io.write(MEDUSA_GOLDEN, {"hidden": ("F32", hidden), "logits": ("F32", logits)},
+                         metadata={"model_dir": "models/target", "compute_dtype": "float64",
+                                   "generator": "tests/reference/make_goldens.py (oracle "
+                                                "tests/reference/medusa_ref.py)"})
+    print("%-24s %d rows, %7d bytes" % ("medusa/heads", MEDUSA_ROWS,
+                                        os.path.getsize(MEDUSA_GOLDEN)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", nargs="*", help="golden names to (re)write")
@@ -222,6 +251,8 @@ def main():
         write_golden(name, model_dir, make_cases())
     if not args.only or "greedy" in args.only:
         write_greedy()
+    if not args.only or "medusa" in args.only:
+        write_medusa()
     if (not args.only or "trainside" in args.only) and os.path.exists(os.path.join(ROOT, "models", "target", "config.json")):
         write_trainside()
 

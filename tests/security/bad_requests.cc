@@ -83,9 +83,6 @@ std::vector<PublicCase> PublicCases() {
       {"unknown pipelining",
        [](R& r) { r.mutable_speculation()->set_pipelining(static_cast<v1::Pipelining>(3)); },
        grpc::INVALID_ARGUMENT},
-      {"medusa not enabled",
-       [](R& r) { r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_MEDUSA); },
-       grpc::FAILED_PRECONDITION},
       {"lookahead window zero",
        [](R& r) {
          r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_LOOKAHEAD);

@@ -1,0 +1,73 @@
+#include "worker/medusa_proposer.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+
+namespace tandem {
+namespace worker {
+
+std::vector<int32_t> TopKIndices(const float* row, int n, int k) {
+  k = std::max(0, std::min(k, n));
+  std::vector<int32_t> ids(n);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [row](int32_t a, int32_t b) {
+    return row[a] > row[b] || (row[a] == row[b] && a < b);
+  });
+  ids.resize(k);
+  return ids;
+}
+
+void BuildMedusaTree(const std::vector<std::vector<int>>& choices,
+                     const std::vector<std::vector<int32_t>>& top, int max_nodes,
+                     v1::NextCandidates* out) {
+  const int n = std::min<int>(max_nodes, static_cast<int>(choices.size()));
+  std::map<std::vector<int>, int> index;
+  std::vector<int32_t> parents;
+  bool chain = true;
+  for (int i = 0; i < n; ++i) {
+    const std::vector<int>& path = choices[i];
+    const int depth = static_cast<int>(path.size());
+    const int parent = depth == 1 ? -1 : index.at(std::vector<int>(path.begin(), path.end() - 1));
+    chain &= parent == i - 1;
+    index[path] = i;
+    parents.push_back(parent);
+    v1::ProposedToken* p = out->add_proposals();
+    const int32_t token = top[depth - 1][path.back()];
+    p->set_token(token);
+    p->add_q_ids(token);
+    p->add_q_probs(1.0f);
+  }
+  if (!chain) out->mutable_parents()->Assign(parents.begin(), parents.end());
+}
+
+absl::Status MedusaTargetProposer::Propose(Backend& backend, const ForwardOutputs& outputs,
+                                           const TargetProposerInput& in,
+                                           v1::NextCandidates* out) const {
+  (void)backend;  // The heads were uploaded to this same backend at start-up.
+  const MedusaConfig& config = heads_->config();
+  if (outputs.hidden_rows == nullptr || in.last_row < 0 || in.last_row >= outputs.logits.rows) {
+    return absl::InternalError(absl::StrCat("medusa: no hidden row ", in.last_row, " in the pass"));
+  }
+  if (outputs.hidden_size != heads_->hidden_size()) {
+    return absl::InternalError(absl::StrCat("medusa: hidden rows of size ", outputs.hidden_size,
+                                            ", the heads take ", heads_->hidden_size()));
+  }
+  const float* row = outputs.hidden_rows + static_cast<size_t>(in.last_row) * outputs.hidden_size;
+  // Only the heads and ranks the first max_nodes paths use.
+  const int depth = config.Depth(in.max_nodes), k = config.TopK(in.max_nodes);
+  absl::Status status = heads_->Forward(row, &logits_, depth);
+  if (!status.ok()) return status;
+  const int vocab = heads_->vocab_size();
+  std::vector<std::vector<int32_t>> top;
+  for (int d = 0; d < depth; ++d) {
+    top.push_back(TopKIndices(logits_.data() + static_cast<size_t>(d) * vocab, vocab, k));
+  }
+  BuildMedusaTree(config.choices, top, in.max_nodes, out);
+  return absl::OkStatus();
+}
+
+}  // namespace worker
+}  // namespace tandem
