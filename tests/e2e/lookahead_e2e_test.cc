@@ -138,7 +138,11 @@ class LookaheadE2eTest : public ::testing::Test {
     options.tp = 2;
     options.with_draft = false;
     options.tag = "lookahead";
-    options.coordinator_flags = {"--max_running=64", "--max_queue=1024", "--max_k=120"};
+    // Fixed cost terms and no batch limit: the method is worth trying at any load, so
+    // its guesses are verified whatever this machine's measured costs say (what is
+    // tested is the decoding).
+    options.coordinator_flags = {"--max_running=64", "--max_queue=1024", "--max_k=120",
+                                 "--measured_costs=false", "--speculation_max_batch=64"};
     options.worker_flags = {"--max_speculative_tokens=120"};
     auto cluster = Cluster::Start(options);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
