@@ -68,7 +68,11 @@ TEST_F(SpeculationCacheTest, EveryOutcomeHits) {
   EXPECT_GE(Hits(), 50);
   EXPECT_LE(Misses(), 2);
   EXPECT_LE(draft_->counters().draft_calls, target_->counters().verify_calls + 3);
-  EXPECT_GE(Metric(*metrics_, "tandem_speculation_cache_branches_total"), 3 * 50);
+  // Each lookup had its likeliest outcome and at most 3 (how many beyond the first the
+  // fan-out budget allows depends on the measured call times).
+  const double branches = Metric(*metrics_, "tandem_speculation_cache_branches_total");
+  EXPECT_GE(branches, Hits() + Misses());
+  EXPECT_LE(branches, 3 * (Hits() + Misses()));
   ExpectDraftEmpty();
 }
 

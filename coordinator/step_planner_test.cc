@@ -217,7 +217,9 @@ TEST(StepPlannerTest, PromptLookupProposesFromTheContext) {
 
 // Prompt lookup with trees on: "5 6" was followed by 7 8 9 and, later, by 7 4 3.
 TEST(StepPlannerTest, TreePromptLookupCarriesParentsAndRowsCountNodes) {
-  const ProposerRegistry trees(ProposerConfig{false, {}, /*prompt_lookup_branches=*/2});
+  ProposerConfig config;
+  config.prompt_lookup_branches = 2;
+  const ProposerRegistry trees(config);
   ValidatedRequest r;
   r.speculation.method = v1::SPECULATION_METHOD_PROMPT_LOOKUP;
   r.speculation.fixed_k = 3;

@@ -14,7 +14,9 @@ std::vector<SpeculationMethod> Methods(const std::vector<const Proposer*>& chain
 }
 
 TEST(ProposerRegistryTest, ServedMethodsAndChainsFollowTheConfiguration) {
-  ProposerRegistry with_draft(ProposerConfig{/*draft_worker=*/true, /*extra=*/{}});
+  ProposerConfig config;
+  config.draft_worker = true;
+  ProposerRegistry with_draft(config);
   EXPECT_EQ(with_draft.served_methods(),
             (std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_DRAFT,
                                             v1::SPECULATION_METHOD_PROMPT_LOOKUP,
@@ -33,7 +35,7 @@ TEST(ProposerRegistryTest, ServedMethodsAndChainsFollowTheConfiguration) {
   EXPECT_TRUE(with_draft.ChainFor(v1::SPECULATION_METHOD_NONE).empty());
 
   // Lookahead needs no draft worker.
-  ProposerRegistry without(ProposerConfig{/*draft_worker=*/false, /*extra=*/{}});
+  ProposerRegistry without(ProposerConfig{});
   EXPECT_EQ(without.served_methods(),
             (std::vector<SpeculationMethod>{v1::SPECULATION_METHOD_PROMPT_LOOKUP,
                                             v1::SPECULATION_METHOD_LOOKAHEAD}));
