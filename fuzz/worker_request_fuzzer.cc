@@ -39,11 +39,21 @@ void CheckRejection(const absl::Status& status) {
   FUZZ_CHECK(!status.message().empty());
 }
 
+// The sequence whose cache a step entry's start position lies in: its own, or for a
+// draft branch (fork_from) the parent's it forks from.
+template <typename Sequence>
+uint64_t PrefixOwner(const Sequence& s) {
+  return s.sequence_id();
+}
+uint64_t PrefixOwner(const tandem::v1::DraftSequence& s) {
+  return s.fork_from() != 0 ? s.fork_from() : s.sequence_id();
+}
+
 template <typename Sequence>
 void CheckPositions(const Sequence& s, int64_t new_positions) {
   FUZZ_CHECK(!s.tokens().empty());
   for (int t : s.tokens()) FUZZ_CHECK(t >= 0 && t < kLimits.vocab_size);
-  FUZZ_CHECK(static_cast<int64_t>(s.start_position()) <= Cached(s.sequence_id()));
+  FUZZ_CHECK(static_cast<int64_t>(s.start_position()) <= Cached(PrefixOwner(s)));
   FUZZ_CHECK(int64_t{s.start_position()} + new_positions <= kLimits.context_length);
 }
 
@@ -86,6 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         FUZZ_CHECK(seq.num_draft_tokens() >= 1 &&
                    seq.num_draft_tokens() <= static_cast<uint32_t>(kLimits.max_speculative_tokens));
         FUZZ_CHECK(seq.proposal_top_k() <= 256);
+        FUZZ_CHECK(seq.num_top() <= 16);
         CheckPositions(seq, int64_t{seq.tokens_size()} + seq.num_draft_tokens());
       }
       return 0;
