@@ -197,4 +197,30 @@ std::vector<std::string> TestPrompts(int count) {
   return prompts;
 }
 
+const std::vector<std::string>& HeldOutPrompts() {
+  static const std::vector<std::string>* prompts = new std::vector<std::string>{
+      "import os\nimport sys\n\ndef main(argv):\n    ",
+      "def fibonacci(n):\n    ",
+      "class Stack:\n    def __init__(self):\n        ",
+      "for i in range(10):\n    ",
+      "# Read a file and count the words\n",
+      "def add(a, b):\n    return",
+      "import numpy as np\n\nx = np.",
+      "if __name__ == \"__main__\":\n    ",
+      "while True:\n    line = input()\n    ",
+      "def is_prime(n):\n    if n < 2:\n        ",
+      "from collections import defaultdict\n\n",
+      "try:\n    value = int(text)\nexcept ",
+      "def quicksort(xs):\n    ",
+      "with open(path) as f:\n    ",
+      "result = []\nfor item in items:\n    ",
+      "def __repr__(self):\n        return ",
+      "print(\"hello",
+      "lambda x: x",
+      "def parse(line):\n    parts = line.split(",
+      "import json\n\ndata = json.loads(",
+  };
+  return *prompts;
+}
+
 }  // namespace tandem::e2e

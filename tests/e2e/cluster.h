@@ -104,6 +104,9 @@ inline std::vector<int> Ids(const v1::GenerateResponse& r) {
 // Code-completion prompts for tests (from bench/prompts/code_completion.jsonl).
 std::vector<std::string> TestPrompts(int count);
 
+// Twenty short code prompts for the identity tests (several e2e suites share them).
+const std::vector<std::string>& HeldOutPrompts();
+
 }  // namespace tandem::e2e
 
 #endif  // TANDEM_TESTS_E2E_CLUSTER_H_

@@ -22,29 +22,8 @@ namespace {
 
 constexpr int kNewTokens = 24;
 
-const char* const kPrompts[] = {
-    "import os\nimport sys\n\ndef main(argv):\n    ",
-    "def fibonacci(n):\n    ",
-    "class Stack:\n    def __init__(self):\n        ",
-    "for i in range(10):\n    ",
-    "# Read a file and count the words\n",
-    "def add(a, b):\n    return",
-    "import numpy as np\n\nx = np.",
-    "if __name__ == \"__main__\":\n    ",
-    "while True:\n    line = input()\n    ",
-    "def is_prime(n):\n    if n < 2:\n        ",
-    "from collections import defaultdict\n\n",
-    "try:\n    value = int(text)\nexcept ",
-    "def quicksort(xs):\n    ",
-    "with open(path) as f:\n    ",
-    "result = []\nfor item in items:\n    ",
-    "def __repr__(self):\n        return ",
-    "print(\"hello",
-    "lambda x: x",
-    "def parse(line):\n    parts = line.split(",
-    "import json\n\ndata = json.loads(",
-};
-constexpr int kNumPrompts = sizeof(kPrompts) / sizeof(kPrompts[0]);
+const std::vector<std::string>& kPrompts = HeldOutPrompts();
+const int kNumPrompts = static_cast<int>(kPrompts.size());
 
 struct Variant {
   v1::SpeculationMethod method = v1::SPECULATION_METHOD_NONE;
