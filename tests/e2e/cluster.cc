@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -41,19 +42,28 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& op
     if (!draft.ok()) return draft.status();
     c->draft_ = *std::move(draft);
   }
-  c->port_ = FreePort();
-  c->coordinator_args_ = {
-      absl::StrCat("--listen=127.0.0.1:", c->port_),
-      "--target=" + c->target_->leader_address(),
-      "--tokenizer=" + options.target_model,
-      "--worker_wait_s=120",
-      // A batch a worker rejects is a coordinator bug: fail the test (the coordinator exits).
-      "--strict_worker_batches",
-  };
-  if (c->draft_) c->coordinator_args_.push_back("--draft=" + c->draft_->leader_address());
-  c->coordinator_args_.insert(c->coordinator_args_.end(), options.coordinator_flags.begin(),
-                              options.coordinator_flags.end());
-  if (absl::Status s = c->StartCoordinator(); !s.ok()) return s;
+  // A free port can be taken before the coordinator binds it (by an outgoing connection's
+  // ephemeral port, e.g. between the ranks): then it exits at once and another port is
+  // tried.
+  absl::Status started;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    c->port_ = FreePort();
+    c->coordinator_args_ = {
+        absl::StrCat("--listen=127.0.0.1:", c->port_),
+        "--target=" + c->target_->leader_address(),
+        "--tokenizer=" + options.target_model,
+        "--worker_wait_s=120",
+        // A batch a worker rejects is a coordinator bug: fail the test (the coordinator
+        // exits).
+        "--strict_worker_batches",
+    };
+    if (c->draft_) c->coordinator_args_.push_back("--draft=" + c->draft_->leader_address());
+    c->coordinator_args_.insert(c->coordinator_args_.end(), options.coordinator_flags.begin(),
+                                options.coordinator_flags.end());
+    started = c->StartCoordinator();
+    if (started.ok() || !absl::StrContains(started.message(), "address in use")) break;
+  }
+  if (!started.ok()) return started;
   return c;
 }
 
