@@ -5,8 +5,9 @@
 // prompts x tree sizes (1, 4, 8, 16 nodes and the server default) x pipelining on and
 // off. tp agreement: at a fixed tree size of 4 a 1-rank target accepts exactly as many
 // proposals per prompt as the 2-rank group (same trees, same verdicts; adaptive sizes
-// depend on what concurrent requests taught the controller, so they are not compared). GetModelInfo lists MEDUSA; a target started
-// with --medusa=false does not serve it (FAILED_PRECONDITION naming what is missing).
+// depend on what concurrent requests taught the controller, so they are not compared). GetModelInfo
+// lists MEDUSA; a target started with --medusa=false does not serve it (FAILED_PRECONDITION naming
+// what is missing).
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
