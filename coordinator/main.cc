@@ -17,9 +17,8 @@
 #include "common/server.h"
 #include "common/tls.h"
 #include "coordinator/engine.h"
+#include "coordinator/engine_flags.h"
 #include "coordinator/metrics.h"
-#include "coordinator/pipeline_mode.h"
-#include "coordinator/prompt_lookup.h"
 #include "coordinator/request_validation.h"
 #include "coordinator/tandem_service.h"
 #include "coordinator/worker_client.h"
@@ -35,79 +34,6 @@ ABSL_FLAG(std::string, rendezvous_listen, "",
           "empty = not served.");
 ABSL_FLAG(std::string, metrics_listen, "",
           "Prometheus /metrics address (host:port); empty = no HTTP endpoint.");
-ABSL_FLAG(int, max_queue, 256, "Requests waiting for admission before RESOURCE_EXHAUSTED.");
-ABSL_FLAG(int, max_running, 64, "Sequences decoding at once (continuous batch size).");
-ABSL_FLAG(bool, pipelining, true,
-          "Overlap draft and target work: micro-batch ping-pong when drafting is a real "
-          "share of the step time, else optimistic drafting ahead while verifying.");
-ABSL_FLAG(bool, optimistic, true,
-          "Pre-draft the next step while the target verifies (the speculation cache), when "
-          "pipelining at low concurrency.");
-ABSL_FLAG(int, predraft_branches, 1,
-          "Verification outcomes pre-drafted per sequence while the target verifies, 1..31: "
-          "1 = only the all-accepted one (the bonus token guessed), more = also after the "
-          "likeliest rejections (the draft's top tokens), each on a branch of its cache.");
-ABSL_FLAG(int, optimistic_max_batch, 16, "Running sequences up to which to draft ahead.");
-ABSL_FLAG(int, draft_tree_siblings, 0,
-          "Draft-model token trees for greedy and coupled requests, 0..15: verify up to this "
-          "many of the draft's next likeliest tokens as leaf siblings of each drafted token "
-          "(shallow first, within --max_k nodes); 0 = chains.");
-ABSL_FLAG(std::string, pipeline_mode, "auto",
-          "Mode of pipelined phases: auto (chosen every phase from the measured draft and "
-          "verify call-time fits: sequential, lockstep or ping-pong, whichever is predicted "
-          "fastest), or one of sequential, lockstep, ping_pong to force it.");
-ABSL_FLAG(double, pipeline_switch_margin, 0.05,
-          "auto: another pipelining mode replaces the current one only when predicted at "
-          "least this fraction faster.");
-ABSL_FLAG(double, pipeline_min_gain, 0.02,
-          "auto: a pipelined mode runs only while predicted at least this fraction faster "
-          "than sequential steps.");
-ABSL_FLAG(int, pipeline_min_hold_phases, 8,
-          "auto: phases a pipelining mode runs before another may replace it (a mode "
-          "predicted slower than sequential is left at once).");
-ABSL_FLAG(int, max_k, 8, "Largest draft length K.");
-ABSL_FLAG(int, prompt_lookup_branches, 1,
-          "Distinct continuations of the matched n-gram prompt lookup proposes at once: 1 = "
-          "a chain (the latest occurrence's), 2..16 = a token tree of the latest occurrences' "
-          "continuations (depth K, at most min(K * branches, --max_k) nodes).");
-ABSL_FLAG(int, medusa_nodes, tandem::coordinator::kDefaultMedusaNodes,
-          "Medusa (when the target has heads): candidate tree nodes per step for requests "
-          "that do not fix num_speculative_tokens, 1..--max_k.");
-ABSL_FLAG(int, speculation_max_batch, 12,
-          "Above this many running sequences, adaptive-K requests decode without speculation.");
-ABSL_FLAG(int, catch_up_min_tokens, 16,
-          "A draft more than this many tokens behind a sequence is fed them (draft prefill) "
-          "while the sequence decodes plain; shorter lags are fed by the draft call.");
-ABSL_FLAG(int, prefill_chunk, 256, "Prompt tokens prefilled per sequence and step.");
-ABSL_FLAG(int, proposal_top_k, 32, "Support size of the draft's sparse proposal distribution.");
-ABSL_FLAG(int, max_new_tokens_limit, 4096, "Largest max_new_tokens a request may ask for.");
-ABSL_FLAG(double, step_timeout_s, 30, "Deadline of one worker step RPC.");
-ABSL_FLAG(double, target_recovery_timeout_s, 60,
-          "How long requests wait for an unavailable target group before failing.");
-ABSL_FLAG(double, worker_wait_s, 120, "How long to wait for the workers at start-up.");
-ABSL_FLAG(bool, strict_worker_batches, false,
-          "Exit when a worker rejects a batch the coordinator built (INVALID_ARGUMENT, "
-          "RESOURCE_EXHAUSTED, ...: a coordinator bug) instead of stepping those sequences "
-          "once without the draft; for tests.");
-ABSL_FLAG(bool, measured_costs, true,
-          "The speculation controller uses cost terms fitted to the measured draft and "
-          "verify call times (c, nu(K), o at the current batch size); false = always the "
-          "fixed --draft_cost, --verify_cost_slope and --overhead_cost (which are also "
-          "the terms used until enough calls were measured).");
-ABSL_FLAG(double, draft_cost, 0.1,
-          "Fixed cost model: c = T(draft token) / T(target step) of the draft model.");
-ABSL_FLAG(double, verify_cost_slope, 0.15, "Fixed cost model: nu(K) = 1 + slope * K.");
-ABSL_FLAG(double, overhead_cost, 0.1,
-          "Fixed cost model: o = draft call overhead per step / T(target step).");
-ABSL_FLAG(double, speculation_switch_margin, 0.05,
-          "Relative modelled gain the controller needs to change method or K "
-          "(hysteresis); a choice that models a loss is dropped at once.");
-ABSL_FLAG(double, speculation_enter_margin, 0.15,
-          "Modelled gain the controller needs to turn speculation on from plain decoding "
-          "(S >= 1 + margin; above the cost model's measured error).");
-ABSL_FLAG(double, speculation_probe_fraction, 1.0 / 32,
-          "Largest share of a sequence's steps the controller may spend probing a method "
-          "or K whose acceptance estimate is uncertain (0 = never probe).");
 ABSL_FLAG(int, max_message_bytes, 4 << 20,
           "Largest public API message (request or response), bytes; larger ones are "
           "refused with RESOURCE_EXHAUSTED.");
@@ -142,19 +68,6 @@ namespace tandem::coordinator {
 namespace {
 
 v1::ModelDescription Describe(const v1::DescribeResponse& d) { return d.model(); }
-
-// --pipeline_mode: "auto" leaves `forced` unset; a mode label sets it. False otherwise.
-bool ParsePipelineMode(const std::string& flag, std::optional<PipelineMode>* forced) {
-  if (flag == "auto") return true;
-  for (PipelineMode m :
-       {PipelineMode::kSequential, PipelineMode::kLockstep, PipelineMode::kPingPong}) {
-    if (flag == PipelineModeLabel(m)) {
-      *forced = m;
-      return true;
-    }
-  }
-  return false;
-}
 
 int Run() {
   InstallShutdownSignalHandlers();
@@ -257,69 +170,13 @@ int Run() {
     draft = std::make_unique<WorkerClient>(wo);
   }
 
-  EngineOptions eo;
-  eo.max_running = absl::GetFlag(FLAGS_max_running);
-  eo.max_queue = absl::GetFlag(FLAGS_max_queue);
-  eo.target_recovery_timeout = absl::Seconds(absl::GetFlag(FLAGS_target_recovery_timeout_s));
-  eo.eos_token_id = tokenizer->eos_id();
-  eo.planner.pipelining = absl::GetFlag(FLAGS_pipelining);
-  eo.planner.optimistic = absl::GetFlag(FLAGS_optimistic);
-  eo.planner.optimistic_max_batch = absl::GetFlag(FLAGS_optimistic_max_batch);
-  eo.planner.predraft_branches = absl::GetFlag(FLAGS_predraft_branches);
-  eo.planner.draft_tree_siblings = absl::GetFlag(FLAGS_draft_tree_siblings);
-  if (eo.planner.draft_tree_siblings < 0 || eo.planner.draft_tree_siblings > 15) {
-    std::fprintf(stderr, "tandem-coordinator: --draft_tree_siblings=%d: expected 0..15\n",
-                 eo.planner.draft_tree_siblings);
+  absl::StatusOr<EngineOptions> eo = EngineOptionsFromFlags(tokenizer->eos_id());
+  if (!eo.ok()) {
+    std::fprintf(stderr, "tandem-coordinator: %s\n", std::string(eo.status().message()).c_str());
     return 2;
-  }
-  if (eo.planner.predraft_branches < 1 || eo.planner.predraft_branches > 31) {
-    std::fprintf(stderr, "tandem-coordinator: --predraft_branches=%d: expected 1..31\n",
-                 eo.planner.predraft_branches);
-    return 2;
-  }
-  eo.pipeline_hysteresis.switch_margin = std::max(0.0, absl::GetFlag(FLAGS_pipeline_switch_margin));
-  eo.pipeline_hysteresis.min_gain = std::max(0.0, absl::GetFlag(FLAGS_pipeline_min_gain));
-  eo.pipeline_hysteresis.min_hold_phases =
-      std::max(0, absl::GetFlag(FLAGS_pipeline_min_hold_phases));
-  if (!ParsePipelineMode(absl::GetFlag(FLAGS_pipeline_mode), &eo.forced_pipeline_mode)) {
-    std::fprintf(stderr,
-                 "tandem-coordinator: --pipeline_mode=%s: expected auto, sequential, lockstep "
-                 "or ping_pong\n",
-                 absl::GetFlag(FLAGS_pipeline_mode).c_str());
-    return 2;
-  }
-  eo.planner.max_k = absl::GetFlag(FLAGS_max_k);
-  eo.planner.speculation_max_batch = absl::GetFlag(FLAGS_speculation_max_batch);
-  eo.prompt_lookup_branches = absl::GetFlag(FLAGS_prompt_lookup_branches);
-  if (eo.prompt_lookup_branches < 1 ||
-      eo.prompt_lookup_branches > PromptLookupOptions::kMaxBranches) {
-    std::fprintf(stderr, "tandem-coordinator: --prompt_lookup_branches=%d: expected 1..%d\n",
-                 eo.prompt_lookup_branches, PromptLookupOptions::kMaxBranches);
-    return 2;
-  }
-  eo.medusa_nodes = std::max(1, absl::GetFlag(FLAGS_medusa_nodes));
-  eo.planner.catch_up_min_tokens = std::max(0, absl::GetFlag(FLAGS_catch_up_min_tokens));
-  eo.planner.prefill_chunk = absl::GetFlag(FLAGS_prefill_chunk);
-  eo.planner.prefill_budget = 2 * absl::GetFlag(FLAGS_prefill_chunk);
-  eo.planner.proposal_top_k = absl::GetFlag(FLAGS_proposal_top_k);
-  eo.controller.max_k = absl::GetFlag(FLAGS_max_k);
-  eo.controller.switch_margin = absl::GetFlag(FLAGS_speculation_switch_margin);
-  eo.controller.enter_margin = absl::GetFlag(FLAGS_speculation_enter_margin);
-  eo.controller.probe_fraction = absl::GetFlag(FLAGS_speculation_probe_fraction);
-  eo.fixed_costs.draft_cost = absl::GetFlag(FLAGS_draft_cost);
-  eo.fixed_costs.verify_cost = spec::LinearVerifyCost(absl::GetFlag(FLAGS_verify_cost_slope));
-  eo.fixed_costs.overhead = absl::GetFlag(FLAGS_overhead_cost);
-  eo.measured_costs = absl::GetFlag(FLAGS_measured_costs);
-  eo.strict_worker_batches = absl::GetFlag(FLAGS_strict_worker_batches);
-  for (const absl::Status& s : {spec::ValidateControllerConfig(eo.controller),
-                                spec::ValidateCostModel(eo.fixed_costs, eo.controller.max_k)}) {
-    if (!s.ok()) {
-      std::fprintf(stderr, "tandem-coordinator: %s\n", s.ToString().c_str());
-      return 2;
-    }
   }
 
-  Engine engine(eo, &*tokenizer, std::move(target), std::move(draft), metrics.get());
+  Engine engine(*eo, &*tokenizer, std::move(target), std::move(draft), metrics.get());
   if (absl::Status s = engine.Start(absl::Seconds(absl::GetFlag(FLAGS_worker_wait_s)),
                                     [] { return ShutdownRequested(); });
       !s.ok()) {
@@ -353,7 +210,7 @@ int Run() {
   info.set_bos_token_id(tokenizer->bos_id());
   info.set_eos_token_id(tokenizer->eos_id());
   for (v1::SpeculationMethod m : engine.proposers().listed_methods()) info.add_methods(m);
-  info.set_max_queue(eo.max_queue);
+  info.set_max_queue(eo->max_queue);
 
   TandemService service(&engine, &*tokenizer, limits, info, metrics.get(), &verifier);
   ServerOptions so;

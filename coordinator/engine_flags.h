@@ -1,0 +1,26 @@
+// The coordinator's engine flags (batching, pipelining, speculation, cost model) and
+// the EngineOptions they make, checked: what tandem-coordinator's main reads.
+#ifndef TANDEM_COORDINATOR_ENGINE_FLAGS_H_
+#define TANDEM_COORDINATOR_ENGINE_FLAGS_H_
+
+#include <string>
+
+#include "absl/flags/declare.h"
+#include "absl/status/statusor.h"
+#include "coordinator/engine.h"
+
+// Also read outside the engine's options (metrics, validation limits, worker calls).
+ABSL_DECLARE_FLAG(int, max_k);
+ABSL_DECLARE_FLAG(int, max_new_tokens_limit);
+ABSL_DECLARE_FLAG(double, step_timeout_s);
+ABSL_DECLARE_FLAG(double, worker_wait_s);
+
+namespace tandem::coordinator {
+
+// The engine's options from the flags, with `eos_token_id` (the tokenizer's). An out-of-
+// range flag is INVALID_ARGUMENT naming it and its bounds.
+absl::StatusOr<EngineOptions> EngineOptionsFromFlags(int eos_token_id);
+
+}  // namespace tandem::coordinator
+
+#endif  // TANDEM_COORDINATOR_ENGINE_FLAGS_H_
