@@ -40,17 +40,22 @@ bool Lists(const v1::ModelInfo& info, v1::SpeculationMethod method) {
   return std::find(info.methods().begin(), info.methods().end(), method) != info.methods().end();
 }
 
-TEST(MedusaE2eTest, GreedyMedusaTreesAreTokenIdenticalToTargetOnly) {
+// A target of `tp` ranks with the bundled heads and no draft worker. Fixed cost terms and
+// no batch limit: the controller's choices depend on acceptance alone, not on this
+// machine's timing or load, so both layouts make the same ones (what is tested is
+// decoding).
+ClusterOptions MedusaCluster(int tp, const std::string& tag) {
   ClusterOptions options;
-  options.tp = 2;
+  options.tp = tp;
   options.with_draft = false;
-  options.tag = "medusa";
-  // Fixed cost terms and no batch limit: the controller's choices depend on acceptance
-  // alone, not on this machine's timing or load, so both layouts make the same ones
-  // (what is tested is decoding).
+  options.tag = tag;
   options.coordinator_flags = {"--max_running=64", "--max_k=16", "--measured_costs=false",
                                "--speculation_max_batch=64"};
-  auto cluster = Cluster::Start(options);
+  return options;
+}
+
+TEST(MedusaE2eTest, GreedyMedusaTreesAreTokenIdenticalToTargetOnly) {
+  auto cluster = Cluster::Start(MedusaCluster(2, "medusa"));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   auto stub = (*cluster)->Client();
   EXPECT_TRUE(Lists(Info(stub.get()), v1::SPECULATION_METHOD_MEDUSA));
@@ -88,16 +93,7 @@ TEST(MedusaE2eTest, GreedyMedusaTreesAreTokenIdenticalToTargetOnly) {
 
 TEST(MedusaE2eTest, OneRankAcceptsWhatTwoRanksAccept) {
   ASSERT_EQ(Tp2Accepted().size(), static_cast<size_t>(kPrompts)) << "runs after the tp 2 test";
-  ClusterOptions options;
-  options.tp = 1;
-  options.with_draft = false;
-  options.tag = "medusa_tp1";
-  // Fixed cost terms and no batch limit: the controller's choices depend on acceptance
-  // alone, not on this machine's timing or load, so both layouts make the same ones
-  // (what is tested is decoding).
-  options.coordinator_flags = {"--max_running=64", "--max_k=16", "--measured_costs=false",
-                               "--speculation_max_batch=64"};
-  auto cluster = Cluster::Start(options);
+  auto cluster = Cluster::Start(MedusaCluster(1, "medusa_tp1"));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   auto stub = (*cluster)->Client();
   const std::vector<std::string> prompts = TestPrompts(kPrompts);
