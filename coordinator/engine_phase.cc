@@ -80,8 +80,13 @@ void AddProposerFields(const PlannerOptions& options, PhasePlan& plan) {
       if (p.capabilities().site != ProposerSite::kTargetLeader) continue;
       const int max_nodes = p.MaxK(s, options);
       if (max_nodes >= 1) {
-        v->mutable_next_candidates()->set_method(p.method());
-        v->mutable_next_candidates()->set_max_nodes(max_nodes);
+        v1::NextCandidatesRequest* next = v->mutable_next_candidates();
+        next->set_method(p.method());
+        next->set_max_nodes(max_nodes);
+        // Nodes of the next tree pay for their rows at this step's rate (trees fade
+        // where rows are dear).
+        next->set_min_node_value(static_cast<float>(
+            spec::NodeValueThreshold(s.PlannedRate(), plan.verify_cost, max_nodes)));
       }
       break;
     }

@@ -70,6 +70,9 @@ struct WorkerAvailability {
 };
 
 struct PhasePlan {
+  // nu(K) of the phase's batch (WorkerAvailability::verify_cost; empty: unknown): what a
+  // candidate node costs, which prices the nodes of trees (spec::NodeValueThreshold).
+  spec::VerifyCostFn verify_cost;
   // Target side.
   v1::PrefillRequest target_prefill;
   v1::VerifyRequest verify;
@@ -109,9 +112,6 @@ struct DraftBudget {
   // Tokens pre-drafting may still add beyond each sequence's likeliest outcome (-1: no
   // limit; WorkerAvailability::predraft_token_budget).
   int predraft_tokens_left = -1;
-  // nu(K) of the phase's batch (WorkerAvailability::verify_cost; empty: unknown), which
-  // prices the nodes a draft tree adds beyond its chain.
-  spec::VerifyCostFn verify_cost;
 };
 
 }  // namespace tandem::coordinator

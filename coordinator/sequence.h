@@ -8,6 +8,7 @@
 #ifndef TANDEM_COORDINATOR_SEQUENCE_H_
 #define TANDEM_COORDINATOR_SEQUENCE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -88,6 +89,11 @@ class Sequence {
   // Chooses method and K of adaptive-K steps (the planner asks it; OnVerified feeds it).
   const spec::SpeculationController& controller() const { return controller_; }
   const PlannedStep& planned_step() const { return planned_; }
+  // Tokens per plain step the planned step is expected to commit: the controller's
+  // modelled speedup of its choice, at least 1 (1 when the controller did not choose).
+  double PlannedRate() const {
+    return planned_.from_controller ? std::max(1.0, planned_.choice.speedup) : 1.0;
+  }
   void SetPlannedStep(const PlannedStep& planned) { planned_ = planned; }
 
   // ---- worker caches ----

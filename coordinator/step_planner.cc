@@ -347,6 +347,7 @@ bool PipeliningWanted(const std::vector<Sequence*>& running, bool server_default
 PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions& o,
                     const WorkerAvailability& workers) {
   PhasePlan plan;
+  plan.verify_cost = workers.verify_cost;
   if (!workers.target || running.empty()) return plan;
   const int n = static_cast<int>(running.size());
   plan.pipelined = PipeliningWanted(running, o.pipelining);
@@ -361,7 +362,6 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
   DraftBudget budget;
   budget.prefill_left = std::min(o.prefill_budget, o.draft_max_batch_tokens);
   budget.predraft_tokens_left = workers.predraft_token_budget;
-  budget.verify_cost = workers.verify_cost;
   if (continuations) {
     for (size_t i = 0; i < plan.verify_sequences.size(); ++i) {
       Sequence* s = plan.verify_sequences[i];

@@ -41,6 +41,11 @@ double PipelinedSpeedupBound(double alpha, int k, double draft_cost, double veri
   return ExpectedTokensPerStep(alpha, k) / (std::max(verify_cost, k * draft_cost) + overhead);
 }
 
+double NodeValueThreshold(double rate, const VerifyCostFn& verify_cost, int k) {
+  if (!verify_cost) return 0;
+  return std::max(0.0, rate * (verify_cost(k + 1) - verify_cost(k)));
+}
+
 VerifyCostFn LinearVerifyCost(double slope) {
   return [slope](int k) { return 1.0 + slope * std::max(k, 0); };
 }

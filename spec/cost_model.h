@@ -43,6 +43,12 @@ VerifyCostFn LinearVerifyCost(double slope);
 // extends the last segment linearly (flat with a single entry); empty means nu = 1.
 VerifyCostFn TableVerifyCost(std::vector<double> nu_by_k);
 
+// The value (expected tokens) a candidate node must exceed to pay for its verify row in
+// a step of `k` proposals that commits `rate` tokens per plain step (its modelled
+// speedup): adding a node of value v to a step of E tokens at cost C raises E / C iff
+// v > (E / C) * (nu(k + 1) - nu(k)). At least 0; 0 when `verify_cost` is empty.
+double NodeValueThreshold(double rate, const VerifyCostFn& verify_cost, int k);
+
 // Costs of one deployment. Defaults are illustrative GPU figures (7B draft, 70B
 // target); replace them with measured values.
 struct CostModel {

@@ -105,6 +105,16 @@ TEST(ValidateCostModelTest, NamesBadTerms) {
   expect_bad(c, "verify_cost(1)");
 }
 
+TEST(NodeValueThresholdTest, RateTimesTheCostOfOneMoreRow) {
+  EXPECT_DOUBLE_EQ(NodeValueThreshold(1.5, LinearVerifyCost(0.2), 3), 1.5 * 0.2);
+  // A table: the row after K = 1 costs 0.5, after K = 2 costs 0.1.
+  const VerifyCostFn table = TableVerifyCost({1.0, 1.2, 1.7, 1.8});
+  EXPECT_NEAR(NodeValueThreshold(2.0, table, 1), 1.0, 1e-12);
+  EXPECT_NEAR(NodeValueThreshold(2.0, table, 2), 0.2, 1e-12);
+  EXPECT_EQ(NodeValueThreshold(2.0, VerifyCostFn(), 2), 0.0);               // Unknown cost.
+  EXPECT_EQ(NodeValueThreshold(2.0, TableVerifyCost({1.0, 0.9}), 0), 0.0);  // Never < 0.
+}
+
 }  // namespace
 }  // namespace spec
 }  // namespace tandem

@@ -1,8 +1,10 @@
 #include "worker/medusa_proposer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 
@@ -21,18 +23,28 @@ std::vector<int32_t> TopKIndices(const float* row, int n, int k) {
 }
 
 void BuildMedusaTree(const std::vector<std::vector<int>>& choices,
-                     const std::vector<std::vector<int32_t>>& top, int max_nodes,
+                     const std::vector<std::vector<int32_t>>& top,
+                     const std::vector<std::vector<float>>& probs, int max_nodes, double min_value,
                      v1::NextCandidates* out) {
   const int n = std::min<int>(max_nodes, static_cast<int>(choices.size()));
-  std::map<std::vector<int>, int> index;
+  std::map<std::vector<int>, std::pair<int, double>> index;  // Path -> node, value.
   std::vector<int32_t> parents;
   bool chain = true;
   for (int i = 0; i < n; ++i) {
     const std::vector<int>& path = choices[i];
     const int depth = static_cast<int>(path.size());
-    const int parent = depth == 1 ? -1 : index.at(std::vector<int>(path.begin(), path.end() - 1));
-    chain &= parent == i - 1;
-    index[path] = i;
+    int parent = -1;
+    double value = 1;
+    if (depth > 1) {
+      auto it = index.find(std::vector<int>(path.begin(), path.end() - 1));
+      if (it == index.end()) continue;  // Its parent was not worth its row.
+      std::tie(parent, value) = it->second;
+    }
+    if (depth - 1 < static_cast<int>(probs.size())) value *= probs[depth - 1][path.back()];
+    if (!(value > min_value)) continue;
+    const int node = static_cast<int>(parents.size());
+    chain &= parent == node - 1;
+    index[path] = {node, value};
     parents.push_back(parent);
     v1::ProposedToken* p = out->add_proposals();
     const int32_t token = top[depth - 1][path.back()];
@@ -41,6 +53,15 @@ void BuildMedusaTree(const std::vector<std::vector<int>>& choices,
     p->add_q_probs(1.0f);
   }
   if (!chain) out->mutable_parents()->Assign(parents.begin(), parents.end());
+}
+
+std::vector<float> SoftmaxAt(const float* logits, int n, const std::vector<int32_t>& ids) {
+  const float max = *std::max_element(logits, logits + n);
+  double sum = 0;
+  for (int i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max));
+  std::vector<float> p;
+  for (int32_t id : ids) p.push_back(static_cast<float>(std::exp(double(logits[id] - max)) / sum));
+  return p;
 }
 
 absl::Status MedusaTargetProposer::Propose(Backend& backend, const ForwardOutputs& outputs,
@@ -62,10 +83,13 @@ absl::Status MedusaTargetProposer::Propose(Backend& backend, const ForwardOutput
   if (!status.ok()) return status;
   const int vocab = heads_->vocab_size();
   std::vector<std::vector<int32_t>> top;
+  std::vector<std::vector<float>> probs;
   for (int d = 0; d < depth; ++d) {
-    top.push_back(TopKIndices(logits_.data() + static_cast<size_t>(d) * vocab, vocab, k));
+    const float* head = logits_.data() + static_cast<size_t>(d) * vocab;
+    top.push_back(TopKIndices(head, vocab, k));
+    if (in.min_node_value > 0) probs.push_back(SoftmaxAt(head, vocab, top.back()));
   }
-  BuildMedusaTree(config.choices, top, in.max_nodes, out);
+  BuildMedusaTree(config.choices, top, probs, in.max_nodes, in.min_node_value, out);
   return absl::OkStatus();
 }
 

@@ -33,11 +33,19 @@ std::vector<int32_t> TopKIndices(const float* row, int n, int k);
 // The tree of the first `max_nodes` paths of `choices` (MedusaConfig::choices): path p
 // becomes a node whose token is top[p.size() - 1][p.back()] and whose parent is the
 // node of p without its last entry (-1 for a one-entry path). `top[d]` is head d's
-// top-k, long enough for every rank the used paths name. Fills out->proposals (point
-// masses) and, unless the tree is a single chain from the root, out->parents.
+// top-k, long enough for every rank the used paths name. With `probs` (probs[d][r]: head
+// d's probability of top[d][r]; empty: every value is 1) a node's value is the product
+// of the probabilities along its path (the heads' estimate that the path is accepted),
+// and a path whose value is not above `min_value`, or whose parent was left out, is left
+// out. Fills out->proposals (point masses) and, unless the tree is a single chain from
+// the root, out->parents.
 void BuildMedusaTree(const std::vector<std::vector<int>>& choices,
-                     const std::vector<std::vector<int32_t>>& top, int max_nodes,
+                     const std::vector<std::vector<int32_t>>& top,
+                     const std::vector<std::vector<float>>& probs, int max_nodes, double min_value,
                      v1::NextCandidates* out);
+
+// Softmax of logits[0, n) at `ids` (a head's probabilities of its top tokens).
+std::vector<float> SoftmaxAt(const float* logits, int n, const std::vector<int32_t>& ids);
 
 class MedusaTargetProposer final : public TargetProposer {
  public:

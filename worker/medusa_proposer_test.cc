@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -37,7 +38,7 @@ TEST(MedusaProposerTest, TreeFollowsTheChoicesAndTheirOrder) {
   const std::vector<std::vector<int>> choices = {{0}, {1}, {0, 0}, {0, 1}, {1, 0}, {0, 0, 0}};
   const std::vector<std::vector<int32_t>> top = {{10, 11, 12}, {20, 21}, {30}};
   v1::NextCandidates all;
-  BuildMedusaTree(choices, top, 100, &all);
+  BuildMedusaTree(choices, top, {}, 100, 0, &all);
   EXPECT_EQ(Tokens(all), (std::vector<int32_t>{10, 11, 20, 21, 20, 30}));
   EXPECT_EQ(Parents(all), (std::vector<int32_t>{-1, -1, 0, 0, 1, 2}));
   for (const v1::ProposedToken& p : all.proposals()) {
@@ -46,13 +47,35 @@ TEST(MedusaProposerTest, TreeFollowsTheChoicesAndTheirOrder) {
     EXPECT_EQ(p.q_probs(0), 1.0f);
   }
   v1::NextCandidates four;
-  BuildMedusaTree(choices, top, 4, &four);
+  BuildMedusaTree(choices, top, {}, 4, 0, &four);
   EXPECT_EQ(Tokens(four), (std::vector<int32_t>{10, 11, 20, 21}));
   EXPECT_EQ(Parents(four), (std::vector<int32_t>{-1, -1, 0, 0}));
   v1::NextCandidates chain;  // A single path from the root is sent as a chain.
-  BuildMedusaTree({{0}, {0, 0}, {0, 0, 0}}, top, 3, &chain);
+  BuildMedusaTree({{0}, {0, 0}, {0, 0, 0}}, top, {}, 3, 0, &chain);
   EXPECT_EQ(Tokens(chain), (std::vector<int32_t>{10, 20, 30}));
   EXPECT_TRUE(chain.parents().empty());
+}
+
+TEST(MedusaProposerTest, NodesNotWorthTheirRowAreLeftOutWithTheirSubtrees) {
+  const std::vector<std::vector<int>> choices = {{0}, {1}, {0, 0}, {0, 1}, {1, 0}, {0, 0, 0}};
+  const std::vector<std::vector<int32_t>> top = {{10, 11, 12}, {20, 21}, {30}};
+  // Path values: {0} .6, {1} .3, {0,0} .3, {0,1} .12, {1,0} .15, {0,0,0} .15.
+  const std::vector<std::vector<float>> probs = {{0.6f, 0.3f, 0.1f}, {0.5f, 0.2f}, {0.5f}};
+  v1::NextCandidates some;
+  BuildMedusaTree(choices, top, probs, 100, 0.14, &some);
+  EXPECT_EQ(Tokens(some), (std::vector<int32_t>{10, 11, 20, 20, 30}));
+  EXPECT_EQ(Parents(some), (std::vector<int32_t>{-1, -1, 0, 1, 2}));
+  v1::NextCandidates pruned;  // {1} (0.3) goes, and {1, 0} with it.
+  BuildMedusaTree({{0}, {1}, {1, 0}}, top, {{0.6f, 0.3f}, {1.0f}}, 100, 0.31, &pruned);
+  EXPECT_EQ(Tokens(pruned), (std::vector<int32_t>{10}));
+  EXPECT_TRUE(pruned.parents().empty());
+  v1::NextCandidates none;
+  BuildMedusaTree(choices, top, probs, 100, 0.7, &none);
+  EXPECT_EQ(none.proposals_size(), 0);
+  const std::vector<float> logits = {0.0f, std::log(3.0f), -100.0f};
+  const std::vector<float> p = SoftmaxAt(logits.data(), 3, {1, 0});
+  EXPECT_NEAR(p[0], 0.75, 1e-6);
+  EXPECT_NEAR(p[1], 0.25, 1e-6);
 }
 
 // Two heads without residual blocks on hidden size 2: with the hidden row (1, 0) head
@@ -141,7 +164,7 @@ TEST(MedusaProposerTest, BundledHeadsProposeInsideAVerify) {
   v1::NextCandidates want;
   const std::vector<std::vector<int>>& choices = (*host)->config.choices;
   std::vector<std::vector<int32_t>> top(4, std::vector<int32_t>(64));
-  BuildMedusaTree(choices, top, 10, &want);  // Only the shape: parents.
+  BuildMedusaTree(choices, top, {}, 10, 0, &want);  // Only the shape: parents.
   EXPECT_EQ(Parents(next), Parents(want));
 }
 

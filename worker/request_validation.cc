@@ -239,6 +239,11 @@ absl::Status CheckNextCandidates(const v1::VerifySequence& seq, const RequestLim
         absl::StrCat(where, ": next_candidates.max_nodes ", next.max_nodes(), " is outside [1, ",
                      limits.max_speculative_tokens, "] (max_speculative_tokens)"));
   }
+  if (!std::isfinite(next.min_node_value()) || next.min_node_value() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": next_candidates.min_node_value ",
+                                                   next.min_node_value(),
+                                                   " must be finite and >= 0"));
+  }
   return absl::OkStatus();
 }
 

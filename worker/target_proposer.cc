@@ -78,6 +78,7 @@ absl::Status NextCandidatesStep::Consume(Backend& backend, const ForwardOutputs&
     in.last_committed_position = static_cast<int>(seq.start_position()) + seq.tokens_size() +
                                  static_cast<int>(verdict.accepted.size());
     in.max_nodes = static_cast<int>(std::max<uint32_t>(1, seq.next_candidates().max_nodes()));
+    in.min_node_value = seq.next_candidates().min_node_value();
     v1::NextCandidates& out = results_[s];
     absl::Status status = proposer->Propose(backend, outputs, in, &out);
     if (!status.ok()) return status;

@@ -38,6 +38,9 @@ struct TargetProposerInput {
   // Position of the final committed token (the parent of every candidate's root).
   int last_committed_position = 0;
   int max_nodes = 1;  // Most nodes to propose, >= 1.
+  // Propose a node only when its estimated value (the probability its root path is
+  // accepted) exceeds this (NextCandidatesRequest.min_node_value); 0 = no bound.
+  double min_node_value = 0;
   // The request's entry for the sequence (its proposals, parents, num_acceptable),
   // valid during the call.
   const v1::VerifySequence* sequence = nullptr;

@@ -42,19 +42,6 @@ void AttachSiblings(const std::vector<v1::TopTokens>& top, int siblings, int max
   if (static_cast<int>(parents.size()) > chain) c->parents = std::move(parents);
 }
 
-// The value (expected tokens) a draft-tree node of `s` must exceed to pay for its verify
-// row in a step of `k` proposals: the step's rate S (tokens per plain step, the
-// controller's modelled speedup, at least 1) times the row's cost nu(k + 1) - nu(k).
-// Adding a node of value v to a step of E tokens and cost C raises E / C iff
-// v > (E / C) * its cost. 0 when the verify cost is unknown.
-double NodeValueThreshold(const Sequence& s, int k, const DraftBudget& budget) {
-  if (!budget.verify_cost) return 0;
-  const double row = std::max(0.0, budget.verify_cost(k + 1) - budget.verify_cost(k));
-  const PlannedStep& planned = s.planned_step();
-  const double rate = planned.from_controller ? std::max(1.0, planned.choice.speedup) : 1.0;
-  return rate * row;
-}
-
 // The draft worker's id of slot `slot` of sequence `id`'s id pool: slot 0 is the
 // sequence's own id, the others carry the slot in bits 48.. (engine ids stay below 2^48).
 uint64_t WorkerId(uint64_t id, int slot) { return slot == 0 ? id : id | (uint64_t(slot) << 48); }
@@ -86,8 +73,8 @@ struct DraftState : ProposerState {
   std::vector<v1::TopTokens> top;
   // Outcomes pre-drafted while the current candidates are verified.
   std::vector<Branch> branches;
-  // Tree shape of the next candidates (PlannerOptions and NodeValueThreshold, as of the
-  // last AddWork or AddContinuation).
+  // Tree shape of the next candidates (PlannerOptions and spec::NodeValueThreshold, as
+  // of the last AddWork or AddContinuation).
   int tree_siblings = 0;
   int max_nodes = 0;
   double node_value_threshold = 0;
@@ -189,7 +176,7 @@ void DraftProposer::AddWork(Sequence* s, ProposerState& state, int slot, int k,
   budget->rows += fed;
   Of(state).tree_siblings = o.draft_tree_siblings;
   Of(state).max_nodes = o.max_k;
-  Of(state).node_value_threshold = NodeValueThreshold(*s, k, *budget);
+  Of(state).node_value_threshold = spec::NodeValueThreshold(s->PlannedRate(), plan->verify_cost, k);
   AddDraftEntry(s, WorkerId(s->id(), Of(state).main_slot), slot, start, tokens.data() + start,
                 tokens.data() + length, k, false, o, plan);
 }
@@ -227,7 +214,7 @@ void DraftProposer::AddContinuation(Sequence* s, ProposerState& state, int slot,
   const int length = static_cast<int>(s->tokens().size());
   const size_t expected = length + k - 1;  // The cache holds tokens + candidates[0, K-1).
   if (k == 0 || d.cache.size() != expected || d.ValidLength(s->tokens()) != length) return;
-  d.node_value_threshold = NodeValueThreshold(*s, next_k, *budget);
+  d.node_value_threshold = spec::NodeValueThreshold(s->PlannedRate(), plan->verify_cost, next_k);
   const std::vector<v1::ProposedToken> chain(s->candidates.tokens.begin(),
                                              s->candidates.tokens.begin() + k);
   const int context = std::min(o.context_length, o.draft_context_length);

@@ -257,13 +257,14 @@ TEST_F(DraftProposerTest, TreeLeavesArePreDraftedAsPathOutcomes) {
   o.draft_tree_siblings = 1;
   o.predraft_branches = 3;
   DraftBudget budget{0, 512};
-  budget.verify_cost = spec::LinearVerifyCost(0.2);  // Only 121 (0.3) pays for its row.
   PhasePlan plan;
+  plan.verify_cost = spec::LinearVerifyCost(0.2);  // Only 121 (0.3) pays for its row.
   draft_.AddWork(s.get(), s->proposer_state(slot), slot, 3, o, &budget, &plan);
   s->candidates = *draft_.OnDrafted(*s, s->proposer_state(slot), plan.draft.sequences(0),
                                     DraftedWithTop({21, 22, 23}), false);
   ASSERT_EQ(s->candidates.parents, (std::vector<int32_t>{-1, 0, 1, -1}));
   PhasePlan next;
+  next.verify_cost = plan.verify_cost;
   DraftBudget next_budget{0, 512};
   draft_.AddContinuation(s.get(), s->proposer_state(slot), slot, /*next_k=*/2, o, &next_budget,
                          &next);
@@ -381,8 +382,8 @@ TEST_F(DraftProposerTest, TreeSiblingsOnlyWhereTheirValuePaysForTheirRow) {
     o.draft_tree_siblings = c.siblings;
     o.max_k = 8;
     DraftBudget budget{0, 512};
-    budget.verify_cost = spec::LinearVerifyCost(c.slope);
     PhasePlan plan;
+    plan.verify_cost = spec::LinearVerifyCost(c.slope);
     draft_.AddWork(s.get(), s->proposer_state(slot), slot, 3, o, &budget, &plan);
     ASSERT_EQ(plan.draft.sequences_size(), 1);
     const std::optional<Candidates> got = draft_.OnDrafted(
