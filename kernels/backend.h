@@ -6,8 +6,9 @@
 // Conventions for every op:
 //  * Activations are row-major float32 arrays in backend memory (host memory for cpu,
 //    device memory for cuda), addressed by raw pointers obtained from Buffer::f32().
-//  * Weights are uploaded once (UploadWeight) and may be stored in another dtype
-//    (cuda keeps bf16); results are always float32 with float32 accumulation.
+//  * Weights are uploaded once (UploadWeight, UploadQ8Weight) and may be stored in
+//    another dtype (cuda keeps bf16; cpu keeps bf16/f16/q8_0 matrices as stored and
+//    widens them in registers); results are always float32 with float32 accumulation.
 //  * Index metadata (tokens, positions, KV slots, block tables, masks) lives in a host
 //    StepPlan that is prepared once per forward pass (Prepare) and reused by every
 //    layer, so a GPU backend uploads it once per step.
@@ -34,10 +35,22 @@
 
 namespace tandem {
 
-enum class DType { kF32, kF16, kBF16 };
+// Weight element formats. kQ8_0 is block-quantized: each row is cut into blocks of
+// kQ8BlockSize consecutive values (the last block of a row may be shorter), stored as
+// int8 quants q (one per value, row-major [rows, cols]) plus one f16 scale d per block
+// ([rows, Q8BlocksPerRow(cols)]); value = float(q) * float(d), |q| <= 127.
+enum class DType { kF32, kF16, kBF16, kQ8_0 };
 
-// Bytes per element of `dtype`.
+constexpr int kQ8BlockSize = 32;
+
+// Scale blocks of one kQ8_0 row of `cols` values.
+inline int64_t Q8BlocksPerRow(int64_t cols) { return (cols + kQ8BlockSize - 1) / kQ8BlockSize; }
+
+// Bytes per element of `dtype` (kQ8_0: the int8 quant; its scales are extra).
 size_t DTypeSize(DType dtype);
+
+// "f32", "f16", "bf16" or "q8_0".
+const char* DTypeName(DType dtype);
 
 // A contiguous allocation in backend memory. Move-only; frees on destruction.
 class Buffer {
@@ -61,6 +74,7 @@ class Buffer {
 struct Weight {
   const void* data = nullptr;
   DType dtype = DType::kF32;
+  const void* scales = nullptr;  // kQ8_0 only: f16 [rows, Q8BlocksPerRow(cols)].
   int64_t rows = 0;
   int64_t cols = 0;
   std::shared_ptr<const void> owner;
@@ -142,6 +156,12 @@ class Backend {
   // or convert and copy it (cuda: bf16 in device memory).
   virtual absl::StatusOr<Weight> UploadWeight(const void* data, DType dtype, int64_t rows,
                                               int64_t cols, std::shared_ptr<const void> owner) = 0;
+  // The same for a kQ8_0 weight: `quants` int8 [rows, cols] and `scales` f16 [rows,
+  // Q8BlocksPerRow(cols)] in host memory, kept alive by `owner`. The default answers
+  // UNIMPLEMENTED "<name>: q8_0 weights are not supported by this backend yet".
+  virtual absl::StatusOr<Weight> UploadQ8Weight(const void* quants, const void* scales,
+                                                int64_t rows, int64_t cols,
+                                                std::shared_ptr<const void> owner);
 
   // Prepares the metadata of one forward pass; valid until destroyed.
   virtual absl::StatusOr<std::unique_ptr<PreparedStep>> Prepare(const StepPlan& plan) = 0;

@@ -12,7 +12,6 @@
 #include "glog/logging.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/half.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
@@ -72,6 +71,13 @@ const float* F32Data(const Weight& w, const char* op) {
   CHECK(w.dtype == DType::kF32) << op << ": weight is not float32 (upload it with "
                                 << "CpuBackend::UploadWeight)";
   return static_cast<const float*>(w.data);
+}
+
+// The kernels' view of an uploaded weight.
+cpu::WeightMatrix Matrix(const Weight& w) {
+  CHECK(w.data != nullptr || w.rows * w.cols == 0) << "weight has no data";
+  return cpu::WeightMatrix{w.dtype, w.data, static_cast<const uint16_t*>(w.scales),
+                           static_cast<int>(w.rows), static_cast<int>(w.cols)};
 }
 
 absl::Status CheckCopy(const void* src, const void* dst, size_t bytes, const char* op) {
@@ -143,25 +149,51 @@ absl::StatusOr<Weight> CpuBackend::UploadWeight(const void* data, DType dtype, i
     return absl::InvalidArgumentError(
         absl::StrCat("UploadWeight: null data for a [", rows, ", ", cols, "] weight"));
   }
+  if (dtype == DType::kQ8_0) {
+    return absl::InvalidArgumentError("UploadWeight: q8_0 weights go through UploadQ8Weight");
+  }
   Weight weight;
-  weight.dtype = DType::kF32;
+  weight.dtype = dtype;
   weight.rows = rows;
   weight.cols = cols;
-  if (dtype == DType::kF32) {
+  if (dtype == DType::kF32 || rows > 1) {  // Matrices stay as stored: zero copy.
     weight.data = data;
     weight.owner = std::move(owner);
     return weight;
   }
+  // A 16-bit vector (norm weight): widened once, so RmsNorm reads float32.
   absl::StatusOr<Buffer> buffer = Allocate(size_t(count) * sizeof(float));
   if (!buffer.ok()) return buffer.status();
-  float* dst = buffer->f32();
-  const auto* src = static_cast<const uint16_t*>(data);
-  for (int64_t i = 0; i < count; ++i) {
-    dst[i] = dtype == DType::kBF16 ? cpu::Bf16ToFloat(src[i]) : cpu::F16ToFloat(src[i]);
-  }
-  weight.data = dst;
+  cpu::WidenRow(cpu::WeightMatrix{dtype, data, nullptr, 1, static_cast<int>(count)}, 0,
+                buffer->f32());
+  weight.dtype = DType::kF32;
+  weight.data = buffer->f32();
   auto holder = std::make_shared<Buffer>(std::move(*buffer));
   weight.owner = std::shared_ptr<const void>(holder, holder->data());
+  return weight;
+}
+
+absl::StatusOr<Weight> CpuBackend::UploadQ8Weight(const void* quants, const void* scales,
+                                                  int64_t rows, int64_t cols,
+                                                  std::shared_ptr<const void> owner) {
+  if (rows < 0 || cols < 0 || (cols > 0 && rows > std::numeric_limits<int32_t>::max() / cols)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("UploadQ8Weight: bad shape [", rows, ", ", cols, "]"));
+  }
+  if (rows * cols > 0 && (quants == nullptr || scales == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat("UploadQ8Weight: null quants or scales for a [",
+                                                   rows, ", ", cols, "] weight"));
+  }
+  if (reinterpret_cast<uintptr_t>(scales) % alignof(uint16_t) != 0) {
+    return absl::InvalidArgumentError("UploadQ8Weight: scales are not 2-byte aligned");
+  }
+  Weight weight;
+  weight.data = quants;
+  weight.dtype = DType::kQ8_0;
+  weight.scales = scales;
+  weight.rows = rows;
+  weight.cols = cols;
+  weight.owner = std::move(owner);
   return weight;
 }
 
@@ -172,13 +204,13 @@ absl::StatusOr<std::unique_ptr<PreparedStep>> CpuBackend::Prepare(const StepPlan
 
 void CpuBackend::Embedding(const PreparedStep& step, const Weight& table, float* out) {
   const StepPlan& plan = AsCpuStep(step).plan();
-  const float* data = F32Data(table, "Embedding");
+  const cpu::WeightMatrix matrix = Matrix(table);
   const size_t dim = size_t(table.cols);
   for (int r = 0; r < plan.num_rows(); ++r) {
     const int32_t token = plan.tokens[r];
     CHECK(token >= 0 && token < table.rows)
         << "Embedding: token " << token << " outside the vocabulary of " << table.rows;
-    std::memcpy(out + r * dim, data + size_t(token) * dim, dim * sizeof(float));
+    cpu::WidenRow(matrix, token, out + r * dim);
   }
 }
 
@@ -189,8 +221,7 @@ void CpuBackend::RmsNorm(const float* x, const Weight& weight, int rows, int dim
 }
 
 void CpuBackend::MatMul(const float* x, int rows, const Weight& w, float* out) {
-  cpu::MatMul(level_, &pool_, x, rows, F32Data(w, "MatMul"), static_cast<int>(w.rows),
-              static_cast<int>(w.cols), out);
+  cpu::MatMul(level_, &pool_, x, rows, Matrix(w), out);
 }
 
 void CpuBackend::Rope(const PreparedStep& step, float* x, int num_heads, int head_dim,
@@ -235,8 +266,15 @@ void CpuBackend::GatherRows(const float* x, int dim, const std::vector<int32_t>&
   }
 }
 
+std::string CpuBackend::KernelDescription() const {
+  return absl::StrCat(cpu::SimdLevelName(level_), " kernels, ", pool_.num_threads(),
+                      " threads; matmul weights f32, bf16, f16 and q8_0 read as stored");
+}
+
 std::unique_ptr<Backend> MakeCpuBackend(int threads) {
-  return std::make_unique<CpuBackend>(threads);
+  auto backend = std::make_unique<CpuBackend>(threads);
+  LOG(INFO) << "cpu backend: " << backend->KernelDescription();
+  return backend;
 }
 
 }  // namespace tandem

@@ -1,12 +1,14 @@
-// The CPU implementation of Backend: host memory (64-byte aligned, zeroed), float32
-// weights (f32 host data used in place, f16/bf16 widened once at upload), and threaded
+// The CPU implementation of Backend: host memory (64-byte aligned, zeroed), weights
+// used in place as stored (f32, bf16, f16 and q8_0 matrices, zero copy: the matmul
+// widens 16-bit values and dequantizes q8_0 in registers; 16-bit vectors, the norm
+// weights, are widened once at upload), and threaded
 // kernels with an AVX2+FMA path chosen at run time and a portable C++ path
 // (TANDEM_CPU_SIMD=portable forces the latter). It is the reference backend the CUDA
 // one is tested against. Every op is batch invariant (see kernels/backend.h).
 //
 // Op preconditions the model code must meet (violations are programming errors and
 // abort with a message rather than corrupt memory where checking is cheap): weights
-// come from this backend's UploadWeight (float32); Embedding tokens are < table.rows;
+// come from this backend's UploadWeight/UploadQ8Weight; Embedding tokens are < table.rows;
 // Attention block ids are < layout.num_blocks and num_heads % num_kv_heads == 0;
 // Rope's head_dim is even; steps come from this backend's Prepare.
 #ifndef TANDEM_KERNELS_CPU_CPU_BACKEND_H_
@@ -32,6 +34,9 @@ class CpuBackend : public Backend {
 
   int num_threads() const { return pool_.num_threads(); }
   cpu::SimdLevel simd_level() const { return level_; }
+  // The kernels chosen at run time, e.g. "avx2 kernels, 2 threads; matmul weights ...";
+  // MakeCpuBackend logs it.
+  std::string KernelDescription() const;
 
   std::string name() const override { return "cpu"; }
 
@@ -43,6 +48,8 @@ class CpuBackend : public Backend {
 
   absl::StatusOr<Weight> UploadWeight(const void* data, DType dtype, int64_t rows, int64_t cols,
                                       std::shared_ptr<const void> owner) override;
+  absl::StatusOr<Weight> UploadQ8Weight(const void* quants, const void* scales, int64_t rows,
+                                        int64_t cols, std::shared_ptr<const void> owner) override;
 
   absl::StatusOr<std::unique_ptr<PreparedStep>> Prepare(const StepPlan& plan) override;
 

@@ -76,16 +76,33 @@ TEST_P(CpuBackendTest, UploadWeight) {
     for (int i = 0; i < 6; ++i) {
       half[i] = dtype == DType::kBF16 ? cpu::FloatToBf16((*data)[i]) : cpu::FloatToF16((*data)[i]);
     }
-    absl::StatusOr<Weight> w = backend_.UploadWeight(half.data(), dtype, 3, 2, nullptr);
-    ASSERT_TRUE(w.ok()) << w.status();
-    half.assign(6, 0);  // The backend owns its converted copy.
-    EXPECT_EQ(w->dtype, DType::kF32);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(w->data) % 64, 0u);
-    const float* converted = static_cast<const float*>(w->data);
+    // A matrix stays as stored (zero copy, no float32 copy of the weights).
+    absl::StatusOr<Weight> matrix = backend_.UploadWeight(half.data(), dtype, 3, 2, nullptr);
+    ASSERT_TRUE(matrix.ok()) << matrix.status();
+    EXPECT_EQ(matrix->data, half.data());
+    EXPECT_EQ(matrix->dtype, dtype);
+    // A vector (a norm weight) is widened once into memory the backend owns.
+    absl::StatusOr<Weight> vector = backend_.UploadWeight(half.data(), dtype, 1, 6, nullptr);
+    ASSERT_TRUE(vector.ok()) << vector.status();
+    half.assign(6, 0);
+    EXPECT_EQ(vector->dtype, DType::kF32);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(vector->data) % 64, 0u);
+    const float* converted = static_cast<const float*>(vector->data);
     for (int i = 0; i < 6; ++i) {
       EXPECT_NEAR(converted[i], (*data)[i], dtype == DType::kBF16 ? 4e-3 : 5e-4) << i;
     }
   }
+  const int8_t quants[4] = {1, -2, 3, 127};
+  const uint16_t scales[2] = {cpu::FloatToF16(0.5f), cpu::FloatToF16(0.25f)};
+  absl::StatusOr<Weight> q8 = backend_.UploadQ8Weight(quants, scales, 2, 2, nullptr);
+  ASSERT_TRUE(q8.ok()) << q8.status();
+  EXPECT_EQ(q8->dtype, DType::kQ8_0);
+  EXPECT_EQ(q8->data, quants);
+  EXPECT_EQ(q8->scales, scales);
+  EXPECT_EQ(backend_.UploadQ8Weight(quants, nullptr, 2, 2, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(backend_.UploadWeight(quants, DType::kQ8_0, 2, 2, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(backend_.UploadWeight(nullptr, DType::kF32, 2, 2, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(backend_.UploadWeight(data->data(), DType::kF32, -1, 2, nullptr).status().code(),
@@ -132,6 +149,17 @@ TEST_P(CpuBackendTest, EmbeddingAndGatherRows) {
   backend_.Embedding(**step, *w, out.data());
   for (int r = 0; r < 3; ++r) {
     for (int c = 0; c < 3; ++c) EXPECT_EQ(out[r * 3 + c], table[plan.tokens[r] * 3 + c]);
+  }
+  // A bf16 table is kept as stored and its rows widened on lookup.
+  std::vector<uint16_t> table_bf16(table.size());
+  for (size_t i = 0; i < table.size(); ++i) table_bf16[i] = cpu::FloatToBf16(table[i]);
+  absl::StatusOr<Weight> w16 =
+      backend_.UploadWeight(table_bf16.data(), DType::kBF16, 5, 3, nullptr);
+  ASSERT_TRUE(w16.ok());
+  std::vector<float> out16(9);
+  backend_.Embedding(**step, *w16, out16.data());
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(out16[i], cpu::Bf16ToFloat(table_bf16[plan.tokens[i / 3] * 3 + i % 3]));
   }
   std::vector<float> gathered(6);
   backend_.GatherRows(out.data(), 3, {2, 1}, gathered.data());

@@ -14,7 +14,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define TANDEM_HAVE_AVX2_KERNELS 1
-#define TANDEM_AVX2 __attribute__((target("avx2,fma")))
+#define TANDEM_AVX2 __attribute__((target("avx2,fma,f16c")))
 #endif
 
 namespace tandem {
