@@ -102,7 +102,9 @@ absl::Status LlamaModel::UploadWeights(const LlamaWeights& w) {
                     Weight* out) -> absl::Status {
     absl::Status status = CheckShape(t, rows, cols, name);
     if (!status.ok()) return status;
-    auto weight = backend_->UploadWeight(t.data, t.dtype, t.rows, t.cols, t.owner);
+    auto weight = t.dtype == DType::kQ8_0
+                      ? backend_->UploadQ8Weight(t.data, t.scales, t.rows, t.cols, t.owner)
+                      : backend_->UploadWeight(t.data, t.dtype, t.rows, t.cols, t.owner);
     if (!weight.ok()) {
       return absl::Status(weight.status().code(), absl::StrCat("LlamaModel: uploading ", name, ": ",
                                                                weight.status().message()));
