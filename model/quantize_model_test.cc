@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -118,6 +120,36 @@ TEST(QuantizeModelTest, Q8ModelEqualsFloat32ModelOnDequantizedWeights) {
   ASSERT_TRUE(ForwardToHost(**f32_model, {input}, &f32_logits).ok());
   ASSERT_EQ(q8_logits.size(), f32_logits.size());
   EXPECT_EQ(0, std::memcmp(q8_logits.data(), f32_logits.data(), q8_logits.size() * 4));
+}
+
+// What greedy speculative decoding relies on, at q8_0: verifying K+1 positions in one
+// forward gives bitwise the logits of decoding them one by one.
+TEST(QuantizeModelTest, Q8VerifyForwardEqualsTokenByTokenDecode) {
+  auto quantized = LoadLlamaWeights(QuantizedTarget(), 0, 1);
+  ASSERT_TRUE(quantized.ok()) << quantized.status();
+  CpuBackend backend(2);
+  LlamaModelOptions options;
+  options.kv_cache_bytes = size_t(4) << 20;
+  auto model = LlamaModel::Create(*quantized, &backend, nullptr, options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::vector<int32_t> prompt = {1, 71, 8, 930, 44, 17}, drafted = {5, 300, 12, 1200, 9};
+  auto seq = [](uint64_t id, int start, std::vector<int32_t> tokens, std::vector<int32_t> rows) {
+    SequenceInput input;
+    input.seq_id = id;
+    input.start_position = start;
+    input.tokens = std::move(tokens);
+    input.logit_indices = std::move(rows);
+    return input;
+  };
+  std::vector<float> verify, step, decoded;
+  ASSERT_TRUE(ForwardToHost(**model, {seq(1, 0, prompt, {}), seq(2, 0, prompt, {})}, &step).ok());
+  ASSERT_TRUE(ForwardToHost(**model, {seq(1, 6, drafted, {0, 1, 2, 3, 4})}, &verify).ok());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(ForwardToHost(**model, {seq(2, 6 + i, {drafted[i]}, {0})}, &step).ok());
+    decoded.insert(decoded.end(), step.begin(), step.end());
+  }
+  ASSERT_EQ(verify.size(), decoded.size());
+  EXPECT_EQ(0, std::memcmp(verify.data(), decoded.data(), verify.size() * sizeof(float)));
 }
 
 // Copies the quantized target with its checkpoint's tensors passed through `edit`.
