@@ -156,18 +156,20 @@ void Profile(const LlamaWeights& weights, Backend* inner, int context, int k,
   std::printf("  %-34s %8.1f %8.1f\n", "wall", wall[0] * 1e6, wall[1] * 1e6);
 }
 
-// Matrix-multiply GFLOP/s of the backend on a [rows, cols] x [out, cols]^T product.
-double MatMulGflops(Backend* backend, int rows, int out, int cols) {
-  auto data = std::make_shared<std::vector<float>>(size_t(out) * cols, 0.01f);
-  auto w = backend->UploadWeight(data->data(), DType::kF32, out, cols, data);
+// Matrix-multiply GFLOP/s of the backend on rows x `t` (a weight in its stored format),
+// from the fastest call (the least disturbed by other load).
+double MatMulGflops(Backend* backend, int rows, const HostTensor& t) {
+  const int64_t out = t.rows, cols = t.cols;
+  auto w = t.dtype == DType::kQ8_0 ? backend->UploadQ8Weight(t.data, t.scales, out, cols, t.owner)
+                                   : backend->UploadWeight(t.data, t.dtype, out, cols, t.owner);
   auto x = backend->Allocate(size_t(rows) * cols * sizeof(float));
   auto y = backend->Allocate(size_t(rows) * out * sizeof(float));
   if (!w.ok() || !x.ok() || !y.ok()) return 0;
-  const double t = MedianSeconds([&] {
-    backend->MatMul(x->f32(), rows, *w, y->f32());
-    return backend->Synchronize();
-  });
-  return 2.0 * rows * out * cols / t * 1e-9;
+  const double seconds = Measure([&] {
+                           backend->MatMul(x->f32(), rows, *w, y->f32());
+                           return backend->Synchronize();
+                         }).best;
+  return 2.0 * rows * out * cols / seconds * 1e-9;
 }
 
 // Resident set size of this process in bytes (VmRSS), 0 if unknown.
@@ -286,14 +288,20 @@ void BenchModel(const std::string& name, const LlamaWeights& w, int threads, dou
               ResidentBytes() * 1e-9, (ResidentBytes() - options.kv_cache_bytes) / weight_bytes,
               weight_bytes * 1e-9, options.kv_cache_bytes * 1e-9);
 
-  // The backend's matmul at this model's MLP shape.
-  std::printf("matmul [rows x %d] x [%d x %d]^T GFLOP/s (peak %.1f):", c.hidden_size,
+  // The backend's matmul on this model's up_proj, in its format (fastest calls).
+  const HostTensor& up = weights->layers[0].up_proj;
+  std::printf("up_proj matmul [rows x %d] x [%d x %d]^T GFLOP/s (peak %.1f):", c.hidden_size,
               c.intermediate_size, c.hidden_size, peak_gflops);
+  double rows1_gflops = 0;
   for (int rows : {1, 8, 64, 256}) {
-    std::printf("  rows %d: %.2f", rows,
-                MatMulGflops(backend, rows, c.intermediate_size, c.hidden_size));
+    const double gflops = MatMulGflops(backend, rows, up);
+    if (rows == 1) rows1_gflops = gflops;
+    std::printf("  rows %d: %.2f", rows, gflops);
   }
-  std::printf("\n");
+  // One row reads each weight once per 2 flops.
+  const double bytes_per_weight =
+      up.dtype == DType::kQ8_0 ? 1.0 + 2.0 / kQ8BlockSize : double(DTypeSize(up.dtype));
+  std::printf("\n  rows 1 streams %.1f GB/s of weights\n", rows1_gflops / 2 * bytes_per_weight);
 }
 
 // The weights of a model directory or synthetic spec, their linear matrices converted

@@ -40,6 +40,23 @@ void MatMulRangePortable(const float* x, int rows, const Reader& w, int out_dim,
 
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
 
+// One chunk of 8 values of k at `k`: the weights Load8(blocks[c], offset), `offset` being
+// k's distance from where the step state `blocks` was fetched, times the rows of x at k,
+// one fused multiply-add per (row, column).
+template <int RB, int CB, typename Reader>
+TANDEM_AVX2 inline void Chunk(const float* x, const Reader& w, const typename Reader::Block* blocks,
+                              int in_dim, int k, int offset, __m256 (&acc)[RB][CB]) {
+  __m256 wv[CB];
+#pragma GCC unroll 8
+  for (int c = 0; c < CB; ++c) wv[c] = w.Load8(blocks[c], offset);
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) {
+    const __m256 xv = _mm256_loadu_ps(x + size_t(r) * in_dim + k);
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
+  }
+}
+
 // RB rows x CB output columns starting at column `col`: RB*CB 8-lane accumulators over
 // k, then Reduce4 per group of four columns. Every instantiation performs the same
 // operations per element.
@@ -52,16 +69,22 @@ TANDEM_AVX2 inline void Tile(const float* x, const Reader& w, int col, int in_di
 #pragma GCC unroll 8
     for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_setzero_ps();
   }
+  // Steps of Reader::kStep values of k (one q8_0 block, else 8) whose per-column state
+  // (row pointer, block scale) is fetched once; then whole chunks of 8 of a last partial
+  // step; then the masked tail. The chunks of 8 run in k order either way.
+  typename Reader::Block blocks[CB];
   int k = 0;
-  for (; k + 8 <= in_dim; k += 8) {
-    __m256 wv[CB];
+  for (; k + Reader::kStep <= in_dim; k += Reader::kStep) {
 #pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) wv[c] = w.Load8(size_t(col) + c, k);
+    for (int c = 0; c < CB; ++c) blocks[c] = w.BlockAt(size_t(col) + c, k);
+#pragma GCC unroll 4
+    for (int s = 0; s < Reader::kStep; s += 8) Chunk<RB, CB>(x, w, blocks, in_dim, k + s, s, acc);
+  }
+  if (k < in_dim) {
 #pragma GCC unroll 8
-    for (int r = 0; r < RB; ++r) {
-      const __m256 xv = _mm256_loadu_ps(x + size_t(r) * in_dim + k);
-#pragma GCC unroll 8
-      for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
+    for (int c = 0; c < CB; ++c) blocks[c] = w.BlockAt(size_t(col) + c, k);
+    for (const int base = k; k + 8 <= in_dim; k += 8) {
+      Chunk<RB, CB>(x, w, blocks, in_dim, k, k - base, acc);
     }
   }
   if (k < in_dim) {

@@ -1,8 +1,11 @@
 // Internal to the matmul kernel: how each weight format (kernels/cpu/matmul.h's
 // WeightMatrix) is read as float32. Every reader gives, for element (o, k), the same
-// float32 value from its scalar At() and from its 8-lane Load8()/LoadTail(), so the
-// portable and AVX2 kernels, templated on the reader, share one accumulation order for
-// every format.
+// float32 value from its scalar At() and from its 8-lane loads, so the portable and AVX2
+// kernels, templated on the reader, share one accumulation order for every format.
+// AVX2 interface: the kernel walks k in steps of kStep values (a multiple of 8, starting
+// at k = 0); BlockAt(o, k) fetches the step's per-row state once (a pointer, for q8_0
+// also the block scale) and Load8(block, offset) widens the 8 values at k + offset;
+// LoadTail(o, k, n) reads the last n < 8 values of a row (the rest zero).
 #ifndef TANDEM_KERNELS_CPU_WEIGHT_READERS_H_
 #define TANDEM_KERNELS_CPU_WEIGHT_READERS_H_
 
@@ -31,7 +34,10 @@ struct F32Reader {
   int in_dim;
   float At(size_t o, int k) const { return w[o * in_dim + k]; }
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
-  TANDEM_AVX2 __m256 Load8(size_t o, int k) const { return _mm256_loadu_ps(w + o * in_dim + k); }
+  static constexpr int kStep = 8;
+  using Block = const float*;
+  Block BlockAt(size_t o, int k) const { return w + o * in_dim + k; }
+  TANDEM_AVX2 static __m256 Load8(Block b, int offset) { return _mm256_loadu_ps(b + offset); }
   TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const {
     return _mm256_maskload_ps(w + o * in_dim + k, TailMask(n));
   }
@@ -44,8 +50,11 @@ struct Bf16Reader {
   int in_dim;
   float At(size_t o, int k) const { return Bf16ToFloat(w[o * in_dim + k]); }
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
-  TANDEM_AVX2 __m256 Load8(size_t o, int k) const {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + o * in_dim + k));
+  static constexpr int kStep = 8;
+  using Block = const uint16_t*;
+  Block BlockAt(size_t o, int k) const { return w + o * in_dim + k; }
+  TANDEM_AVX2 static __m256 Load8(Block b, int offset) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + offset));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
   TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const { return WidenTail(*this, o, k, n); }
@@ -58,8 +67,11 @@ struct F16Reader {
   int in_dim;
   float At(size_t o, int k) const { return F16ToFloat(w[o * in_dim + k]); }
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
-  TANDEM_AVX2 __m256 Load8(size_t o, int k) const {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + o * in_dim + k)));
+  static constexpr int kStep = 8;
+  using Block = const uint16_t*;
+  Block BlockAt(size_t o, int k) const { return w + o * in_dim + k; }
+  TANDEM_AVX2 static __m256 Load8(Block b, int offset) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + offset)));
   }
   TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const { return WidenTail(*this, o, k, n); }
 #endif
@@ -78,11 +90,18 @@ struct Q8Reader {
   }
   float At(size_t o, int k) const { return float(q[o * in_dim + k]) * Scale(o, k); }
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
-  TANDEM_AVX2 __m256 Load8(size_t o, int k) const {
-    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + o * in_dim + k));
-    const __m256 values = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
-    return _mm256_mul_ps(values,
-                         _mm256_set1_ps(_cvtsh_ss(scales[o * blocks_per_row + k / kQ8BlockSize])));
+  static constexpr int kStep = kQ8BlockSize;
+  struct Block {
+    const int8_t* q;  // The block's first quant.
+    __m256 scale;     // Its scale in every lane.
+  };
+  TANDEM_AVX2 Block BlockAt(size_t o, int k) const {
+    return {q + o * in_dim + k,
+            _mm256_set1_ps(_cvtsh_ss(scales[o * blocks_per_row + k / kQ8BlockSize]))};
+  }
+  TANDEM_AVX2 static __m256 Load8(const Block& b, int offset) {
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.q + offset));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), b.scale);
   }
   TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const { return WidenTail(*this, o, k, n); }
 #endif
