@@ -41,7 +41,7 @@ Command QuantizeCommand() {
   command.name = "quantize";
   command.summary = "write a q8_0 (8-bit block-quantized) copy of a model directory";
   command.usage =
-      "tandem quantize [flags] IN_DIR OUT_DIR\n\n"
+      "Usage: tandem quantize [flags] IN_DIR OUT_DIR\n\n"
       "Reads the Hugging Face Llama model in IN_DIR and writes OUT_DIR/model.safetensors with\n"
       "every linear-layer matrix in q8_0 (blocks of 32 values of a row: int8 quants and one\n"
       "f16 scale per block; layout in docs/architecture.md) and the embedding and norms as\n"
