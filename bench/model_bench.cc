@@ -221,10 +221,10 @@ void BenchModel(const std::string& name, const LlamaWeights& w, int threads, dou
                                                   DTypeSize(weights->embed_tokens.dtype));
   std::printf(
       "\n== %s: %d layers, hidden %d, heads %d/%d, vocab %d, %.2fM parameters, "
-      "%d threads, %s matrices, weights %.3f GB\n  cpu: %s\n",
+      "%d threads, %s matrices, weights %.3f GB\n  %s\n",
       name.c_str(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.vocab_size,
       c.NumParameters() / 1e6, threads, DTypeName(weights->layers[0].q_proj.dtype),
-      weight_bytes * 1e-9, cpu.KernelDescription().c_str());
+      weight_bytes * 1e-9, cpu.Description().c_str());
 
   // Prefill: the whole prompt in one forward, logits of the last position.
   const double t_prefill = MedianSeconds(

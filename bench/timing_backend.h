@@ -51,6 +51,7 @@ class TimingBackend : public Backend {
   double seconds(int op) const { return seconds_[op]; }
 
   std::string name() const override { return inner_->name(); }
+  std::string Description() const override { return inner_->Description(); }
   absl::StatusOr<Buffer> Allocate(size_t bytes) override { return inner_->Allocate(bytes); }
   absl::Status CopyToDevice(const void* h, void* d, size_t n) override {
     return Time(kCopy, [&] { return inner_->CopyToDevice(h, d, n); });
@@ -70,6 +71,7 @@ class TimingBackend : public Backend {
                                         int64_t cols, std::shared_ptr<const void> owner) override {
     return inner_->UploadQ8Weight(quants, scales, rows, cols, std::move(owner));
   }
+  bool SupportsKvDType(DType dtype) const override { return inner_->SupportsKvDType(dtype); }
   absl::StatusOr<std::unique_ptr<PreparedStep>> Prepare(const StepPlan& plan) override {
     return Time(kPrepare, [&] { return inner_->Prepare(plan); });
   }
@@ -99,14 +101,14 @@ class TimingBackend : public Backend {
     });
   }
   void WriteKv(const PreparedStep& step, const float* k, const float* v, const KvLayout& layout,
-               float* kc, float* vc) override {
+               void* kc, void* vc) override {
     Time(kWriteKv, [&] {
       inner_->WriteKv(step, k, v, layout, kc, vc);
       return 0;
     });
   }
-  void Attention(const PreparedStep& step, const float* q, const KvLayout& layout, const float* kc,
-                 const float* vc, int heads, float scale, float* out) override {
+  void Attention(const PreparedStep& step, const float* q, const KvLayout& layout, const void* kc,
+                 const void* vc, int heads, float scale, float* out) override {
     Time(kAttention, [&] {
       inner_->Attention(step, q, layout, kc, vc, heads, scale, out);
       return 0;

@@ -124,14 +124,16 @@ class PreparedStep {
 };
 
 // Geometry of one layer's paged KV storage: K and V each hold
-// [num_blocks, block_size, num_kv_heads, head_dim] float32 values.
+// [num_blocks, block_size, num_kv_heads, head_dim] values of `dtype` (kF32, kF16 or
+// kBF16; a backend states which it supports, Backend::SupportsKvDType).
 struct KvLayout {
   int num_blocks = 0;
   int block_size = 16;
   int num_kv_heads = 0;  // Heads held by this rank.
   int head_dim = 0;
+  DType dtype = DType::kF32;
   size_t BytesPerTensor() const {
-    return size_t(num_blocks) * block_size * num_kv_heads * head_dim * sizeof(float);
+    return size_t(num_blocks) * block_size * num_kv_heads * head_dim * DTypeSize(dtype);
   }
 };
 
@@ -141,6 +143,9 @@ class Backend {
 
   // "cpu" or "cuda".
   virtual std::string name() const = 0;
+  // What this instance runs on, for logs (cpu: the SIMD level chosen at run time, the
+  // threads and weight formats). The default: name().
+  virtual std::string Description() const { return name(); }
 
   // ---- memory ----
   // Allocates `bytes` of backend memory (zeroed). RESOURCE_EXHAUSTED when it does not fit.
@@ -180,17 +185,21 @@ class Backend {
   // x: [rows, num_heads * head_dim]; inv_freq: host array [head_dim / 2].
   virtual void Rope(const PreparedStep& step, float* x, int num_heads, int head_dim,
                     const float* inv_freq) = 0;
-  // Writes each row's key and value into its slot (step.kv_slots).
-  // k, v: [rows, num_kv_heads * head_dim]; k_cache, v_cache: per KvLayout.
+  // Writes each row's key and value into its slot (step.kv_slots), rounded to nearest
+  // even when layout.dtype is 16-bit. k, v: [rows, num_kv_heads * head_dim] float32;
+  // k_cache, v_cache: per KvLayout.
   virtual void WriteKv(const PreparedStep& step, const float* k, const float* v,
-                       const KvLayout& layout, float* k_cache, float* v_cache) = 0;
+                       const KvLayout& layout, void* k_cache, void* v_cache) = 0;
   // Scaled dot-product attention over the paged cache with the StepPlan's causal/tree
   // mask and grouped-query heads (query head h reads KV head h / (num_heads /
   // num_kv_heads)). Keys are reduced in logical index order. q: [rows, num_heads *
-  // head_dim]; out: same shape. scale is usually 1/sqrt(head_dim).
+  // head_dim]; out: same shape. scale is usually 1/sqrt(head_dim). 16-bit caches are
+  // widened exactly to float32; the math is the float32 attention's.
   virtual void Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
-                         const float* k_cache, const float* v_cache, int num_heads, float scale,
+                         const void* k_cache, const void* v_cache, int num_heads, float scale,
                          float* out) = 0;
+  // Whether WriteKv/Attention take caches of `dtype`. The default: kF32 only.
+  virtual bool SupportsKvDType(DType dtype) const { return dtype == DType::kF32; }
   // out[i] = silu(gate[i]) * up[i] for i < n.
   virtual void SiluMul(const float* gate, const float* up, size_t n, float* out) = 0;
   // x[i] += y[i] for i < n.

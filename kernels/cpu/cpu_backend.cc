@@ -12,6 +12,7 @@
 #include "glog/logging.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/half.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
@@ -232,21 +233,35 @@ void CpuBackend::Rope(const PreparedStep& step, float* x, int num_heads, int hea
 }
 
 void CpuBackend::WriteKv(const PreparedStep& step, const float* k, const float* v,
-                         const KvLayout& layout, float* k_cache, float* v_cache) {
+                         const KvLayout& layout, void* k_cache, void* v_cache) {
+  CHECK(SupportsKvDType(layout.dtype)) << "WriteKv: unsupported KV dtype";
   const StepPlan& plan = AsCpuStep(step).plan();
   const size_t width = size_t(layout.num_kv_heads) * layout.head_dim;
+  const size_t value_size = DTypeSize(layout.dtype);
   const int64_t slots = int64_t(layout.num_blocks) * layout.block_size;
+  // One row of float32 values into the cache's dtype (round to nearest even).
+  auto store = [&](const float* src, void* cache, int64_t slot) {
+    uint8_t* dst = static_cast<uint8_t*>(cache) + size_t(slot) * width * value_size;
+    if (layout.dtype == DType::kF32) {
+      std::memcpy(dst, src, width * sizeof(float));
+      return;
+    }
+    auto* half = reinterpret_cast<uint16_t*>(dst);
+    for (size_t i = 0; i < width; ++i) {
+      half[i] = layout.dtype == DType::kF16 ? cpu::FloatToF16(src[i]) : cpu::FloatToBf16(src[i]);
+    }
+  };
   for (int r = 0; r < plan.num_rows(); ++r) {
     const int64_t slot = plan.kv_slots[r];
     CHECK(slot >= 0 && slot < slots)
         << "WriteKv: slot " << slot << " outside the cache of " << slots << " slots";
-    std::memcpy(k_cache + slot * width, k + r * width, width * sizeof(float));
-    std::memcpy(v_cache + slot * width, v + r * width, width * sizeof(float));
+    store(k + r * width, k_cache, slot);
+    store(v + r * width, v_cache, slot);
   }
 }
 
 void CpuBackend::Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
-                           const float* k_cache, const float* v_cache, int num_heads, float scale,
+                           const void* k_cache, const void* v_cache, int num_heads, float scale,
                            float* out) {
   const CpuPreparedStep& cpu_step = AsCpuStep(step);
   cpu::PagedAttention(level_, &pool_, cpu_step.plan(), cpu_step.attention(), q, layout, k_cache,
@@ -266,15 +281,13 @@ void CpuBackend::GatherRows(const float* x, int dim, const std::vector<int32_t>&
   }
 }
 
-std::string CpuBackend::KernelDescription() const {
-  return absl::StrCat(cpu::SimdLevelName(level_), " kernels, ", pool_.num_threads(),
+std::string CpuBackend::Description() const {
+  return absl::StrCat("cpu: ", cpu::SimdLevelName(level_), " kernels, ", pool_.num_threads(),
                       " threads; matmul weights f32, bf16, f16 and q8_0 read as stored");
 }
 
 std::unique_ptr<Backend> MakeCpuBackend(int threads) {
-  auto backend = std::make_unique<CpuBackend>(threads);
-  LOG(INFO) << "cpu backend: " << backend->KernelDescription();
-  return backend;
+  return std::make_unique<CpuBackend>(threads);
 }
 
 }  // namespace tandem

@@ -34,11 +34,11 @@ class CpuBackend : public Backend {
 
   int num_threads() const { return pool_.num_threads(); }
   cpu::SimdLevel simd_level() const { return level_; }
-  // The kernels chosen at run time, e.g. "avx2 kernels, 2 threads; matmul weights ...";
-  // MakeCpuBackend logs it.
-  std::string KernelDescription() const;
 
   std::string name() const override { return "cpu"; }
+  // The kernels chosen at run time, e.g. "cpu: avx2 kernels, 2 threads; matmul weights
+  // ..." (tandem-worker logs it at start, model_bench prints it).
+  std::string Description() const override;
 
   absl::StatusOr<Buffer> Allocate(size_t bytes) override;
   absl::Status CopyToDevice(const void* host, void* device, size_t bytes) override;
@@ -60,10 +60,12 @@ class CpuBackend : public Backend {
   void Rope(const PreparedStep& step, float* x, int num_heads, int head_dim,
             const float* inv_freq) override;
   void WriteKv(const PreparedStep& step, const float* k, const float* v, const KvLayout& layout,
-               float* k_cache, float* v_cache) override;
+               void* k_cache, void* v_cache) override;
   void Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
-                 const float* k_cache, const float* v_cache, int num_heads, float scale,
+                 const void* k_cache, const void* v_cache, int num_heads, float scale,
                  float* out) override;
+  // f32, f16 and bf16 caches.
+  bool SupportsKvDType(DType dtype) const override { return dtype != DType::kQ8_0; }
   void SiluMul(const float* gate, const float* up, size_t n, float* out) override;
   void Add(float* x, const float* y, size_t n) override;
   void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows, float* out) override;

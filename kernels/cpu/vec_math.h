@@ -53,6 +53,17 @@ TANDEM_AVX2 inline void StorePartial(float* p, int64_t n, __m256 v) {
   }
 }
 
+// 8 bfloat16 values at p widened to float32 (exact: a zero-extend and a 16-bit shift).
+TANDEM_AVX2 inline __m256 LoadBf16x8(const uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+// 8 IEEE half values at p widened to float32 (exact, F16C).
+TANDEM_AVX2 inline __m256 LoadF16x8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
 TANDEM_AVX2 inline __m128 Fold8To4(__m256 a) {
   return _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
 }

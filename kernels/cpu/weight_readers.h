@@ -53,10 +53,7 @@ struct Bf16Reader {
   static constexpr int kStep = 8;
   using Block = const uint16_t*;
   Block BlockAt(size_t o, int k) const { return w + o * in_dim + k; }
-  TANDEM_AVX2 static __m256 Load8(Block b, int offset) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + offset));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-  }
+  TANDEM_AVX2 static __m256 Load8(Block b, int offset) { return LoadBf16x8(b + offset); }
   TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const { return WidenTail(*this, o, k, n); }
 #endif
 };
@@ -70,9 +67,7 @@ struct F16Reader {
   static constexpr int kStep = 8;
   using Block = const uint16_t*;
   Block BlockAt(size_t o, int k) const { return w + o * in_dim + k; }
-  TANDEM_AVX2 static __m256 Load8(Block b, int offset) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + offset)));
-  }
+  TANDEM_AVX2 static __m256 Load8(Block b, int offset) { return LoadF16x8(b + offset); }
   TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const { return WidenTail(*this, o, k, n); }
 #endif
 };
