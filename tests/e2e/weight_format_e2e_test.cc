@@ -1,8 +1,8 @@
-// End to end with q8_0 weights: the bundled target and draft quantized by
-// `tandem quantize`'s QuantizeModelDir, served by a draft worker, a one-process target
-// (the bundled target's 688-wide down_proj does not split on 32-value blocks at tp 2)
-// and tandem-coordinator. Greedy speculative output must stay token-identical to
-// target-only output with the same (q8_0) weights.
+// End to end with q8_0 weights and an f16 KV cache: the bundled target and draft
+// quantized by `tandem quantize`'s QuantizeModelDir, served with --kv_dtype=f16 by a
+// draft worker, a one-process target (the bundled target's 688-wide down_proj does not
+// split on 32-value blocks at tp 2) and tandem-coordinator. Greedy speculative output
+// must stay token-identical to target-only output with the same weights and cache.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -23,12 +23,13 @@ std::string Quantized(const std::string& model, const std::string& name) {
   return out;
 }
 
-TEST(WeightFormatE2eTest, GreedySpeculationWithQ8WeightsIsTokenIdenticalToTargetOnly) {
+TEST(WeightFormatE2eTest, GreedySpeculationWithQ8WeightsAndF16KvIsTokenIdenticalToTargetOnly) {
   ClusterOptions options;
   options.tp = 1;
   options.tag = "q8";
   options.target_model = Quantized("models/target", "target_q8");
   options.draft_model = Quantized("models/draft", "draft_q8");
+  options.worker_flags = {"--kv_dtype=f16"};
   auto cluster = Cluster::Start(options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   auto stub = (*cluster)->Client();
