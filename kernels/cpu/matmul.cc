@@ -57,9 +57,32 @@ TANDEM_AVX2 inline void Chunk(const float* x, const Reader& w, const typename Re
   }
 }
 
+// Writes each accumulator's ReduceTree8 (Reduce4 per group of four columns) to
+// out[r * out_dim + c].
+template <int RB, int CB>
+TANDEM_AVX2 inline void StoreTile(const __m256 (&acc)[RB][CB], float* out, int out_dim) {
+  const __m256 zero = _mm256_setzero_ps();
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) {
+    float* o = out + size_t(r) * out_dim;
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; c += 4) {
+      const __m128 sums =
+          Reduce4(acc[r][c], c + 1 < CB ? acc[r][c + 1] : zero, c + 2 < CB ? acc[r][c + 2] : zero,
+                  c + 3 < CB ? acc[r][c + 3] : zero);
+      if (c + 4 <= CB) {
+        _mm_storeu_ps(o + c, sums);
+      } else {
+        alignas(16) float tmp[4];
+        _mm_store_ps(tmp, sums);
+        for (int i = 0; c + i < CB; ++i) o[c + i] = tmp[i];
+      }
+    }
+  }
+}
+
 // RB rows x CB output columns starting at column `col`: RB*CB 8-lane accumulators over
-// k, then Reduce4 per group of four columns. Every instantiation performs the same
-// operations per element.
+// k, then StoreTile. Every instantiation performs the same operations per element.
 template <int RB, int CB, typename Reader>
 TANDEM_AVX2 inline void Tile(const float* x, const Reader& w, int col, int in_dim, float* out,
                              int out_dim) {
@@ -99,24 +122,7 @@ TANDEM_AVX2 inline void Tile(const float* x, const Reader& w, int col, int in_di
       for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
     }
   }
-  const __m256 zero = _mm256_setzero_ps();
-#pragma GCC unroll 8
-  for (int r = 0; r < RB; ++r) {
-    float* o = out + size_t(r) * out_dim;
-#pragma GCC unroll 8
-    for (int c = 0; c < CB; c += 4) {
-      const __m128 sums =
-          Reduce4(acc[r][c], c + 1 < CB ? acc[r][c + 1] : zero, c + 2 < CB ? acc[r][c + 2] : zero,
-                  c + 3 < CB ? acc[r][c + 3] : zero);
-      if (c + 4 <= CB) {
-        _mm_storeu_ps(o + c, sums);
-      } else {
-        alignas(16) float tmp[4];
-        _mm_store_ps(tmp, sums);
-        for (int i = 0; c + i < CB; ++i) o[c + i] = tmp[i];
-      }
-    }
-  }
+  StoreTile(acc, out, out_dim);
 }
 
 // Runs Tile<RB, cb> for a runtime cb in 1..8.
