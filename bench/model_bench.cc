@@ -46,6 +46,7 @@ ABSL_FLAG(std::string, synthetic, "",
 ABSL_FLAG(std::string, weight_format, "",
           "Comma-separated formats (f32, f16, bf16, q8_0) the linear matrices are converted "
           "to, one run each; empty = as stored (bf16 for --synthetic)");
+ABSL_FLAG(std::string, kv_dtype, "f32", "KV cache element type: f32, f16 or bf16");
 ABSL_FLAG(int, bandwidth_mb, 256, "Array size in MiB of the memory-bandwidth measurement");
 ABSL_FLAG(bool, profile, false,
           "Also print the time per backend op for forwards of 1 and K+1 positions");
@@ -197,8 +198,15 @@ void BenchModel(const std::string& name, const LlamaWeights& w, int threads, dou
   const int max_batch = absl::GetFlag(FLAGS_max_batch);
   LlamaModelOptions options;
   options.max_batch_tokens = std::max({prompt, context * max_batch, max_k + 1});
+  auto kv_dtype = ParseWeightFormat(absl::GetFlag(FLAGS_kv_dtype));  // Same spellings.
+  if (!kv_dtype.ok()) {
+    std::fprintf(stderr, "model_bench: --kv_dtype: %s\n", kv_dtype.status().ToString().c_str());
+    std::exit(1);
+  }
+  options.kv_dtype = *kv_dtype;
   options.kv_cache_bytes =
-      KvBytesPerBlock(c.num_layers, options.block_size, c.num_kv_heads, c.head_dim) *
+      KvBytesPerBlock(c.num_layers, options.block_size, c.num_kv_heads, c.head_dim,
+                      DTypeSize(options.kv_dtype)) *
       size_t((std::max(prompt, context + max_k + 1) / options.block_size + 2) * (max_batch + 2));
   auto model_or = LlamaModel::Create(*weights, backend, nullptr, options);
   if (!model_or.ok()) {
@@ -221,10 +229,10 @@ void BenchModel(const std::string& name, const LlamaWeights& w, int threads, dou
                                                   DTypeSize(weights->embed_tokens.dtype));
   std::printf(
       "\n== %s: %d layers, hidden %d, heads %d/%d, vocab %d, %.2fM parameters, "
-      "%d threads, %s matrices, weights %.3f GB\n  %s\n",
+      "%d threads, %s matrices, %s KV, weights %.3f GB\n  %s\n",
       name.c_str(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.vocab_size,
       c.NumParameters() / 1e6, threads, DTypeName(weights->layers[0].q_proj.dtype),
-      weight_bytes * 1e-9, cpu.Description().c_str());
+      DTypeName(options.kv_dtype), weight_bytes * 1e-9, cpu.Description().c_str());
 
   // Prefill: the whole prompt in one forward, logits of the last position.
   const double t_prefill = MedianSeconds(
