@@ -205,6 +205,33 @@ TEST_P(CpuBackendTest, DenseOpsMatchReference) {
   for (size_t i = 0; i < sum.size(); ++i) EXPECT_EQ(sum[i], x[i] + normed[i]);
 }
 
+// 16-bit KV caches: WriteKv stores each value rounded to nearest even at its slot.
+TEST_P(CpuBackendTest, WriteKvRoundsIntoHalfCaches) {
+  EXPECT_TRUE(backend_.SupportsKvDType(DType::kF16) && backend_.SupportsKvDType(DType::kBF16));
+  EXPECT_FALSE(backend_.SupportsKvDType(DType::kQ8_0));
+  StepPlan plan;
+  plan.block_size = 4;
+  plan.tokens = {1, 2};
+  plan.positions = {0, 1};
+  plan.kv_slots = {4, 5};
+  plan.sequences = {{0, 2, 0, {1}, {}}};
+  auto step = backend_.Prepare(plan);
+  ASSERT_TRUE(step.ok()) << step.status();
+  const std::vector<float> k = RandomVector(12, 9), v = RandomVector(12, 10);
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    const KvLayout layout{2, 4, 2, 3, dtype};
+    std::vector<uint16_t> k_cache(layout.BytesPerTensor() / 2), v_cache(k_cache.size());
+    backend_.WriteKv(**step, k.data(), v.data(), layout, k_cache.data(), v_cache.data());
+    for (int i = 0; i < 12; ++i) {
+      const auto round = [&](float x) {
+        return dtype == DType::kF16 ? cpu::FloatToF16(x) : cpu::FloatToBf16(x);
+      };
+      EXPECT_EQ(k_cache[4 * 6 + i], round(k[i])) << i;
+      EXPECT_EQ(v_cache[4 * 6 + i], round(v[i])) << i;
+    }
+  }
+}
+
 // A two-sequence step through Prepare / Rope / WriteKv / Attention against a dense
 // computation over explicit per-sequence key/value lists: sequence A continues a chain
 // after 21 cached keys (written by an earlier step), sequence B is a fresh tree.
