@@ -15,7 +15,7 @@ void QuantizeQ8Row(const float* values, int64_t n, int8_t* quants, uint16_t* sca
     scales[block] = FloatToHalf(max_abs / 127.0f);
     const float scale = HalfToFloat(scales[block]);
     for (int64_t k = begin; k < end; ++k) {
-      const float q = scale == 0 ? 0.0f : std::round(values[k] / scale);
+      const float q = scale == 0 || std::isnan(values[k]) ? 0.0f : std::round(values[k] / scale);
       quants[k] = static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
     }
   }

@@ -13,8 +13,8 @@
 namespace tandem {
 
 // Quantizes one row of `n` float values into `quants` (n int8) and `scales`
-// (Q8BlocksPerRow(n) f16 bit patterns). Non-finite inputs are a caller error
-// (the scale of their block becomes inf/NaN).
+// (Q8BlocksPerRow(n) f16 bit patterns). Non-finite inputs are a caller error: a NaN
+// quantizes to 0, an infinity makes its block's scale infinite.
 void QuantizeQ8Row(const float* values, int64_t n, int8_t* quants, uint16_t* scales);
 
 // The float32 value of one quantized row: out[k] = float(quants[k]) * float(scale of k's

@@ -32,11 +32,15 @@ int64_t TensorBytes(const HostTensor& t) {
   return bytes;
 }
 
-// `source` converted into one owned buffer (quants then scales for q8_0).
+// `source` converted into one owned buffer.
 HostTensor Convert(const HostTensor& source, DType format) {
   HostTensor out{nullptr, format, source.rows, source.cols, nullptr};
   const int64_t rows = source.rows, cols = source.cols;
-  auto buffer = std::shared_ptr<uint8_t>(new uint8_t[std::max<int64_t>(1, TensorBytes(out))],
+  // q8_0: quants, then the scales at the next 64-byte boundary (aligned for uint16_t).
+  const int64_t scales_offset = (rows * cols + 63) / 64 * 64;
+  const int64_t bytes =
+      format == DType::kQ8_0 ? scales_offset + rows * Q8BlocksPerRow(cols) * 2 : TensorBytes(out);
+  auto buffer = std::shared_ptr<uint8_t>(new uint8_t[std::max<int64_t>(1, bytes)],
                                          std::default_delete<uint8_t[]>());
   std::vector<float> row(cols);
   for (int64_t i = 0; i < rows; ++i) {
@@ -56,14 +60,14 @@ HostTensor Convert(const HostTensor& source, DType format) {
         break;
       case DType::kQ8_0: {
         auto* scales =
-            reinterpret_cast<uint16_t*>(buffer.get() + rows * cols) + i * Q8BlocksPerRow(cols);
+            reinterpret_cast<uint16_t*>(buffer.get() + scales_offset) + i * Q8BlocksPerRow(cols);
         QuantizeQ8Row(row.data(), cols, reinterpret_cast<int8_t*>(dst), scales);
         break;
       }
     }
   }
   out.data = buffer.get();
-  if (format == DType::kQ8_0) out.scales = buffer.get() + rows * cols;
+  if (format == DType::kQ8_0) out.scales = buffer.get() + scales_offset;
   out.owner = std::move(buffer);
   return out;
 }
