@@ -21,10 +21,14 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_split.h"
+#include "bench/memory_bandwidth.h"
 #include "bench/peak_flops.h"
+#include "bench/timing_backend.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "model/llama.h"
 #include "model/output_consumers.h"
+#include "model/synthetic_weights.h"
+#include "model/weight_format.h"
 #include "model/weights.h"
 
 ABSL_FLAG(int, threads, 0, "CPU backend threads (0 = one per hardware thread)");
@@ -36,6 +40,14 @@ ABSL_FLAG(int, max_k, 8, "Largest draft length K for nu(K)");
 ABSL_FLAG(int, max_batch, 32, "Largest decode batch (powers of two up to it)");
 ABSL_FLAG(double, min_seconds, 0.3, "Least timed seconds per figure");
 ABSL_FLAG(double, peak_seconds, 0.2, "Seconds per peak-FLOPS measurement");
+ABSL_FLAG(std::string, synthetic, "",
+          "Comma-separated synthetic models (model/synthetic_weights.h, e.g. llama-1b) to "
+          "bench instead of --models");
+ABSL_FLAG(std::string, weight_format, "",
+          "Comma-separated formats (f32, f16, bf16, q8_0) the linear matrices are converted "
+          "to, one run each; empty = as stored (bf16 for --synthetic)");
+ABSL_FLAG(std::string, kv_dtype, "f32", "KV cache element type: f32, f16 or bf16");
+ABSL_FLAG(int, bandwidth_mb, 256, "Array size in MiB of the memory-bandwidth measurement");
 ABSL_FLAG(bool, profile, false,
           "Also print the time per backend op for forwards of 1 and K+1 positions");
 
@@ -98,126 +110,10 @@ std::vector<int32_t> Iota(int n) {
   return v;
 }
 
-// A Backend that forwards to another and adds up the wall time of each op kind.
-class TimingBackend : public Backend {
- public:
-  enum Op {
-    kPrepare,
-    kEmbedding,
-    kRmsNorm,
-    kMatMul,
-    kRope,
-    kWriteKv,
-    kAttention,
-    kSiluMul,
-    kAdd,
-    kGatherRows,
-    kCopy,
-    kNumOps
-  };
-  static constexpr const char* kNames[kNumOps] = {"Prepare", "Embedding",  "RmsNorm",   "MatMul",
-                                                  "Rope",    "WriteKv",    "Attention", "SiluMul",
-                                                  "Add",     "GatherRows", "Copy"};
-
-  explicit TimingBackend(Backend* inner) : inner_(inner) {}
-  // Runs fn() and adds its wall time to `op`.
-  template <typename Fn>
-  auto Time(Op op, const Fn& fn) {
-    const auto start = Clock::now();
-    auto result = fn();
-    seconds_[op] += std::chrono::duration<double>(Clock::now() - start).count();
-    return result;
-  }
-
-  void Reset() { std::fill(std::begin(seconds_), std::end(seconds_), 0.0); }
-  double seconds(int op) const { return seconds_[op]; }
-
-  std::string name() const override { return inner_->name(); }
-  absl::StatusOr<Buffer> Allocate(size_t bytes) override { return inner_->Allocate(bytes); }
-  absl::Status CopyToDevice(const void* h, void* d, size_t n) override {
-    return Time(kCopy, [&] { return inner_->CopyToDevice(h, d, n); });
-  }
-  absl::Status CopyToHost(const void* d, void* h, size_t n) override {
-    return Time(kCopy, [&] { return inner_->CopyToHost(d, h, n); });
-  }
-  absl::Status CopyOnDevice(const void* s, void* d, size_t n) override {
-    return Time(kCopy, [&] { return inner_->CopyOnDevice(s, d, n); });
-  }
-  absl::Status Synchronize() override { return inner_->Synchronize(); }
-  absl::StatusOr<Weight> UploadWeight(const void* data, DType dtype, int64_t rows, int64_t cols,
-                                      std::shared_ptr<const void> owner) override {
-    return inner_->UploadWeight(data, dtype, rows, cols, std::move(owner));
-  }
-  absl::StatusOr<std::unique_ptr<PreparedStep>> Prepare(const StepPlan& plan) override {
-    return Time(kPrepare, [&] { return inner_->Prepare(plan); });
-  }
-  void Embedding(const PreparedStep& step, const Weight& table, float* out) override {
-    Time(kEmbedding, [&] {
-      inner_->Embedding(step, table, out);
-      return 0;
-    });
-  }
-  void RmsNorm(const float* x, const Weight& w, int rows, int dim, float eps, float* out) override {
-    Time(kRmsNorm, [&] {
-      inner_->RmsNorm(x, w, rows, dim, eps, out);
-      return 0;
-    });
-  }
-  void MatMul(const float* x, int rows, const Weight& w, float* out) override {
-    Time(kMatMul, [&] {
-      inner_->MatMul(x, rows, w, out);
-      return 0;
-    });
-  }
-  void Rope(const PreparedStep& step, float* x, int heads, int head_dim,
-            const float* inv_freq) override {
-    Time(kRope, [&] {
-      inner_->Rope(step, x, heads, head_dim, inv_freq);
-      return 0;
-    });
-  }
-  void WriteKv(const PreparedStep& step, const float* k, const float* v, const KvLayout& layout,
-               float* kc, float* vc) override {
-    Time(kWriteKv, [&] {
-      inner_->WriteKv(step, k, v, layout, kc, vc);
-      return 0;
-    });
-  }
-  void Attention(const PreparedStep& step, const float* q, const KvLayout& layout, const float* kc,
-                 const float* vc, int heads, float scale, float* out) override {
-    Time(kAttention, [&] {
-      inner_->Attention(step, q, layout, kc, vc, heads, scale, out);
-      return 0;
-    });
-  }
-  void SiluMul(const float* g, const float* u, size_t n, float* out) override {
-    Time(kSiluMul, [&] {
-      inner_->SiluMul(g, u, n, out);
-      return 0;
-    });
-  }
-  void Add(float* x, const float* y, size_t n) override {
-    Time(kAdd, [&] {
-      inner_->Add(x, y, n);
-      return 0;
-    });
-  }
-  void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows, float* out) override {
-    Time(kGatherRows, [&] {
-      inner_->GatherRows(x, dim, rows, out);
-      return 0;
-    });
-  }
-
- private:
-  Backend* inner_;
-  double seconds_[kNumOps] = {};
-};
-
 // Prints the mean time per backend op of forwards of 1 and k+1 positions at `context`.
 void Profile(const LlamaWeights& weights, Backend* inner, int context, int k,
              const std::vector<int32_t>& tokens) {
-  TimingBackend timing(inner);
+  bench::TimingBackend timing(inner);
   LlamaModelOptions options;
   auto model = LlamaModel::Create(weights, &timing, nullptr, options);
   if (!model.ok()) std::exit(1);
@@ -227,7 +123,7 @@ void Profile(const LlamaWeights& weights, Backend* inner, int context, int k,
   };
   if (!ForwardToHost(**model, {Seq(1, 0, slice(0, context), {})}, &logits).ok()) std::exit(1);
   std::printf("profile (us per forward)  %-10s", "rows:");
-  double per_op[2][TimingBackend::kNumOps] = {};
+  double per_op[2][bench::TimingBackend::kNumOps] = {};
   double wall[2] = {};
   for (int pass = 0; pass < 2; ++pass) {
     const int rows = pass == 0 ? 1 : k + 1;
@@ -243,56 +139,76 @@ void Profile(const LlamaWeights& weights, Backend* inner, int context, int k,
       }
     }
     wall[pass] = std::chrono::duration<double>(Clock::now() - start).count() / kCalls;
-    for (int op = 0; op < TimingBackend::kNumOps; ++op) {
+    for (int op = 0; op < bench::TimingBackend::kNumOps; ++op) {
       per_op[pass][op] = timing.seconds(op) / kCalls;
     }
   }
   std::printf("\n");
-  for (int op = 0; op < TimingBackend::kNumOps; ++op) {
-    std::printf("  %-34s %8.1f %8.1f\n", TimingBackend::kNames[op], per_op[0][op] * 1e6,
+  for (int op = 0; op < bench::TimingBackend::kNumOps; ++op) {
+    std::printf("  %-34s %8.1f %8.1f\n", bench::TimingBackend::kNames[op], per_op[0][op] * 1e6,
                 per_op[1][op] * 1e6);
   }
   double ops[2] = {};
   for (int pass = 0; pass < 2; ++pass) {
-    for (int op = 0; op < TimingBackend::kNumOps; ++op) ops[pass] += per_op[pass][op];
+    for (int op = 0; op < bench::TimingBackend::kNumOps; ++op) ops[pass] += per_op[pass][op];
   }
   std::printf("  %-34s %8.1f %8.1f\n", "model code (wall - ops)", (wall[0] - ops[0]) * 1e6,
               (wall[1] - ops[1]) * 1e6);
   std::printf("  %-34s %8.1f %8.1f\n", "wall", wall[0] * 1e6, wall[1] * 1e6);
 }
 
-// Matrix-multiply GFLOP/s of the backend on a [rows, cols] x [out, cols]^T product.
-double MatMulGflops(Backend* backend, int rows, int out, int cols) {
-  auto data = std::make_shared<std::vector<float>>(size_t(out) * cols, 0.01f);
-  auto w = backend->UploadWeight(data->data(), DType::kF32, out, cols, data);
+// Matrix-multiply GFLOP/s of the backend on rows x `t` (a weight in its stored format),
+// from the fastest call (the least disturbed by other load).
+double MatMulGflops(Backend* backend, int rows, const HostTensor& t) {
+  const int64_t out = t.rows, cols = t.cols;
+  auto w = t.dtype == DType::kQ8_0 ? backend->UploadQ8Weight(t.data, t.scales, out, cols, t.owner)
+                                   : backend->UploadWeight(t.data, t.dtype, out, cols, t.owner);
   auto x = backend->Allocate(size_t(rows) * cols * sizeof(float));
   auto y = backend->Allocate(size_t(rows) * out * sizeof(float));
   if (!w.ok() || !x.ok() || !y.ok()) return 0;
-  const double t = MedianSeconds([&] {
-    backend->MatMul(x->f32(), rows, *w, y->f32());
-    return backend->Synchronize();
-  });
-  return 2.0 * rows * out * cols / t * 1e-9;
+  const double seconds = Measure([&] {
+                           backend->MatMul(x->f32(), rows, *w, y->f32());
+                           return backend->Synchronize();
+                         }).best;
+  return 2.0 * rows * out * cols / seconds * 1e-9;
 }
 
-void BenchModel(const std::string& dir, int threads, double peak_gflops) {
-  auto weights = LoadLlamaWeights(dir, 0, 1);
-  if (!weights.ok()) {
-    std::fprintf(stderr, "model_bench: %s\n", weights.status().ToString().c_str());
-    std::exit(1);
+// Resident set size of this process in bytes (VmRSS), 0 if unknown.
+double ResidentBytes() {
+  std::FILE* status = std::fopen("/proc/self/status", "r");
+  if (status == nullptr) return 0;
+  char line[256];
+  double kb = 0;
+  while (std::fgets(line, sizeof(line), status) != nullptr) {
+    if (std::sscanf(line, "VmRSS: %lf kB", &kb) == 1) break;
   }
+  std::fclose(status);
+  return kb * 1024;
+}
+
+void BenchModel(const std::string& name, const LlamaWeights& w, int threads, double peak_gflops,
+                const bench::MemoryBandwidth& bandwidth) {
+  const LlamaWeights* weights = &w;
   const LlamaConfig& c = weights->config;
-  std::unique_ptr<Backend> backend = MakeCpuBackend(threads);
+  CpuBackend cpu(threads);
+  Backend* backend = &cpu;
   const int prompt = absl::GetFlag(FLAGS_prompt_tokens);
   const int context = absl::GetFlag(FLAGS_context);
   const int max_k = absl::GetFlag(FLAGS_max_k);
   const int max_batch = absl::GetFlag(FLAGS_max_batch);
   LlamaModelOptions options;
   options.max_batch_tokens = std::max({prompt, context * max_batch, max_k + 1});
+  auto kv_dtype = ParseWeightFormat(absl::GetFlag(FLAGS_kv_dtype));  // Same spellings.
+  if (!kv_dtype.ok()) {
+    std::fprintf(stderr, "model_bench: --kv_dtype: %s\n", kv_dtype.status().ToString().c_str());
+    std::exit(1);
+  }
+  options.kv_dtype = *kv_dtype;
   options.kv_cache_bytes =
-      KvBytesPerBlock(c.num_layers, options.block_size, c.num_kv_heads, c.head_dim) *
+      KvBytesPerBlock(c.num_layers, options.block_size, c.num_kv_heads, c.head_dim,
+                      DTypeSize(options.kv_dtype)) *
       size_t((std::max(prompt, context + max_k + 1) / options.block_size + 2) * (max_batch + 2));
-  auto model_or = LlamaModel::Create(*weights, backend.get(), nullptr, options);
+  auto model_or = LlamaModel::Create(*weights, backend, nullptr, options);
   if (!model_or.ok()) {
     std::fprintf(stderr, "model_bench: %s\n", model_or.status().ToString().c_str());
     std::exit(1);
@@ -305,11 +221,18 @@ void BenchModel(const std::string& dir, int threads, double peak_gflops) {
     return std::vector<int32_t>(tokens.begin() + begin, tokens.begin() + end);
   };
 
+  const double weight_bytes = double(WeightBytes(*weights));
+  // A decode step reads every weight once except the embedding (one row per token).
+  const double streamed_bytes =
+      weight_bytes - (c.tie_word_embeddings ? 0.0
+                                            : double(weights->embed_tokens.numel()) *
+                                                  DTypeSize(weights->embed_tokens.dtype));
   std::printf(
       "\n== %s: %d layers, hidden %d, heads %d/%d, vocab %d, %.2fM parameters, "
-      "%d threads\n",
-      dir.c_str(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.vocab_size,
-      c.NumParameters() / 1e6, threads);
+      "%d threads, %s matrices, %s KV, weights %.3f GB\n  %s\n",
+      name.c_str(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.vocab_size,
+      c.NumParameters() / 1e6, threads, DTypeName(weights->layers[0].q_proj.dtype),
+      DTypeName(options.kv_dtype), weight_bytes * 1e-9, cpu.Description().c_str());
 
   // Prefill: the whole prompt in one forward, logits of the last position.
   const double t_prefill = MedianSeconds(
@@ -336,8 +259,15 @@ void BenchModel(const std::string& dir, int threads, double peak_gflops) {
                            &logits);
     });
   }
-  std::printf("decode batch 1 at context %d: %.3f ms/token, %.0f tokens/s\n", context,
+  std::printf("decode batch 1 at context %d: %.3f ms/token, %.1f tokens/s\n", context,
               verify[0].median * 1e3, 1.0 / verify[0].median);
+  const double gbps = streamed_bytes / verify[0].median * 1e-9;
+  std::printf(
+      "  weights streamed: %.1f GB/s = %.0f%% of triad %.1f GB/s, %.0f%% of read %.1f GB/s "
+      "(best call: %.1f GB/s)\n",
+      gbps, 100 * gbps / bandwidth.triad_gbps, bandwidth.triad_gbps,
+      100 * gbps / bandwidth.read_gbps, bandwidth.read_gbps,
+      streamed_bytes / verify[0].best * 1e-9);
   std::printf("verify cost nu(K) = T(K+1 positions) / T(1):\n  K:          ");
   for (int k = 1; k <= max_k; ++k) std::printf(" %6d", k);
   std::printf("\n  nu (median):");
@@ -360,20 +290,50 @@ void BenchModel(const std::string& dir, int threads, double peak_gflops) {
     for (int s = 0; s < b; ++s) (void)model.Release(100 + s);
   }
 
-  if (absl::GetFlag(FLAGS_profile)) Profile(*weights, backend.get(), context, 4, tokens);
+  if (absl::GetFlag(FLAGS_profile)) Profile(*weights, backend, context, 4, tokens);
 
-  // The backend's matmul at this model's MLP shape.
-  std::printf("matmul [rows x %d] x [%d x %d]^T GFLOP/s (peak %.1f):", c.hidden_size,
+  std::printf("resident memory: %.3f GB = %.2f x weights (%.3f GB) + KV cache %.3f GB\n",
+              ResidentBytes() * 1e-9, (ResidentBytes() - options.kv_cache_bytes) / weight_bytes,
+              weight_bytes * 1e-9, options.kv_cache_bytes * 1e-9);
+
+  // The backend's matmul on this model's up_proj, in its format (fastest calls).
+  const HostTensor& up = weights->layers[0].up_proj;
+  std::printf("up_proj matmul [rows x %d] x [%d x %d]^T GFLOP/s (peak %.1f):", c.hidden_size,
               c.intermediate_size, c.hidden_size, peak_gflops);
+  double rows1_gflops = 0;
   for (int rows : {1, 8, 64, 256}) {
-    std::printf("  rows %d: %.2f", rows,
-                MatMulGflops(backend.get(), rows, c.intermediate_size, c.hidden_size));
+    const double gflops = MatMulGflops(backend, rows, up);
+    if (rows == 1) rows1_gflops = gflops;
+    std::printf("  rows %d: %.2f", rows, gflops);
   }
-  std::printf("\n");
+  // One row reads each weight once per 2 flops.
+  const double bytes_per_weight =
+      up.dtype == DType::kQ8_0 ? 1.0 + 2.0 / kQ8BlockSize : double(DTypeSize(up.dtype));
+  std::printf("\n  rows 1 streams %.1f GB/s of weights\n", rows1_gflops / 2 * bytes_per_weight);
+}
+
+// The weights of a model directory or synthetic spec, their linear matrices converted
+// to `format` unless it is empty.
+absl::StatusOr<LlamaWeights> LoadOrMake(const std::string& source, bool synthetic,
+                                        const std::string& format) {
+  absl::StatusOr<LlamaWeights> weights;
+  if (synthetic) {
+    auto model = ParseSyntheticModel(source);
+    if (!model.ok()) return model.status();
+    weights = MakeSyntheticWeights(*model, 1);
+  } else {
+    weights = LoadLlamaWeights(source, 0, 1);
+  }
+  if (!weights.ok() || format.empty()) return weights;
+  auto dtype = ParseWeightFormat(format);
+  if (!dtype.ok()) return dtype.status();
+  return ConvertLinearWeights(*weights, *dtype);
 }
 
 }  // namespace
 }  // namespace tandem
+
+using tandem::LoadOrMake;
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
@@ -383,10 +343,26 @@ int main(int argc, char** argv) {
       tandem::bench::MeasurePeakFlops(threads, absl::GetFlag(FLAGS_peak_seconds));
   std::printf("float32 FMA peak (%s): %.1f GFLOP/s per core, %.1f GFLOP/s on %d threads\n",
               peak.isa, peak.gflops_per_core, peak.gflops_all, peak.threads);
-  const std::vector<std::string> dirs =
-      absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipEmpty());
-  for (const std::string& dir : dirs) {
-    tandem::BenchModel(dir, threads, peak.gflops_all);
+  const tandem::bench::MemoryBandwidth bandwidth = tandem::bench::MeasureMemoryBandwidth(
+      threads, size_t(absl::GetFlag(FLAGS_bandwidth_mb)) << 20, 0.3);
+  std::printf("memory bandwidth on %d threads: triad %.1f GB/s, read %.1f GB/s\n", threads,
+              bandwidth.triad_gbps, bandwidth.read_gbps);
+  std::vector<std::string> formats =
+      absl::StrSplit(absl::GetFlag(FLAGS_weight_format), ',', absl::SkipEmpty());
+  const std::string synthetic = absl::GetFlag(FLAGS_synthetic);
+  if (formats.empty() && !synthetic.empty()) formats = {"bf16"};  // Distinct layer buffers.
+  if (formats.empty()) formats = {""};
+  const std::vector<std::string> sources = absl::StrSplit(
+      synthetic.empty() ? absl::GetFlag(FLAGS_models) : synthetic, ',', absl::SkipEmpty());
+  for (const std::string& source : sources) {
+    for (const std::string& format : formats) {
+      auto weights = LoadOrMake(source, !synthetic.empty(), format);
+      if (!weights.ok()) {
+        std::fprintf(stderr, "model_bench: %s\n", weights.status().ToString().c_str());
+        return 1;
+      }
+      tandem::BenchModel(source, *weights, threads, peak.gflops_all, bandwidth);
+    }
   }
   return 0;
 }

@@ -14,7 +14,7 @@ pass() { echo "ok: $*"; }
 # --- help and usage errors -------------------------------------------------------
 "$TANDEM" --help >"$TMP/help" && grep -q "generate" "$TMP/help" && grep -q "bench" "$TMP/help" \
   && pass "tandem --help lists commands" || fail "tandem --help"
-for cmd in generate up bench; do
+for cmd in generate up bench quantize; do
   "$TANDEM" "$cmd" --help >"$TMP/help.$cmd" 2>&1 && grep -q "^Usage: tandem $cmd" "$TMP/help.$cmd" \
     && pass "tandem $cmd --help" || fail "tandem $cmd --help: $(head -3 "$TMP/help.$cmd")"
 done
@@ -24,6 +24,12 @@ grep -q -- "--ready-file=PATH" "$TMP/help.up" && pass "up help shows --ready-fil
 "$TANDEM" generate --concurrency=3 x 2>"$TMP/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "unknown flag '--concurrency=3'" "$TMP/err" \
   && pass "a flag of another command is rejected" || fail "unknown flag: rc=$rc $(cat "$TMP/err")"
+"$TANDEM" quantize only-one-dir 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "give IN_DIR and OUT_DIR" "$TMP/err" \
+  && pass "quantize needs two directories" || fail "quantize usage: rc=$rc $(cat "$TMP/err")"
+"$TANDEM" quantize "$TMP/no-model" "$TMP/q8" 2>"$TMP/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "^tandem quantize: .*no-model" "$TMP/err" \
+  && pass "quantize of a missing model fails with one line" || fail "quantize: rc=$rc $(cat "$TMP/err")"
 "$TANDEM" frobnicate 2>/dev/null; [ $? -eq 2 ] && pass "unknown command exits 2" || fail "unknown command"
 "$TANDEM" up --dry-run --tp 2 --cpu-affinity --draft-cpus 0 --target-cpus 1 --port 0 \
   --coordinator-bin /bin/true --worker-bin /bin/true --log-dir "$TMP/logs" >"$TMP/plan" 2>&1

@@ -13,8 +13,30 @@ size_t DTypeSize(DType dtype) {
     case DType::kF16:
     case DType::kBF16:
       return 2;
+    case DType::kQ8_0:
+      return 1;
   }
   return 0;
+}
+
+const char* DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return "f32";
+    case DType::kF16:
+      return "f16";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kQ8_0:
+      return "q8_0";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<Weight> Backend::UploadQ8Weight(const void*, const void*, int64_t, int64_t,
+                                               std::shared_ptr<const void>) {
+  return absl::UnimplementedError(
+      absl::StrCat(name(), ": q8_0 weights are not supported by this backend yet"));
 }
 
 absl::Status ValidateStepPlan(const StepPlan& plan) {

@@ -6,8 +6,9 @@
 // Conventions for every op:
 //  * Activations are row-major float32 arrays in backend memory (host memory for cpu,
 //    device memory for cuda), addressed by raw pointers obtained from Buffer::f32().
-//  * Weights are uploaded once (UploadWeight) and may be stored in another dtype
-//    (cuda keeps bf16); results are always float32 with float32 accumulation.
+//  * Weights are uploaded once (UploadWeight, UploadQ8Weight) and may be stored in
+//    another dtype (cuda keeps bf16; cpu keeps bf16/f16/q8_0 matrices as stored and
+//    widens them in registers); results are always float32 with float32 accumulation.
 //  * Index metadata (tokens, positions, KV slots, block tables, masks) lives in a host
 //    StepPlan that is prepared once per forward pass (Prepare) and reused by every
 //    layer, so a GPU backend uploads it once per step.
@@ -34,10 +35,22 @@
 
 namespace tandem {
 
-enum class DType { kF32, kF16, kBF16 };
+// Weight element formats. kQ8_0 is block-quantized: each row is cut into blocks of
+// kQ8BlockSize consecutive values (the last block of a row may be shorter), stored as
+// int8 quants q (one per value, row-major [rows, cols]) plus one f16 scale d per block
+// ([rows, Q8BlocksPerRow(cols)]); value = float(q) * float(d), |q| <= 127.
+enum class DType { kF32, kF16, kBF16, kQ8_0 };
 
-// Bytes per element of `dtype`.
+constexpr int kQ8BlockSize = 32;
+
+// Scale blocks of one kQ8_0 row of `cols` values.
+inline int64_t Q8BlocksPerRow(int64_t cols) { return (cols + kQ8BlockSize - 1) / kQ8BlockSize; }
+
+// Bytes per element of `dtype` (kQ8_0: the int8 quant; its scales are extra).
 size_t DTypeSize(DType dtype);
+
+// "f32", "f16", "bf16" or "q8_0".
+const char* DTypeName(DType dtype);
 
 // A contiguous allocation in backend memory. Move-only; frees on destruction.
 class Buffer {
@@ -61,6 +74,7 @@ class Buffer {
 struct Weight {
   const void* data = nullptr;
   DType dtype = DType::kF32;
+  const void* scales = nullptr;  // kQ8_0 only: f16 [rows, Q8BlocksPerRow(cols)].
   int64_t rows = 0;
   int64_t cols = 0;
   std::shared_ptr<const void> owner;
@@ -110,14 +124,16 @@ class PreparedStep {
 };
 
 // Geometry of one layer's paged KV storage: K and V each hold
-// [num_blocks, block_size, num_kv_heads, head_dim] float32 values.
+// [num_blocks, block_size, num_kv_heads, head_dim] values of `dtype` (kF32, kF16 or
+// kBF16; a backend states which it supports, Backend::SupportsKvDType).
 struct KvLayout {
   int num_blocks = 0;
   int block_size = 16;
   int num_kv_heads = 0;  // Heads held by this rank.
   int head_dim = 0;
+  DType dtype = DType::kF32;
   size_t BytesPerTensor() const {
-    return size_t(num_blocks) * block_size * num_kv_heads * head_dim * sizeof(float);
+    return size_t(num_blocks) * block_size * num_kv_heads * head_dim * DTypeSize(dtype);
   }
 };
 
@@ -127,6 +143,9 @@ class Backend {
 
   // "cpu" or "cuda".
   virtual std::string name() const = 0;
+  // What this instance runs on, for logs (cpu: the SIMD level chosen at run time, the
+  // threads and weight formats). The default: name().
+  virtual std::string Description() const { return name(); }
 
   // ---- memory ----
   // Allocates `bytes` of backend memory (zeroed). RESOURCE_EXHAUSTED when it does not fit.
@@ -142,6 +161,12 @@ class Backend {
   // or convert and copy it (cuda: bf16 in device memory).
   virtual absl::StatusOr<Weight> UploadWeight(const void* data, DType dtype, int64_t rows,
                                               int64_t cols, std::shared_ptr<const void> owner) = 0;
+  // The same for a kQ8_0 weight: `quants` int8 [rows, cols] and `scales` f16 [rows,
+  // Q8BlocksPerRow(cols)] in host memory, kept alive by `owner`. The default answers
+  // UNIMPLEMENTED "<name>: q8_0 weights are not supported by this backend yet".
+  virtual absl::StatusOr<Weight> UploadQ8Weight(const void* quants, const void* scales,
+                                                int64_t rows, int64_t cols,
+                                                std::shared_ptr<const void> owner);
 
   // Prepares the metadata of one forward pass; valid until destroyed.
   virtual absl::StatusOr<std::unique_ptr<PreparedStep>> Prepare(const StepPlan& plan) = 0;
@@ -160,17 +185,21 @@ class Backend {
   // x: [rows, num_heads * head_dim]; inv_freq: host array [head_dim / 2].
   virtual void Rope(const PreparedStep& step, float* x, int num_heads, int head_dim,
                     const float* inv_freq) = 0;
-  // Writes each row's key and value into its slot (step.kv_slots).
-  // k, v: [rows, num_kv_heads * head_dim]; k_cache, v_cache: per KvLayout.
+  // Writes each row's key and value into its slot (step.kv_slots), rounded to nearest
+  // even when layout.dtype is 16-bit. k, v: [rows, num_kv_heads * head_dim] float32;
+  // k_cache, v_cache: per KvLayout.
   virtual void WriteKv(const PreparedStep& step, const float* k, const float* v,
-                       const KvLayout& layout, float* k_cache, float* v_cache) = 0;
+                       const KvLayout& layout, void* k_cache, void* v_cache) = 0;
   // Scaled dot-product attention over the paged cache with the StepPlan's causal/tree
   // mask and grouped-query heads (query head h reads KV head h / (num_heads /
   // num_kv_heads)). Keys are reduced in logical index order. q: [rows, num_heads *
-  // head_dim]; out: same shape. scale is usually 1/sqrt(head_dim).
+  // head_dim]; out: same shape. scale is usually 1/sqrt(head_dim). 16-bit caches are
+  // widened exactly to float32; the math is the float32 attention's.
   virtual void Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
-                         const float* k_cache, const float* v_cache, int num_heads, float scale,
+                         const void* k_cache, const void* v_cache, int num_heads, float scale,
                          float* out) = 0;
+  // Whether WriteKv/Attention take caches of `dtype`. The default: kF32 only.
+  virtual bool SupportsKvDType(DType dtype) const { return dtype == DType::kF32; }
   // out[i] = silu(gate[i]) * up[i] for i < n.
   virtual void SiluMul(const float* gate, const float* up, size_t n, float* out) = 0;
   // x[i] += y[i] for i < n.

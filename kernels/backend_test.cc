@@ -23,6 +23,13 @@ TEST(DTypeSizeTest, Sizes) {
   EXPECT_EQ(DTypeSize(DType::kF32), 4u);
   EXPECT_EQ(DTypeSize(DType::kF16), 2u);
   EXPECT_EQ(DTypeSize(DType::kBF16), 2u);
+  EXPECT_EQ(DTypeSize(DType::kQ8_0), 1u);
+  EXPECT_STREQ(DTypeName(DType::kQ8_0), "q8_0");
+  EXPECT_STREQ(DTypeName(DType::kBF16), "bf16");
+  EXPECT_EQ(Q8BlocksPerRow(0), 0);
+  EXPECT_EQ(Q8BlocksPerRow(32), 1);
+  EXPECT_EQ(Q8BlocksPerRow(33), 2);
+  EXPECT_EQ(Q8BlocksPerRow(688), 22);
 }
 
 // Two sequences: a 3-row chain after 5 cached keys (blocks 2, 0) and a 2-row tree.

@@ -8,9 +8,10 @@
 
 namespace tandem {
 
-size_t KvBytesPerBlock(int num_layers, int block_size, int kv_heads_local, int head_dim) {
+size_t KvBytesPerBlock(int num_layers, int block_size, int kv_heads_local, int head_dim,
+                       size_t value_bytes) {
   return size_t(num_layers) * 2 * size_t(block_size) * size_t(kv_heads_local) * size_t(head_dim) *
-         sizeof(float);
+         value_bytes;
 }
 
 KvCache::KvCache(int num_blocks, int block_size)

@@ -29,8 +29,10 @@
 namespace tandem {
 
 // Bytes one block costs on one rank: K and V for every layer,
-// num_layers * 2 * block_size * kv_heads_local * head_dim * sizeof(float).
-size_t KvBytesPerBlock(int num_layers, int block_size, int kv_heads_local, int head_dim);
+// num_layers * 2 * block_size * kv_heads_local * head_dim * value_bytes (4 for float32
+// caches, 2 for f16/bf16).
+size_t KvBytesPerBlock(int num_layers, int block_size, int kv_heads_local, int head_dim,
+                       size_t value_bytes = sizeof(float));
 
 class KvCache {
  public:

@@ -225,8 +225,8 @@ absl::Status LlamaModel::RunLayers(const PreparedStep& step) {
     backend_->MatMul(normed_.f32(), rows, l.v_proj, v_.f32());
     backend_->Rope(step, q_.f32(), heads_local_, c.head_dim, inv_freq_.data());
     backend_->Rope(step, k_.f32(), kv_heads_local_, c.head_dim, inv_freq_.data());
-    backend_->WriteKv(step, k_.f32(), v_.f32(), kv_layout_, k_cache_[i].f32(), v_cache_[i].f32());
-    backend_->Attention(step, q_.f32(), kv_layout_, k_cache_[i].f32(), v_cache_[i].f32(),
+    backend_->WriteKv(step, k_.f32(), v_.f32(), kv_layout_, k_cache_[i].data(), v_cache_[i].data());
+    backend_->Attention(step, q_.f32(), kv_layout_, k_cache_[i].data(), v_cache_[i].data(),
                         heads_local_, scale, attn_.f32());
     backend_->MatMul(attn_.f32(), rows, l.o_proj, proj_.f32());
     TANDEM_RETURN_IF_ERROR(AllReduce(proj_.f32(), size_t(rows) * hidden));

@@ -42,8 +42,13 @@ namespace tandem {
 
 struct LlamaModelOptions {
   // KV cache memory of this rank in bytes (K and V of all layers); rounded down to
-  // whole blocks of KvBytesPerBlock(layers, block_size, local KV heads, head_dim).
+  // whole blocks of KvBytesPerBlock(layers, block_size, local KV heads, head_dim,
+  // DTypeSize(kv_dtype)).
   size_t kv_cache_bytes = size_t(64) << 20;
+  // Element type of the KV cache: kF32, or kF16/kBF16 (half the memory; keys and values
+  // rounded to nearest even when written, attention math in float32) where the backend
+  // supports it (Backend::SupportsKvDType; Create fails otherwise).
+  DType kv_dtype = DType::kF32;
   int block_size = 16;          // Tokens per KV block.
   int max_batch_tokens = 1024;  // Most new tokens (rows) in one Forward.
   absl::Duration collective_timeout = absl::Seconds(60);

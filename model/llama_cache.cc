@@ -16,13 +16,14 @@ absl::Status LlamaModel::Fork(uint64_t parent, uint64_t child, int length) {
 }
 
 absl::Status LlamaModel::CopyBlocks(const std::vector<KvCache::BlockCopy>& copies) {
-  const size_t block_floats = size_t(cache_.block_size()) * kv_heads_local_ * config_.head_dim;
+  const size_t block_bytes = size_t(cache_.block_size()) * kv_heads_local_ * config_.head_dim *
+                             DTypeSize(kv_layout_.dtype);
   for (const KvCache::BlockCopy& c : copies) {
     for (int l = 0; l < config_.num_layers; ++l) {
       for (const Buffer* buffer : {&k_cache_[l], &v_cache_[l]}) {
-        absl::Status status = backend_->CopyOnDevice(buffer->f32() + c.src * block_floats,
-                                                     buffer->f32() + c.dst * block_floats,
-                                                     block_floats * sizeof(float));
+        auto* base = static_cast<uint8_t*>(buffer->data());
+        absl::Status status = backend_->CopyOnDevice(base + c.src * block_bytes,
+                                                     base + c.dst * block_bytes, block_bytes);
         if (!status.ok()) return status;
       }
     }
@@ -67,7 +68,8 @@ absl::Status LlamaModel::KeepPath(uint64_t seq_id, int start_position,
   }
   // Sources are strictly ascending and each is >= its destination, so copying in
   // order never overwrites a source that is still to be read.
-  const size_t slot_floats = size_t(kv_heads_local_) * config_.head_dim;
+  const size_t slot_bytes =
+      size_t(kv_heads_local_) * config_.head_dim * DTypeSize(kv_layout_.dtype);
   for (size_t j = 0; j < accepted_rows.size(); ++j) {
     const int src_logical = start_position + accepted_rows[j];
     const int dst_logical = start_position + static_cast<int>(j);
@@ -76,9 +78,9 @@ absl::Status LlamaModel::KeepPath(uint64_t seq_id, int start_position,
     const int64_t dst = *cache_.SlotOf(seq_id, dst_logical);
     for (int l = 0; l < config_.num_layers; ++l) {
       for (const Buffer* buffer : {&k_cache_[l], &v_cache_[l]}) {
+        auto* base = static_cast<uint8_t*>(buffer->data());
         absl::Status status =
-            backend_->CopyOnDevice(buffer->f32() + src * slot_floats,
-                                   buffer->f32() + dst * slot_floats, slot_floats * sizeof(float));
+            backend_->CopyOnDevice(base + src * slot_bytes, base + dst * slot_bytes, slot_bytes);
         if (!status.ok()) return status;
       }
     }
@@ -94,8 +96,8 @@ KvCacheStats LlamaModel::kv_stats() const {
   stats.used_blocks = cache_.used_blocks();
   stats.free_blocks = cache_.free_blocks();
   stats.num_sequences = cache_.num_sequences();
-  stats.bytes_per_block =
-      KvBytesPerBlock(config_.num_layers, cache_.block_size(), kv_heads_local_, config_.head_dim);
+  stats.bytes_per_block = KvBytesPerBlock(config_.num_layers, cache_.block_size(), kv_heads_local_,
+                                          config_.head_dim, DTypeSize(kv_layout_.dtype));
   stats.total_bytes = stats.bytes_per_block * stats.total_blocks;
   return stats;
 }

@@ -57,6 +57,43 @@ TEST_F(LlamaTest, TreeNodesMatchTheirChainsAndKeepPathCompacts) {
   EXPECT_EQ(model_->KeepPath(1, 14, {0}).code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// f16 and bf16 KV caches: half the bytes per block; incremental decode is bitwise the
+// full forward, a tree verified then compacted by KeepPath continues bitwise as the
+// accepted chain alone (the slot copies move 16-bit values), logits stay close to the
+// float32 cache's; a q8_0 KV cache is refused.
+TEST_F(LlamaTest, HalfKvCacheKeepsExactnessAndStaysClose) {
+  const std::vector<int32_t> tokens = RandomTokens(24, config_.vocab_size, 40);
+  const std::vector<float> f32_logits = Run(model_.get(), {Seq(1, 0, tokens, Range(0, 24))});
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    LlamaModelOptions options = DefaultOptions();
+    options.kv_dtype = dtype;
+    std::unique_ptr<LlamaModel> model = MakeModel(options);
+    ASSERT_NE(model, nullptr);
+    EXPECT_EQ(model->kv_stats().bytes_per_block * 2,
+              KvBytesPerBlock(config_.num_layers, options.block_size, config_.num_kv_heads,
+                              config_.head_dim));
+    const std::vector<float> full = Run(model.get(), {Seq(1, 0, tokens, Range(0, 24))});
+    for (size_t i = 0; i < full.size(); ++i) {
+      ASSERT_NEAR(full[i], f32_logits[i], 0.05 + 0.02 * std::abs(f32_logits[i])) << i;
+    }
+    Run(model.get(), {Seq(2, 0, Slice(tokens, 0, 12), {})});
+    for (int t = 12; t < 16; ++t) {
+      ExpectBitwiseEqual(Run(model.get(), {Seq(2, t, {tokens[t]}, {0})}), Row(full, t),
+                         std::string(DTypeName(dtype)) + " decode step " + std::to_string(t));
+    }
+    // Tree 0 -> {1, 2}, 2 -> 3 after 16 tokens; keep 0 -> 2 -> 3; decode one more.
+    const std::vector<int32_t> tree = {tokens[16], 77, tokens[17], tokens[18]};
+    Run(model.get(), {Seq(2, 16, tree, Range(0, 4), {-1, 0, 0, 2})});
+    ASSERT_TRUE(model->KeepPath(2, 16, {0, 2, 3}).ok());
+    ExpectBitwiseEqual(Run(model.get(), {Seq(2, 19, {tokens[19]}, {0})}), Row(full, 19),
+                       std::string(DTypeName(dtype)) + " decode after KeepPath");
+  }
+  LlamaModelOptions options = DefaultOptions();
+  options.kv_dtype = DType::kQ8_0;
+  EXPECT_EQ(LlamaModel::Create(weights_, backend_.get(), nullptr, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(LlamaTest, KeepPathOfAChainAndEmptyPath) {
   const std::vector<int32_t> tokens = RandomTokens(12, config_.vocab_size, 40);
   Run(model_.get(), {Seq(1, 0, Slice(tokens, 0, 8), {})});

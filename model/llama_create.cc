@@ -67,7 +67,13 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const LlamaWeight
                                                    options.max_batch_tokens, ") must be >= 1"));
   }
   const int kv_local = LocalKvHeads(c, tp);  // Replicated when tp > KV heads.
-  const size_t per_block = KvBytesPerBlock(c.num_layers, options.block_size, kv_local, c.head_dim);
+  if (options.kv_dtype == DType::kQ8_0 || !backend->SupportsKvDType(options.kv_dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("LlamaModel: the ", backend->name(),
+                                                   " backend does not keep a ",
+                                                   DTypeName(options.kv_dtype), " KV cache"));
+  }
+  const size_t per_block = KvBytesPerBlock(c.num_layers, options.block_size, kv_local, c.head_dim,
+                                           DTypeSize(options.kv_dtype));
   auto cache = KvCache::ForBudget(options.kv_cache_bytes, per_block, options.block_size);
   if (!cache.ok()) return cache.status();
 
@@ -102,7 +108,9 @@ absl::Status LlamaModel::UploadWeights(const LlamaWeights& w) {
                     Weight* out) -> absl::Status {
     absl::Status status = CheckShape(t, rows, cols, name);
     if (!status.ok()) return status;
-    auto weight = backend_->UploadWeight(t.data, t.dtype, t.rows, t.cols, t.owner);
+    auto weight = t.dtype == DType::kQ8_0
+                      ? backend_->UploadQ8Weight(t.data, t.scales, t.rows, t.cols, t.owner)
+                      : backend_->UploadWeight(t.data, t.dtype, t.rows, t.cols, t.owner);
     if (!weight.ok()) {
       return absl::Status(weight.status().code(), absl::StrCat("LlamaModel: uploading ", name, ": ",
                                                                weight.status().message()));
@@ -144,6 +152,7 @@ absl::Status LlamaModel::AllocateKv() {
   kv_layout_.block_size = cache_.block_size();
   kv_layout_.num_kv_heads = kv_heads_local_;
   kv_layout_.head_dim = config_.head_dim;
+  kv_layout_.dtype = options_.kv_dtype;
   for (int i = 0; i < config_.num_layers; ++i) {
     auto k = backend_->Allocate(kv_layout_.BytesPerTensor());
     if (!k.ok()) return k.status();

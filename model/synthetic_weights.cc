@@ -99,12 +99,14 @@ absl::StatusOr<SyntheticModel> ParseSyntheticModel(const std::string& spec) {
     model.config = BaseConfig(32, 4096, 32, 32, 11008, 32000);
   } else if (base == "llama-2-70b") {
     model.config = BaseConfig(80, 8192, 64, 8, 28672, 32000);
+  } else if (base == "llama-1b") {
+    model.config = BaseConfig(22, 2048, 32, 4, 5632, 2048);
   } else if (base == "tiny") {
     model.config = BaseConfig(2, 64, 4, 2, 128, 256);
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("synthetic model '", spec, "': unknown model '", base,
-                     "' (llama-2-7b, llama-2-70b, llama-2-70b-shard or tiny)"));
+                     "' (llama-1b, llama-2-7b, llama-2-70b, llama-2-70b-shard or tiny)"));
   }
   const LlamaConfig& c = model.config;
   const int n = model.tp_size;

@@ -25,6 +25,8 @@ struct SyntheticModel {
 };
 
 // Parses "<model>[:R/N]" with <model> one of
+//   llama-1b     (22 layers, hidden 2048, 32 heads, 4 KV heads, MLP 5632, vocab 2048:
+//                 the TinyLlama-1.1B body with a small vocabulary)
 //   llama-2-7b   (32 layers, hidden 4096, 32 heads, 32 KV heads, MLP 11008, vocab 32000)
 //   llama-2-70b  (80 layers, hidden 8192, 64 heads, 8 KV heads, MLP 28672, vocab 32000)
 //   tiny         (2 layers, hidden 64, 4 heads, 2 KV heads, MLP 128, vocab 256; tests)

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -19,12 +20,15 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
-// The checkpoint tensor `name`, checked to be f32/f16/bf16 of exactly `shape`.
+// The checkpoint tensor `name`, checked to be f32/f16/bf16 (or a q8_0 matrix: I8 quants
+// plus its F16 "<name>_scale" tensor) of exactly `shape`.
 struct CheckedTensor {
   SafetensorsTensorView view;
   DType dtype = DType::kF32;
   int64_t rows = 1;  // 1 for vectors.
   int64_t cols = 0;
+  SafetensorsTensorView scales;  // kQ8_0 only: F16 [rows, Q8BlocksPerRow(cols)].
+  std::string where;             // For error messages.
 };
 
 absl::StatusOr<CheckedTensor> CheckTensor(SafetensorsTensorView view, const std::string& where,
@@ -40,10 +44,17 @@ absl::StatusOr<CheckedTensor> CheckTensor(SafetensorsTensorView view, const std:
     case SafetensorsDType::kBF16:
       tensor.dtype = DType::kBF16;
       break;
+    case SafetensorsDType::kI8:
+      if (shape.size() != 2) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": dtype I8 (q8_0 quants) is only supported for matrices"));
+      }
+      tensor.dtype = DType::kQ8_0;
+      break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": dtype ", SafetensorsDTypeName(view.dtype),
-                       " is not supported (expected F32, F16 or BF16)"));
+                       " is not supported (expected F32, F16, BF16 or I8 for q8_0)"));
   }
   if (view.shape != shape) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": expected shape ", ShapeString(shape),
@@ -52,21 +63,68 @@ absl::StatusOr<CheckedTensor> CheckTensor(SafetensorsTensorView view, const std:
   tensor.rows = shape.size() == 2 ? shape[0] : 1;
   tensor.cols = shape.back();
   tensor.view = std::move(view);
+  tensor.where = where;
   return tensor;
+}
+
+// Attaches the scales of a q8_0 tensor `name`: "<name>_scale", F16 [rows, blocks].
+absl::Status AttachQ8Scales(const Checkpoint& checkpoint, const std::string& name,
+                            CheckedTensor* tensor) {
+  const std::string scale_name = name + "_scale";
+  const std::vector<int64_t> shape = {tensor->rows, Q8BlocksPerRow(tensor->cols)};
+  auto view = checkpoint.Find(scale_name);
+  if (!view.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(tensor->where, " is I8 (q8_0 quants) but its",
+                                                   " scales \"", scale_name, "\" are missing"));
+  }
+  if (view->dtype != SafetensorsDType::kF16 || view->shape != shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        checkpoint.FileOf(scale_name), ": q8_0 scales \"", scale_name, "\": expected F16 ",
+        ShapeString(shape), " (one scale per block of ", kQ8BlockSize, " values of a row), found ",
+        SafetensorsDTypeName(view->dtype), " ", ShapeString(view->shape)));
+  }
+  tensor->scales = *std::move(view);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<CheckedTensor> GetTensor(const Checkpoint& checkpoint, const std::string& name,
                                         const std::vector<int64_t>& shape) {
   auto view = checkpoint.Find(name);
   if (!view.ok()) return view.status();
-  return CheckTensor(*std::move(view),
-                     absl::StrCat(checkpoint.FileOf(name), ": tensor \"", name, "\""), shape);
+  auto tensor = CheckTensor(
+      *std::move(view), absl::StrCat(checkpoint.FileOf(name), ": tensor \"", name, "\""), shape);
+  if (tensor.ok() && tensor->dtype == DType::kQ8_0) {
+    if (absl::Status status = AttachQ8Scales(checkpoint, name, &*tensor); !status.ok()) {
+      return status;
+    }
+  }
+  return tensor;
 }
 
 std::shared_ptr<uint8_t> Allocate(size_t bytes) {
   // operator new[] aligns to at least alignof(std::max_align_t).
   return std::shared_ptr<uint8_t>(new uint8_t[bytes > 0 ? bytes : 1],
                                   std::default_delete<uint8_t[]>());
+}
+
+// An owner keeping both `a` and `b` alive (a q8_0 tensor's quants and scales).
+std::shared_ptr<const void> BothOwners(std::shared_ptr<const void> a,
+                                       std::shared_ptr<const void> b) {
+  if (a == b) return a;
+  auto both = std::make_shared<std::pair<std::shared_ptr<const void>, std::shared_ptr<const void>>>(
+      std::move(a), std::move(b));
+  return std::shared_ptr<const void>(both, both.get());
+}
+
+// `count` elements of `element_size` bytes at `source`: a view kept alive by `owner`
+// when aligned to the element size, else an aligned copy (its owner replaces `owner`).
+const void* AlignedView(const void* source, size_t element_size, size_t count,
+                        std::shared_ptr<const void>* owner) {
+  if (reinterpret_cast<uintptr_t>(source) % element_size == 0) return source;
+  auto copy = Allocate(count * element_size);
+  std::memcpy(copy.get(), source, count * element_size);
+  *owner = std::move(copy);
+  return owner->get();
 }
 
 // Rows [row_begin, row_begin + row_count) of `tensor`: a view into the mapping, or an
@@ -79,37 +137,58 @@ HostTensor RowSlice(const CheckedTensor& tensor, int64_t row_begin, int64_t row_
   slice.dtype = tensor.dtype;
   slice.rows = row_count;
   slice.cols = tensor.cols;
-  if (reinterpret_cast<uintptr_t>(source) % element_size == 0) {
-    slice.data = source;
-    slice.owner = tensor.view.owner;
-    return slice;
+  slice.owner = tensor.view.owner;
+  slice.data = AlignedView(source, element_size, row_count * tensor.cols, &slice.owner);
+  if (tensor.dtype == DType::kQ8_0) {
+    const int64_t blocks = Q8BlocksPerRow(tensor.cols);
+    std::shared_ptr<const void> scales_owner = tensor.scales.owner;
+    slice.scales =
+        AlignedView(static_cast<const uint16_t*>(tensor.scales.data) + row_begin * blocks,
+                    sizeof(uint16_t), row_count * blocks, &scales_owner);
+    slice.owner = BothOwners(std::move(slice.owner), std::move(scales_owner));
   }
-  auto copy = Allocate(row_count * row_bytes);
-  std::memcpy(copy.get(), source, row_count * row_bytes);
-  slice.data = copy.get();
-  slice.owner = std::move(copy);
   return slice;
 }
 
+// Copies columns [begin, begin + count) of each of `rows` rows of `row_elements`
+// elements of `element_size` bytes into owned memory.
+std::shared_ptr<uint8_t> CopyColumns(const void* source, int64_t rows, int64_t row_elements,
+                                     int64_t begin, int64_t count, size_t element_size) {
+  auto copy = Allocate(rows * count * element_size);
+  for (int64_t row = 0; row < rows; ++row) {
+    std::memcpy(copy.get() + row * count * element_size,
+                static_cast<const uint8_t*>(source) + (row * row_elements + begin) * element_size,
+                count * element_size);
+  }
+  return copy;
+}
+
 // Columns [col_begin, col_begin + col_count) of every row, copied into owned memory
-// (a view when the slice is the whole tensor).
-HostTensor ColumnSlice(const CheckedTensor& tensor, int64_t col_begin, int64_t col_count) {
+// (a view when the slice is the whole tensor). A q8_0 slice must cut on block
+// boundaries (INVALID_ARGUMENT otherwise).
+absl::StatusOr<HostTensor> ColumnSlice(const CheckedTensor& tensor, int64_t col_begin,
+                                       int64_t col_count) {
   if (col_begin == 0 && col_count == tensor.cols) return RowSlice(tensor, 0, tensor.rows);
-  const size_t element_size = DTypeSize(tensor.dtype);
-  const size_t source_row_bytes = static_cast<size_t>(tensor.cols) * element_size;
-  const size_t slice_row_bytes = static_cast<size_t>(col_count) * element_size;
-  auto copy = Allocate(tensor.rows * slice_row_bytes);
-  const auto* source = static_cast<const uint8_t*>(tensor.view.data);
-  for (int64_t row = 0; row < tensor.rows; ++row) {
-    std::memcpy(copy.get() + row * slice_row_bytes,
-                source + row * source_row_bytes + col_begin * element_size, slice_row_bytes);
+  if (tensor.dtype == DType::kQ8_0 &&
+      (col_begin % kQ8BlockSize != 0 ||
+       (col_count % kQ8BlockSize != 0 && col_begin + col_count != tensor.cols))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        tensor.where, ": the tensor-parallel column slice [", col_begin, ", ",
+        col_begin + col_count, ") does not cut q8_0 rows on blocks of ", kQ8BlockSize, " values"));
   }
   HostTensor slice;
   slice.dtype = tensor.dtype;
   slice.rows = tensor.rows;
   slice.cols = col_count;
+  auto copy = CopyColumns(tensor.view.data, tensor.rows, tensor.cols, col_begin, col_count,
+                          DTypeSize(tensor.dtype));
   slice.data = copy.get();
   slice.owner = std::move(copy);
+  if (tensor.dtype != DType::kQ8_0) return slice;
+  auto scales = CopyColumns(tensor.scales.data, tensor.rows, Q8BlocksPerRow(tensor.cols),
+                            col_begin / kQ8BlockSize, Q8BlocksPerRow(col_count), sizeof(uint16_t));
+  slice.scales = scales.get();
+  slice.owner = BothOwners(std::move(slice.owner), std::move(scales));
   return slice;
 }
 
@@ -191,7 +270,9 @@ absl::StatusOr<LayerWeights> LoadLayer(const Checkpoint& checkpoint, const Llama
       }
       case Spec::kRowParallel: {
         const int64_t cols = tensor->cols / tp_size;
-        *spec.out = ColumnSlice(*tensor, tp_rank * cols, cols);
+        auto slice = ColumnSlice(*tensor, tp_rank * cols, cols);
+        if (!slice.ok()) return slice.status();
+        *spec.out = *std::move(slice);
         break;
       }
     }
@@ -226,6 +307,12 @@ float HostTensor::At(int64_t i, int64_t j) const {
       std::memcpy(&bits, static_cast<const uint8_t*>(data) + index * 2, 2);
       return dtype == DType::kF16 ? HalfToFloat(bits) : BFloat16ToFloat(bits);
     }
+    case DType::kQ8_0: {
+      const auto* quants = static_cast<const int8_t*>(data);
+      const auto* block_scales = static_cast<const uint16_t*>(scales);
+      return float(quants[index]) *
+             HalfToFloat(block_scales[i * Q8BlocksPerRow(cols) + j / kQ8BlockSize]);
+    }
   }
   return std::numeric_limits<float>::quiet_NaN();
 }
@@ -234,6 +321,9 @@ absl::StatusOr<HostTensor> WholeTensor(SafetensorsTensorView view, const std::st
                                        const std::vector<int64_t>& shape) {
   absl::StatusOr<CheckedTensor> tensor = CheckTensor(std::move(view), where, shape);
   if (!tensor.ok()) return tensor.status();
+  if (tensor->dtype == DType::kQ8_0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": q8_0 is not supported here"));
+  }
   return RowSlice(*tensor, 0, tensor->rows);
 }
 

@@ -57,6 +57,7 @@ ABSL_FLAG(bool, medusa, true,
           "medusa_lm_head.safetensors; false ignores them.");
 ABSL_FLAG(int, threads, 0, "Compute threads; 0 = one per hardware thread.");
 ABSL_FLAG(int, kv_cache_mb, 256, "KV cache budget of this rank, MiB.");
+ABSL_FLAG(std::string, kv_dtype, "f32", "KV cache element type: f32, f16 or bf16 (cpu).");
 ABSL_FLAG(int, block_size, 16, "Tokens per KV cache block.");
 ABSL_FLAG(int, max_batch_tokens, 1024, "Most positions (rows) in one forward pass.");
 ABSL_FLAG(int, max_speculative_tokens, 16, "Most proposals per sequence in Draft/Verify (K).");
@@ -119,6 +120,7 @@ WorkerOptions OptionsFromFlags() {
   o.backend = absl::GetFlag(FLAGS_backend);
   o.threads = absl::GetFlag(FLAGS_threads);
   o.kv_cache_mb = absl::GetFlag(FLAGS_kv_cache_mb);
+  o.kv_dtype = absl::GetFlag(FLAGS_kv_dtype);
   o.block_size = absl::GetFlag(FLAGS_block_size);
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   o.max_speculative_tokens = absl::GetFlag(FLAGS_max_speculative_tokens);
@@ -258,6 +260,7 @@ int Run(int argc, char** argv) {
   std::unique_ptr<Backend> backend = *std::move(backend_or);
   LlamaModelOptions model_options;
   model_options.kv_cache_bytes = size_t(options.kv_cache_mb) << 20;
+  model_options.kv_dtype = options.KvDType();
   model_options.block_size = options.block_size;
   model_options.max_batch_tokens = options.max_batch_tokens;
   model_options.collective_timeout = options.step_timeout;
@@ -272,7 +275,8 @@ int Run(int argc, char** argv) {
   LOG(INFO) << "tandem-worker: " << options.role << " rank " << options.rank << " of "
             << options.tp_size << ", model " << ModelName(options) << " ("
             << weights->config.NumParameters() << " parameters), KV "
-            << (*model)->kv_stats().total_blocks << " blocks of " << options.block_size;
+            << (*model)->kv_stats().total_blocks << " blocks of " << options.block_size << " ("
+            << options.kv_dtype << "); " << backend->Description();
 
   std::unique_ptr<GroupMembership> membership;
   if (options.is_group()) {

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "comm/factory.h"
+#include "kernels/backend.h"
 #include "model/synthetic_weights.h"
 
 namespace tandem {
@@ -23,6 +24,7 @@ struct WorkerOptions {
   std::string backend = "cpu";      // "cpu" or "cuda".
   int threads = 0;                  // Compute threads; 0 = one per hardware thread.
   int kv_cache_mb = 256;            // KV cache budget of this rank, MiB.
+  std::string kv_dtype = "f32";     // KV cache element type: "f32", "f16" or "bf16".
   int block_size = 16;              // Tokens per KV block.
   int max_batch_tokens = 1024;      // Positions in one forward pass.
   int max_speculative_tokens = 16;  // Max K per sequence.
@@ -41,6 +43,10 @@ struct WorkerOptions {
 
   bool is_group() const { return tp_size > 1; }
   bool is_leader() const { return rank == 0; }
+  // kv_dtype as a DType (kF32 unless "f16" or "bf16").
+  DType KvDType() const {
+    return kv_dtype == "f16" ? DType::kF16 : kv_dtype == "bf16" ? DType::kBF16 : DType::kF32;
+  }
 };
 
 // Checks every field (not the model directory, which loading checks):

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "glog/logging.h"
+#include "kernels/cpu/kv_readers.h"
 #include "kernels/cpu/vec_math.h"
 
 namespace tandem {
@@ -22,10 +23,12 @@ constexpr int64_t kMinFmaPerThread = 1 << 15;
 constexpr int kKeyChunk = 64;
 
 // The inputs of one (row, KV head) task: the `heads` query heads that share the KV head.
+template <typename KV>
 struct GroupTask {
+  using T = typename KV::T;
   const float* q;          // [heads, head_dim]
-  const float* k_base;     // k_cache + kv_head * head_dim
-  const float* v_base;     // v_cache + kv_head * head_dim
+  const T* k_base;         // k_cache + kv_head * head_dim
+  const T* v_base;         // v_cache + kv_head * head_dim
   const int64_t* offsets;  // [n] element offset of each key's slot, logical order
   int n;
   int heads;
@@ -38,7 +41,8 @@ struct GroupTask {
   float* out;            // [heads, head_dim]
 };
 
-void AttendPortable(const GroupTask& t) {
+template <typename KV>
+void AttendPortable(const GroupTask<KV>& t) {
   const int hd = t.head_dim;
   for (int g = 0; g < t.heads; ++g) {
     const float* q = t.q + size_t(g) * hd;
@@ -46,13 +50,13 @@ void AttendPortable(const GroupTask& t) {
     float* out = t.out + size_t(g) * hd;
     float max = -std::numeric_limits<float>::infinity();
     for (int j = 0; j < t.n; ++j) {
-      const float* k = t.k_base + t.offsets[j];
+      const auto* k = t.k_base + t.offsets[j];
       float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       int d = 0;
       for (; d + 8 <= hd; d += 8) {
-        for (int l = 0; l < 8; ++l) acc[l] += q[d + l] * k[d + l];
+        for (int l = 0; l < 8; ++l) acc[l] += q[d + l] * KV::At(k + d + l);
       }
-      for (int l = 0; d + l < hd; ++l) acc[l] += q[d + l] * k[d + l];
+      for (int l = 0; d + l < hd; ++l) acc[l] += q[d + l] * KV::At(k + d + l);
       scores[j] = ReduceTree8(acc) * t.scale;
       max = std::max(max, scores[j]);
     }
@@ -64,9 +68,9 @@ void AttendPortable(const GroupTask& t) {
     const float inv_sum = 1.0f / ReduceTree8(sum);
     for (int d = 0; d < hd; ++d) out[d] = 0.0f;
     for (int j = 0; j < t.n; ++j) {
-      const float* v = t.v_base + t.offsets[j];
+      const auto* v = t.v_base + t.offsets[j];
       const float p = scores[j];
-      for (int d = 0; d < hd; ++d) out[d] += p * v[d];
+      for (int d = 0; d < hd; ++d) out[d] += p * KV::At(v + d);
     }
     for (int d = 0; d < hd; ++d) out[d] *= inv_sum;
   }
@@ -80,12 +84,18 @@ TANDEM_AVX2 inline __m256 Load8(const float* p, int64_t left) {
   return kFull ? _mm256_loadu_ps(p) : LoadPartial(p, left);
 }
 
+// The same for 8 cache values widened to float32.
+template <typename KV, bool kFull>
+TANDEM_AVX2 inline __m256 LoadKv8(const typename KV::T* p, int64_t left) {
+  return kFull ? KV::Load8(p) : KV::LoadPartial8(p, left);
+}
+
 // scores[j .. j + count) = scale * q . k_j for count <= 8 keys; missing keys repeat
 // key j and are not stored. kFull: head_dim is a multiple of 8.
-template <bool kFull>
-TANDEM_AVX2 inline void ScoreGroup(const GroupTask& t, const float* q, int j, int count,
+template <bool kFull, typename KV>
+TANDEM_AVX2 inline void ScoreGroup(const GroupTask<KV>& t, const float* q, int j, int count,
                                    float* scores) {
-  const float* k[8];
+  const typename KV::T* k[8];
   if (count == 8) {
     for (int l = 0; l < 8; ++l) k[l] = t.k_base + t.offsets[j + l];
   } else {
@@ -98,7 +108,9 @@ TANDEM_AVX2 inline void ScoreGroup(const GroupTask& t, const float* q, int j, in
     const int64_t left = t.head_dim - d;
     const __m256 qv = Load8<kFull>(q + d, left);
 #pragma GCC unroll 8
-    for (int l = 0; l < 8; ++l) acc[l] = _mm256_fmadd_ps(qv, Load8<kFull>(k[l] + d, left), acc[l]);
+    for (int l = 0; l < 8; ++l) {
+      acc[l] = _mm256_fmadd_ps(qv, LoadKv8<KV, kFull>(k[l] + d, left), acc[l]);
+    }
   }
   // Lane l of `sums` = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) of acc[l].
   const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
@@ -141,8 +153,8 @@ TANDEM_AVX2 float ExpAndSum(float* scores, int n) {
 // Adds p_j v_j[d0 .. d0 + 8*NV) for keys [begin, end) to the running sums even/odd
 // (memory, [8*NV] each): even keys into `even`, odd keys into `odd`, each in key
 // order (two chains hide the FMA latency). `begin` is even.
-template <int NV, bool kFull>
-TANDEM_AVX2 inline void AccumulateValues(const GroupTask& t, const float* p, int begin, int end,
+template <int NV, bool kFull, typename KV>
+TANDEM_AVX2 inline void AccumulateValues(const GroupTask<KV>& t, const float* p, int begin, int end,
                                          int d0, float* even_sums, float* odd_sums) {
   __m256 even[NV], odd[NV];
 #pragma GCC unroll 4
@@ -153,22 +165,22 @@ TANDEM_AVX2 inline void AccumulateValues(const GroupTask& t, const float* p, int
   const int64_t left = t.head_dim - d0;
   int j = begin;
   for (; j + 2 <= end; j += 2) {
-    const float* v0 = t.v_base + t.offsets[j] + d0;
-    const float* v1 = t.v_base + t.offsets[j + 1] + d0;
+    const auto* v0 = t.v_base + t.offsets[j] + d0;
+    const auto* v1 = t.v_base + t.offsets[j + 1] + d0;
     const __m256 p0 = _mm256_broadcast_ss(p + j);
     const __m256 p1 = _mm256_broadcast_ss(p + j + 1);
 #pragma GCC unroll 4
     for (int c = 0; c < NV; ++c) {
-      even[c] = _mm256_fmadd_ps(p0, Load8<kFull>(v0 + 8 * c, left - 8 * c), even[c]);
-      odd[c] = _mm256_fmadd_ps(p1, Load8<kFull>(v1 + 8 * c, left - 8 * c), odd[c]);
+      even[c] = _mm256_fmadd_ps(p0, LoadKv8<KV, kFull>(v0 + 8 * c, left - 8 * c), even[c]);
+      odd[c] = _mm256_fmadd_ps(p1, LoadKv8<KV, kFull>(v1 + 8 * c, left - 8 * c), odd[c]);
     }
   }
   if (j < end) {
-    const float* v0 = t.v_base + t.offsets[j] + d0;
+    const auto* v0 = t.v_base + t.offsets[j] + d0;
     const __m256 p0 = _mm256_broadcast_ss(p + j);
 #pragma GCC unroll 4
     for (int c = 0; c < NV; ++c) {
-      even[c] = _mm256_fmadd_ps(p0, Load8<kFull>(v0 + 8 * c, left - 8 * c), even[c]);
+      even[c] = _mm256_fmadd_ps(p0, LoadKv8<KV, kFull>(v0 + 8 * c, left - 8 * c), even[c]);
     }
   }
 #pragma GCC unroll 4
@@ -178,16 +190,16 @@ TANDEM_AVX2 inline void AccumulateValues(const GroupTask& t, const float* p, int
   }
 }
 
-template <bool kFull>
-TANDEM_AVX2 void AttendAvx2(const GroupTask& t) {
+template <bool kFull, typename KV>
+TANDEM_AVX2 void AttendAvx2(const GroupTask<KV>& t) {
   const int hd = t.head_dim;
   // Scores, chunk by chunk so each chunk's keys serve every head from L1.
   for (int c0 = 0; c0 < t.n; c0 += kKeyChunk) {
     const int c1 = std::min(t.n, c0 + kKeyChunk);
     for (int g = 0; g < t.heads; ++g) {
       for (int j = c0; j < c1; j += 8) {
-        ScoreGroup<kFull>(t, t.q + size_t(g) * hd, j, std::min(8, c1 - j),
-                          t.scores + g * t.score_stride);
+        ScoreGroup<kFull, KV>(t, t.q + size_t(g) * hd, j, std::min(8, c1 - j),
+                              t.scores + g * t.score_stride);
       }
     }
   }
@@ -210,16 +222,16 @@ TANDEM_AVX2 void AttendAvx2(const GroupTask& t) {
       for (int d0 = 0; d0 < hd; d0 += 32) {
         switch (std::min<int>(4, Chunks8(hd - d0))) {
           case 1:
-            AccumulateValues<1, kFull>(t, p, c0, c1, d0, even + d0, odd + d0);
+            AccumulateValues<1, kFull, KV>(t, p, c0, c1, d0, even + d0, odd + d0);
             break;
           case 2:
-            AccumulateValues<2, kFull>(t, p, c0, c1, d0, even + d0, odd + d0);
+            AccumulateValues<2, kFull, KV>(t, p, c0, c1, d0, even + d0, odd + d0);
             break;
           case 3:
-            AccumulateValues<3, kFull>(t, p, c0, c1, d0, even + d0, odd + d0);
+            AccumulateValues<3, kFull, KV>(t, p, c0, c1, d0, even + d0, odd + d0);
             break;
           default:
-            AccumulateValues<4, kFull>(t, p, c0, c1, d0, even + d0, odd + d0);
+            AccumulateValues<4, kFull, KV>(t, p, c0, c1, d0, even + d0, odd + d0);
             break;
         }
       }
@@ -272,10 +284,11 @@ AttentionRows BuildAttentionRows(const StepPlan& plan) {
   return rows;
 }
 
-void PagedAttention(SimdLevel level, ThreadPool* pool, const StepPlan& plan,
-                    const AttentionRows& rows, const float* q, const KvLayout& layout,
-                    const float* k_cache, const float* v_cache, int num_heads, float scale,
-                    float* out) {
+template <typename KV>
+void PagedAttentionOf(SimdLevel level, ThreadPool* pool, const StepPlan& plan,
+                      const AttentionRows& rows, const float* q, const KvLayout& layout,
+                      const typename KV::T* k_cache, const typename KV::T* v_cache, int num_heads,
+                      float scale, float* out) {
   const int num_rows = plan.num_rows();
   if (num_rows == 0 || num_heads == 0) return;
   CHECK_GT(layout.num_kv_heads, 0);
@@ -316,7 +329,7 @@ void PagedAttention(SimdLevel level, ThreadPool* pool, const StepPlan& plan,
         offsets_row = r;
       }
       const size_t first_head = size_t(r) * num_heads + size_t(kv_head) * group;
-      GroupTask t;
+      GroupTask<KV> t;
       t.q = q + first_head * head_dim;
       t.k_base = k_cache + size_t(kv_head) * head_dim;
       t.v_base = v_cache + size_t(kv_head) * head_dim;
@@ -333,14 +346,14 @@ void PagedAttention(SimdLevel level, ThreadPool* pool, const StepPlan& plan,
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
       if (level == SimdLevel::kAvx2) {
         if (head_dim % 8 == 0) {
-          AttendAvx2<true>(t);
+          AttendAvx2<true, KV>(t);
         } else {
-          AttendAvx2<false>(t);
+          AttendAvx2<false, KV>(t);
         }
         continue;
       }
 #endif
-      AttendPortable(t);
+      AttendPortable<KV>(t);
     }
   };
   const int64_t tasks = int64_t(num_rows) * layout.num_kv_heads;
@@ -351,6 +364,29 @@ void PagedAttention(SimdLevel level, ThreadPool* pool, const StepPlan& plan,
   } else {
     pool->ParallelFor(tasks, range, min_tasks);
   }
+}
+
+void PagedAttention(SimdLevel level, ThreadPool* pool, const StepPlan& plan,
+                    const AttentionRows& rows, const float* q, const KvLayout& layout,
+                    const void* k_cache, const void* v_cache, int num_heads, float scale,
+                    float* out) {
+  switch (layout.dtype) {
+    case DType::kF32:
+      return PagedAttentionOf<F32Kv>(level, pool, plan, rows, q, layout,
+                                     static_cast<const float*>(k_cache),
+                                     static_cast<const float*>(v_cache), num_heads, scale, out);
+    case DType::kF16:
+      return PagedAttentionOf<F16Kv>(level, pool, plan, rows, q, layout,
+                                     static_cast<const uint16_t*>(k_cache),
+                                     static_cast<const uint16_t*>(v_cache), num_heads, scale, out);
+    case DType::kBF16:
+      return PagedAttentionOf<Bf16Kv>(level, pool, plan, rows, q, layout,
+                                      static_cast<const uint16_t*>(k_cache),
+                                      static_cast<const uint16_t*>(v_cache), num_heads, scale, out);
+    case DType::kQ8_0:
+      break;
+  }
+  LOG(FATAL) << "PagedAttention: KV dtype " << DTypeName(layout.dtype) << " is not supported";
 }
 
 }  // namespace cpu

@@ -36,10 +36,13 @@ AttentionRows BuildAttentionRows(const StepPlan& plan);
 // (max, then exp and an 8-lane sum), and the value sum runs over keys in logical order
 // (the AVX2 path as two interleaved chains, even and odd keys, added at the end), so
 // each output depends only on its own row's query and keys (batch invariant).
-// Requires num_heads % num_kv_heads == 0 and block ids < layout.num_blocks (checked).
+// Caches of layout.dtype kF32, kF16 or kBF16: 16-bit keys and values are widened
+// exactly to float32 as they are read, so the result is bitwise that of float32 caches
+// holding the widened values. Requires num_heads % num_kv_heads == 0 and block ids <
+// layout.num_blocks (checked).
 void PagedAttention(SimdLevel level, ThreadPool* pool, const StepPlan& plan,
                     const AttentionRows& rows, const float* q, const KvLayout& layout,
-                    const float* k_cache, const float* v_cache, int num_heads, float scale,
+                    const void* k_cache, const void* v_cache, int num_heads, float scale,
                     float* out);
 
 }  // namespace cpu

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/half.h"
 #include "kernels/cpu/reference.h"
 #include "kernels/cpu/test_util.h"
 
@@ -223,6 +224,34 @@ TEST_P(AttentionTest, TreeRowsIndependentOfBatchAndThreads) {
     const auto out = RunAttention(GetParam(), &pool, batch, qb, num_heads, 0.2f);
     EXPECT_TRUE(BitwiseEqual(out.data() + size_t(2) * width, expected.data(), expected.size()))
         << "threads=" << threads;
+  }
+}
+
+// 16-bit caches give bitwise the float32 attention over their widened values, for a
+// chain and a tree, head dims with and without an 8-lane tail.
+TEST_P(AttentionTest, HalfCachesEqualFloat32OnWidenedValues) {
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    for (int head_dim : {20, 32}) {
+      Scenario s = MakeScenario({{37, 3, {}}, {20, 4, {-1, 0, 0, 2}}}, 2, head_dim, 16, 11);
+      std::vector<uint16_t> k16(s.k.size()), v16(s.v.size());
+      for (size_t i = 0; i < s.k.size(); ++i) {
+        k16[i] = dtype == DType::kF16 ? FloatToF16(s.k[i]) : FloatToBf16(s.k[i]);
+        v16[i] = dtype == DType::kF16 ? FloatToF16(s.v[i]) : FloatToBf16(s.v[i]);
+        s.k[i] = dtype == DType::kF16 ? F16ToFloat(k16[i]) : Bf16ToFloat(k16[i]);
+        s.v[i] = dtype == DType::kF16 ? F16ToFloat(v16[i]) : Bf16ToFloat(v16[i]);
+      }
+      const int num_heads = 4;
+      const auto q = RandomVector(size_t(7) * num_heads * head_dim, 12);
+      const auto expected = RunAttention(GetParam(), nullptr, s, q, num_heads, 0.3f);
+      KvLayout half_layout = s.layout;
+      half_layout.dtype = dtype;
+      std::vector<float> out(q.size(), -9.0f);
+      ThreadPool pool(2);
+      PagedAttention(GetParam(), &pool, s.plan, BuildAttentionRows(s.plan), q.data(), half_layout,
+                     k16.data(), v16.data(), num_heads, 0.3f, out.data());
+      EXPECT_TRUE(BitwiseEqual(out.data(), expected.data(), out.size()))
+          << DTypeName(dtype) << " head_dim=" << head_dim;
+    }
   }
 }
 

@@ -74,6 +74,13 @@ const float* F32Data(const Weight& w, const char* op) {
   return static_cast<const float*>(w.data);
 }
 
+// The kernels' view of an uploaded weight.
+cpu::WeightMatrix Matrix(const Weight& w) {
+  CHECK(w.data != nullptr || w.rows * w.cols == 0) << "weight has no data";
+  return cpu::WeightMatrix{w.dtype, w.data, static_cast<const uint16_t*>(w.scales),
+                           static_cast<int>(w.rows), static_cast<int>(w.cols)};
+}
+
 absl::Status CheckCopy(const void* src, const void* dst, size_t bytes, const char* op) {
   if (bytes > 0 && (src == nullptr || dst == nullptr)) {
     return absl::InvalidArgumentError(absl::StrCat(op, ": null pointer for ", bytes, " bytes"));
@@ -143,25 +150,51 @@ absl::StatusOr<Weight> CpuBackend::UploadWeight(const void* data, DType dtype, i
     return absl::InvalidArgumentError(
         absl::StrCat("UploadWeight: null data for a [", rows, ", ", cols, "] weight"));
   }
+  if (dtype == DType::kQ8_0) {
+    return absl::InvalidArgumentError("UploadWeight: q8_0 weights go through UploadQ8Weight");
+  }
   Weight weight;
-  weight.dtype = DType::kF32;
+  weight.dtype = dtype;
   weight.rows = rows;
   weight.cols = cols;
-  if (dtype == DType::kF32) {
+  if (dtype == DType::kF32 || rows > 1) {  // Matrices stay as stored: zero copy.
     weight.data = data;
     weight.owner = std::move(owner);
     return weight;
   }
+  // A 16-bit vector (norm weight): widened once, so RmsNorm reads float32.
   absl::StatusOr<Buffer> buffer = Allocate(size_t(count) * sizeof(float));
   if (!buffer.ok()) return buffer.status();
-  float* dst = buffer->f32();
-  const auto* src = static_cast<const uint16_t*>(data);
-  for (int64_t i = 0; i < count; ++i) {
-    dst[i] = dtype == DType::kBF16 ? cpu::Bf16ToFloat(src[i]) : cpu::F16ToFloat(src[i]);
-  }
-  weight.data = dst;
+  cpu::WidenRow(cpu::WeightMatrix{dtype, data, nullptr, 1, static_cast<int>(count)}, 0,
+                buffer->f32());
+  weight.dtype = DType::kF32;
+  weight.data = buffer->f32();
   auto holder = std::make_shared<Buffer>(std::move(*buffer));
   weight.owner = std::shared_ptr<const void>(holder, holder->data());
+  return weight;
+}
+
+absl::StatusOr<Weight> CpuBackend::UploadQ8Weight(const void* quants, const void* scales,
+                                                  int64_t rows, int64_t cols,
+                                                  std::shared_ptr<const void> owner) {
+  if (rows < 0 || cols < 0 || (cols > 0 && rows > std::numeric_limits<int32_t>::max() / cols)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("UploadQ8Weight: bad shape [", rows, ", ", cols, "]"));
+  }
+  if (rows * cols > 0 && (quants == nullptr || scales == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat("UploadQ8Weight: null quants or scales for a [",
+                                                   rows, ", ", cols, "] weight"));
+  }
+  if (reinterpret_cast<uintptr_t>(scales) % alignof(uint16_t) != 0) {
+    return absl::InvalidArgumentError("UploadQ8Weight: scales are not 2-byte aligned");
+  }
+  Weight weight;
+  weight.data = quants;
+  weight.dtype = DType::kQ8_0;
+  weight.scales = scales;
+  weight.rows = rows;
+  weight.cols = cols;
+  weight.owner = std::move(owner);
   return weight;
 }
 
@@ -172,13 +205,13 @@ absl::StatusOr<std::unique_ptr<PreparedStep>> CpuBackend::Prepare(const StepPlan
 
 void CpuBackend::Embedding(const PreparedStep& step, const Weight& table, float* out) {
   const StepPlan& plan = AsCpuStep(step).plan();
-  const float* data = F32Data(table, "Embedding");
+  const cpu::WeightMatrix matrix = Matrix(table);
   const size_t dim = size_t(table.cols);
   for (int r = 0; r < plan.num_rows(); ++r) {
     const int32_t token = plan.tokens[r];
     CHECK(token >= 0 && token < table.rows)
         << "Embedding: token " << token << " outside the vocabulary of " << table.rows;
-    std::memcpy(out + r * dim, data + size_t(token) * dim, dim * sizeof(float));
+    cpu::WidenRow(matrix, token, out + r * dim);
   }
 }
 
@@ -189,8 +222,7 @@ void CpuBackend::RmsNorm(const float* x, const Weight& weight, int rows, int dim
 }
 
 void CpuBackend::MatMul(const float* x, int rows, const Weight& w, float* out) {
-  cpu::MatMul(level_, &pool_, x, rows, F32Data(w, "MatMul"), static_cast<int>(w.rows),
-              static_cast<int>(w.cols), out);
+  cpu::MatMul(level_, &pool_, x, rows, Matrix(w), out);
 }
 
 void CpuBackend::Rope(const PreparedStep& step, float* x, int num_heads, int head_dim,
@@ -201,21 +233,35 @@ void CpuBackend::Rope(const PreparedStep& step, float* x, int num_heads, int hea
 }
 
 void CpuBackend::WriteKv(const PreparedStep& step, const float* k, const float* v,
-                         const KvLayout& layout, float* k_cache, float* v_cache) {
+                         const KvLayout& layout, void* k_cache, void* v_cache) {
+  CHECK(SupportsKvDType(layout.dtype)) << "WriteKv: unsupported KV dtype";
   const StepPlan& plan = AsCpuStep(step).plan();
   const size_t width = size_t(layout.num_kv_heads) * layout.head_dim;
+  const size_t value_size = DTypeSize(layout.dtype);
   const int64_t slots = int64_t(layout.num_blocks) * layout.block_size;
+  // One row of float32 values into the cache's dtype (round to nearest even).
+  auto store = [&](const float* src, void* cache, int64_t slot) {
+    uint8_t* dst = static_cast<uint8_t*>(cache) + size_t(slot) * width * value_size;
+    if (layout.dtype == DType::kF32) {
+      std::memcpy(dst, src, width * sizeof(float));
+      return;
+    }
+    auto* half = reinterpret_cast<uint16_t*>(dst);
+    for (size_t i = 0; i < width; ++i) {
+      half[i] = layout.dtype == DType::kF16 ? cpu::FloatToF16(src[i]) : cpu::FloatToBf16(src[i]);
+    }
+  };
   for (int r = 0; r < plan.num_rows(); ++r) {
     const int64_t slot = plan.kv_slots[r];
     CHECK(slot >= 0 && slot < slots)
         << "WriteKv: slot " << slot << " outside the cache of " << slots << " slots";
-    std::memcpy(k_cache + slot * width, k + r * width, width * sizeof(float));
-    std::memcpy(v_cache + slot * width, v + r * width, width * sizeof(float));
+    store(k + r * width, k_cache, slot);
+    store(v + r * width, v_cache, slot);
   }
 }
 
 void CpuBackend::Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
-                           const float* k_cache, const float* v_cache, int num_heads, float scale,
+                           const void* k_cache, const void* v_cache, int num_heads, float scale,
                            float* out) {
   const CpuPreparedStep& cpu_step = AsCpuStep(step);
   cpu::PagedAttention(level_, &pool_, cpu_step.plan(), cpu_step.attention(), q, layout, k_cache,
@@ -233,6 +279,11 @@ void CpuBackend::GatherRows(const float* x, int dim, const std::vector<int32_t>&
     CHECK_GE(rows[j], 0) << "GatherRows: negative row index";
     std::memmove(out + j * size_t(dim), x + size_t(rows[j]) * dim, sizeof(float) * size_t(dim));
   }
+}
+
+std::string CpuBackend::Description() const {
+  return absl::StrCat("cpu: ", cpu::SimdLevelName(level_), " kernels, ", pool_.num_threads(),
+                      " threads; matmul weights f32, bf16, f16 and q8_0 read as stored");
 }
 
 std::unique_ptr<Backend> MakeCpuBackend(int threads) {

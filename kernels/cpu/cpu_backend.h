@@ -1,12 +1,14 @@
-// The CPU implementation of Backend: host memory (64-byte aligned, zeroed), float32
-// weights (f32 host data used in place, f16/bf16 widened once at upload), and threaded
+// The CPU implementation of Backend: host memory (64-byte aligned, zeroed), weights
+// used in place as stored (f32, bf16, f16 and q8_0 matrices, zero copy: the matmul
+// widens 16-bit values and dequantizes q8_0 in registers; 16-bit vectors, the norm
+// weights, are widened once at upload), and threaded
 // kernels with an AVX2+FMA path chosen at run time and a portable C++ path
 // (TANDEM_CPU_SIMD=portable forces the latter). It is the reference backend the CUDA
 // one is tested against. Every op is batch invariant (see kernels/backend.h).
 //
 // Op preconditions the model code must meet (violations are programming errors and
 // abort with a message rather than corrupt memory where checking is cheap): weights
-// come from this backend's UploadWeight (float32); Embedding tokens are < table.rows;
+// come from this backend's UploadWeight/UploadQ8Weight; Embedding tokens are < table.rows;
 // Attention block ids are < layout.num_blocks and num_heads % num_kv_heads == 0;
 // Rope's head_dim is even; steps come from this backend's Prepare.
 #ifndef TANDEM_KERNELS_CPU_CPU_BACKEND_H_
@@ -34,6 +36,9 @@ class CpuBackend : public Backend {
   cpu::SimdLevel simd_level() const { return level_; }
 
   std::string name() const override { return "cpu"; }
+  // The kernels chosen at run time, e.g. "cpu: avx2 kernels, 2 threads; matmul weights
+  // ..." (tandem-worker logs it at start, model_bench prints it).
+  std::string Description() const override;
 
   absl::StatusOr<Buffer> Allocate(size_t bytes) override;
   absl::Status CopyToDevice(const void* host, void* device, size_t bytes) override;
@@ -43,6 +48,8 @@ class CpuBackend : public Backend {
 
   absl::StatusOr<Weight> UploadWeight(const void* data, DType dtype, int64_t rows, int64_t cols,
                                       std::shared_ptr<const void> owner) override;
+  absl::StatusOr<Weight> UploadQ8Weight(const void* quants, const void* scales, int64_t rows,
+                                        int64_t cols, std::shared_ptr<const void> owner) override;
 
   absl::StatusOr<std::unique_ptr<PreparedStep>> Prepare(const StepPlan& plan) override;
 
@@ -53,10 +60,12 @@ class CpuBackend : public Backend {
   void Rope(const PreparedStep& step, float* x, int num_heads, int head_dim,
             const float* inv_freq) override;
   void WriteKv(const PreparedStep& step, const float* k, const float* v, const KvLayout& layout,
-               float* k_cache, float* v_cache) override;
+               void* k_cache, void* v_cache) override;
   void Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
-                 const float* k_cache, const float* v_cache, int num_heads, float scale,
+                 const void* k_cache, const void* v_cache, int num_heads, float scale,
                  float* out) override;
+  // f32, f16 and bf16 caches.
+  bool SupportsKvDType(DType dtype) const override { return dtype != DType::kQ8_0; }
   void SiluMul(const float* gate, const float* up, size_t n, float* out) override;
   void Add(float* x, const float* y, size_t n) override;
   void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows, float* out) override;

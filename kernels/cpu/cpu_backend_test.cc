@@ -76,16 +76,33 @@ TEST_P(CpuBackendTest, UploadWeight) {
     for (int i = 0; i < 6; ++i) {
       half[i] = dtype == DType::kBF16 ? cpu::FloatToBf16((*data)[i]) : cpu::FloatToF16((*data)[i]);
     }
-    absl::StatusOr<Weight> w = backend_.UploadWeight(half.data(), dtype, 3, 2, nullptr);
-    ASSERT_TRUE(w.ok()) << w.status();
-    half.assign(6, 0);  // The backend owns its converted copy.
-    EXPECT_EQ(w->dtype, DType::kF32);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(w->data) % 64, 0u);
-    const float* converted = static_cast<const float*>(w->data);
+    // A matrix stays as stored (zero copy, no float32 copy of the weights).
+    absl::StatusOr<Weight> matrix = backend_.UploadWeight(half.data(), dtype, 3, 2, nullptr);
+    ASSERT_TRUE(matrix.ok()) << matrix.status();
+    EXPECT_EQ(matrix->data, half.data());
+    EXPECT_EQ(matrix->dtype, dtype);
+    // A vector (a norm weight) is widened once into memory the backend owns.
+    absl::StatusOr<Weight> vector = backend_.UploadWeight(half.data(), dtype, 1, 6, nullptr);
+    ASSERT_TRUE(vector.ok()) << vector.status();
+    half.assign(6, 0);
+    EXPECT_EQ(vector->dtype, DType::kF32);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(vector->data) % 64, 0u);
+    const float* converted = static_cast<const float*>(vector->data);
     for (int i = 0; i < 6; ++i) {
       EXPECT_NEAR(converted[i], (*data)[i], dtype == DType::kBF16 ? 4e-3 : 5e-4) << i;
     }
   }
+  const int8_t quants[4] = {1, -2, 3, 127};
+  const uint16_t scales[2] = {cpu::FloatToF16(0.5f), cpu::FloatToF16(0.25f)};
+  absl::StatusOr<Weight> q8 = backend_.UploadQ8Weight(quants, scales, 2, 2, nullptr);
+  ASSERT_TRUE(q8.ok()) << q8.status();
+  EXPECT_EQ(q8->dtype, DType::kQ8_0);
+  EXPECT_EQ(q8->data, quants);
+  EXPECT_EQ(q8->scales, scales);
+  EXPECT_EQ(backend_.UploadQ8Weight(quants, nullptr, 2, 2, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(backend_.UploadWeight(quants, DType::kQ8_0, 2, 2, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(backend_.UploadWeight(nullptr, DType::kF32, 2, 2, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(backend_.UploadWeight(data->data(), DType::kF32, -1, 2, nullptr).status().code(),
@@ -133,6 +150,17 @@ TEST_P(CpuBackendTest, EmbeddingAndGatherRows) {
   for (int r = 0; r < 3; ++r) {
     for (int c = 0; c < 3; ++c) EXPECT_EQ(out[r * 3 + c], table[plan.tokens[r] * 3 + c]);
   }
+  // A bf16 table is kept as stored and its rows widened on lookup.
+  std::vector<uint16_t> table_bf16(table.size());
+  for (size_t i = 0; i < table.size(); ++i) table_bf16[i] = cpu::FloatToBf16(table[i]);
+  absl::StatusOr<Weight> w16 =
+      backend_.UploadWeight(table_bf16.data(), DType::kBF16, 5, 3, nullptr);
+  ASSERT_TRUE(w16.ok());
+  std::vector<float> out16(9);
+  backend_.Embedding(**step, *w16, out16.data());
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(out16[i], cpu::Bf16ToFloat(table_bf16[plan.tokens[i / 3] * 3 + i % 3]));
+  }
   std::vector<float> gathered(6);
   backend_.GatherRows(out.data(), 3, {2, 1}, gathered.data());
   for (int c = 0; c < 3; ++c) {
@@ -175,6 +203,33 @@ TEST_P(CpuBackendTest, DenseOpsMatchReference) {
   std::vector<float> sum = x;
   backend_.Add(sum.data(), normed.data(), sum.size());
   for (size_t i = 0; i < sum.size(); ++i) EXPECT_EQ(sum[i], x[i] + normed[i]);
+}
+
+// 16-bit KV caches: WriteKv stores each value rounded to nearest even at its slot.
+TEST_P(CpuBackendTest, WriteKvRoundsIntoHalfCaches) {
+  EXPECT_TRUE(backend_.SupportsKvDType(DType::kF16) && backend_.SupportsKvDType(DType::kBF16));
+  EXPECT_FALSE(backend_.SupportsKvDType(DType::kQ8_0));
+  StepPlan plan;
+  plan.block_size = 4;
+  plan.tokens = {1, 2};
+  plan.positions = {0, 1};
+  plan.kv_slots = {4, 5};
+  plan.sequences = {{0, 2, 0, {1}, {}}};
+  auto step = backend_.Prepare(plan);
+  ASSERT_TRUE(step.ok()) << step.status();
+  const std::vector<float> k = RandomVector(12, 9), v = RandomVector(12, 10);
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    const KvLayout layout{2, 4, 2, 3, dtype};
+    std::vector<uint16_t> k_cache(layout.BytesPerTensor() / 2), v_cache(k_cache.size());
+    backend_.WriteKv(**step, k.data(), v.data(), layout, k_cache.data(), v_cache.data());
+    for (int i = 0; i < 12; ++i) {
+      const auto round = [&](float x) {
+        return dtype == DType::kF16 ? cpu::FloatToF16(x) : cpu::FloatToBf16(x);
+      };
+      EXPECT_EQ(k_cache[4 * 6 + i], round(k[i])) << i;
+      EXPECT_EQ(v_cache[4 * 6 + i], round(v[i])) << i;
+    }
+  }
 }
 
 // A two-sequence step through Prepare / Rope / WriteKv / Attention against a dense

@@ -4,7 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "glog/logging.h"
 #include "kernels/cpu/vec_math.h"
+#include "kernels/cpu/weight_readers.h"
 
 namespace tandem {
 namespace cpu {
@@ -19,18 +21,18 @@ constexpr int kColumnsPerUnit = 8;
 
 // One output element (the tail lanes that k does not reach stay untouched, which is
 // the same as adding zeros).
-void MatMulRangePortable(const float* x, int rows, const float* w, int out_dim, int in_dim,
+template <typename Reader>
+void MatMulRangePortable(const float* x, int rows, const Reader& w, int out_dim, int in_dim,
                          int col_begin, int col_end, float* out) {
   for (int r = 0; r < rows; ++r) {
     const float* xr = x + size_t(r) * in_dim;
     for (int o = col_begin; o < col_end; ++o) {
-      const float* wo = w + size_t(o) * in_dim;
       float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       int k = 0;
       for (; k + 8 <= in_dim; k += 8) {
-        for (int j = 0; j < 8; ++j) acc[j] += xr[k + j] * wo[k + j];
+        for (int j = 0; j < 8; ++j) acc[j] += xr[k + j] * w.At(o, k + j);
       }
-      for (int j = 0; k + j < in_dim; ++j) acc[j] += xr[k + j] * wo[k + j];
+      for (int j = 0; k + j < in_dim; ++j) acc[j] += xr[k + j] * w.At(o, k + j);
       out[size_t(r) * out_dim + o] = ReduceTree8(acc);
     }
   }
@@ -38,40 +40,27 @@ void MatMulRangePortable(const float* x, int rows, const float* w, int out_dim, 
 
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
 
-// RB rows x CB output columns: RB*CB 8-lane accumulators over k, then Reduce4 per
-// group of four columns. Every instantiation performs the same operations per element.
-template <int RB, int CB>
-TANDEM_AVX2 inline void Tile(const float* x, const float* w, int in_dim, float* out, int out_dim) {
-  __m256 acc[RB][CB];
+// One chunk of 8 values of k at `k`: the weights Load8(blocks[c], offset), `offset` being
+// k's distance from where the step state `blocks` was fetched, times the rows of x at k,
+// one fused multiply-add per (row, column).
+template <int RB, int CB, typename Reader>
+TANDEM_AVX2 inline void Chunk(const float* x, const Reader& w, const typename Reader::Block* blocks,
+                              int in_dim, int k, int offset, __m256 (&acc)[RB][CB]) {
+  __m256 wv[CB];
+#pragma GCC unroll 8
+  for (int c = 0; c < CB; ++c) wv[c] = w.Load8(blocks[c], offset);
 #pragma GCC unroll 8
   for (int r = 0; r < RB; ++r) {
+    const __m256 xv = _mm256_loadu_ps(x + size_t(r) * in_dim + k);
 #pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_setzero_ps();
+    for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
   }
-  int k = 0;
-  for (; k + 8 <= in_dim; k += 8) {
-    __m256 wv[CB];
-#pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) wv[c] = _mm256_loadu_ps(w + size_t(c) * in_dim + k);
-#pragma GCC unroll 8
-    for (int r = 0; r < RB; ++r) {
-      const __m256 xv = _mm256_loadu_ps(x + size_t(r) * in_dim + k);
-#pragma GCC unroll 8
-      for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
-    }
-  }
-  if (k < in_dim) {
-    const __m256i mask = TailMask(in_dim - k);
-    __m256 wv[CB];
-#pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) wv[c] = _mm256_maskload_ps(w + size_t(c) * in_dim + k, mask);
-#pragma GCC unroll 8
-    for (int r = 0; r < RB; ++r) {
-      const __m256 xv = _mm256_maskload_ps(x + size_t(r) * in_dim + k, mask);
-#pragma GCC unroll 8
-      for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
-    }
-  }
+}
+
+// Writes each accumulator's ReduceTree8 (Reduce4 per group of four columns) to
+// out[r * out_dim + c].
+template <int RB, int CB>
+TANDEM_AVX2 inline void StoreTile(const __m256 (&acc)[RB][CB], float* out, int out_dim) {
   const __m256 zero = _mm256_setzero_ps();
 #pragma GCC unroll 8
   for (int r = 0; r < RB; ++r) {
@@ -92,43 +81,85 @@ TANDEM_AVX2 inline void Tile(const float* x, const float* w, int in_dim, float* 
   }
 }
 
+// RB rows x CB output columns starting at column `col`: RB*CB 8-lane accumulators over
+// k, then StoreTile. Every instantiation performs the same operations per element.
+template <int RB, int CB, typename Reader>
+TANDEM_AVX2 inline void Tile(const float* x, const Reader& w, int col, int in_dim, float* out,
+                             int out_dim) {
+  __m256 acc[RB][CB];
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) {
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_setzero_ps();
+  }
+  // Steps of Reader::kStep values of k (one q8_0 block, else 8) whose per-column state
+  // (row pointer, block scale) is fetched once; then whole chunks of 8 of a last partial
+  // step; then the masked tail. The chunks of 8 run in k order either way.
+  typename Reader::Block blocks[CB];
+  int k = 0;
+  for (; k + Reader::kStep <= in_dim; k += Reader::kStep) {
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) blocks[c] = w.BlockAt(size_t(col) + c, k);
+#pragma GCC unroll 4
+    for (int s = 0; s < Reader::kStep; s += 8) Chunk<RB, CB>(x, w, blocks, in_dim, k + s, s, acc);
+  }
+  if (k < in_dim) {
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) blocks[c] = w.BlockAt(size_t(col) + c, k);
+    for (const int base = k; k + 8 <= in_dim; k += 8) {
+      Chunk<RB, CB>(x, w, blocks, in_dim, k, k - base, acc);
+    }
+  }
+  if (k < in_dim) {
+    const __m256i mask = TailMask(in_dim - k);
+    __m256 wv[CB];
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) wv[c] = w.LoadTail(size_t(col) + c, k, in_dim - k);
+#pragma GCC unroll 8
+    for (int r = 0; r < RB; ++r) {
+      const __m256 xv = _mm256_maskload_ps(x + size_t(r) * in_dim + k, mask);
+#pragma GCC unroll 8
+      for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
+    }
+  }
+  StoreTile(acc, out, out_dim);
+}
+
 // Runs Tile<RB, cb> for a runtime cb in 1..8.
-template <int RB>
-TANDEM_AVX2 void TileAnyWidth(int cb, const float* x, const float* w, int in_dim, float* out,
-                              int out_dim) {
+template <int RB, typename Reader>
+TANDEM_AVX2 void TileAnyWidth(int cb, const float* x, const Reader& w, int col, int in_dim,
+                              float* out, int out_dim) {
   switch (cb) {
     case 1:
-      return Tile<RB, 1>(x, w, in_dim, out, out_dim);
+      return Tile<RB, 1>(x, w, col, in_dim, out, out_dim);
     case 2:
-      return Tile<RB, 2>(x, w, in_dim, out, out_dim);
+      return Tile<RB, 2>(x, w, col, in_dim, out, out_dim);
     case 3:
-      return Tile<RB, 3>(x, w, in_dim, out, out_dim);
+      return Tile<RB, 3>(x, w, col, in_dim, out, out_dim);
     case 4:
-      return Tile<RB, 4>(x, w, in_dim, out, out_dim);
+      return Tile<RB, 4>(x, w, col, in_dim, out, out_dim);
     case 5:
-      return Tile<RB, 5>(x, w, in_dim, out, out_dim);
+      return Tile<RB, 5>(x, w, col, in_dim, out, out_dim);
     case 6:
-      return Tile<RB, 6>(x, w, in_dim, out, out_dim);
+      return Tile<RB, 6>(x, w, col, in_dim, out, out_dim);
     case 7:
-      return Tile<RB, 7>(x, w, in_dim, out, out_dim);
+      return Tile<RB, 7>(x, w, col, in_dim, out, out_dim);
     default:
-      return Tile<RB, 8>(x, w, in_dim, out, out_dim);
+      return Tile<RB, 8>(x, w, col, in_dim, out, out_dim);
   }
 }
 
 // RB rows against output columns [col_begin, col_end) in tiles of CB columns.
-template <int RB, int CB>
-TANDEM_AVX2 void Sweep(const float* x, const float* w, int out_dim, int in_dim, int col_begin,
+template <int RB, int CB, typename Reader>
+TANDEM_AVX2 void Sweep(const float* x, const Reader& w, int out_dim, int in_dim, int col_begin,
                        int col_end, float* out) {
   int c = col_begin;
-  for (; c + CB <= col_end; c += CB) {
-    Tile<RB, CB>(x, w + size_t(c) * in_dim, in_dim, out + c, out_dim);
-  }
-  if (c < col_end)
-    TileAnyWidth<RB>(col_end - c, x, w + size_t(c) * in_dim, in_dim, out + c, out_dim);
+  for (; c + CB <= col_end; c += CB) Tile<RB, CB>(x, w, c, in_dim, out + c, out_dim);
+  if (c < col_end) TileAnyWidth<RB>(col_end - c, x, w, c, in_dim, out + c, out_dim);
 }
 
-TANDEM_AVX2 void MatMulRangeAvx2(const float* x, int rows, const float* w, int out_dim, int in_dim,
+template <typename Reader>
+TANDEM_AVX2 void MatMulRangeAvx2(const float* x, int rows, const Reader& w, int out_dim, int in_dim,
                                  int col_begin, int col_end, float* out) {
   // Column panels sized so a panel of w stays in L1 while every row block passes over it.
   const int panel = std::max(24, (8192 / std::max(in_dim, 1)) / 24 * 24);
@@ -158,10 +189,10 @@ TANDEM_AVX2 void MatMulRangeAvx2(const float* x, int rows, const float* w, int o
 
 #endif  // TANDEM_HAVE_AVX2_KERNELS
 
-}  // namespace
-
-void MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const float* w,
-            int out_dim, int in_dim, float* out) {
+// Runs the kernel of `level` over `reader`, split over output columns across `pool`.
+template <typename Reader>
+void MatMulWith(SimdLevel level, ThreadPool* pool, const float* x, int rows, const Reader& w,
+                int out_dim, int in_dim, float* out) {
   if (rows <= 0 || out_dim <= 0) return;
   auto range = [&](int64_t unit_begin, int64_t unit_end) {
     const int col_begin = static_cast<int>(unit_begin * kColumnsPerUnit);
@@ -183,6 +214,44 @@ void MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const f
   } else {
     pool->ParallelFor(units, range, min_units);
   }
+}
+
+// Calls fn(reader) with the reader of w's format.
+template <typename Fn>
+void WithReader(const WeightMatrix& w, const Fn& fn) {
+  switch (w.dtype) {
+    case DType::kF32:
+      return fn(F32Reader{static_cast<const float*>(w.data), w.in_dim});
+    case DType::kBF16:
+      return fn(Bf16Reader{static_cast<const uint16_t*>(w.data), w.in_dim});
+    case DType::kF16:
+      return fn(F16Reader{static_cast<const uint16_t*>(w.data), w.in_dim});
+    case DType::kQ8_0:
+      CHECK(w.scales != nullptr) << "MatMul: q8_0 weight without scales";
+      return fn(Q8Reader{static_cast<const int8_t*>(w.data), w.scales, w.in_dim,
+                         static_cast<int>(Q8BlocksPerRow(w.in_dim))});
+  }
+  LOG(FATAL) << "MatMul: unknown weight dtype " << static_cast<int>(w.dtype);
+}
+
+}  // namespace
+
+void MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const WeightMatrix& w,
+            float* out) {
+  WithReader(w, [&](const auto& reader) {
+    MatMulWith(level, pool, x, rows, reader, w.out_dim, w.in_dim, out);
+  });
+}
+
+void MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const float* w,
+            int out_dim, int in_dim, float* out) {
+  MatMulWith(level, pool, x, rows, F32Reader{w, in_dim}, out_dim, in_dim, out);
+}
+
+void WidenRow(const WeightMatrix& w, int row, float* out) {
+  WithReader(w, [&](const auto& reader) {
+    for (int k = 0; k < w.in_dim; ++k) out[k] = reader.At(size_t(row), k);
+  });
 }
 
 }  // namespace cpu

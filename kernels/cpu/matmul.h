@@ -1,24 +1,52 @@
-// Matrix product with a row-major weight: out[r, o] = sum_k x[r, k] * w[o, k].
+// Matrix product with a row-major weight: out[r, o] = sum_k x[r, k] * w[o, k], for
+// float32 weights and for weights kept in their stored format (bf16, f16, q8_0) and
+// widened to float32 in registers.
 #ifndef TANDEM_KERNELS_CPU_MATMUL_H_
 #define TANDEM_KERNELS_CPU_MATMUL_H_
 
+#include <cstdint>
+
+#include "kernels/backend.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace tandem {
 namespace cpu {
 
-// x: [rows, in_dim], w: [out_dim, in_dim], out: [rows, out_dim]; all float32, row-major,
-// no alignment required, `out` must not overlap the inputs. Work is split over output
-// columns across `pool` (nullptr = calling thread only).
+// A weight matrix [out_dim, in_dim] in one of the formats of kernels/backend.h's DType:
+// `data` holds float32, bf16 or f16 elements (row-major), or for kQ8_0 int8 quants
+// [out_dim, in_dim] with `scales` the f16 scale of each block of kQ8BlockSize values of
+// a row, [out_dim, Q8BlocksPerRow(in_dim)] (the last block of a row may be shorter).
+// Element (o, k) in float32 is the exact widening of the stored value, for kQ8_0 the
+// float32 product float(q[o, k]) * float(scale[o, k / kQ8BlockSize]). Not owning.
+struct WeightMatrix {
+  DType dtype = DType::kF32;
+  const void* data = nullptr;
+  const uint16_t* scales = nullptr;  // kQ8_0 only.
+  int out_dim = 0;
+  int in_dim = 0;
+};
+
+// x: [rows, in_dim] float32, out: [rows, out_dim] float32; row-major, no alignment
+// required, `out` must not overlap the inputs. Work is split over output columns across
+// `pool` (nullptr = calling thread only).
 //
 // Batch invariant: every out[r, o] is accumulated in the same order whatever `rows`, the
-// thread count and the other rows: 8 interleaved partial sums over k (lane j takes
-// k = j mod 8; in_dim tails read as zero), then the fixed tree of vec_math.h. The AVX2
-// path uses fused multiply-adds, the portable path separate ones, so the two differ in
-// the last bits.
+// thread count, the other rows and the weight format: 8 interleaved partial sums over k
+// (lane j takes k = j mod 8; in_dim tails read as zero), then the fixed tree of
+// vec_math.h, over the float32 value of each weight element (see WeightMatrix). So a
+// 16-bit or q8_0 weight gives bitwise the result of the float32 MatMul on its widened
+// (dequantized) copy. The AVX2 path uses fused multiply-adds, the portable path separate
+// ones, so the two differ in the last bits.
+void MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const WeightMatrix& w,
+            float* out);
+
+// The float32 MatMul: w is [out_dim, in_dim] float32.
 void MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const float* w,
             int out_dim, int in_dim, float* out);
+
+// Writes row `row` of `w` as float32 (in_dim values) to `out` (the widening above).
+void WidenRow(const WeightMatrix& w, int row, float* out);
 
 }  // namespace cpu
 }  // namespace tandem

@@ -1,9 +1,11 @@
 #include "kernels/cpu/matmul.h"
 
+#include <random>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/half.h"
 #include "kernels/cpu/reference.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/test_util.h"
@@ -90,6 +92,95 @@ TEST_P(MatMulTest, EmptyShapesWriteNothing) {
   // in_dim = 0 gives zeros.
   MatMul(GetParam(), nullptr, x.data(), 2, w.data(), 2, 0, out.data());
   for (float v : out) EXPECT_EQ(v, 0.0f);
+}
+
+// A weight in one stored format plus its float32 widening computed here, independently
+// of the kernel's readers (bf16/f16 by half.h, q8_0 as float(q) * float(scale)).
+struct StoredWeight {
+  DType dtype;
+  int out_dim, in_dim;
+  std::vector<uint16_t> half;  // bf16/f16 elements, or q8_0 scales.
+  std::vector<int8_t> quants;  // q8_0 only.
+  std::vector<float> widened;  // [out_dim, in_dim]
+  WeightMatrix matrix() const {
+    if (dtype == DType::kQ8_0) return {dtype, quants.data(), half.data(), out_dim, in_dim};
+    return {dtype, half.data(), nullptr, out_dim, in_dim};
+  }
+};
+
+StoredWeight MakeStoredWeight(DType dtype, int out_dim, int in_dim, uint32_t seed) {
+  StoredWeight w{dtype, out_dim, in_dim, {}, {}, {}};
+  const std::vector<float> values = RandomVector(size_t(out_dim) * in_dim, seed);
+  w.widened.resize(values.size());
+  if (dtype != DType::kQ8_0) {
+    w.half.resize(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      w.half[i] = dtype == DType::kBF16 ? FloatToBf16(values[i]) : FloatToF16(values[i]);
+      w.widened[i] = dtype == DType::kBF16 ? Bf16ToFloat(w.half[i]) : F16ToFloat(w.half[i]);
+    }
+    return w;
+  }
+  const int64_t blocks = Q8BlocksPerRow(in_dim);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> quant(-127, 127);
+  const std::vector<float> scales = RandomVector(size_t(out_dim) * blocks, seed + 1, 1e-3f, 0.05f);
+  for (float scale : scales) w.half.push_back(FloatToF16(scale));
+  for (size_t i = 0; i < values.size(); ++i) {
+    w.quants.push_back(static_cast<int8_t>(quant(rng)));
+    const size_t o = i / in_dim, k = i % in_dim;
+    w.widened[i] = float(w.quants[i]) * F16ToFloat(w.half[o * blocks + k / kQ8BlockSize]);
+  }
+  return w;
+}
+
+// 16-bit and q8_0 weights give bitwise the float32 MatMul on their widened copy (same
+// accumulation order), on shapes with k tails and partial q8_0 blocks, for every row
+// count and thread count.
+TEST_P(MatMulTest, StoredFormatsEqualFloat32OnWidenedWeightsBitwise) {
+  uint32_t seed = 100;
+  for (DType dtype : {DType::kBF16, DType::kF16, DType::kQ8_0}) {
+    for (int in_dim : {5, 8, 32, 40, 100, 259}) {
+      for (int out_dim : {1, 7, 25, 67}) {
+        const StoredWeight w = MakeStoredWeight(dtype, out_dim, in_dim, seed++);
+        for (int rows : {1, 2, 3, 4, 5, 9}) {
+          const auto x = RandomVector(size_t(rows) * in_dim, seed++);
+          const auto expected = RunMatMul(GetParam(), nullptr, x, rows, w.widened, out_dim, in_dim);
+          for (int threads : {1, 2}) {
+            ThreadPool pool(threads);
+            std::vector<float> out(size_t(rows) * out_dim, -7.0f);
+            MatMul(GetParam(), &pool, x.data(), rows, w.matrix(), out.data());
+            ASSERT_TRUE(BitwiseEqual(out.data(), expected.data(), out.size()))
+                << DTypeName(dtype) << " rows=" << rows << " in=" << in_dim << " out=" << out_dim;
+          }
+        }
+        std::vector<float> row(in_dim);
+        WidenRow(w.matrix(), out_dim - 1, row.data());
+        EXPECT_TRUE(BitwiseEqual(row.data(), &w.widened[size_t(out_dim - 1) * in_dim], in_dim));
+      }
+    }
+  }
+}
+
+// Stored formats stay batch invariant: a row alone equals the same row in any batch.
+TEST_P(MatMulTest, StoredFormatsBatchInvariant) {
+  const int in_dim = 296, out_dim = 203, total = 13;
+  const auto x = RandomVector(size_t(total) * in_dim, 31);
+  for (DType dtype : {DType::kBF16, DType::kF16, DType::kQ8_0}) {
+    const StoredWeight w = MakeStoredWeight(dtype, out_dim, in_dim, 32);
+    std::vector<float> alone(size_t(total) * out_dim);
+    for (int r = 0; r < total; ++r) {
+      MatMul(GetParam(), nullptr, x.data() + size_t(r) * in_dim, 1, w.matrix(),
+             alone.data() + size_t(r) * out_dim);
+    }
+    ThreadPool pool(2);
+    for (int rows = 2; rows <= total; ++rows) {
+      const int begin = total - rows;
+      std::vector<float> out(size_t(rows) * out_dim);
+      MatMul(GetParam(), &pool, x.data() + size_t(begin) * in_dim, rows, w.matrix(), out.data());
+      ASSERT_TRUE(BitwiseEqual(out.data(), alone.data() + size_t(begin) * out_dim, out.size()))
+          << DTypeName(dtype) << " rows=" << rows;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, MatMulTest, ::testing::ValuesIn(AvailableSimdLevels()),

@@ -14,7 +14,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define TANDEM_HAVE_AVX2_KERNELS 1
-#define TANDEM_AVX2 __attribute__((target("avx2,fma")))
+#define TANDEM_AVX2 __attribute__((target("avx2,fma,f16c")))
 #endif
 
 namespace tandem {
@@ -51,6 +51,17 @@ TANDEM_AVX2 inline void StorePartial(float* p, int64_t n, __m256 v) {
   } else {
     _mm256_maskstore_ps(p, TailMask(static_cast<int>(n)), v);
   }
+}
+
+// 8 bfloat16 values at p widened to float32 (exact: a zero-extend and a 16-bit shift).
+TANDEM_AVX2 inline __m256 LoadBf16x8(const uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+// 8 IEEE half values at p widened to float32 (exact, F16C).
+TANDEM_AVX2 inline __m256 LoadF16x8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
 TANDEM_AVX2 inline __m128 Fold8To4(__m256 a) {

@@ -156,6 +156,9 @@ absl::Status CudaBackend::Synchronize() {
 
 absl::StatusOr<Weight> CudaBackend::UploadWeight(const void* data, DType dtype, int64_t rows,
                                                  int64_t cols, std::shared_ptr<const void> owner) {
+  if (dtype == DType::kQ8_0) {
+    return absl::UnimplementedError("cuda: q8_0 weights are not supported by this backend yet");
+  }
   if (rows < 0 || cols < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("UploadWeight: negative shape [", rows, ", ", cols, "]"));

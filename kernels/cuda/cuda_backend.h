@@ -98,10 +98,11 @@ class CudaBackend : public Backend {
   void MatMul(const float* x, int rows, const Weight& w, float* out) override;
   void Rope(const PreparedStep& step, float* x, int num_heads, int head_dim,
             const float* inv_freq) override;
+  // float32 caches only (SupportsKvDType's default); 16-bit KV is not implemented yet.
   void WriteKv(const PreparedStep& step, const float* k, const float* v, const KvLayout& layout,
-               float* k_cache, float* v_cache) override;
+               void* k_cache, void* v_cache) override;
   void Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
-                 const float* k_cache, const float* v_cache, int num_heads, float scale,
+                 const void* k_cache, const void* v_cache, int num_heads, float scale,
                  float* out) override;
   void SiluMul(const float* gate, const float* up, size_t n, float* out) override;
   void Add(float* x, const float* y, size_t n) override;

@@ -119,21 +119,23 @@ void CudaBackend::Rope(const PreparedStep& step, float* x, int num_heads, int he
 }
 
 void CudaBackend::WriteKv(const PreparedStep& step, const float* k, const float* v,
-                          const KvLayout& layout, float* k_cache, float* v_cache) {
+                          const KvLayout& layout, void* k_cache, void* v_cache) {
+  CHECK(layout.dtype == DType::kF32) << "WriteKv: cuda keeps float32 KV only";
   const CudaPreparedStep& s = AsCudaStep(step);
   const int64_t slots = int64_t(layout.num_blocks) * layout.block_size;
   CHECK(s.layout().max_slot < slots)
       << "WriteKv: slot " << s.layout().max_slot << " outside the cache of " << slots << " slots";
   Select(device());
-  Record(
-      cuda::LaunchWriteKv(k, v, s.Device<int64_t>(s.layout().kv_slots), s.layout().rows,
-                          layout.num_kv_heads * layout.head_dim, k_cache, v_cache, state_->stream),
-      "WriteKv");
+  Record(cuda::LaunchWriteKv(k, v, s.Device<int64_t>(s.layout().kv_slots), s.layout().rows,
+                             layout.num_kv_heads * layout.head_dim, static_cast<float*>(k_cache),
+                             static_cast<float*>(v_cache), state_->stream),
+         "WriteKv");
 }
 
 void CudaBackend::Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
-                            const float* k_cache, const float* v_cache, int num_heads, float scale,
+                            const void* k_cache, const void* v_cache, int num_heads, float scale,
                             float* out) {
+  CHECK(layout.dtype == DType::kF32) << "Attention: cuda keeps float32 KV only";
   const CudaPreparedStep& s = AsCudaStep(step);
   const cuda::StepLayout& l = s.layout();
   CHECK(layout.num_kv_heads > 0 && num_heads % layout.num_kv_heads == 0)
@@ -156,8 +158,8 @@ void CudaBackend::Attention(const PreparedStep& step, const float* q, const KvLa
   }
   cuda::AttentionParams p;
   p.q = q;
-  p.k_cache = k_cache;
-  p.v_cache = v_cache;
+  p.k_cache = static_cast<const float*>(k_cache);
+  p.v_cache = static_cast<const float*>(v_cache);
   p.out = out;
   p.rows = l.rows;
   p.num_heads = num_heads;

@@ -48,12 +48,12 @@ void CudaBackend::Embedding(const PreparedStep&, const Weight&, float*) { Unreac
 void CudaBackend::RmsNorm(const float*, const Weight&, int, int, float, float*) { Unreachable(); }
 void CudaBackend::MatMul(const float*, int, const Weight&, float*) { Unreachable(); }
 void CudaBackend::Rope(const PreparedStep&, float*, int, int, const float*) { Unreachable(); }
-void CudaBackend::WriteKv(const PreparedStep&, const float*, const float*, const KvLayout&, float*,
-                          float*) {
+void CudaBackend::WriteKv(const PreparedStep&, const float*, const float*, const KvLayout&, void*,
+                          void*) {
   Unreachable();
 }
-void CudaBackend::Attention(const PreparedStep&, const float*, const KvLayout&, const float*,
-                            const float*, int, float, float*) {
+void CudaBackend::Attention(const PreparedStep&, const float*, const KvLayout&, const void*,
+                            const void*, int, float, float*) {
   Unreachable();
 }
 void CudaBackend::SiluMul(const float*, const float*, size_t, float*) { Unreachable(); }

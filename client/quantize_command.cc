@@ -1,0 +1,55 @@
+#include "client/quantize_command.h"
+
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "model/quantize_model.h"
+
+ABSL_FLAG(std::string, format, "q8_0", "Weight format to write (only q8_0 so far).");
+
+namespace tandem::client {
+namespace {
+
+int RunQuantize(const Invocation& inv) {
+  if (inv.positional.size() != 2) {
+    std::fprintf(stderr,
+                 "tandem quantize: give IN_DIR and OUT_DIR; see `tandem quantize --help`\n");
+    return 2;
+  }
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "q8_0") {
+    std::fprintf(stderr, "tandem quantize: unknown --format=%s (only q8_0 so far)\n",
+                 format.c_str());
+    return 2;
+  }
+  auto report = QuantizeModelDir(inv.positional[0], inv.positional[1]);
+  if (!report.ok()) {
+    std::fprintf(stderr, "tandem quantize: %s\n", std::string(report.status().message()).c_str());
+    return 1;
+  }
+  std::printf("%s: %d matrices as q8_0, %d tensors kept; %.1f MB -> %.1f MB of tensors\n",
+              inv.positional[1].c_str(), report->quantized_tensors, report->kept_tensors,
+              report->input_bytes / 1e6, report->output_bytes / 1e6);
+  return 0;
+}
+
+}  // namespace
+
+Command QuantizeCommand() {
+  Command command;
+  command.name = "quantize";
+  command.summary = "write a q8_0 (8-bit block-quantized) copy of a model directory";
+  command.usage =
+      "Usage: tandem quantize [flags] IN_DIR OUT_DIR\n\n"
+      "Reads the Hugging Face Llama model in IN_DIR and writes OUT_DIR/model.safetensors with\n"
+      "every linear-layer matrix in q8_0 (blocks of 32 values of a row: int8 quants and one\n"
+      "f16 scale per block; layout in docs/architecture.md) and the embedding and norms as\n"
+      "stored, plus a copy of IN_DIR's other files (config, tokenizer). Serve OUT_DIR like\n"
+      "any model directory.";
+  command.flags = {{"format", "FORMAT", "Weight format to write; only q8_0 so far."}};
+  command.run = RunQuantize;
+  return command;
+}
+
+}  // namespace tandem::client
