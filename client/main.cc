@@ -2,12 +2,14 @@
 //   tandem generate   stream a completion
 //   tandem up         start a local cluster
 //   tandem bench      benchmark a server
+//   tandem health     check a server's health (container probes)
 #include "client/bench_command.h"
 #include "client/command.h"
 #include "client/generate_command.h"
+#include "client/health_command.h"
 #include "client/up_command.h"
 
 int main(int argc, char** argv) {
   using namespace tandem::client;
-  return RunCli({GenerateCommand(), UpCommand(), BenchCommand()}, argc, argv);
+  return RunCli({GenerateCommand(), UpCommand(), BenchCommand(), HealthCommand()}, argc, argv);
 }

@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
     --prebuilt) prebuilt=1 ;;
     --tag) tag=${2:?--tag needs a value}; shift ;;
     --profile) profile=${2:?--profile needs a value}; shift ;;
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
   shift

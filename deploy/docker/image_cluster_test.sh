@@ -13,12 +13,12 @@
 # and draft; the followers) must end every container with exit code 0 before the grace
 # period. Prints the image size and the time of each step.
 # Skips (exit 0, with a message) when no Docker daemon answers. IMAGE: default tandem:cpu.
-# TANDEM_CLI: the host's tandem binary (default: bazel-bin/client/tandem).
+# TANDEM_CLI: the host's tandem binary (default: the one build_local.sh --prebuilt baked
+# into the image, .image-prebuilt/tandem, else bazel-bin/client/tandem).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 image=${1:-tandem:cpu}
-cli=${TANDEM_CLI:-bazel-bin/client/tandem}
 run=tandem-test-$$
 work=$(mktemp -d /tmp/tandem-image-test-XXXXXX)
 tokens=32
@@ -32,7 +32,6 @@ if ! command -v docker >/dev/null || ! docker info >/dev/null 2>&1; then
   log "SKIPPED: no Docker daemon answers (Debian: apt-get install docker.io; dockerd &)"
   exit 0
 fi
-[ -x "$cli" ] || { log "no host CLI at $cli (bazel build //client:tandem)"; exit 1; }
 
 containers=()
 cleanup() {
@@ -45,6 +44,9 @@ started=$SECONDS
 if [ -z "${TANDEM_IMAGE_SKIP_BUILD:-}" ]; then
   deploy/docker/build_local.sh --prebuilt --tag "$image"
 fi
+cli=${TANDEM_CLI:-.image-prebuilt/tandem}
+[ -x "$cli" ] || cli=bazel-bin/client/tandem
+[ -x "$cli" ] || { log "no host CLI at $cli (bazel build //client:tandem)"; exit 1; }
 size=$(docker image inspect --format '{{.Size}}' "$image") ||
   { log "no image $image"; exit 1; }
 log "image $image: $((size / 1000000)) MB"
