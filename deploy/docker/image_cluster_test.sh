@@ -9,6 +9,7 @@
 # the Kubernetes manifests use). From the host, `tandem generate` must give the same
 # greedy text with speculation (--method draft) as target-only (--method none); every
 # process must run as uid 10001 with a read-only root file system and no capabilities;
+# Docker's health checks (`tandem health` in each container) must all report healthy;
 # /metrics must answer; `docker stop` in `tandem up`'s order (coordinator; target leader
 # and draft; the followers) must end every container with exit code 0 before the grace
 # period. Prints the image size and the time of each step.
@@ -63,31 +64,41 @@ endpoint=$(printf '%s\n' "$coordinator_args" | grep -o -- '--listen=[^ ]*' | cut
 metrics=$(printf '%s\n' "$coordinator_args" | grep -o -- '--metrics_listen=[^ ]*' | cut -d= -f2)
 
 # One container per process, hardened like the manifests (read-only root, no
-# capabilities, no privilege gain, /tmp as tmpfs); the program is PID 1.
+# capabilities, no privilege gain, /tmp as tmpfs); the program is PID 1. Docker's health
+# check is the image's own `tandem health` against the process's --listen address.
 start_step=$SECONDS
 while read -r name binary args; do
   name=${name%:}
+  listen=$(printf '%s\n' "$args" | grep -o -- '--listen=[^ ]*' | cut -d= -f2)
   # shellcheck disable=SC2086
   docker run -d --name "$run-$name" --network host --read-only --tmpfs /tmp \
-    --cap-drop ALL --security-opt no-new-privileges "$image" "$(basename "$binary")" $args \
-    >/dev/null
+    --cap-drop ALL --security-opt no-new-privileges \
+    --health-cmd "tandem health --server $listen" --health-interval 1s --health-retries 3 \
+    "$image" "$(basename "$binary")" $args >/dev/null
   containers+=("$run-$name")
 done <"$work/processes"
 log "started ${#containers[@]} containers: ${containers[*]}"
 
-# Ready once a one-token generation succeeds; a container that exits is a failure.
+# Ready when Docker reports every container healthy; one that exits is a failure.
 waited=0
-until "$cli" generate --server "$endpoint" --max-tokens 1 --quiet "def f():" >/dev/null 2>&1; do
+while :; do
+  healthy=0
   for c in "${containers[@]}"; do
-    if [ "$(docker inspect -f '{{.State.Running}}' "$c")" != true ]; then
-      docker logs "$c" 2>&1 | tail -20 >&2
-      log "FAIL: $c exited before the cluster was ready"; exit 1
-    fi
+    state=$(docker inspect -f '{{.State.Status}} {{.State.Health.Status}}' "$c")
+    case "$state" in
+      "running healthy") healthy=$((healthy + 1)) ;;
+      running*) ;;
+      *) docker logs "$c" 2>&1 | tail -20 >&2
+         log "FAIL: $c is '$state' before the cluster was ready"; exit 1 ;;
+    esac
   done
-  [ $waited -ge 300 ] && { log "FAIL: not ready after 300 s"; exit 1; }
+  [ $healthy -eq ${#containers[@]} ] && break
+  [ $waited -ge 300 ] && { log "FAIL: $healthy of ${#containers[@]} healthy after 300 s"; exit 1; }
   sleep 1; waited=$((waited + 1))
 done
-log "cluster ready on $endpoint after $((SECONDS - start_step)) s"
+log "all ${#containers[@]} containers healthy after $((SECONDS - start_step)) s"
+"$cli" generate --server "$endpoint" --max-tokens 1 --quiet "def f():" >/dev/null ||
+  fail "the coordinator is healthy but generate failed"
 
 # Non-root, read-only root file system, no capabilities: from the running processes.
 for c in "${containers[@]}"; do
