@@ -56,18 +56,23 @@ check_docker() {
     die "no Docker daemon answers (install Debian's docker.io and start it: dockerd &)"
 }
 
+# "ORIGIN URI SUITE" of every Packages index in this machine's apt configuration.
+apt_repositories() {
+  # shellcheck disable=SC2016  # apt's own $(FIELD) placeholders
+  apt-get indextargets --format '$(ORIGIN) $(REPO_URI) $(RELEASE)' 'Identifier: Packages' \
+    2>/dev/null
+}
+
 # The Debian mirror (URI) of $suite in this machine's apt configuration.
 debian_mirror() {
-  apt-get indextargets --format '$(ORIGIN) $(RELEASE) $(REPO_URI)' 'Identifier: Packages' \
-    2>/dev/null | awk -v s="$suite" '$1 == "Debian" && $2 == s {print $3; exit}'
+  apt_repositories | awk -v s="$suite" '$1 == "Debian" && $3 == s {print $2; exit}'
 }
 
 # sources.list lines for the image: every Debian suite of this machine's apt
 # configuration that belongs to $suite (main, -updates, -security), main component.
 image_sources() {
-  apt-get indextargets --format '$(ORIGIN) $(REPO_URI) $(RELEASE)' 'Identifier: Packages' \
-    2>/dev/null | awk -v s="$suite" '($1 == "Debian" || $1 == "Debian-Security") &&
-      ($3 == s || index($3, s "-") == 1) {print "deb " $2 " " $3 " main"}' | sort -u
+  apt_repositories | awk -v s="$suite" '($1 == "Debian" || $1 == "Debian-Security") &&
+    ($3 == s || index($3, s "-") == 1) {print "deb " $2 " " $3 " main"}' | sort -u
 }
 
 make_base_image() {
