@@ -10,6 +10,7 @@
 #                   default: the image's build stage compiles them from source.
 #   --tag TAG       image name (default tandem:cpu, or tandem:cuda for --profile cuda)
 #   --profile P     cpu (default) or cuda; cuda needs NVIDIA's CUDA repository.
+#   --cuda-arch A   GPU architecture of the cuda profile (sm_90 default, sm_80 for A100).
 # Environment: TANDEM_BASE_IMAGE (default tandem-base:bookworm), TANDEM_SUITE (bookworm).
 # Needs: docker (client and a running daemon); to make the base image, root and
 # debootstrap. Exits 1 with what is missing.
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/../.."
 
 base_image=${TANDEM_BASE_IMAGE:-tandem-base:bookworm}
 suite=${TANDEM_SUITE:-bookworm}
-prebuilt=0 profile=cpu tag=""
+prebuilt=0 profile=cpu tag="" cuda_arch=sm_90
 prebuilt_dir=.image-prebuilt
 nocuda_output_base=${TANDEM_IMAGE_OUTPUT_BASE:-$HOME/.cache/tandem-image-nocuda}
 
@@ -30,7 +31,8 @@ while [ $# -gt 0 ]; do
     --prebuilt) prebuilt=1 ;;
     --tag) tag=${2:?--tag needs a value}; shift ;;
     --profile) profile=${2:?--profile needs a value}; shift ;;
-    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --cuda-arch) cuda_arch=${2:?--cuda-arch needs a value}; shift ;;
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
   shift
@@ -124,8 +126,8 @@ prebuilt_packages() {
 }
 
 build_image() {
-  local args=(--build-arg PROFILE="$profile" --build-arg BUILD_IMAGE="$base_image"
-              --build-arg RUNTIME_IMAGE="$base_image")
+  local args=(--build-arg PROFILE="$profile" --build-arg CUDA_ARCH="$cuda_arch"
+              --build-arg BUILD_IMAGE="$base_image" --build-arg RUNTIME_IMAGE="$base_image")
   if [ $prebuilt -eq 1 ]; then
     local packages
     packages=$(prebuilt_packages)
