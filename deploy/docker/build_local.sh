@@ -134,7 +134,7 @@ build_image() {
     args+=(--build-arg PREBUILT_BIN="$prebuilt_dir" --build-arg PREBUILT_PACKAGES="$packages")
   fi
   log "docker build ${args[*]} -t $tag"
-  DOCKER_BUILDKIT=0 docker build --network host -f deploy/docker/Dockerfile "${args[@]}" \
+  DOCKER_BUILDKIT=0 docker build --force-rm --network host -f deploy/docker/Dockerfile "${args[@]}" \
     -t "$tag" . >"${TANDEM_IMAGE_BUILD_LOG:-/tmp/tandem-image-build.log}" 2>&1 || {
     tail -30 "${TANDEM_IMAGE_BUILD_LOG:-/tmp/tandem-image-build.log}" >&2
     die "docker build failed (log: ${TANDEM_IMAGE_BUILD_LOG:-/tmp/tandem-image-build.log})"
