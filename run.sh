@@ -6,6 +6,8 @@
 #                   TANDEM_FUZZ_SECONDS sets the fuzzing time)
 #   ./run.sh demo   (see README) build, start a local cluster and generate text
 #   ./run.sh deps   install the missing Debian packages only (used by deploy/docker)
+#   ./run.sh image [--prebuilt]  build the CPU container image here (deploy/README.md)
+#   ./run.sh image-test  build it (--prebuilt) and run a cluster of its containers
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -235,13 +237,15 @@ cmd_demo() {
 }
 
 usage() {
-  sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 case "${1:-}" in
   test) shift; cmd_test "$@" ;;
   demo) shift; cmd_demo "$@" ;;
   deps) install_packages ;;
+  image) shift; deploy/docker/build_local.sh "$@" ;;
+  image-test) shift; deploy/docker/image_cluster_test.sh "$@" ;;
   -h|--help|help|"") usage ;;
   *) log "unknown command '$1'"; usage; exit 2 ;;
 esac

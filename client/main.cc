@@ -3,13 +3,17 @@
 //   tandem up         start a local cluster
 //   tandem bench      benchmark a server
 //   tandem quantize   write a q8_0 copy of a model directory
+//   tandem health     check a server's health (container probes)
 #include "client/bench_command.h"
 #include "client/command.h"
 #include "client/generate_command.h"
+#include "client/health_command.h"
 #include "client/quantize_command.h"
 #include "client/up_command.h"
 
 int main(int argc, char** argv) {
   using namespace tandem::client;
-  return RunCli({GenerateCommand(), UpCommand(), BenchCommand(), QuantizeCommand()}, argc, argv);
+  return RunCli(
+      {GenerateCommand(), UpCommand(), BenchCommand(), QuantizeCommand(), HealthCommand()}, argc,
+      argv);
 }

@@ -14,7 +14,7 @@ pass() { echo "ok: $*"; }
 # --- help and usage errors -------------------------------------------------------
 "$TANDEM" --help >"$TMP/help" && grep -q "generate" "$TMP/help" && grep -q "bench" "$TMP/help" \
   && pass "tandem --help lists commands" || fail "tandem --help"
-for cmd in generate up bench quantize; do
+for cmd in generate up bench quantize health; do
   "$TANDEM" "$cmd" --help >"$TMP/help.$cmd" 2>&1 && grep -q "^Usage: tandem $cmd" "$TMP/help.$cmd" \
     && pass "tandem $cmd --help" || fail "tandem $cmd --help: $(head -3 "$TMP/help.$cmd")"
 done
@@ -65,6 +65,13 @@ grep -q "^piped" "$TMP/out" && [ ! -s "$TMP/stats" ] && pass "prompt from stdin,
 "$TANDEM" generate --server 127.0.0.1:1 x >/dev/null 2>"$TMP/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "tandem up" "$TMP/err" && pass "unreachable server hint" \
   || fail "unreachable: $(cat "$TMP/err")"
+"$TANDEM" health --server "$ADDR" >"$TMP/out" 2>&1 && grep -q "$ADDR: SERVING" "$TMP/out" \
+  && pass "health: a serving server exits 0" || fail "health: $(cat "$TMP/out")"
+"$TANDEM" health --server 127.0.0.1:1 >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "^tandem health: 127.0.0.1:1: " "$TMP/err" \
+  && pass "health: nothing listening exits 1 with the reason" || fail "health: rc=$rc $(cat "$TMP/err")"
+"$TANDEM" health --server "$ADDR" extra >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] && pass "health: an argument is a usage error" || fail "health extra arg: rc=$rc"
 
 printf '{"prompt": "alpha"}\n{"prompt": "beta"}\n"gamma"\n' >"$TMP/prompts.jsonl"
 "$TANDEM" bench --server "$ADDR" --prompts "$TMP/prompts.jsonl" --concurrency 1,3 --requests 6 \

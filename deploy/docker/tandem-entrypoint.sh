@@ -2,7 +2,7 @@
 # Entry point of the Tandem image: one image, three programs.
 #   tandem-entrypoint coordinator [FLAGS...]   tandem-coordinator (public API, rendezvous)
 #   tandem-entrypoint worker [FLAGS...]        tandem-worker (draft worker or target rank)
-#   tandem-entrypoint tandem COMMAND [...]     the CLI (generate, up, bench)
+#   tandem-entrypoint tandem COMMAND [...]     the CLI (generate, up, bench, health)
 # The full program names (tandem-coordinator, tandem-worker) work as well, and every
 # program is also on PATH, so `docker run IMAGE tandem generate ...` and a Kubernetes
 # `command: [tandem-worker]` both work. The program replaces this shell (exec), so it

@@ -133,6 +133,33 @@ class DockerfileTest(unittest.TestCase):
         self.assertEqual(froms, ["${BUILD_IMAGE} AS build", "${RUNTIME_IMAGE} AS runtime"])
         self.assertIn("Debian 12", read("run.sh"))
 
+    def test_builds_without_buildkit_frontends(self):
+        """The classic builder, offline: no `# syntax=` remote frontend and no
+        BuildKit-only instruction forms."""
+        self.assertNotRegex(self.text, r"(?im)^#\s*syntax\s*=")
+        self.assertNotRegex(self.text, r"(?m)^\s*RUN\s+--mount")
+        self.assertNotRegex(self.text, r"(?m)^\s*COPY\s+--link")
+        self.assertNotRegex(self.text, r"<<\s*['\"]?[A-Z]+['\"]?\s*$")
+
+    def test_prebuilt_and_source_install_the_same_programs(self):
+        """Both ways of getting the programs (Bazel, or PREBUILT_BIN) copy the same three
+        files, and the rest of the stage is shared."""
+        args = dict(re.findall(r"(?m)^ARG (\w+)=(\S*)", self.text))
+        self.assertEqual(args.get("PREBUILT_BIN"), "", "the default must build from source")
+        for name in ("tandem-coordinator", "tandem-worker", "tandem"):
+            self.assertIn(f'"$PREBUILT_BIN/{name}"', self.runs)
+
+    def test_build_local_sets_only_dockerfile_args(self):
+        """Every --build-arg build_local.sh passes is an ARG of the Dockerfile."""
+        script = read("deploy/docker/build_local.sh")
+        passed = set(re.findall(r"--build-arg (\w+)=", script))
+        self.assertTrue({"PROFILE", "BUILD_IMAGE", "RUNTIME_IMAGE", "PREBUILT_BIN",
+                         "PREBUILT_PACKAGES"} <= passed, passed)
+        declared = set(re.findall(r"(?m)^ARG (\w+)", self.text))
+        self.assertEqual(passed - declared, set())
+        self.assertIn("DOCKER_BUILDKIT=0", script)
+        self.assertIn("apt-get indextargets", script, "the mirror comes from apt's configuration")
+
     def test_ignore_matcher(self):
         pats = ["bazel-*", "**/node_modules", ".git", "!keep/.git"]
         self.assertTrue(ignored("bazel-bin/x", pats))
