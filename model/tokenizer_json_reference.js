@@ -22,7 +22,11 @@ const tokenizer = TokenizerLoader.fromPreTrained({
 const input = JSON.parse(fs.readFileSync(0, 'utf8'));
 const output = {
   encoded: input.texts.map((text) => Array.from(tokenizer.encode(text, {add_special_tokens: false}))),
+  // The reference refuses to decode an empty sequence; its text is "".
   decoded: input.id_sequences.map(
-      (ids) => tokenizer.decode(ids, {skip_special_tokens: true, clean_up_tokenization_spaces: false})),
+      (ids) => ids.length === 0 ? '' : tokenizer.decode(ids, {
+        skip_special_tokens: true,
+        clean_up_tokenization_spaces: false,
+      })),
 };
 process.stdout.write(JSON.stringify(output));
