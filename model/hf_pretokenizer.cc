@@ -27,17 +27,6 @@ absl::Status Invalid(const std::string& source, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(source, ": ", what));
 }
 
-// The string field `key` of `spec`, or `fallback` when absent.
-std::string StringField(const json& spec, const char* key, const std::string& fallback = "") {
-  const auto it = spec.find(key);
-  return it != spec.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
-bool BoolField(const json& spec, const char* key, bool fallback) {
-  const auto it = spec.find(key);
-  return it != spec.end() && it->is_boolean() ? it->get<bool>() : fallback;
-}
-
 // A Hugging Face (Oniguruma) pattern for ICU: \s and \S become White_Space, which is
 // what Oniguruma means by them (ICU's \s leaves out U+000B and U+0085).
 std::string ToIcuPattern(absl::string_view pattern) {
@@ -126,7 +115,7 @@ absl::StatusOr<HfNormalizer> HfNormalizer::Parse(const json& spec, const std::st
 
 absl::Status HfNormalizer::AddSteps(const json& spec, const std::string& source) {
   if (spec.is_null()) return absl::OkStatus();
-  const std::string type = spec.is_object() ? StringField(spec, "type") : "";
+  const std::string type = spec.is_object() ? JsonString(spec, "type") : "";
   if (type == "Sequence" && spec.contains("normalizers") && spec["normalizers"].is_array()) {
     for (const json& step : spec["normalizers"]) {
       if (absl::Status status = AddSteps(step, source); !status.ok()) return status;
@@ -141,7 +130,7 @@ absl::Status HfNormalizer::AddSteps(const json& spec, const std::string& source)
     if (pattern->is_regex || pattern->text.empty()) {
       return Invalid(source, "normalizer Replace: only a non-empty String pattern is supported");
     }
-    steps_.push_back({Step::Kind::kReplace, pattern->text, StringField(spec, "content")});
+    steps_.push_back({Step::Kind::kReplace, pattern->text, JsonString(spec, "content")});
   } else {
     return Invalid(source, absl::StrCat("normalizer \"", type.empty() ? spec.dump() : type,
                                         "\" is not supported (supported: NFC, NFKC, Prepend, "
@@ -205,7 +194,7 @@ absl::StatusOr<HfPreTokenizer> HfPreTokenizer::Parse(const json& spec, const std
 
 absl::Status HfPreTokenizer::AddSteps(const json& spec, const std::string& source) {
   if (spec.is_null()) return absl::OkStatus();
-  const std::string type = spec.is_object() ? StringField(spec, "type") : "";
+  const std::string type = spec.is_object() ? JsonString(spec, "type") : "";
   if (type == "Sequence" && spec.contains("pretokenizers") && spec["pretokenizers"].is_array()) {
     for (const json& step : spec["pretokenizers"]) {
       if (absl::Status status = AddSteps(step, source); !status.ok()) return status;
@@ -216,8 +205,8 @@ absl::Status HfPreTokenizer::AddSteps(const json& spec, const std::string& sourc
   if (type == "Split") {
     absl::StatusOr<Pattern> pattern = ParsePattern(spec, source, "pre_tokenizer Split");
     if (!pattern.ok()) return pattern.status();
-    const std::string behavior = StringField(spec, "behavior");
-    if ((behavior != "Isolated" && behavior != "Removed") || BoolField(spec, "invert", false)) {
+    const std::string behavior = JsonString(spec, "behavior");
+    if ((behavior != "Isolated" && behavior != "Removed") || JsonBool(spec, "invert", false)) {
       return Invalid(source, absl::StrCat("pre_tokenizer Split behavior \"", behavior,
                                           "\" (or invert) is not supported (supported: Isolated, "
                                           "Removed, not inverted)"));
@@ -231,8 +220,8 @@ absl::Status HfPreTokenizer::AddSteps(const json& spec, const std::string& sourc
     step.remove_matches = behavior == "Removed";
   } else if (type == "ByteLevel") {
     step.kind = Step::Kind::kByteLevel;
-    step.add_prefix_space = BoolField(spec, "add_prefix_space", true);
-    if (BoolField(spec, "use_regex", true)) {
+    step.add_prefix_space = JsonBool(spec, "add_prefix_space", true);
+    if (JsonBool(spec, "use_regex", true)) {
       absl::StatusOr<std::shared_ptr<const icu::RegexPattern>> compiled =
           CompileRegex(kGpt2Pattern, source);
       if (!compiled.ok()) return compiled.status();
@@ -240,10 +229,10 @@ absl::Status HfPreTokenizer::AddSteps(const json& spec, const std::string& sourc
     }
   } else if (type == "Metaspace") {
     step.kind = Step::Kind::kMetaspace;
-    step.replacement = StringField(spec, "replacement", std::string(kMetaspace));
-    const bool legacy_prefix = BoolField(spec, "add_prefix_space", true);
-    step.prepend_scheme = StringField(spec, "prepend_scheme", legacy_prefix ? "always" : "never");
-    step.split_words = BoolField(spec, "split", true);
+    step.replacement = JsonString(spec, "replacement", std::string(kMetaspace));
+    const bool legacy_prefix = JsonBool(spec, "add_prefix_space", true);
+    step.prepend_scheme = JsonString(spec, "prepend_scheme", legacy_prefix ? "always" : "never");
+    step.split_words = JsonBool(spec, "split", true);
     if (step.prepend_scheme != "always" && step.prepend_scheme != "first" &&
         step.prepend_scheme != "never") {
       return Invalid(source, "pre_tokenizer Metaspace prepend_scheme \"" + step.prepend_scheme +

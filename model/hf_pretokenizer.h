@@ -16,6 +16,18 @@
 namespace tandem {
 namespace internal {
 
+// tokenizer.json fields: the string / boolean field `key` of `spec`, or `fallback` when
+// it is absent, null or of another type.
+inline std::string JsonString(const nlohmann::json& spec, const char* key,
+                              const std::string& fallback = "") {
+  const auto it = spec.find(key);
+  return it != spec.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+inline bool JsonBool(const nlohmann::json& spec, const char* key, bool fallback) {
+  const auto it = spec.find(key);
+  return it != spec.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+
 // A tokenizer.json "normalizer": null, NFC, NFKC, Prepend, Replace (String pattern) or
 // a Sequence of these. Immutable after Parse; thread-safe.
 class HfNormalizer {

@@ -19,20 +19,9 @@ namespace {
 using nlohmann::json;
 
 constexpr int kMaxVocabSize = 1 << 24;
-constexpr absl::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
 
 absl::Status Invalid(const std::string& source, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(source, ": ", what));
-}
-
-std::string StringField(const json& spec, const char* key, const std::string& fallback = "") {
-  const auto it = spec.find(key);
-  return it != spec.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
-bool BoolField(const json& spec, const char* key, bool fallback) {
-  const auto it = spec.find(key);
-  return it != spec.end() && it->is_boolean() ? it->get<bool>() : fallback;
 }
 
 uint64_t PairKey(int left, int right) {
@@ -44,22 +33,12 @@ std::string TokenContent(const json& config, const char* key) {
   const auto it = config.find(key);
   if (it == config.end()) return "";
   if (it->is_string()) return it->get<std::string>();
-  if (it->is_object()) return StringField(*it, "content");
+  if (it->is_object()) return JsonString(*it, "content");
   return "";
 }
 
 bool IsAsciiWhitespace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
-// Byte-fallback run: its text when well-formed, else one U+FFFD per byte (Hugging
-// Face's ByteFallback decoder).
-void AppendByteRun(absl::string_view run, std::string* out) {
-  if (IsWellFormedUtf8(run)) {
-    out->append(run.data(), run.size());
-  } else {
-    for (size_t i = 0; i < run.size(); ++i) out->append(kReplacementCharacter.data(), 3);
-  }
 }
 
 }  // namespace
@@ -91,20 +70,20 @@ absl::StatusOr<std::unique_ptr<HfTokenizer>> HfTokenizer::Parse(absl::string_vie
       HfPreTokenizer::Parse(spec.value("pre_tokenizer", json()), source);
   if (!pre_tokenizer.ok()) return pre_tokenizer.status();
   tokenizer->pre_tokenizer_ = *std::move(pre_tokenizer);
-  if (absl::Status s = tokenizer->ParseDecoder(spec.value("decoder", json()), source); !s.ok()) {
-    return s;
-  }
+  absl::StatusOr<HfDecoder> decoder = HfDecoder::Parse(spec.value("decoder", json()), source);
+  if (!decoder.ok()) return decoder.status();
+  tokenizer->decoder_ = *std::move(decoder);
   tokenizer->FindBosEos(spec.value("post_processor", json()), config);
   return tokenizer;
 }
 
 absl::Status HfTokenizer::ParseModel(const json& model, const std::string& source) {
-  if (StringField(model, "type", "BPE") != "BPE") {
-    return Invalid(source, absl::StrCat("model type \"", StringField(model, "type"),
+  if (JsonString(model, "type", "BPE") != "BPE") {
+    return Invalid(source, absl::StrCat("model type \"", JsonString(model, "type"),
                                         "\" is not supported (supported: BPE)"));
   }
-  if (!StringField(model, "continuing_subword_prefix").empty() ||
-      !StringField(model, "end_of_word_suffix").empty()) {
+  if (!JsonString(model, "continuing_subword_prefix").empty() ||
+      !JsonString(model, "end_of_word_suffix").empty()) {
     return Invalid(source, "BPE continuing_subword_prefix / end_of_word_suffix are not supported");
   }
   const auto vocab = model.find("vocab");
@@ -123,10 +102,10 @@ absl::Status HfTokenizer::ParseModel(const json& model, const std::string& sourc
   }
   pieces_.assign(size, "");
   for (const auto& [piece, id] : vocab_) pieces_[id] = piece;
-  byte_fallback_ = BoolField(model, "byte_fallback", false);
-  fuse_unk_ = BoolField(model, "fuse_unk", false);
-  ignore_merges_ = BoolField(model, "ignore_merges", false);
-  const std::string unk = StringField(model, "unk_token");
+  byte_fallback_ = JsonBool(model, "byte_fallback", false);
+  fuse_unk_ = JsonBool(model, "fuse_unk", false);
+  ignore_merges_ = JsonBool(model, "ignore_merges", false);
+  const std::string unk = JsonString(model, "unk_token");
   unk_id_ = unk.empty() ? -1 : VocabId(unk);
   if (!unk.empty() && unk_id_ < 0) {
     return Invalid(source, absl::StrCat("model.unk_token \"", unk, "\" is not in the vocabulary"));
@@ -167,6 +146,7 @@ absl::Status HfTokenizer::ParseMerges(const json& merges, const std::string& sou
   byte_values_.assign(pieces_.size(), -1);
   for (int byte = 0; byte < 256; ++byte) {
     const int id = VocabId(absl::StrFormat("<0x%02X>", byte));
+    byte_ids_[byte] = id;
     if (id >= 0) byte_values_[id] = static_cast<int16_t>(byte);
   }
   return absl::OkStatus();
@@ -179,16 +159,16 @@ absl::Status HfTokenizer::ParseAddedTokens(const json& added, const std::string&
     const std::string where = absl::StrCat("added_tokens[", i, "]");
     if (!token.is_object() || !token.contains("id") || !token["id"].is_number_integer() ||
         token["id"].get<long long>() < 0 || token["id"].get<long long>() >= kMaxVocabSize ||
-        StringField(token, "content").empty()) {
+        JsonString(token, "content").empty()) {
       return Invalid(source, where + " needs an id in [0, 2^24) and a non-empty content");
     }
-    if (BoolField(token, "single_word", false)) {
+    if (JsonBool(token, "single_word", false)) {
       return Invalid(source, where + ": single_word added tokens are not supported");
     }
     const int id = token["id"].get<int>();
-    const std::string content = StringField(token, "content");
+    const std::string content = JsonString(token, "content");
     added_tokens_.push_back(
-        {id, content, BoolField(token, "lstrip", false), BoolField(token, "rstrip", false)});
+        {id, content, JsonBool(token, "lstrip", false), JsonBool(token, "rstrip", false)});
     added_ids_[content] = id;
     added_first_bytes_[static_cast<unsigned char>(content[0])] = true;
     if (id >= static_cast<int>(pieces_.size())) {
@@ -197,7 +177,7 @@ absl::Status HfTokenizer::ParseAddedTokens(const json& added, const std::string&
     }
     pieces_[id] = content;
     special_.resize(pieces_.size(), false);
-    special_[id] = BoolField(token, "special", false);
+    special_[id] = JsonBool(token, "special", false);
   }
   special_.resize(pieces_.size(), false);
   std::stable_sort(
@@ -206,51 +186,13 @@ absl::Status HfTokenizer::ParseAddedTokens(const json& added, const std::string&
   return absl::OkStatus();
 }
 
-absl::Status HfTokenizer::ParseDecoder(const json& decoder, const std::string& source) {
-  if (decoder.is_null()) return absl::OkStatus();
-  const std::string type = decoder.is_object() ? StringField(decoder, "type") : "";
-  if (type == "Sequence" && decoder.contains("decoders") && decoder["decoders"].is_array()) {
-    for (const json& step : decoder["decoders"]) {
-      if (absl::Status s = ParseDecoder(step, source); !s.ok()) return s;
-    }
-  } else if (type == "ByteLevel") {
-    byte_level_decoder_ = true;
-  } else if (type == "ByteFallback") {
-    decoder_byte_fallback_ = true;
-  } else if (type == "Fuse") {
-    // Decoded text is always fused.
-  } else if (type == "Replace" && decoder.contains("pattern") &&
-             decoder["pattern"].contains("String") && decoder["pattern"]["String"].is_string()) {
-    decoder_replacements_.emplace_back(decoder["pattern"]["String"].get<std::string>(),
-                                       StringField(decoder, "content"));
-  } else if (type == "Strip" && decoder.value("stop", 0) == 0 &&
-             StringField(decoder, "content").size() > 0) {
-    strip_content_ = StringField(decoder, "content");
-    strip_count_ = decoder.value("start", 0);
-  } else if (type == "Metaspace") {
-    const std::string replacement = StringField(decoder, "replacement", "\xE2\x96\x81");
-    decoder_replacements_.emplace_back(replacement, " ");
-    const bool legacy_prefix = BoolField(decoder, "add_prefix_space", true);
-    if (StringField(decoder, "prepend_scheme", legacy_prefix ? "always" : "never") != "never") {
-      strip_content_ = " ";
-      strip_count_ = 1;
-    }
-  } else {
-    return Invalid(source, absl::StrCat("decoder \"", type.empty() ? decoder.dump() : type,
-                                        "\" is not supported (supported: ByteLevel, ByteFallback, "
-                                        "Fuse, Replace with a String, Strip at the start, "
-                                        "Metaspace, Sequence)"));
-  }
-  return absl::OkStatus();
-}
-
 void HfTokenizer::FindBosEos(const json& post_processor, const json& config) {
   // A TemplateProcessing whose single-text template starts with a special token adds
   // that token as BOS; otherwise tokenizer_config.json's bos_token names it.
-  if (post_processor.is_object() && StringField(post_processor, "type") == "TemplateProcessing") {
+  if (post_processor.is_object() && JsonString(post_processor, "type") == "TemplateProcessing") {
     const json single = post_processor.value("single", json::array());
     if (single.is_array() && !single.empty() && single[0].contains("SpecialToken")) {
-      bos_id_ = PieceToId(StringField(single[0]["SpecialToken"], "id"));
+      bos_id_ = PieceToId(JsonString(single[0]["SpecialToken"], "id"));
     }
   }
   if (bos_id_ < 0) bos_id_ = PieceToId(TokenContent(config, "bos_token"));
@@ -356,7 +298,7 @@ void HfTokenizer::EncodeWord(absl::string_view word, std::vector<int>* ids) cons
     }
     std::vector<int> bytes;
     for (const char byte : piece) {
-      const int byte_id = byte_fallback_ ? VocabId(absl::StrFormat("<0x%02X>", byte & 0xFF)) : -1;
+      const int byte_id = byte_fallback_ ? byte_ids_[static_cast<unsigned char>(byte)] : -1;
       if (byte_id < 0) break;
       bytes.push_back(byte_id);
     }
@@ -371,60 +313,16 @@ void HfTokenizer::EncodeWord(absl::string_view word, std::vector<int>* ids) cons
 }
 
 std::string HfTokenizer::RawBytes(int id) const {
-  if (special_[id]) return "";
-  const std::string& piece = pieces_[id];
-  if (byte_level_decoder_) {
-    // Every character must stand for a byte; otherwise (an added token such as
-    // "<think>" spelled outside the alphabet) the token's own UTF-8 is used.
-    std::string bytes;
-    for (absl::string_view rest = piece; !rest.empty();) {
-      const size_t length = Utf8CharLength(rest);
-      char32_t code_point = 0;
-      const auto* b = reinterpret_cast<const unsigned char*>(rest.data());
-      if (length == 1) code_point = b[0];
-      if (length == 2) code_point = ((b[0] & 0x1F) << 6) | (b[1] & 0x3F);
-      const int byte = length == 1 || length == 2 ? ByteLevelByte(code_point) : -1;
-      if (byte < 0) return piece;
-      bytes.push_back(static_cast<char>(byte));
-      rest.remove_prefix(length);
-    }
-    return bytes;
-  }
-  if (decoder_byte_fallback_ && byte_values_[id] >= 0) {
-    return std::string(1, static_cast<char>(byte_values_[id]));
-  }
-  std::string text = piece;
-  for (const auto& [pattern, content] : decoder_replacements_) {
-    text = absl::StrReplaceAll(text, {{pattern, content}});
-  }
-  return text;
+  return special_[id] ? std::string() : decoder_.RawBytes(pieces_[id]);
 }
 
 std::string HfTokenizer::Decode(absl::Span<const int> ids, bool at_text_start) const {
-  std::string text;
-  std::string run;  // Byte-level: all bytes; byte fallback: the current run of byte tokens.
+  std::vector<absl::string_view> tokens;
+  tokens.reserve(ids.size());
   for (const int id : ids) {
-    if (special_[id]) continue;
-    if (byte_level_decoder_ || (decoder_byte_fallback_ && byte_values_[id] >= 0)) {
-      run += RawBytes(id);
-      continue;
-    }
-    AppendByteRun(run, &text);
-    run.clear();
-    text += RawBytes(id);
+    if (!special_[id]) tokens.push_back(pieces_[id]);
   }
-  if (byte_level_decoder_) {
-    AppendUtf8Lossy(run, &text);
-  } else {
-    AppendByteRun(run, &text);
-  }
-  if (at_text_start) {
-    absl::string_view view = text;
-    for (int i = 0; i < strip_count_ && absl::ConsumePrefix(&view, strip_content_); ++i) {
-    }
-    text.erase(0, text.size() - view.size());
-  }
-  return text;
+  return decoder_.Decode(tokens, at_text_start);
 }
 
 }  // namespace internal

@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "model/hf_decoder.h"
 #include "model/hf_pretokenizer.h"
 #include "model/tokenizer_model.h"
 
@@ -63,7 +64,6 @@ class HfTokenizer final : public TokenizerModel {
   absl::Status ParseModel(const nlohmann::json& model, const std::string& source);
   absl::Status ParseMerges(const nlohmann::json& merges, const std::string& source);
   absl::Status ParseAddedTokens(const nlohmann::json& added, const std::string& source);
-  absl::Status ParseDecoder(const nlohmann::json& decoder, const std::string& source);
   void FindBosEos(const nlohmann::json& post_processor, const nlohmann::json& config);
 
   std::vector<Segment> SplitAddedTokens(absl::string_view text) const;
@@ -75,6 +75,7 @@ class HfTokenizer final : public TokenizerModel {
   std::vector<std::string> pieces_;                 // Per id ("" for an id without a token).
   std::vector<bool> special_;                       // Per id: a special added token.
   std::vector<int16_t> byte_values_;                // Per id: NN of a <0xNN> token, else -1.
+  int byte_ids_[256] = {};                          // Per byte NN: the id of <0xNN>, or -1.
   absl::flat_hash_map<std::string, int> vocab_;     // The BPE model's vocabulary.
   absl::flat_hash_map<uint64_t, int> merge_ranks_;  // (left id, right id) -> rank.
   std::vector<AddedToken> added_tokens_;            // Longest first.
@@ -86,12 +87,7 @@ class HfTokenizer final : public TokenizerModel {
   bool ignore_merges_ = false;
   HfNormalizer normalizer_;
   HfPreTokenizer pre_tokenizer_;
-  // The decoder: ByteLevel, or Replace steps and ByteFallback, then Strip.
-  bool byte_level_decoder_ = false;
-  bool decoder_byte_fallback_ = false;
-  std::vector<std::pair<std::string, std::string>> decoder_replacements_;
-  std::string strip_content_;  // Strip: up to strip_count_ of it leave the text start.
-  int strip_count_ = 0;
+  HfDecoder decoder_;
   int bos_id_ = -1;
   int eos_id_ = -1;
 };
