@@ -15,19 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr absl::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
-
-// A run of byte-fallback bytes: its text when well-formed, else one U+FFFD per byte.
-void AppendByteRun(absl::string_view run, std::string* out) {
-  if (IsWellFormedUtf8(run)) {
-    out->append(run.data(), run.size());
-  } else {
-    for (size_t i = 0; i < run.size(); ++i) {
-      out->append(kReplacementCharacter.data(), kReplacementCharacter.size());
-    }
-  }
-}
-
 // The code point of the one-character `text` below U+0800, or -1.
 int SmallCodePoint(absl::string_view text, size_t length) {
   const auto* b = reinterpret_cast<const unsigned char*>(text.data());
@@ -127,15 +114,11 @@ std::string HfDecoder::Decode(absl::Span<const absl::string_view> tokens,
       run += RawBytes(token);
       continue;
     }
-    AppendByteRun(run, &text);
+    AppendUtf8Lossy(run, &text);
     run.clear();
     text += RawBytes(token);
   }
-  if (byte_level_) {
-    AppendUtf8Lossy(run, &text);
-  } else {
-    AppendByteRun(run, &text);
-  }
+  AppendUtf8Lossy(run, &text);
   if (at_text_start) {
     absl::string_view rest = text;
     for (int i = 0; i < strip_count_ && absl::ConsumePrefix(&rest, strip_content_); ++i) {

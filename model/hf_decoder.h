@@ -16,10 +16,14 @@ namespace tandem {
 namespace internal {
 
 // Supported: null (tokens concatenated), ByteLevel (GPT-2's byte alphabet back to
-// bytes, ill-formed UTF-8 replaced per maximal subpart), and the SentencePiece-style
-// Sequence of Replace (String patterns), ByteFallback (<0xNN> tokens are bytes; a run
-// that is not well-formed UTF-8 becomes one U+FFFD per byte), Fuse, Strip (at the
-// start) and Metaspace. Immutable after Parse; thread-safe.
+// bytes), and the SentencePiece-style Sequence of Replace (String patterns),
+// ByteFallback (<0xNN> tokens are bytes), Fuse, Strip (at the start) and Metaspace.
+// Ill-formed UTF-8 is replaced per maximal subpart (one U+FFFD each), as the WHATWG
+// decoder does, for byte-level and byte-fallback bytes alike; so does the reference
+// (@lenml/tokenizers). Hugging Face's Rust ByteFallback instead turns every byte of an
+// ill-formed run into U+FFFD, well-formed characters in it included; that rule would
+// make streamed text differ from decoded text unless every run of byte tokens were held
+// back until it ends. Immutable after Parse; thread-safe.
 class HfDecoder {
  public:
   // INVALID_ARGUMENT naming `source` for any other decoder.

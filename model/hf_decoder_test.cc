@@ -55,10 +55,11 @@ TEST(HfDecoderTest, SentencePieceStyleSequence) {
   EXPECT_EQ(Decode(decoder, {"▁Hello", "▁world"}, /*at_text_start=*/false), " Hello world");
   EXPECT_EQ(Decode(decoder, {"▁", "▁x"}), " x");  // Strip removes one space only.
   EXPECT_EQ(Decode(decoder, {"<0xE4>", "<0xB8>", "<0xAD>", "▁ok"}), "中 ok");
-  // A byte run that is not well-formed: one U+FFFD per byte of the run.
-  EXPECT_EQ(Decode(decoder, {"<0x41>", "<0xE4>", "x"}),
-            "\xEF\xBF\xBD\xEF\xBF\xBD"
-            "x");
+  // An ill-formed byte run: its well-formed characters stay (see the class comment).
+  EXPECT_EQ(Decode(decoder, {"<0x41>", "<0xE4>", "x"}), "A\xEF\xBF\xBDx");
+  EXPECT_EQ(Decode(decoder, {"<0xE4>", "<0xB8>", "<0x41>"}),
+            "\xEF\xBF\xBD"
+            "A");
   EXPECT_EQ(decoder.RawBytes("<0x0A>"), "\n");
   EXPECT_EQ(decoder.RawBytes("▁a"), " a");
 }

@@ -8,9 +8,9 @@ written by others) run by REFERENCE_JS (model/tokenizer_json_reference.js). For 
 MODEL_DIR (holding tokenizer.json and tokenizer_config.json), runs it and TOOL
 (model/tokenizer_tool) on the same inputs and requires equality of: the ids of every
 text (the lines and the whole of the held-out files, awkward strings, random strings
-made of vocabulary pieces); the decoded text of those ids and of random id sequences;
-and the streamed text (IncrementalDetokenizer) of both, which must also equal the
-decoded text. Exits 1 on a mismatch.
+made of vocabulary pieces); the decoded text of those ids, of random id sequences and of
+random runs of byte-fallback tokens; and the streamed text (IncrementalDetokenizer) of
+all of them, which must also equal the decoded text. Exits 1 on a mismatch.
 """
 import json
 import random
@@ -72,6 +72,12 @@ def compare(tool, reference, node_modules, model_dir, texts, failures):
             failures.append("%s: ids of %r: reference %r, ours %r" % (model_dir, text, w, g))
     sequences = want["encoded"] + [[rng.randrange(size) for _ in range(rng.randint(0, 20))]
                                    for _ in range(300)]
+    byte_ids = {b: i for i, b in enumerate(ours["byte_values"]) if b >= 0}
+    if byte_ids:  # Whole characters, characters cut short, stray bytes.
+        for _ in range(300):
+            data = "".join(rng.choice(["a", "é", "中", "😀", " "]) for _ in range(4)).encode()
+            cut = bytes(b for b in data if rng.random() < 0.9)
+            sequences.append([byte_ids[b] for b in cut])
     request = {"texts": [], "id_sequences": sequences}
     want = run_json(["node", reference, node_modules, model_dir], request, "reference", failures)
     got = run_json([tool, model_dir], request, "tool", failures)
