@@ -51,7 +51,8 @@ class Tokenizer {
   int vocab_size() const { return vocab_size_; }
   int bos_id() const { return bos_id_; }  // -1 when the model has none.
   // The tokenizer's own EOS (SentencePiece's, or tokenizer_config.json's eos_token);
-  // -1 when it has none. Generation stops at the list from ReadStopTokenIds.
+  // -1 when it has none. Generation stops at the list of
+  // LoadGenerationConfig (model/generation_config.h).
   int eos_id() const { return eos_id_; }
   bool IsValidId(int id) const { return id >= 0 && id < vocab_size_; }
   // The piece's text as stored in the model ("▁the", "<0x0A>", "<s>", "Ġthe"); "" for an

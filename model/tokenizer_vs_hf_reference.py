@@ -53,24 +53,22 @@ def run_json(command, request, what, failures):
 def compare(tool, reference, node_modules, model_dir, texts, failures):
     rng = random.Random(model_dir)
     before = len(failures)
-    # Our vocabulary, to build random texts and id sequences from.
+    # Our vocabulary and the text of single tokens, to build random inputs from.
     ours = run_json([tool, model_dir], {"texts": [], "id_sequences": []}, "tool", failures)
     if ours is None:
         return 0
     size = ours["vocab_size"]
-    sample = [ours["pieces"][rng.randrange(size)] for _ in range(3000)]
-    words = run_json([tool, model_dir], {"texts": [], "id_sequences": [[i] for i in
-                     rng.sample(range(size), 3000)]}, "tool", failures)["decoded"]
-    texts = texts + random_texts([w for w in words + sample if w], rng, 300)
-    request = {"texts": texts, "id_sequences": []}
-    want = run_json(["node", reference, node_modules, model_dir], request, "reference", failures)
-    got = run_json([tool, model_dir], request, "tool", failures)
-    if want is None or got is None:
+    singles = [[i] for i in rng.sample(range(size), 3000)]
+    words = run_json([tool, model_dir], {"texts": [], "id_sequences": singles}, "tool", failures)
+    if words is None:
         return 0
-    for text, w, g in zip(texts, want["encoded"], got["encoded"]):
-        if w != g:
-            failures.append("%s: ids of %r: reference %r, ours %r" % (model_dir, text, w, g))
-    sequences = want["encoded"] + [[rng.randrange(size) for _ in range(rng.randint(0, 20))]
+    words = words["decoded"] + [ours["pieces"][rng.randrange(size)] for _ in range(3000)]
+    texts = texts + random_texts([w for w in words if w], rng, 300)
+    # Our ids of the texts, decoded back; random id sequences; runs of byte tokens.
+    ours = run_json([tool, model_dir], {"texts": texts, "id_sequences": []}, "tool", failures)
+    if ours is None:
+        return 0
+    sequences = ours["encoded"] + [[rng.randrange(size) for _ in range(rng.randint(0, 20))]
                                    for _ in range(300)]
     byte_ids = {b: i for i, b in enumerate(ours["byte_values"]) if b >= 0}
     if byte_ids:  # Whole characters, characters cut short, stray bytes.
@@ -78,11 +76,14 @@ def compare(tool, reference, node_modules, model_dir, texts, failures):
             data = "".join(rng.choice(["a", "é", "中", "😀", " "]) for _ in range(4)).encode()
             cut = bytes(b for b in data if rng.random() < 0.9)
             sequences.append([byte_ids[b] for b in cut])
-    request = {"texts": [], "id_sequences": sequences}
+    request = {"texts": texts, "id_sequences": sequences}
     want = run_json(["node", reference, node_modules, model_dir], request, "reference", failures)
     got = run_json([tool, model_dir], request, "tool", failures)
     if want is None or got is None:
         return 0
+    for text, w, g in zip(texts, want["encoded"], got["encoded"]):
+        if w != g:
+            failures.append("%s: ids of %r: reference %r, ours %r" % (model_dir, text, w, g))
     for ids, w, g, s in zip(sequences, want["decoded"], got["decoded"], got["streamed"]):
         if w != g:
             failures.append("%s: text of %r: reference %r, ours %r" % (model_dir, ids, w, g))
