@@ -11,11 +11,21 @@ text (the lines and the whole of the held-out files, awkward strings, random str
 made of vocabulary pieces); the decoded text of those ids, of random id sequences and of
 random runs of byte-fallback tokens; and the streamed text (IncrementalDetokenizer) of
 all of them, which must also equal the decoded text. Exits 1 on a mismatch.
+
+A tokenizer.json in the legacy SentencePiece-style layout (normalizer Prepend "▁" +
+Replace " ") is also compared in the layout that current Hugging Face exports use for
+the same model (no normalizer; Metaspace pre-tokenizer with prepend_scheme "first",
+split false), written to a temporary directory. ("add_prefix_space": true is kept
+there: the reference ignores prepend_scheme without it; it also ignores "split", so
+split=true is checked by unit tests only.)
 """
 import json
+import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 
 HELDOUT = ["model/testdata/tokenizer_heldout.txt", "tests/data/heldout_code.txt"]
 
@@ -95,6 +105,24 @@ def compare(tool, reference, node_modules, model_dir, texts, failures):
     return len(texts)
 
 
+def metaspace_variant(model_dir):
+    """The Metaspace layout of a legacy SentencePiece-style tokenizer.json, or None."""
+    with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    normalizer = spec.get("normalizer") or {}
+    if normalizer.get("type") != "Sequence" or spec.get("pre_tokenizer") is not None:
+        return None
+    spec["normalizer"] = None
+    spec["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581",
+                             "prepend_scheme": "first", "split": False,
+                             "add_prefix_space": True}
+    variant = tempfile.mkdtemp(prefix="metaspace_", dir=os.environ.get("TEST_TMPDIR"))
+    with open(os.path.join(variant, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(spec, f)
+    shutil.copy(os.path.join(model_dir, "tokenizer_config.json"), variant)
+    return variant
+
+
 def main():
     if len(sys.argv) < 5:
         sys.exit(__doc__)
@@ -104,13 +132,17 @@ def main():
         with open(path, encoding="utf-8", newline="") as f:
             heldout = f.read()
         texts += [heldout] + heldout.split("\n")
+    variants = [v for v in map(metaspace_variant, model_dirs) if v is not None]
     failures = []
-    compared = sum(compare(tool, reference, node_modules, d, texts, failures) for d in model_dirs)
+    compared = sum(compare(tool, reference, node_modules, d, texts, failures)
+                   for d in model_dirs + variants)
+    for variant in variants:
+        shutil.rmtree(variant)
     for failure in failures[:30]:
         print("MISMATCH " + failure)
     if failures:
         sys.exit("%d mismatches" % len(failures))
-    print("all equal: %d texts over %d tokenizers" % (compared, len(model_dirs)))
+    print("all equal: %d texts over %d tokenizers" % (compared, len(model_dirs) + len(variants)))
 
 
 if __name__ == "__main__":
