@@ -299,7 +299,7 @@ absl::Status ValidateServerLimits(const ServerLimits& limits) {
     return Invalid("server limits: default_max_new_tokens = ", limits.default_max_new_tokens,
                    " must be in [1, max_new_tokens_limit = ", limits.max_new_tokens_limit, "]");
   }
-  if (!(limits.default_top_p > 0.0f && limits.default_top_p <= 1.0f)) {
+  if (!kTopPRange.Contains(limits.default_top_p)) {
     return Invalid("server limits: default_top_p = ", limits.default_top_p, " must be in (0, 1]");
   }
   if (limits.max_speculative_tokens < 0) {
