@@ -24,10 +24,6 @@ absl::Status Invalid(const std::string& source, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(source, ": ", what));
 }
 
-uint64_t PairKey(int left, int right) {
-  return (static_cast<uint64_t>(left) << 32) | static_cast<uint32_t>(right);
-}
-
 // A tokenizer_config.json token entry: "text" or {"content": "text", ...}.
 std::string TokenContent(const json& config, const char* key) {
   const auto it = config.find(key);
@@ -141,7 +137,9 @@ absl::Status HfTokenizer::ParseMerges(const json& merges, const std::string& sou
       return Invalid(source, absl::StrCat("model.merges[", rank, "] (\"", left, "\", \"", right,
                                           "\") uses a token that is not in the vocabulary"));
     }
-    merge_ranks_.emplace(PairKey(left_id, right_id), static_cast<int>(rank));
+    merge_ranks_.emplace(std::make_pair(absl::string_view(vocab_.find(left)->first),
+                                        absl::string_view(vocab_.find(right)->first)),
+                         static_cast<int>(rank));
   }
   byte_values_.assign(pieces_.size(), -1);
   for (int byte = 0; byte < 256; ++byte) {
@@ -280,10 +278,7 @@ void HfTokenizer::EncodeWord(absl::string_view word, std::vector<int>* ids) cons
   symbols = MergeByPriority(
       word, std::move(symbols),
       [this](absl::string_view left, absl::string_view right) -> std::optional<float> {
-        const int left_id = VocabId(left);
-        const int right_id = left_id < 0 ? -1 : VocabId(right);
-        if (right_id < 0) return std::nullopt;
-        const auto rank = merge_ranks_.find(PairKey(left_id, right_id));
+        const auto rank = merge_ranks_.find(std::make_pair(left, right));
         if (rank == merge_ranks_.end()) return std::nullopt;
         return -static_cast<float>(rank->second);
       });

@@ -72,13 +72,15 @@ class HfTokenizer final : public TokenizerModel {
   // The model-vocabulary id of `piece`, or -1.
   int VocabId(absl::string_view piece) const;
 
-  std::vector<std::string> pieces_;                 // Per id ("" for an id without a token).
-  std::vector<bool> special_;                       // Per id: a special added token.
-  std::vector<int16_t> byte_values_;                // Per id: NN of a <0xNN> token, else -1.
-  int byte_ids_[256] = {};                          // Per byte NN: the id of <0xNN>, or -1.
-  absl::flat_hash_map<std::string, int> vocab_;     // The BPE model's vocabulary.
-  absl::flat_hash_map<uint64_t, int> merge_ranks_;  // (left id, right id) -> rank.
-  std::vector<AddedToken> added_tokens_;            // Longest first.
+  std::vector<std::string> pieces_;              // Per id ("" for an id without a token).
+  std::vector<bool> special_;                    // Per id: a special added token.
+  std::vector<int16_t> byte_values_;             // Per id: NN of a <0xNN> token, else -1.
+  int byte_ids_[256] = {};                       // Per byte NN: the id of <0xNN>, or -1.
+  absl::flat_hash_map<std::string, int> vocab_;  // The BPE model's vocabulary.
+  // (left, right) -> rank; the views point into vocab_'s keys (vocab_ is not changed
+  // after the merges are read).
+  absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, int> merge_ranks_;
+  std::vector<AddedToken> added_tokens_;  // Longest first.
   absl::flat_hash_map<std::string, int> added_ids_;
   bool added_first_bytes_[256] = {};  // Bytes that start an added token.
   int unk_id_ = -1;
