@@ -25,7 +25,9 @@ namespace internal {
 // Encoding follows Hugging Face's `encode(text, add_special_tokens=False)`: added
 // tokens are matched in the raw text first (leftmost, longest), the rest is normalized,
 // pre-tokenized and BPE-merged word by word (lowest merge rank first, the leftmost
-// among equals). Decoding follows `decode(ids, skip_special_tokens=True)`.
+// among equals). Decoding follows `decode(ids, skip_special_tokens=True)`. Added tokens
+// marked "normalized" are matched in the raw text too (Hugging Face matches them in the
+// normalized text; none of Llama-2/Mistral, Llama-3 and Qwen3 has one).
 class HfTokenizer final : public TokenizerModel {
  public:
   // `tokenizer_json`: the text of tokenizer.json; `config_json`: the text of
