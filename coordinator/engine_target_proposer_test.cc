@@ -69,7 +69,7 @@ TargetLeaderRun RunTargetLeader(EngineOptions options) {
   EXPECT_TRUE(metrics.ok()) << metrics.status();
   if (!tokenizer.ok() || !metrics.ok()) return run;
   options.monitor_interval = absl::Milliseconds(10);
-  options.eos_token_id = 2;
+  options.stop_token_ids = {2};
   options.extra_proposers = {std::make_shared<TargetLeaderProposer>()};
   FakeWorkerOptions target_options;
   target_options.target_methods = {kMethod};

@@ -25,7 +25,7 @@ void EngineTest::SetUp() {
   ASSERT_TRUE(m.ok()) << m.status();
   metrics_ = *std::move(m);
   options_.monitor_interval = absl::Milliseconds(10);
-  options_.eos_token_id = 2;
+  options_.stop_token_ids = {2};
   // The fixed cost terms: whether speculation pays must not depend on how fast this
   // machine runs the fakes (engine_controller_test.cc covers the controller).
   options_.measured_costs = false;

@@ -22,6 +22,7 @@
 #include "coordinator/request_validation.h"
 #include "coordinator/tandem_service.h"
 #include "coordinator/worker_client.h"
+#include "model/generation_config.h"
 #include "model/tokenizer.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "Public API address (host:port).");
@@ -170,7 +171,13 @@ int Run() {
     draft = std::make_unique<WorkerClient>(wo);
   }
 
-  absl::StatusOr<EngineOptions> eo = EngineOptionsFromFlags(tokenizer->eos_id());
+  absl::StatusOr<GenerationConfig> generation =
+      LoadGenerationConfig(ModelDirectoryOf(absl::GetFlag(FLAGS_tokenizer)), *tokenizer);
+  if (!generation.ok()) {
+    std::fprintf(stderr, "tandem-coordinator: %s\n", generation.status().ToString().c_str());
+    return 2;
+  }
+  absl::StatusOr<EngineOptions> eo = EngineOptionsFromFlags(generation->stop_token_ids);
   if (!eo.ok()) {
     std::fprintf(stderr, "tandem-coordinator: %s\n", std::string(eo.status().message()).c_str());
     return 2;
@@ -192,6 +199,7 @@ int Run() {
   limits.max_speculative_tokens =
       std::min<int>(absl::GetFlag(FLAGS_max_k), cluster.target.max_speculative_tokens());
   limits.vocab_size = static_cast<int>(cluster.target.model().vocab_size());
+  limits.default_top_p = generation->sampling.top_p.value_or(1.0f);
   limits.available_methods.clear();
   for (v1::SpeculationMethod m : engine.proposers().served_methods()) {
     limits.available_methods.insert(m);

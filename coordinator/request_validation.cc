@@ -130,11 +130,11 @@ absl::Status ValidateSampling(const GenerateRequest& request, const ServerLimits
   }
   if (s.has_top_p() && !kTopPRange.Contains(s.top_p())) {
     return Invalid("sampling.top_p = ", s.top_p(),
-                   " is out of range; valid range (0, 1] (unset = 1, no limit)");
+                   " is out of range; valid range (0, 1] (unset = the model's default)");
   }
   out->temperature = s.temperature();
   out->top_k = s.top_k();
-  out->top_p = s.has_top_p() ? s.top_p() : 1.0f;
+  out->top_p = s.has_top_p() ? s.top_p() : limits.default_top_p;
   out->seed_from_request = s.has_seed();
   out->seed = s.has_seed() ? s.seed() : absl::Uniform<uint64_t>(random);
   return absl::OkStatus();
@@ -298,6 +298,9 @@ absl::Status ValidateServerLimits(const ServerLimits& limits) {
       limits.default_max_new_tokens > limits.max_new_tokens_limit) {
     return Invalid("server limits: default_max_new_tokens = ", limits.default_max_new_tokens,
                    " must be in [1, max_new_tokens_limit = ", limits.max_new_tokens_limit, "]");
+  }
+  if (!kTopPRange.Contains(limits.default_top_p)) {
+    return Invalid("server limits: default_top_p = ", limits.default_top_p, " must be in (0, 1]");
   }
   if (limits.max_speculative_tokens < 0) {
     return Invalid("server limits: max_speculative_tokens = ", limits.max_speculative_tokens,

@@ -48,9 +48,12 @@ struct ServerLimits {
   int context_length = 0;            // Max prompt + generated tokens per sequence, >= 2.
   int max_new_tokens_limit = 4096;   // Upper bound of GenerateRequest.max_new_tokens.
   int default_max_new_tokens = 128;  // Used when max_new_tokens is 0.
-  int max_speculative_tokens = 8;    // Upper bound of K.
-  int vocab_size = 0;                // Target vocabulary size, >= 1.
-  int max_prompt_bytes = 1 << 20;    // Prompt text size limit.
+  // sampling.top_p when the request leaves it unset, (0, 1]: the model's
+  // generation_config.json top_p, else 1 (no limit).
+  float default_top_p = 1.0f;
+  int max_speculative_tokens = 8;  // Upper bound of K.
+  int vocab_size = 0;              // Target vocabulary size, >= 1.
+  int max_prompt_bytes = 1 << 20;  // Prompt text size limit.
   int max_stop_strings = 8;
   int max_stop_bytes = 256;  // Per stop string.
   int max_request_id_chars = 128;

@@ -189,6 +189,21 @@ TEST(ValidateRequestTest, MethodEnabledByLimits) {
   EXPECT_TRUE(Validate(r, limits).ok());
 }
 
+// The model's generation_config.json top_p applies where the request leaves top_p unset.
+TEST(ValidateRequestTest, UnsetTopPTakesTheServerDefault) {
+  ServerLimits limits = TestLimits();
+  limits.default_top_p = 0.9f;
+  GenerateRequest r = BaseRequest();
+  r.mutable_sampling()->set_temperature(0.7f);
+  absl::StatusOr<ValidatedRequest> v = Validate(r, limits);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->sampling.top_p, 0.9f);
+  r.mutable_sampling()->set_top_p(0.5f);
+  v = Validate(r, limits);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->sampling.top_p, 0.5f);
+}
+
 TEST(ValidateRequestTest, DrawnSeedAndIdComeFromTheRandomSource) {
   std::mt19937_64 a(5), b(5), c(6);
   absl::StatusOr<ValidatedRequest> va = ValidateRequest(BaseRequest(), TestLimits(), a);
@@ -231,6 +246,9 @@ TEST(ServerLimitsTest, Validation) {
   limits.default_max_new_tokens = 5000;
   EXPECT_THAT(std::string(ValidateServerLimits(limits).message()),
               HasSubstr("default_max_new_tokens"));
+  limits = TestLimits();
+  limits.default_top_p = 0.0f;
+  EXPECT_THAT(std::string(ValidateServerLimits(limits).message()), HasSubstr("default_top_p"));
   EXPECT_FALSE(ValidateServerLimits(ServerLimits{}).ok());  // No context or vocabulary.
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 
 namespace tandem::coordinator {
@@ -12,13 +13,13 @@ float Ms(absl::Duration d) { return static_cast<float>(absl::ToDoubleMillisecond
 }  // namespace
 
 Sequence::Sequence(uint64_t id, ValidatedRequest request, std::vector<int32_t> prompt,
-                   int max_new_tokens, const Tokenizer* tokenizer, int eos_token_id,
+                   int max_new_tokens, const Tokenizer* tokenizer, std::vector<int> stop_token_ids,
                    const spec::ControllerConfig& controller, absl::Time arrival,
                    std::shared_ptr<OutputChannel> output)
     : id_(id),
       request_(std::move(request)),
       tokenizer_(tokenizer),
-      eos_token_id_(eos_token_id),
+      stop_token_ids_(std::move(stop_token_ids)),
       prompt_length_(static_cast<int>(prompt.size())),
       max_new_tokens_(max_new_tokens),
       tokens_(std::move(prompt)),
@@ -124,7 +125,9 @@ v1::FinishReason Sequence::CommitTokens(const v1::VerifiedSequence& result, Outp
     if (request_.return_logprobs && i < result.logprobs_size()) {
       chunk->logprobs.push_back(result.logprobs(i));
     }
-    if (token == eos_token_id_ && !request_.ignore_eos) return v1::FINISH_REASON_EOS;
+    if (!request_.ignore_eos && absl::c_linear_search(stop_token_ids_, token)) {
+      return v1::FINISH_REASON_EOS;
+    }
     absl::StatusOr<std::string> text = detokenizer_.Add(token);
     if (!text.ok()) {
       Fail(absl::InternalError(absl::StrCat("detokenisation failed: ", text.status().message())),

@@ -70,10 +70,12 @@ struct PlannedStep {
 class Sequence {
  public:
   // `prompt` is the tokenised prompt (BOS included when wanted); `max_new_tokens`
-  // is already clamped to the context. `tokenizer` must outlive the sequence.
+  // is already clamped to the context. `tokenizer` must outlive the sequence. Output
+  // ends (FINISH_REASON_EOS) at any of `stop_token_ids` unless the request ignores EOS.
   Sequence(uint64_t id, ValidatedRequest request, std::vector<int32_t> prompt, int max_new_tokens,
-           const Tokenizer* tokenizer, int eos_token_id, const spec::ControllerConfig& controller,
-           absl::Time arrival, std::shared_ptr<OutputChannel> output);
+           const Tokenizer* tokenizer, std::vector<int> stop_token_ids,
+           const spec::ControllerConfig& controller, absl::Time arrival,
+           std::shared_ptr<OutputChannel> output);
 
   uint64_t id() const { return id_; }
   const ValidatedRequest& request() const { return request_; }
@@ -166,7 +168,7 @@ class Sequence {
   const uint64_t id_;
   const ValidatedRequest request_;
   const Tokenizer* tokenizer_;
-  const int eos_token_id_;
+  const std::vector<int> stop_token_ids_;
   const int prompt_length_;
   const int max_new_tokens_;
   std::vector<int32_t> tokens_;

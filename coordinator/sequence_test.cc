@@ -15,6 +15,8 @@ class SequenceTest : public ::testing::Test {
     auto t = Tokenizer::Load("models/target");
     ASSERT_TRUE(t.ok()) << t.status();
     tokenizer_ = std::make_unique<Tokenizer>(*std::move(t));
+    end_of_turn_ = tokenizer_->PieceToId("<0x00>");  // A second stop id, as Llama-3 has.
+    ASSERT_GE(end_of_turn_, 0);
   }
 
   std::unique_ptr<Sequence> Make(int max_new, std::vector<std::string> stop = {},
@@ -27,7 +29,8 @@ class SequenceTest : public ::testing::Test {
     EXPECT_TRUE(prompt.ok());
     channel_ = std::make_shared<OutputChannel>();
     return std::make_unique<Sequence>(7, r, std::vector<int32_t>(prompt->begin(), prompt->end()),
-                                      max_new, tokenizer_.get(), tokenizer_->eos_id(),
+                                      max_new, tokenizer_.get(),
+                                      std::vector<int>{tokenizer_->eos_id(), end_of_turn_},
                                       spec::ControllerConfig(), absl::Now(), channel_);
   }
 
@@ -57,6 +60,7 @@ class SequenceTest : public ::testing::Test {
     return text;
   }
 
+  int end_of_turn_ = -1;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::shared_ptr<OutputChannel> channel_;
 };
@@ -100,6 +104,21 @@ TEST_F(SequenceTest, EosEndsTheSequenceAndLaterTokensAreDropped) {
   EXPECT_EQ(text, "    pass");
   EXPECT_EQ(s->generated(), static_cast<int>(committed.size()) - 1);  // EOS counted.
   EXPECT_EQ(final_chunk.stats.generated_tokens(), committed.size() - 1);
+}
+
+TEST_F(SequenceTest, EveryStopIdEndsTheSequenceUnlessEosIsIgnored) {
+  auto s = Make(100);
+  std::vector<int> committed = Ids("    pass");
+  const int text_tokens = static_cast<int>(committed.size());
+  committed.push_back(end_of_turn_);
+  committed.push_back(committed[0]);
+  s->OnVerified(Verified(committed, committed.size() - 1, 0), committed.size() - 1, absl::Now());
+  std::vector<int> ids;
+  OutputChunk final_chunk;
+  EXPECT_EQ(Drain(&ids, &final_chunk), "    pass");
+  EXPECT_TRUE(s->finished());
+  EXPECT_EQ(final_chunk.finish_reason, v1::FINISH_REASON_EOS);
+  EXPECT_EQ(s->generated(), text_tokens + 1);
 }
 
 TEST_F(SequenceTest, MaxNewTokensTruncatesAStep) {

@@ -30,28 +30,27 @@ size_t UnitLength(const SentencePieceModel& model, absl::string_view text) {
   return user_defined > 0 ? user_defined : CharLength(text);
 }
 
-// A symbol of the text being merged: normalized[begin, begin + length).
-struct Symbol {
+// A symbol in the merge loop's linked list; length 0 once merged into its left
+// neighbour.
+struct LinkedSymbol {
   int prev;
   int next;
-  bool frozen;  // A user-defined piece: never merged.
-  size_t begin;
-  size_t length;  // 0 once merged into its left neighbour.
+  MergeSymbol span;
 };
 
 // A possible merge of adjacent symbols `left` and `right`, valid while their
 // lengths still add up to `length`.
 struct Candidate {
-  float score;
+  float priority;
   int left;
   int right;
   size_t length;
 };
 
-// Orders the queue: highest score first, then the leftmost.
+// Orders the queue: highest priority first, then the leftmost.
 struct LowerPriority {
   bool operator()(const Candidate& a, const Candidate& b) const {
-    return a.score < b.score || (a.score == b.score && a.left > b.left);
+    return a.priority < b.priority || (a.priority == b.priority && a.left > b.left);
   }
 };
 
@@ -100,61 +99,78 @@ std::string Normalize(const SentencePieceModel& model, absl::string_view text) {
   return normalized;
 }
 
+std::vector<MergeSymbol> MergeByPriority(absl::string_view text, std::vector<MergeSymbol> spans,
+                                         MergePriority priority) {
+  if (spans.empty()) return spans;
+  std::vector<LinkedSymbol> symbols;
+  symbols.reserve(spans.size());
+  for (const MergeSymbol& span : spans) {
+    const int index = static_cast<int>(symbols.size());
+    symbols.push_back({index - 1, index + 1, span});
+  }
+  symbols.back().next = -1;
+  std::priority_queue<Candidate, std::vector<Candidate>, LowerPriority> queue;
+  auto consider = [&](int left, int right) {
+    if (left < 0 || right < 0) return;
+    const MergeSymbol& a = symbols[left].span;
+    const MergeSymbol& b = symbols[right].span;
+    if (a.frozen || b.frozen) return;
+    const std::optional<float> p =
+        priority(text.substr(a.begin, a.length), text.substr(b.begin, b.length));
+    if (p.has_value()) queue.push({*p, left, right, a.length + b.length});
+  };
+  for (int i = 1; i < static_cast<int>(symbols.size()); ++i) consider(i - 1, i);
+  while (!queue.empty()) {
+    const Candidate top = queue.top();
+    queue.pop();
+    LinkedSymbol& left = symbols[top.left];
+    LinkedSymbol& right = symbols[top.right];
+    // Stale: one side was merged away or grew since the candidate was queued.
+    if (left.span.length == 0 || right.span.length == 0 ||
+        left.span.length + right.span.length != top.length) {
+      continue;
+    }
+    left.span.length = top.length;
+    left.next = right.next;
+    if (right.next >= 0) symbols[right.next].prev = top.left;
+    right.span.length = 0;
+    consider(left.prev, top.left);
+    consider(top.left, left.next);
+  }
+  std::vector<MergeSymbol> merged;
+  for (int index = 0; index >= 0; index = symbols[index].next)
+    merged.push_back(symbols[index].span);
+  return merged;
+}
+
 std::vector<int> EncodeNormalized(const SentencePieceModel& model, absl::string_view normalized) {
-  std::vector<Symbol> symbols;
+  std::vector<MergeSymbol> initial;
   for (size_t begin = 0; begin < normalized.size();) {
     const absl::string_view rest = normalized.substr(begin);
     const size_t user_defined = model.MatchUserDefined(rest);
     const size_t length = user_defined > 0 ? user_defined : CharLength(rest);
-    const int index = static_cast<int>(symbols.size());
-    symbols.push_back({index - 1, index + 1, user_defined > 0, begin, length});
+    initial.push_back({begin, length, user_defined > 0});
     begin += length;
   }
-  if (symbols.empty()) return {};
-  symbols.back().next = -1;
-
-  auto text_of = [&](int index) {
-    return normalized.substr(symbols[index].begin, symbols[index].length);
-  };
-  std::priority_queue<Candidate, std::vector<Candidate>, LowerPriority> queue;
   // Where an unused piece came from: the last pair seen to spell it.
   absl::flat_hash_map<absl::string_view, std::pair<absl::string_view, absl::string_view>>
       unused_origin;
-  auto consider = [&](int left, int right) {
-    if (left < 0 || right < 0 || symbols[left].frozen || symbols[right].frozen) return;
-    const size_t length = symbols[left].length + symbols[right].length;
-    const absl::string_view merged = normalized.substr(symbols[left].begin, length);
-    const int id = model.FindMergeable(merged);
-    if (id < 0) return;
-    queue.push({model.score(id), left, right, length});
-    if (model.type(id) == PieceType::kUnused) {
-      unused_origin[merged] = {text_of(left), text_of(right)};
-    }
-  };
-  for (int i = 1; i < static_cast<int>(symbols.size()); ++i) consider(i - 1, i);
-
-  while (!queue.empty()) {
-    const Candidate top = queue.top();
-    queue.pop();
-    Symbol& left = symbols[top.left];
-    Symbol& right = symbols[top.right];
-    // Stale: one side was merged away or grew since the candidate was queued.
-    if (left.length == 0 || right.length == 0 || left.length + right.length != top.length) {
-      continue;
-    }
-    left.length = top.length;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = top.left;
-    right.length = 0;
-    consider(left.prev, top.left);
-    consider(top.left, left.next);
-  }
+  const std::vector<MergeSymbol> symbols =
+      MergeByPriority(normalized, std::move(initial),
+                      [&](absl::string_view left, absl::string_view right) -> std::optional<float> {
+                        const absl::string_view merged(left.data(), left.size() + right.size());
+                        const int id = model.FindMergeable(merged);
+                        if (id < 0) return std::nullopt;
+                        if (model.type(id) == PieceType::kUnused)
+                          unused_origin[merged] = {left, right};
+                        return model.score(id);
+                      });
 
   // Final pieces, unused ones split back (depth first, left to right).
   std::vector<std::pair<absl::string_view, int>> pieces;
   std::vector<absl::string_view> stack;
-  for (int index = 0; index >= 0; index = symbols[index].next) {
-    stack.push_back(text_of(index));
+  for (const MergeSymbol& symbol : symbols) {
+    stack.push_back(normalized.substr(symbol.begin, symbol.length));
     while (!stack.empty()) {
       const absl::string_view piece = stack.back();
       stack.pop_back();

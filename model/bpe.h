@@ -3,15 +3,37 @@
 #ifndef TANDEM_MODEL_BPE_H_
 #define TANDEM_MODEL_BPE_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "model/sentencepiece_model.h"
 
 namespace tandem {
 namespace internal {
+
+// A span text[begin, begin + length) of the text being merged; a frozen symbol is
+// never merged with a neighbour.
+struct MergeSymbol {
+  size_t begin;
+  size_t length;
+  bool frozen;
+};
+
+// The priority of merging adjacent symbols `left` and `right` (views into the text,
+// `right` directly after `left`), or nullopt when they do not merge.
+using MergePriority =
+    absl::FunctionRef<std::optional<float>(absl::string_view left, absl::string_view right)>;
+
+// The BPE merge loop shared by SentencePiece and tokenizer.json models: repeatedly
+// merges the adjacent pair of non-frozen symbols with the highest priority (the
+// leftmost among equals) until no pair merges. `symbols` tile `text` in order.
+// Returns the final symbols in order. O(n log n) in the number of symbols.
+std::vector<MergeSymbol> MergeByPriority(absl::string_view text, std::vector<MergeSymbol> symbols,
+                                         MergePriority priority);
 
 // `text` (well-formed UTF-8) as SentencePiece normalises it before encoding, with
 // identity normalisation. remove_extra_whitespaces: leading and trailing spaces are

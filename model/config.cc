@@ -123,30 +123,11 @@ absl::Status ParseTokenIds(const JsonFieldReader& reader, LlamaConfig* config) {
       !status.ok()) {
     return status;
   }
-  config->eos_token_ids.clear();
   if (!reader.Has("eos_token_id")) {
-    config->eos_token_ids.push_back(2);
+    config->eos_token_ids = {2};
     return absl::OkStatus();
   }
-  const Json& value = reader.object().at("eos_token_id");
-  if (value.is_array()) {
-    if (value.empty()) return reader.Error("eos_token_id", "is an empty list");
-    for (const Json& entry : value) {
-      int id = 0;
-      if (auto status = reader.IntValue(entry, "eos_token_id", 0, kMaxVocab - 1, &id);
-          !status.ok()) {
-        return status;
-      }
-      config->eos_token_ids.push_back(id);
-    }
-    return absl::OkStatus();
-  }
-  int id = 0;
-  if (auto status = reader.IntValue(value, "eos_token_id", 0, kMaxVocab - 1, &id); !status.ok()) {
-    return status;
-  }
-  config->eos_token_ids.push_back(id);
-  return absl::OkStatus();
+  return reader.IntOrIntList("eos_token_id", 0, kMaxVocab - 1, &config->eos_token_ids);
 }
 
 // Features of the architecture that this runtime does not implement.

@@ -55,6 +55,22 @@ absl::Status JsonFieldReader::IntValue(const Json& value, const std::string& fie
   return absl::OkStatus();
 }
 
+absl::Status JsonFieldReader::IntOrIntList(const std::string& field, long long min_value,
+                                           long long max_value, std::vector<int>* out) const {
+  out->clear();
+  if (!Has(field)) return Error(field, "is missing");
+  const Json& value = object_.at(field);
+  if (value.is_array() && value.empty()) return Error(field, "is an empty list");
+  for (const Json& entry : value.is_array() ? value : Json::array({value})) {
+    int id = 0;
+    if (absl::Status status = IntValue(entry, field, min_value, max_value, &id); !status.ok()) {
+      return status;
+    }
+    out->push_back(id);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status JsonFieldReader::PositiveNumber(const std::string& field, const double* fallback,
                                              double* out) const {
   if (!Has(field)) {

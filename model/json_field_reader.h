@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -29,6 +30,11 @@ class JsonFieldReader {
   // The same check on a value taken from the object (e.g. a list entry) named `field`.
   absl::Status IntValue(const nlohmann::json& value, const std::string& field, long long min_value,
                         long long max_value, int* out) const;
+
+  // An integer or a non-empty list of integers (such as "eos_token_id": 2 or [1, 2]),
+  // each in [min_value, max_value], into `*out` (replaced). The field must be present.
+  absl::Status IntOrIntList(const std::string& field, long long min_value, long long max_value,
+                            std::vector<int>* out) const;
 
   // Positive finite number that fits a float32; `*fallback` when absent (an error
   // when `fallback` is null).

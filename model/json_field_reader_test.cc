@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace tandem {
 namespace {
@@ -50,6 +51,24 @@ TEST(JsonFieldReaderTest, IntValueNamesTheFieldWithThePrefix) {
             "cfg.json: field \"rope_scaling.ids[2]\" is -1, outside [0, 9]");
   ASSERT_TRUE(r.IntValue(Json(9), "ids[0]", 0, 9, &out).ok());
   EXPECT_EQ(out, 9);
+}
+
+TEST(JsonFieldReaderTest, IntOrIntListTakesOneIdOrAList) {
+  const Json object = Json::parse(R"({"one": 2, "list": [1, 5, 9], "empty": [],
+                                      "mixed": [1, "x"], "wide": [1, 99]})");
+  const JsonFieldReader r(object, "g.json");
+  std::vector<int> out = {7};
+  ASSERT_TRUE(r.IntOrIntList("one", 0, 10, &out).ok());
+  EXPECT_EQ(out, std::vector<int>({2}));
+  ASSERT_TRUE(r.IntOrIntList("list", 0, 10, &out).ok());
+  EXPECT_EQ(out, std::vector<int>({1, 5, 9}));
+  EXPECT_EQ(Message(r.IntOrIntList("empty", 0, 10, &out)),
+            "g.json: field \"empty\" is an empty list");
+  EXPECT_EQ(Message(r.IntOrIntList("mixed", 0, 10, &out)),
+            "g.json: field \"mixed\" must be an integer, got \"x\"");
+  EXPECT_EQ(Message(r.IntOrIntList("wide", 0, 10, &out)),
+            "g.json: field \"wide\" is 99, above the limit 10");
+  EXPECT_EQ(Message(r.IntOrIntList("absent", 0, 10, &out)), "g.json: field \"absent\" is missing");
 }
 
 TEST(JsonFieldReaderTest, PositiveNumberRejectsZeroNonNumbersAndFloatOverflow) {

@@ -7,60 +7,127 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "model/bpe.h"
+#include "model/hf_tokenizer.h"
 #include "model/sentencepiece_model.h"
+#include "model/tokenizer_model.h"
 #include "model/utf8.h"
 
 namespace tandem {
 namespace {
 
-// Length of the UTF-8 sequence that `lead` starts (1 for ASCII and for bytes that
-// cannot start a sequence).
-int SequenceLength(int lead) {
-  if (lead >= 0xF0 && lead <= 0xF7) return 4;
-  if (lead >= 0xE0 && lead <= 0xEF) return 3;
-  if (lead >= 0xC0 && lead <= 0xDF) return 2;
-  return 1;
+// A SentencePiece model behind the TokenizerModel interface.
+class SentencePieceTokenizer final : public internal::TokenizerModel {
+ public:
+  explicit SentencePieceTokenizer(std::unique_ptr<internal::SentencePieceModel> model)
+      : model_(std::move(model)) {}
+
+  int vocab_size() const override { return model_->vocab_size(); }
+  int bos_id() const override { return model_->bos_id(); }
+  int eos_id() const override { return model_->eos_id(); }
+  std::vector<int> Encode(absl::string_view text) const override {
+    return internal::EncodeNormalized(*model_, internal::Normalize(*model_, text));
+  }
+  std::string Decode(absl::Span<const int> ids, bool at_text_start) const override {
+    return internal::DecodeIds(*model_, ids, at_text_start);
+  }
+  std::string RawBytes(int id) const override {
+    if (model_->type(id) == internal::PieceType::kByte) {
+      return std::string(1, static_cast<char>(model_->byte_value(id)));
+    }
+    return internal::DecodeIds(*model_, absl::MakeConstSpan(&id, 1), /*at_text_start=*/false);
+  }
+  std::string Piece(int id) const override { return model_->piece(id); }
+  int PieceToId(absl::string_view piece) const override {
+    const int id = model_->PieceToId(piece);
+    return id >= 0 && model_->piece(id) == piece ? id : -1;
+  }
+  int ByteValue(int id) const override { return model_->byte_value(id); }
+  bool IsControl(int id) const override {
+    return model_->type(id) == internal::PieceType::kControl;
+  }
+
+ private:
+  std::unique_ptr<internal::SentencePieceModel> model_;
+};
+
+bool IsDirectory(const std::string& path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+bool IsRegularFile(const std::string& path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in.is_open()) return absl::NotFoundError(absl::StrCat(path, ": cannot open the file"));
+  std::stringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+// tokenizer.json at `file`, with tokenizer_config.json from the same directory.
+absl::StatusOr<std::unique_ptr<internal::TokenizerModel>> LoadTokenizerJson(
+    const std::string& file) {
+  absl::StatusOr<std::string> json = ReadFile(file);
+  if (!json.ok()) return json.status();
+  const size_t slash = file.rfind('/');
+  const std::string config_file =
+      (slash == std::string::npos ? std::string() : file.substr(0, slash + 1)) +
+      "tokenizer_config.json";
+  std::string config;
+  if (IsRegularFile(config_file)) {
+    absl::StatusOr<std::string> text = ReadFile(config_file);
+    if (!text.ok()) return text.status();
+    config = *std::move(text);
+  }
+  auto model = internal::HfTokenizer::Parse(*json, config, file);
+  if (!model.ok()) return model.status();
+  return std::unique_ptr<internal::TokenizerModel>(*std::move(model));
+}
+
+absl::StatusOr<std::unique_ptr<internal::TokenizerModel>> LoadSentencePiece(
+    const std::string& file) {
+  absl::StatusOr<std::string> serialized = ReadFile(file);
+  if (!serialized.ok()) return serialized.status();
+  auto model = internal::SentencePieceModel::Parse(*serialized, file);
+  if (!model.ok()) return model.status();
+  return std::unique_ptr<internal::TokenizerModel>(
+      std::make_unique<SentencePieceTokenizer>(*std::move(model)));
 }
 
 }  // namespace
 
 bool IsValidUtf8(absl::string_view text) { return internal::IsWellFormedUtf8(text); }
 
-Tokenizer::Tokenizer() = default;
+Tokenizer::Tokenizer(std::unique_ptr<internal::TokenizerModel> model)
+    : model_(std::move(model)),
+      vocab_size_(model_->vocab_size()),
+      bos_id_(model_->bos_id()),
+      eos_id_(model_->eos_id()) {}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 absl::StatusOr<Tokenizer> Tokenizer::Load(const std::string& path) {
   std::string file = path;
-  struct stat info;
-  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
-    file = absl::StrCat(path, "/tokenizer.model");
+  if (IsDirectory(path)) {
+    file = absl::StrCat(path, "/tokenizer.json");
+    if (!IsRegularFile(file)) file = absl::StrCat(path, "/tokenizer.model");
   }
-  if (::stat(file.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
-    return absl::NotFoundError(absl::StrCat(file, ": tokenizer model not found"));
+  if (!IsRegularFile(file)) {
+    return absl::NotFoundError(
+        absl::StrCat(file, ": tokenizer not found (expected tokenizer.json or tokenizer.model)"));
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in.is_open()) {
-    return absl::NotFoundError(absl::StrCat(file, ": cannot open the tokenizer model"));
-  }
-  std::stringstream contents;
-  contents << in.rdbuf();
-  auto model = internal::SentencePieceModel::Parse(contents.str(), file);
+  absl::StatusOr<std::unique_ptr<internal::TokenizerModel>> model =
+      absl::EndsWith(file, ".json") ? LoadTokenizerJson(file) : LoadSentencePiece(file);
   if (!model.ok()) return model.status();
-  Tokenizer tokenizer;
-  tokenizer.model_ = *std::move(model);
-  const internal::SentencePieceModel& m = *tokenizer.model_;
-  tokenizer.vocab_size_ = m.vocab_size();
-  tokenizer.bos_id_ = m.bos_id();
-  tokenizer.eos_id_ = m.eos_id();
-  tokenizer.byte_values_.resize(tokenizer.vocab_size_);
-  for (int id = 0; id < tokenizer.vocab_size_; ++id) {
-    tokenizer.byte_values_[id] = static_cast<int16_t>(m.byte_value(id));
-  }
-  return tokenizer;
+  return Tokenizer(*std::move(model));
 }
 
 absl::StatusOr<std::vector<int>> Tokenizer::Encode(absl::string_view text, bool add_bos) const {
@@ -69,8 +136,7 @@ absl::StatusOr<std::vector<int>> Tokenizer::Encode(absl::string_view text, bool 
   }
   std::vector<int> ids;
   if (add_bos && bos_id_ >= 0) ids.push_back(bos_id_);
-  const std::vector<int> text_ids =
-      internal::EncodeNormalized(*model_, internal::Normalize(*model_, text));
+  const std::vector<int> text_ids = model_->Encode(text);
   ids.insert(ids.end(), text_ids.begin(), text_ids.end());
   return ids;
 }
@@ -87,21 +153,23 @@ absl::Status Tokenizer::CheckIds(absl::Span<const int> ids) const {
 
 absl::StatusOr<std::string> Tokenizer::Decode(absl::Span<const int> ids) const {
   if (absl::Status status = CheckIds(ids); !status.ok()) return status;
-  return internal::DecodeIds(*model_, ids, /*at_text_start=*/true);
+  return model_->Decode(ids, /*at_text_start=*/true);
 }
 
 absl::StatusOr<std::string> Tokenizer::DecodeContinuation(absl::Span<const int> ids) const {
   if (absl::Status status = CheckIds(ids); !status.ok()) return status;
-  return internal::DecodeIds(*model_, ids, /*at_text_start=*/false);
+  return model_->Decode(ids, /*at_text_start=*/false);
 }
 
 std::string Tokenizer::IdToPiece(int id) const {
-  return IsValidId(id) ? model_->piece(id) : std::string();
+  return IsValidId(id) ? model_->Piece(id) : std::string();
 }
 
-bool Tokenizer::IsControl(int id) const {
-  return IsValidId(id) && model_->type(id) == internal::PieceType::kControl;
-}
+int Tokenizer::PieceToId(absl::string_view piece) const { return model_->PieceToId(piece); }
+
+int Tokenizer::ByteValue(int id) const { return IsValidId(id) ? model_->ByteValue(id) : -1; }
+
+bool Tokenizer::IsControl(int id) const { return IsValidId(id) && model_->IsControl(id); }
 
 IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer* tokenizer, bool after_text)
     : tokenizer_(tokenizer), after_text_(after_text), at_start_(!after_text) {}
@@ -114,19 +182,18 @@ absl::StatusOr<std::string> IncrementalDetokenizer::Add(absl::Span<const int> id
     }
   }
   pending_.insert(pending_.end(), ids.begin(), ids.end());
-  // Hold back a trailing byte-fallback sequence that does not yet form a whole
-  // character: find the last lead byte among the final (at most 4) byte tokens.
+  // Hold back the ids whose bytes end inside a character that later ids may complete:
+  // emit the longest prefix of the pending ids whose bytes do not end that way.
+  std::string bytes;
+  std::vector<size_t> byte_ends;  // Per pending id: the end of its bytes.
+  for (const int id : pending_) {
+    bytes += tokenizer_->model_->RawBytes(id);
+    byte_ends.push_back(bytes.size());
+  }
   size_t complete_end = pending_.size();
-  int continuation_bytes = 0;
-  for (size_t i = pending_.size(); i > 0 && pending_.size() - i < 4; --i) {
-    const int byte = tokenizer_->ByteValue(pending_[i - 1]);
-    if (byte < 0) break;  // An ordinary piece ends any byte sequence.
-    if ((byte & 0xC0) == 0x80) {
-      ++continuation_bytes;
-      continue;
-    }
-    if (SequenceLength(byte) > continuation_bytes + 1) complete_end = i - 1;
-    break;
+  while (complete_end > 0 && internal::EndsWithPartialCharacter(
+                                 absl::string_view(bytes).substr(0, byte_ends[complete_end - 1]))) {
+    --complete_end;
   }
   return Emit(complete_end);
 }

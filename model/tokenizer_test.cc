@@ -3,11 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <link.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -300,6 +302,98 @@ INSTANTIATE_TEST_SUITE_P(Models, TrainedTokenizerTest,
                                            "bpe_unused"));
 
 // --- The bundled target tokenizer and its expected ids ------------------------
+
+// GPT-2's byte-level alphabet, written out independently of the tokenizer's table:
+// printable bytes stand for themselves, the others for U+0100, U+0101, ... in order.
+std::string ByteLevelSpelling(int byte) {
+  int extra = 0x100;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+    const int code_point = printable ? b : extra++;
+    if (b != byte) continue;
+    if (code_point < 0x80) return std::string(1, static_cast<char>(code_point));
+    return {static_cast<char>(0xC0 | (code_point >> 6)),
+            static_cast<char>(0x80 | (code_point & 0x3F))};
+  }
+  return "";
+}
+
+// A directory with a byte-level tokenizer.json: every byte is a token (ids 0..255),
+// plus "a" followed by the first byte of "中" (id 256) and the special <|end|> (257).
+std::string WriteByteLevelTokenizer(const std::string& name) {
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int byte = 0; byte < 256; ++byte) vocab[ByteLevelSpelling(byte)] = byte;
+  const std::string a_lead = "a" + ByteLevelSpelling(0xE4);
+  vocab[a_lead] = 256;
+  const nlohmann::json spec = {
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a " + ByteLevelSpelling(0xE4)}}}},
+      {"added_tokens",
+       {{{"id", 257}, {"content", "<|end|>"}, {"special", true}, {"normalized", false}}}},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}}},
+      {"decoder", {{"type", "ByteLevel"}}},
+  };
+  const std::string dir = TempDir() + "/" + name;
+  ::mkdir(dir.c_str(), 0755);
+  std::ofstream(dir + "/tokenizer.json") << spec.dump();
+  std::ofstream(dir + "/tokenizer_config.json") << R"({"eos_token": "<|end|>"})";
+  return dir;
+}
+
+TEST(TokenizerJsonTest, DirectoryPrefersTokenizerJsonOverTokenizerModel) {
+  const std::string dir = WriteByteLevelTokenizer("both_formats");
+  std::ofstream(dir + "/tokenizer.model", std::ios::binary)
+      << testing::ReadFile(std::string(kTestModels) + "bpe_dummy_prefix.model");
+  auto from_json = Tokenizer::Load(dir);
+  ASSERT_TRUE(from_json.ok()) << from_json.status();
+  EXPECT_EQ(from_json->vocab_size(), 258);
+  EXPECT_EQ(from_json->eos_id(), 257);
+  EXPECT_EQ(from_json->bos_id(), -1);
+  EXPECT_TRUE(from_json->PieceToId("<|end|>") == 257 && from_json->IsControl(257));
+  auto file = Tokenizer::Load(dir + "/tokenizer.json");
+  EXPECT_TRUE(file.ok() && file->vocab_size() == 258) << file.status();
+  ASSERT_EQ(std::remove((dir + "/tokenizer.json").c_str()), 0);
+  auto from_model = Tokenizer::Load(dir);
+  ASSERT_TRUE(from_model.ok()) << from_model.status();
+  EXPECT_EQ(from_model->vocab_size(), TestTokenizer("bpe_dummy_prefix").vocab_size());
+}
+
+TEST(TokenizerJsonTest, BrokenTokenizerJsonIsAnError) {
+  const std::string dir = TempDir() + "/broken_json";
+  ::mkdir(dir.c_str(), 0755);
+  std::ofstream(dir + "/tokenizer.json") << R"({"model": {"type": "Unigram"}})";
+  auto status = Tokenizer::Load(dir).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr(dir + "/tokenizer.json"));
+  EXPECT_THAT(status.message(), HasSubstr("model type \"Unigram\" is not supported"));
+}
+
+// A token that ends inside a character ("a" + the first byte of "中") is held back
+// until the character is complete; every delta is valid UTF-8.
+TEST(TokenizerJsonTest, StreamingNeverSplitsACharacter) {
+  auto tokenizer = Tokenizer::Load(WriteByteLevelTokenizer("streaming"));
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  auto ids = tokenizer->Encode("a中<|end|>", /*add_bos=*/true);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_THAT(*ids, ::testing::ElementsAre(256, 0xB8, 0xAD, 257));
+  IncrementalDetokenizer detokenizer(&*tokenizer);
+  EXPECT_EQ(*detokenizer.Add(256), "");
+  EXPECT_EQ(*detokenizer.Add(0xB8), "");
+  EXPECT_EQ(*detokenizer.Add(0xAD), "a中");
+  EXPECT_EQ(*detokenizer.Add(257), "");
+  EXPECT_EQ(detokenizer.Flush(), "");
+  // Random chunks of a multilingual text: deltas valid, their concatenation = Decode.
+  ids = tokenizer->Encode(kMultilingual, /*add_bos=*/false);
+  ASSERT_TRUE(ids.ok());
+  std::mt19937 random(7);
+  for (int max_chunk : {1, 2, 5}) {
+    EXPECT_EQ(Stream(*tokenizer, *ids, max_chunk, &random), kMultilingual);
+  }
+  // A character cut short at the end of the stream: Flush gives U+FFFD, as Decode does.
+  IncrementalDetokenizer cut(&*tokenizer);
+  EXPECT_EQ(*cut.Add(256), "");
+  EXPECT_EQ(cut.Flush(), Decoded(*tokenizer, {256}));
+  EXPECT_EQ(Decoded(*tokenizer, {256}), "a\xEF\xBF\xBD");
+}
 
 }  // namespace
 }  // namespace tandem

@@ -1,5 +1,5 @@
 // Runs the tokenizer over JSON inputs and prints JSON results, for comparison with
-// another SentencePiece implementation.
+// another implementation (SentencePiece itself, or a Hugging Face tokenizers port).
 //
 //   tokenizer_tool MODEL < {"texts": [...], "id_sequences": [[...], ...]}
 //

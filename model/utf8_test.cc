@@ -47,6 +47,43 @@ TEST(Utf8Test, CharLengthOfTheFirstCharacter) {
   EXPECT_EQ(Utf8CharLength("\x80"), 0u);              // Continuation byte.
 }
 
+TEST(Utf8Test, PartialLengthIsTheMaximalSubpart) {
+  EXPECT_EQ(Utf8PartialLength(""), 0u);
+  EXPECT_EQ(Utf8PartialLength("a"), 0u);
+  EXPECT_EQ(Utf8PartialLength("\xE2\x82\xAC"), 0u);  // whole "€"
+  EXPECT_EQ(Utf8PartialLength("\xE2\x82"), 2u);
+  EXPECT_EQ(Utf8PartialLength("\xE2\x82x"), 2u);
+  EXPECT_EQ(Utf8PartialLength("\xF0\x9F\x98"), 3u);
+  EXPECT_EQ(Utf8PartialLength("\xE0\x80"), 1u);  // overlong: only the lead matches
+  EXPECT_EQ(Utf8PartialLength("\x80"), 0u);
+  EXPECT_EQ(Utf8PartialLength("\xFF"), 0u);
+}
+
+TEST(Utf8Test, LossyDecodingReplacesEachMaximalSubpart) {
+  auto lossy = [](absl::string_view bytes) {
+    std::string out;
+    AppendUtf8Lossy(bytes, &out);
+    return out;
+  };
+  EXPECT_EQ(lossy("ok \xE2\x82\xAC"), "ok \xE2\x82\xAC");
+  EXPECT_EQ(lossy("\xE2\x82x"), "\xEF\xBF\xBDx");            // one U+FFFD for 2 bytes
+  EXPECT_EQ(lossy("\x80\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // one per stray byte
+  EXPECT_EQ(lossy("\xF0\x9F\x98"), "\xEF\xBF\xBD");          // truncated at the end
+  EXPECT_EQ(lossy("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+}
+
+TEST(Utf8Test, EndsWithPartialCharacter) {
+  EXPECT_FALSE(EndsWithPartialCharacter(""));
+  EXPECT_FALSE(EndsWithPartialCharacter("abc"));
+  EXPECT_FALSE(EndsWithPartialCharacter("a\xE2\x82\xAC"));
+  EXPECT_TRUE(EndsWithPartialCharacter("a\xE2"));
+  EXPECT_TRUE(EndsWithPartialCharacter("a\xE2\x82"));
+  EXPECT_TRUE(EndsWithPartialCharacter("\xF0\x9F\x98"));
+  EXPECT_FALSE(EndsWithPartialCharacter("\xE2\x82x"));  // already malformed
+  EXPECT_FALSE(EndsWithPartialCharacter("\x80\x80"));   // stray continuation bytes
+  EXPECT_FALSE(EndsWithPartialCharacter("\xE0\x80"));   // cannot be completed
+}
+
 }  // namespace
 }  // namespace internal
 }  // namespace tandem

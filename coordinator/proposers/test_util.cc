@@ -18,8 +18,8 @@ std::unique_ptr<Sequence> MakeSequence(uint64_t id, const ValidatedRequest& requ
                                        std::shared_ptr<OutputChannel> output) {
   if (output == nullptr) output = std::make_shared<OutputChannel>();
   auto s = std::make_unique<Sequence>(id, request, std::move(prompt), max_new_tokens, tokenizer,
-                                      /*eos_token_id=*/2, spec::ControllerConfig(), absl::Now(),
-                                      std::move(output));
+                                      /*stop_token_ids=*/std::vector<int>{2},
+                                      spec::ControllerConfig(), absl::Now(), std::move(output));
   s->AttachProposers(TestRegistry().ChainFor(request.speculation.method));
   return s;
 }
