@@ -164,10 +164,12 @@ Value SimpleFilter(const std::string& name, const Value& operand) {
                                                : Value::Float(std::fabs(operand.number()));
   } else if (name == "safe") {
     return operand;
-  } else {
-    throw JinjaError(absl::StrCat("Unknown filter: ", name));
   }
-  CannotApply(name, operand);
+  for (const char* known : {"length", "count", "list", "first", "last", "reverse", "trim", "upper",
+                            "lower", "capitalize", "items", "abs"}) {
+    if (name == known) CannotApply(name, operand);
+  }
+  throw JinjaError(absl::StrCat("Unknown filter: ", name));
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 namespace tandem::jinja {
 namespace {
 
-const Value& Arg(const ValueList& args, size_t i, const ValueDict& kwargs, const char* name,
-                 const Value& fallback) {
+Value Arg(const ValueList& args, size_t i, const ValueDict& kwargs, const char* name,
+          const Value& fallback) {
   if (i < args.size()) return args[i];
   const Value* value = kwargs.Find(name);
   return value != nullptr ? *value : fallback;
@@ -58,8 +58,8 @@ ValueList SplitOnWhitespace(const std::string& text, int64_t max_split) {
 
 Value SplitMethod(const std::string& text) {
   return Value::Function([text](const ValueList& args, const ValueDict& kwargs) {
-    const Value& sep = Arg(args, 0, kwargs, "sep", Value::None());
-    const Value& max_value = Arg(args, 1, kwargs, "maxsplit", Value::Int(-1));
+    const Value sep = Arg(args, 0, kwargs, "sep", Value::None());
+    const Value max_value = Arg(args, 1, kwargs, "maxsplit", Value::Int(-1));
     if (max_value.kind() != Value::Kind::kInt) throw JinjaError("maxsplit must be an integer");
     const int64_t max_split = max_value.int_value();
     if (sep.is_none()) return Value::List(SplitOnWhitespace(text, max_split));
@@ -86,7 +86,7 @@ Value ReplaceMethod(const std::string& text) {
     if (args.size() < 2 || !args[0].is_string() || !args[1].is_string()) {
       throw JinjaError("replace() needs two string arguments");
     }
-    const Value& count_value = Arg(args, 2, kwargs, "count", Value::None());
+    const Value count_value = Arg(args, 2, kwargs, "count", Value::None());
     int64_t remaining = count_value.kind() == Value::Kind::kInt ? count_value.int_value() : -1;
     const std::string& from = args[0].string_value();
     const std::string& to = args[1].string_value();

@@ -89,9 +89,19 @@ Value ValueBinary(const std::string& op, const Value& left, const Value& right) 
     throw JinjaError(absl::StrCat("Cannot perform operation ", op, " on undefined values"));
   }
   if (left.is_none() || right.is_none()) {
-    throw JinjaError(absl::StrCat("Cannot perform operation ", op, " on null values"));
+    throw JinjaError("Cannot perform operation on null values");
   }
   if (op == "~") return Value::String(left.ToString() + right.ToString());
+  const auto numeric = [](const Value& v) { return v.is_number() || v.kind() == Value::Kind::kBool; };
+  if (op == "**" && numeric(left) && numeric(right)) {
+    const double a = left.number(), b = right.number();
+    if (a == 0 && b < 0) throw JinjaError("0.0 cannot be raised to a negative power");
+    const double result = std::pow(a, b);
+    if (!std::isfinite(result)) throw JinjaError("Exponentiation result is not a finite real number");
+    const bool is_float =
+        left.kind() == Value::Kind::kFloat || right.kind() == Value::Kind::kFloat || b < 0;
+    return is_float ? Value::Float(result) : Value::Int(static_cast<int64_t>(result));
+  }
   if (op == "in" || op == "not in") return Value::Bool(Contains(right, left) == (op == "in"));
   if (op == "+" && left.is_list() && right.is_list()) {
     ValueList items = left.list();
