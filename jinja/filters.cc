@@ -29,8 +29,7 @@ Value ToJsonFilter(const Value& operand, const ValueDict& kwargs) {
     if (key == "indent" && value.kind() == Value::Kind::kInt) {
       indent = static_cast<int>(std::min<int64_t>(value.int_value(), 64));
     } else if (key == "indent" && value.is_none()) {
-    } else if (key == "ensure_ascii" && value.kind() == Value::Kind::kBool &&
-               !value.bool_value()) {
+    } else if (key == "ensure_ascii" && value.kind() == Value::Kind::kBool && !value.bool_value()) {
     } else {
       throw JinjaError(absl::StrCat("tojson: unsupported argument ", key, "=", value.ToJson()));
     }
@@ -90,9 +89,9 @@ Value SelectAttrFilter(const Value& operand, const ValueList& args, bool select)
     const Value* attribute = item.dict().Find(args[0].string_value());
     bool result = false;
     if (attribute != nullptr) {
-      result = args.size() > 1 ? ApplyTest(args[1].ToString(), *attribute,
-                                           args.size() > 2 ? args[2] : Value())
-                               : attribute->Truthy();
+      result = args.size() > 1
+                   ? ApplyTest(args[1].ToString(), *attribute, args.size() > 2 ? args[2] : Value())
+                   : attribute->Truthy();
     }
     if (result == select) out.push_back(item);
   }
@@ -121,8 +120,8 @@ Value NumberFilter(const std::string& name, const Value& operand, const ValueLis
   if (operand.is_string()) {
     const char* text = operand.string_value().c_str();
     char* end = nullptr;
-    const double parsed = to_int ? static_cast<double>(std::strtoll(text, &end, 10))
-                                 : std::strtod(text, &end);
+    const double parsed =
+        to_int ? static_cast<double>(std::strtoll(text, &end, 10)) : std::strtod(text, &end);
     if (end == text) {
       const Value* fallback = Argument(args, 0, kwargs, "default");
       if (fallback != nullptr) return *fallback;
@@ -213,13 +212,15 @@ bool ApplyTest(const std::string& name, const Value& operand, const Value& argum
   if (name == "boolean") return kind == Kind::kBool;
   if (name == "iterable") return kind == Kind::kList || kind == Kind::kString;
   if (name == "mapping") return kind == Kind::kDict;
-  if (name == "sequence") return kind == Kind::kList || kind == Kind::kDict || kind == Kind::kString;
+  if (name == "sequence")
+    return kind == Kind::kList || kind == Kind::kDict || kind == Kind::kString;
   if (name == "callable") return kind == Kind::kFunction;
   if (name == "true" || name == "false") {
     return kind == Kind::kBool && operand.bool_value() == (name == "true");
   }
   if (name == "odd" || name == "even") {
-    if (kind != Kind::kInt) throw JinjaError(absl::StrCat("cannot ", name, " on ", operand.TypeName()));
+    if (kind != Kind::kInt)
+      throw JinjaError(absl::StrCat("cannot ", name, " on ", operand.TypeName()));
     return (operand.int_value() % 2 != 0) == (name == "odd");
   }
   if (name == "lower" || name == "upper") {

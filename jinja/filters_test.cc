@@ -51,20 +51,20 @@ TEST(FiltersTest, SelectAttrMapDefault) {
   const Value messages = Value::List({Message("system", "s"), Message("user", "u1"),
                                       Message("assistant", "a"), Message("user", "u2")});
   const Value users =
-      Filter("selectattr", messages, {Value::String("role"), Value::String("equalto"),
-                                      Value::String("user")});
+      Filter("selectattr", messages,
+             {Value::String("role"), Value::String("equalto"), Value::String("user")});
   EXPECT_EQ(Filter("length", users).int_value(), 2);
   const Value others =
-      Filter("rejectattr", messages, {Value::String("role"), Value::String("equalto"),
-                                      Value::String("user")});
+      Filter("rejectattr", messages,
+             {Value::String("role"), Value::String("equalto"), Value::String("user")});
   ValueDict attribute;
   attribute.Set("attribute", Value::String("content"));
   EXPECT_EQ(Filter("map", others, {}, attribute).ToJson(), R"(["s", "a"])");
   EXPECT_EQ(Filter("default", Value(), {Value::String("d")}).string_value(), "d");
   EXPECT_EQ(Filter("default", Value::String(""), {Value::String("d")}).string_value(), "");
-  EXPECT_EQ(Filter("default", Value::String(""), {Value::String("d"), Value::Bool(true)})
-                .string_value(),
-            "d");
+  EXPECT_EQ(
+      Filter("default", Value::String(""), {Value::String("d"), Value::Bool(true)}).string_value(),
+      "d");
 }
 
 TEST(FiltersTest, ErrorsNameTheFilter) {

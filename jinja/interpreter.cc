@@ -104,8 +104,8 @@ void Interpreter::Bind(const Node& target, const Value& value, Scope& scope) {
   if (target.kind != NodeKind::kTuple) throw JinjaError("cannot assign to this expression");
   if (!value.is_list()) throw JinjaError("Cannot unpack non-iterable type: " + value.TypeName());
   if (value.list().size() != target.children.size()) {
-    throw JinjaError(absl::StrCat("Too ", target.children.size() > value.list().size() ? "few" : "many",
-                                  " items to unpack"));
+    throw JinjaError(absl::StrCat(
+        "Too ", target.children.size() > value.list().size() ? "few" : "many", " items to unpack"));
   }
   for (size_t i = 0; i < target.children.size(); ++i) {
     if (target.children[i]->kind != NodeKind::kIdentifier) {
@@ -125,7 +125,8 @@ std::string Interpreter::RenderFor(const Node& node, Scope& scope) {
     iterable_node = iterable_node->children[0].get();
   }
   Value iterable = Evaluate(*iterable_node, loop_scope);
-  if (iterable.kind() == Value::Kind::kDict) iterable = GetAttribute(iterable, "keys").function()({}, {});
+  if (iterable.kind() == Value::Kind::kDict)
+    iterable = GetAttribute(iterable, "keys").function()({}, {});
   if (!iterable.is_list()) {
     throw JinjaError("Expected iterable or object type in for loop: got " + iterable.TypeName());
   }
@@ -286,7 +287,8 @@ Value Interpreter::Evaluate(const Node& node, const Scope& scope) {
       const Value operand = Evaluate(*node.children[0], scope);
       if (node.text == "not") return Value::Bool(!operand.Truthy());
       if (!operand.is_number() && operand.kind() != Value::Kind::kBool) {
-        throw JinjaError(absl::StrCat("Unknown operator \"", node.text, "\" for ", operand.TypeName()));
+        throw JinjaError(
+            absl::StrCat("Unknown operator \"", node.text, "\" for ", operand.TypeName()));
       }
       const double value = node.text == "-" ? -operand.number() : operand.number();
       return operand.kind() == Value::Kind::kFloat ? Value::Float(value)

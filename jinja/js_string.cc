@@ -18,9 +18,8 @@ uint32_t DecodeCodePoint(absl::string_view text, size_t length) {
 
 bool IsJsSpaceCodePoint(uint32_t code) {
   if (code <= 32) return code == 32 || (code >= 9 && code <= 13);
-  return code == 0xA0 || code == 0x1680 || (code >= 0x2000 && code <= 0x200A) ||
-         code == 0x2028 || code == 0x2029 || code == 0x202F || code == 0x205F || code == 0x3000 ||
-         code == 0xFEFF;
+  return code == 0xA0 || code == 0x1680 || (code >= 0x2000 && code <= 0x200A) || code == 0x2028 ||
+         code == 0x2029 || code == 0x202F || code == 0x205F || code == 0x3000 || code == 0xFEFF;
 }
 
 // Byte length of the character at `pos` (1 for a malformed byte).

@@ -11,7 +11,10 @@ TEST(JsStringTest, TrimRemovesJavaScriptWhitespace) {
   EXPECT_EQ(JsTrimStart("  a  "), "a  ");
   EXPECT_EQ(JsTrimEnd("  a  "), "  a");
   // Not whitespace: zero-width space U+200B, and a malformed byte.
-  EXPECT_EQ(JsTrim("\xE2\x80\x8B" "a"), "\xE2\x80\x8B" "a");
+  EXPECT_EQ(JsTrim("\xE2\x80\x8B"
+                   "a"),
+            "\xE2\x80\x8B"
+            "a");
   EXPECT_EQ(JsTrim(" \xFF "), "\xFF");
   EXPECT_EQ(JsTrim(""), "");
 }

@@ -24,9 +24,9 @@ std::string Preprocess(absl::string_view source) {
     const size_t line_end = std::min(source.find('\n', pos), source.size());
     size_t first = pos;
     while (first < line_end && (source[first] == ' ' || source[first] == '\t')) ++first;
-    const bool tag = first + 1 < source.size() && source[first] == '{' &&
-                     (source[first + 1] == '#' || source[first + 1] == '%' ||
-                      source[first + 1] == '-');
+    const bool tag =
+        first + 1 < source.size() && source[first] == '{' &&
+        (source[first + 1] == '#' || source[first + 1] == '%' || source[first + 1] == '-');
     const size_t keep = tag ? first : pos;
     stripped.append(source.data() + keep, line_end - keep);
     if (line_end < source.size()) stripped += '\n';
@@ -51,20 +51,20 @@ struct Rule {
 
 // Longest-first where one rule is a prefix of another ("**" before "*").
 constexpr Rule kRules[] = {
-    {"{%", TokenType::kOpenStatement}, {"%}", TokenType::kCloseStatement},
+    {"{%", TokenType::kOpenStatement},  {"%}", TokenType::kCloseStatement},
     {"{{", TokenType::kOpenExpression}, {"}}", TokenType::kCloseExpression},
-    {"(", TokenType::kOpenParen},      {")", TokenType::kCloseParen},
-    {"{", TokenType::kOpenBrace},      {"}", TokenType::kCloseBrace},
-    {"[", TokenType::kOpenBracket},    {"]", TokenType::kCloseBracket},
-    {",", TokenType::kComma},          {".", TokenType::kDot},
-    {":", TokenType::kColon},          {"|", TokenType::kPipe},
-    {"<=", TokenType::kComparison},    {">=", TokenType::kComparison},
-    {"==", TokenType::kComparison},    {"!=", TokenType::kComparison},
-    {"<", TokenType::kComparison},     {">", TokenType::kComparison},
-    {"+", TokenType::kAdditive},       {"-", TokenType::kAdditive},
-    {"~", TokenType::kAdditive},       {"**", TokenType::kPower},
-    {"*", TokenType::kMultiplicative}, {"//", TokenType::kMultiplicative},
-    {"/", TokenType::kMultiplicative}, {"%", TokenType::kMultiplicative},
+    {"(", TokenType::kOpenParen},       {")", TokenType::kCloseParen},
+    {"{", TokenType::kOpenBrace},       {"}", TokenType::kCloseBrace},
+    {"[", TokenType::kOpenBracket},     {"]", TokenType::kCloseBracket},
+    {",", TokenType::kComma},           {".", TokenType::kDot},
+    {":", TokenType::kColon},           {"|", TokenType::kPipe},
+    {"<=", TokenType::kComparison},     {">=", TokenType::kComparison},
+    {"==", TokenType::kComparison},     {"!=", TokenType::kComparison},
+    {"<", TokenType::kComparison},      {">", TokenType::kComparison},
+    {"+", TokenType::kAdditive},        {"-", TokenType::kAdditive},
+    {"~", TokenType::kAdditive},        {"**", TokenType::kPower},
+    {"*", TokenType::kMultiplicative},  {"//", TokenType::kMultiplicative},
+    {"/", TokenType::kMultiplicative},  {"%", TokenType::kMultiplicative},
     {"=", TokenType::kEquals},
 };
 
@@ -165,13 +165,29 @@ std::string Lexer::LexString(char quote) {
     if (pos_ >= src_.size()) throw JinjaError("Unexpected end of input in a string literal");
     const char escaped = src_[pos_++];
     switch (escaped) {
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'v': out += '\v'; break;
-      case '\'': case '"': case '\\': out += escaped; break;
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case '\'':
+      case '"':
+      case '\\':
+        out += escaped;
+        break;
       default:
         throw JinjaError(absl::StrCat("Unexpected escaped character: ", std::string(1, escaped),
                                       " (\\x and \\u escapes are not supported)"));

@@ -13,21 +13,21 @@
 namespace tandem::jinja {
 
 enum class TokenType {
-  kText,            // template text between tags
-  kNumber,          // 12, 1.5, -3 (a sign is part of the literal where it cannot be binary)
-  kString,          // 'abc' or "abc", escapes resolved
-  kIdentifier,      // names and keywords (if, for, in, not, is, ...)
-  kEquals,          // =
-  kOpenParen,       // (
-  kCloseParen,      // )
-  kOpenStatement,   // {%
-  kCloseStatement,  // %}
-  kOpenExpression,  // {{
-  kCloseExpression, // }}
-  kOpenBracket,     // [
-  kCloseBracket,    // ]
-  kOpenBrace,       // {
-  kCloseBrace,      // }
+  kText,             // template text between tags
+  kNumber,           // 12, 1.5, -3 (a sign is part of the literal where it cannot be binary)
+  kString,           // 'abc' or "abc", escapes resolved
+  kIdentifier,       // names and keywords (if, for, in, not, is, ...)
+  kEquals,           // =
+  kOpenParen,        // (
+  kCloseParen,       // )
+  kOpenStatement,    // {%
+  kCloseStatement,   // %}
+  kOpenExpression,   // {{
+  kCloseExpression,  // }}
+  kOpenBracket,      // [
+  kCloseBracket,     // ]
+  kOpenBrace,        // {
+  kCloseBrace,       // }
   kComma,
   kDot,
   kColon,

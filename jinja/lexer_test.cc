@@ -42,13 +42,15 @@ TEST(LexerTest, WhitespaceControl) {
 TEST(LexerTest, TrimAndLstripBlocksAndTrailingNewline) {
   // lstrip_blocks: indentation before a block tag goes; trim_blocks: so does the
   // newline after it; one trailing newline of the template is dropped.
-  EXPECT_EQ(Describe(Lex("x\n  {% if a %}\n  y\n  {{ z }}\n")), "[x\n][{%][if][a][%}][  y\n  ][{{][z][}}]");
+  EXPECT_EQ(Describe(Lex("x\n  {% if a %}\n  y\n  {{ z }}\n")),
+            "[x\n][{%][if][a][%}][  y\n  ][{{][z][}}]");
 }
 
 TEST(LexerTest, Errors) {
   EXPECT_EQ(Tokenize("{{ 'open }}").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Tokenize("{# never closed").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(Tokenize("{{ a ? b }}").status().message(), "template syntax error: Unexpected character: ?");
+  EXPECT_EQ(Tokenize("{{ a ? b }}").status().message(),
+            "template syntax error: Unexpected character: ?");
   EXPECT_EQ(Tokenize("{{ '\\q' }}").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Tokenize("{{ a ").status().code(), absl::StatusCode::kInvalidArgument);
 }

@@ -105,7 +105,7 @@ Value ReplaceMethod(const std::string& text) {
 Value StringMethod(const std::string& text, const std::string& name) {
   using Transform = std::string (*)(absl::string_view);
   const std::vector<std::pair<const char*, Transform>> transforms = {
-      {"upper", &AsciiUpper}, {"lower", &AsciiLower},     {"strip", &JsTrim},
+      {"upper", &AsciiUpper},   {"lower", &AsciiLower}, {"strip", &JsTrim},
       {"lstrip", &JsTrimStart}, {"rstrip", &JsTrimEnd},
   };
   for (const auto& [method, transform] : transforms) {
@@ -151,9 +151,9 @@ Value DictMethod(const Value& dict, const std::string& name) {
 }
 
 std::string Strftime(std::time_t now, const std::string& format) {
-  static const char* kMonths[] = {"January", "February", "March",     "April",   "May",
-                                  "June",    "July",     "August",    "September", "October",
-                                  "November", "December"};
+  static const char* kMonths[] = {"January",   "February", "March",    "April",
+                                  "May",       "June",     "July",     "August",
+                                  "September", "October",  "November", "December"};
   std::tm local{};
   localtime_r(&now, &local);
   const auto pad2 = [](int n) { return n < 10 ? absl::StrCat("0", n) : absl::StrCat(n); };
@@ -165,15 +165,32 @@ std::string Strftime(std::time_t now, const std::string& format) {
     }
     const char directive = format[++i];
     switch (directive) {
-      case 'Y': out += absl::StrCat(local.tm_year + 1900); break;
-      case 'm': out += pad2(local.tm_mon + 1); break;
-      case 'd': out += pad2(local.tm_mday); break;
-      case 'b': out += std::string(kMonths[local.tm_mon]).substr(0, 3); break;
-      case 'B': out += kMonths[local.tm_mon]; break;
-      case 'H': out += pad2(local.tm_hour); break;
-      case 'M': out += pad2(local.tm_min); break;
-      case '%': out += '%'; break;
-      default: out += std::string("%") + directive;
+      case 'Y':
+        out += absl::StrCat(local.tm_year + 1900);
+        break;
+      case 'm':
+        out += pad2(local.tm_mon + 1);
+        break;
+      case 'd':
+        out += pad2(local.tm_mday);
+        break;
+      case 'b':
+        out += std::string(kMonths[local.tm_mon]).substr(0, 3);
+        break;
+      case 'B':
+        out += kMonths[local.tm_mon];
+        break;
+      case 'H':
+        out += pad2(local.tm_hour);
+        break;
+      case 'M':
+        out += pad2(local.tm_min);
+        break;
+      case '%':
+        out += '%';
+        break;
+      default:
+        out += std::string("%") + directive;
     }
   }
   return out;
@@ -241,11 +258,10 @@ ValueDict MakeGlobals(Clock clock) {
   ValueDict globals;
   globals.Set("namespace", Value::Function(&NamespaceBuiltin));
   globals.Set("range", Value::Function(&RangeBuiltin));
-  globals.Set("raise_exception",
-              Value::Function([](const ValueList& args, const ValueDict&) -> Value {
-                throw TemplateRaised(args.empty() ? "raise_exception() called"
-                                                  : args[0].ToString());
-              }));
+  globals.Set(
+      "raise_exception", Value::Function([](const ValueList& args, const ValueDict&) -> Value {
+        throw TemplateRaised(args.empty() ? "raise_exception() called" : args[0].ToString());
+      }));
   globals.Set("strftime_now", Value::Function([clock](const ValueList& args, const ValueDict&) {
                 if (args.empty() || !args[0].is_string()) {
                   throw JinjaError("strftime_now() needs a format string");

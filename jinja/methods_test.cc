@@ -21,8 +21,7 @@ TEST(MethodsTest, StringMethods) {
   EXPECT_EQ(Call(Value::String("\n x \n"), "strip", {Value::String("\n")}).string_value(), "x");
   EXPECT_EQ(Call(text, "rstrip").string_value(), "  <think>a</think>\n\nb");
   EXPECT_EQ(Call(text, "lstrip").string_value(), "<think>a</think>\n\nb  ");
-  EXPECT_EQ(Json(Call(text, "split", {Value::String("</think>")})),
-            R"(["  <think>a", "\n\nb  "])");
+  EXPECT_EQ(Json(Call(text, "split", {Value::String("</think>")})), R"(["  <think>a", "\n\nb  "])");
   EXPECT_EQ(Json(Call(Value::String(" a  b c "), "split")), R"(["a", "b", "c"])");
   EXPECT_EQ(Json(Call(Value::String("a,b,c"), "split", {Value::String(","), Value::Int(1)})),
             R"(["a", "b,c"])");
@@ -66,8 +65,9 @@ TEST(MethodsTest, Globals) {
   EXPECT_EQ(ns.kind(), Value::Kind::kNamespace);
   EXPECT_EQ(Json(ns), R"({"count": 0})");
   EXPECT_EQ(Json(globals.Find("range")->function()({Value::Int(3)}, {})), "[0, 1, 2]");
-  EXPECT_EQ(Json(globals.Find("range")->function()({Value::Int(5), Value::Int(0), Value::Int(-2)}, {})),
-            "[5, 3, 1]");
+  EXPECT_EQ(
+      Json(globals.Find("range")->function()({Value::Int(5), Value::Int(0), Value::Int(-2)}, {})),
+      "[5, 3, 1]");
   EXPECT_TRUE(globals.Find("True")->bool_value());
   EXPECT_TRUE(globals.Find("none")->is_none());
   try {

@@ -92,12 +92,15 @@ Value ValueBinary(const std::string& op, const Value& left, const Value& right) 
     throw JinjaError("Cannot perform operation on null values");
   }
   if (op == "~") return Value::String(left.ToString() + right.ToString());
-  const auto numeric = [](const Value& v) { return v.is_number() || v.kind() == Value::Kind::kBool; };
+  const auto numeric = [](const Value& v) {
+    return v.is_number() || v.kind() == Value::Kind::kBool;
+  };
   if (op == "**" && numeric(left) && numeric(right)) {
     const double a = left.number(), b = right.number();
     if (a == 0 && b < 0) throw JinjaError("0.0 cannot be raised to a negative power");
     const double result = std::pow(a, b);
-    if (!std::isfinite(result)) throw JinjaError("Exponentiation result is not a finite real number");
+    if (!std::isfinite(result))
+      throw JinjaError("Exponentiation result is not a finite real number");
     const bool is_float =
         left.kind() == Value::Kind::kFloat || right.kind() == Value::Kind::kFloat || b < 0;
     return is_float ? Value::Float(result) : Value::Int(static_cast<int64_t>(result));
@@ -111,8 +114,8 @@ Value ValueBinary(const std::string& op, const Value& left, const Value& right) 
   if (op == "+" && (left.is_string() || right.is_string())) {
     return Value::String(left.ToString() + right.ToString());
   }
-  throw JinjaError(absl::StrCat("Unknown operator \"", op, "\" between ", left.TypeName(),
-                                " and ", right.TypeName()));
+  throw JinjaError(absl::StrCat("Unknown operator \"", op, "\" between ", left.TypeName(), " and ",
+                                right.TypeName()));
 }
 
 }  // namespace tandem::jinja

@@ -113,8 +113,7 @@ NodePtr Parser::ParseFor() {
     throw JinjaError("expected a name or a tuple of names as the loop variable");
   }
   ExpectName("in");
-  NodePtr node =
-      MakeNode(NodeKind::kFor, "", Children(std::move(variable), ParseExpression()));
+  NodePtr node = MakeNode(NodeKind::kFor, "", Children(std::move(variable), ParseExpression()));
   Expect(TokenType::kCloseStatement, "%}");
   node->body = ParseBlock({"endfor", "else"});
   if (IsStatement({"else"})) {

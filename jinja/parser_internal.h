@@ -65,9 +65,9 @@ class Parser {
   }
   const Token& Expect(TokenType type, const char* what) {
     if (!Is(type)) {
-      throw JinjaError(absl::StrCat("expected ", what, pos_ < tokens_.size()
-                                                           ? " before '" + tokens_[pos_].value + "'"
-                                                           : " at the end of the template"));
+      throw JinjaError(absl::StrCat("expected ", what,
+                                    pos_ < tokens_.size() ? " before '" + tokens_[pos_].value + "'"
+                                                          : " at the end of the template"));
     }
     return tokens_[pos_++];
   }

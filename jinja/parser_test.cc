@@ -121,7 +121,8 @@ TEST(ParserTest, ErrorsNameTheProblem) {
 }
 
 TEST(ParserTest, DeepNestingIsRejectedNotOverflowed) {
-  const std::string deep_parens = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
+  const std::string deep_parens =
+      "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
   EXPECT_NE(ParseText(deep_parens).status().message().find("nesting deeper than"),
             std::string::npos);
   std::string chain = "{{ a";

@@ -44,7 +44,18 @@ using ValueFunction = std::function<Value(const ValueList& args, const ValueDict
 
 class Value {
  public:
-  enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace, kFunction };
+  enum class Kind {
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kList,
+    kDict,
+    kNamespace,
+    kFunction
+  };
 
   Value() = default;  // undefined
   static Value None();

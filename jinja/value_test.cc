@@ -33,7 +33,8 @@ TEST(ValueTest, JsonWithIndentAndEscapes) {
   ValueDict dict;
   dict.Set("k", Value::List({Value::Int(1), Value::Bool(false)}));
   dict.Set("empty", Value::List({}));
-  EXPECT_EQ(Value::Dict(dict).ToJson(2), "{\n  \"k\": [\n    1,\n    false\n  ],\n  \"empty\": []\n}");
+  EXPECT_EQ(Value::Dict(dict).ToJson(2),
+            "{\n  \"k\": [\n    1,\n    false\n  ],\n  \"empty\": []\n}");
   EXPECT_EQ(JsonQuote("\x01\t\\é"), "\"\\u0001\\t\\\\é\"");
   EXPECT_EQ(Value().ToJson(), "null");
 }
@@ -62,7 +63,8 @@ TEST(ValueTest, ContainersAreShared) {
 }
 
 TEST(ValueTest, FromJsonKeepsKeyOrder) {
-  const Value v = Value::FromJson(nlohmann::ordered_json::parse(R"({"z": 1, "a": [true, 2.5, null, "s"]})"));
+  const Value v =
+      Value::FromJson(nlohmann::ordered_json::parse(R"({"z": 1, "a": [true, 2.5, null, "s"]})"));
   EXPECT_EQ(v.ToJson(), R"({"z": 1, "a": [true, 2.5, null, "s"]})");
 }
 

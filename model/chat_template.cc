@@ -43,8 +43,8 @@ absl::StatusOr<std::string> ConfigTemplate(const ordered_json& config, const std
   if (it->is_string()) return it->get<std::string>();
   if (it->is_array()) {
     for (const ordered_json& entry : *it) {
-      if (entry.is_object() && entry.value("name", "") == "default" &&
-          entry.contains("template") && entry["template"].is_string()) {
+      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
+          entry["template"].is_string()) {
         return entry["template"].get<std::string>();
       }
     }
@@ -72,7 +72,8 @@ absl::StatusOr<ChatTemplate> ChatTemplate::FromModelDir(const std::string& model
     template_text = *std::move(file);
   }
   if (template_text->empty()) {
-    return absl::NotFoundError(absl::StrCat(model_dir, " has no chat template (no chat_template in ",
+    return absl::NotFoundError(absl::StrCat(model_dir,
+                                            " has no chat template (no chat_template in ",
                                             "tokenizer_config.json, no chat_template.jinja)"));
   }
   absl::StatusOr<std::string> bos = SpecialToken(config, "bos_token", config_path);

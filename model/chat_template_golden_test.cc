@@ -6,7 +6,8 @@
 // TANDEM_CHAT_TEMPLATE_GOLDENS; run by hand:
 //   npm install --prefix third_party/npm --no-package-lock
 //   node model/chat_template_goldens.mjs third_party/npm /tmp/goldens.json
-//   bazel test //model:chat_template_golden_test --test_env=TANDEM_CHAT_TEMPLATE_GOLDENS=/tmp/goldens.json
+//   bazel test //model:chat_template_golden_test
+//   --test_env=TANDEM_CHAT_TEMPLATE_GOLDENS=/tmp/goldens.json
 #include <cstdlib>
 #include <fstream>
 #include <map>
