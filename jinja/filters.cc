@@ -46,7 +46,12 @@ Value JoinFilter(const Value& operand, const ValueList& args, const ValueDict& k
   if (operand.is_string()) {
     parts = SplitCharacters(operand.string_value());
   } else if (operand.is_list()) {
-    for (const Value& item : operand.list()) parts.push_back(item.ToString());
+    size_t bytes = 0;
+    for (const Value& item : operand.list()) {
+      parts.push_back(item.ToString());
+      bytes += parts.back().size() + (separator ? separator->string_value().size() : 0);
+      CheckStringBytes(bytes);
+    }
   } else {
     CannotApply("join", operand);
   }
@@ -67,6 +72,7 @@ Value IndentFilter(const Value& operand, const ValueList& args, const ValueDict&
     throw JinjaError("indent: width must be an integer or a string");
   }
   std::vector<std::string> lines = absl::StrSplit(operand.string_value(), '\n');
+  CheckStringBytes(operand.string_value().size() + lines.size() * prefix.size());
   for (size_t i = 0; i < lines.size(); ++i) {
     const bool skip = (i == 0 && !(first && first->Truthy())) ||
                       (lines[i].empty() && !(blank && blank->Truthy()));

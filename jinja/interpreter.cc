@@ -177,6 +177,9 @@ void Interpreter::ExecuteSet(const Node& node, Scope& scope) {
   if (object.kind() != Value::Kind::kNamespace) {
     throw JinjaError("cannot assign attribute on non-namespace object");
   }
+  if (Reaches(value, object)) {
+    throw JinjaError("cannot store a namespace inside itself (or a value nested over 100 deep)");
+  }
   if (target.computed || target.children[1]->kind != NodeKind::kIdentifier) {
     throw JinjaError("Cannot assign to member with non-identifier property");
   }

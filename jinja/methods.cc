@@ -96,6 +96,7 @@ Value ReplaceMethod(const std::string& text) {
     for (size_t found; remaining != 0 && (found = text.find(from, pos)) != std::string::npos;
          --remaining) {
       out += text.substr(pos, found - pos) + to;
+      CheckStringBytes(out.size());
       pos = found + from.size();
     }
     return Value::String(out + text.substr(pos));

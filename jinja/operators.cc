@@ -36,6 +36,13 @@ std::vector<size_t> SliceIndices(int64_t size, const Value& start, const Value& 
 
 namespace {
 
+Value Concatenate(const Value& left, const Value& right) {
+  std::string a = left.ToString();
+  const std::string b = right.ToString();
+  CheckStringBytes(a.size() + b.size());
+  return Value::String(a + b);
+}
+
 Value NumericBinary(const std::string& op, const Value& left, const Value& right) {
   const bool is_float = left.kind() == Value::Kind::kFloat || right.kind() == Value::Kind::kFloat;
   const double a = left.number(), b = right.number();
@@ -83,15 +90,13 @@ Value ValueBinary(const std::string& op, const Value& left, const Value& right) 
   }
   if (left.is_undefined() || right.is_undefined()) {
     if (right.is_undefined() && (op == "in" || op == "not in")) return Value::Bool(op == "not in");
-    if (op == "~" && !left.is_none() && !right.is_none()) {
-      return Value::String(left.ToString() + right.ToString());
-    }
+    if (op == "~" && !left.is_none() && !right.is_none()) return Concatenate(left, right);
     throw JinjaError(absl::StrCat("Cannot perform operation ", op, " on undefined values"));
   }
   if (left.is_none() || right.is_none()) {
     throw JinjaError("Cannot perform operation on null values");
   }
-  if (op == "~") return Value::String(left.ToString() + right.ToString());
+  if (op == "~") return Concatenate(left, right);
   const auto numeric = [](const Value& v) {
     return v.is_number() || v.kind() == Value::Kind::kBool;
   };
@@ -107,13 +112,14 @@ Value ValueBinary(const std::string& op, const Value& left, const Value& right) 
   }
   if (op == "in" || op == "not in") return Value::Bool(Contains(right, left) == (op == "in"));
   if (op == "+" && left.is_list() && right.is_list()) {
+    if (left.list().size() + right.list().size() > kMaxListItems) {
+      throw JinjaError("list longer than " + std::to_string(kMaxListItems) + " items");
+    }
     ValueList items = left.list();
     items.insert(items.end(), right.list().begin(), right.list().end());
     return Value::List(std::move(items));
   }
-  if (op == "+" && (left.is_string() || right.is_string())) {
-    return Value::String(left.ToString() + right.ToString());
-  }
+  if (op == "+" && (left.is_string() || right.is_string())) return Concatenate(left, right);
   throw JinjaError(absl::StrCat("Unknown operator \"", op, "\" between ", left.TypeName(), " and ",
                                 right.TypeName()));
 }

@@ -179,6 +179,30 @@ TEST(TemplateTest, BoundsOutputAndWork) {
             "template render error: more than 1000000 loop iterations");
 }
 
+TEST(TemplateTest, BoundsMemoryAndRejectsCycles) {
+  const auto render_error = [](const char* source) {
+    absl::StatusOr<Template> parsed = Template::Parse(source);
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    return parsed.ok() ? std::string(parsed->Render({}).status().message()) : "";
+  };
+  EXPECT_EQ(render_error("{% set x = 'ab' %}{% for i in range(40) %}{% set x = x ~ x %}"
+                         "{% endfor %}"),
+            "template render error: string longer than 16777216 bytes");
+  EXPECT_EQ(render_error("{% set ns = namespace(l=[1]) %}{% for i in range(25) %}"
+                         "{% set ns.l = ns.l + ns.l %}{% endfor %}"),
+            "template render error: list longer than 1048576 items");
+  EXPECT_EQ(render_error("{% set ns = namespace(a=1) %}{% set ns.me = [{'x': ns}] %}"),
+            "template render error: cannot store a namespace inside itself (or a value nested "
+            "over 100 deep)");
+  EXPECT_EQ(render_error("{% set ns = namespace(l=[]) %}{% for i in range(200) %}"
+                         "{% set ns.l = [ns.l] %}{% endfor %}"),
+            "template render error: cannot store a namespace inside itself (or a value nested "
+            "over 100 deep)");
+  const std::string deep_list = "{{ " + std::string(150, '[') + "1" + std::string(150, ']') + " }}";
+  EXPECT_EQ(render_error(deep_list.c_str()),
+            "template render error: value nested too deeply to print");
+}
+
 TEST(TemplateTest, ParseErrors) {
   EXPECT_EQ(Template::Parse("{% include 'x' %}").status().message(),
             "template syntax error: unsupported statement '{% include %}'");

@@ -8,6 +8,12 @@
 
 namespace tandem::jinja {
 
+void CheckStringBytes(size_t bytes) {
+  if (bytes > kMaxStringBytes) {
+    throw JinjaError("string longer than " + std::to_string(kMaxStringBytes) + " bytes");
+  }
+}
+
 const Value* ValueDict::Find(const std::string& key) const {
   for (const auto& [k, v] : entries_) {
     if (k == key) return &v;
@@ -165,6 +171,8 @@ std::string Value::ToString() const {
 namespace {
 
 void AppendJson(const Value& value, int indent, int depth, std::string* out) {
+  if (depth > kMaxValueDepth) throw JinjaError("value nested too deeply to print");
+  CheckStringBytes(out->size());
   const std::string item_separator = indent > 0 ? "," : ", ";
   const std::string padding = indent > 0 ? "\n" + std::string(indent * depth, ' ') : "";
   const std::string child_padding = indent > 0 ? padding + std::string(indent, ' ') : "";
@@ -245,6 +253,29 @@ std::string Value::TypeName() const {
       return "FunctionValue";
   }
   return "";
+}
+
+namespace {
+
+bool ReachesWithin(const Value& from, const ValueDict* target, int depth) {
+  if (depth > kMaxValueDepth) return true;  // too deep to tell: treat as a cycle
+  if (from.is_mapping()) {
+    if (&from.dict() == target) return true;
+    for (const auto& entry : from.dict().entries()) {
+      if (ReachesWithin(entry.second, target, depth + 1)) return true;
+    }
+  } else if (from.is_list()) {
+    for (const Value& item : from.list()) {
+      if (ReachesWithin(item, target, depth + 1)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool Reaches(const Value& from, const Value& target) {
+  return target.is_mapping() && ReachesWithin(from, &target.dict(), 0);
 }
 
 bool LooseEquals(const Value& a, const Value& b) {

@@ -23,6 +23,15 @@ class JinjaError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Bounds on what a template can build, so that a hostile template cannot exhaust memory or
+// the stack: strings (and JSON text), list lengths, and nesting of values.
+inline constexpr size_t kMaxStringBytes = size_t{16} << 20;
+inline constexpr size_t kMaxListItems = size_t{1} << 20;
+inline constexpr int kMaxValueDepth = 100;
+
+// Throws JinjaError when a string of `bytes` would pass kMaxStringBytes.
+void CheckStringBytes(size_t bytes);
+
 class Value;
 using ValueList = std::vector<Value>;
 
@@ -99,7 +108,8 @@ class Value {
   // lists and dicts as JSON; "" for none and undefined.
   std::string ToString() const;
   // JSON as the tojson filter writes it (separators ", " and ": ", or "," and ": " with
-  // one entry per line when indent >= 0; non-ASCII kept). undefined writes null.
+  // one entry per line when indent > 0; non-ASCII kept). undefined writes null. Throws
+  // JinjaError past kMaxStringBytes or kMaxValueDepth.
   std::string ToJson(int indent = -1) const;
   // The reference's type name for error messages ("StringValue", "ArrayValue", ...).
   std::string TypeName() const;
@@ -116,6 +126,10 @@ class Value {
   std::shared_ptr<ValueDict> dict_;
   std::shared_ptr<const ValueFunction> function_;
 };
+
+// True when `target` (a dict or namespace) is `from` or is reachable from it through
+// lists, dicts and namespaces (assigning `from` into `target` would make a cycle).
+bool Reaches(const Value& from, const Value& target);
 
 // The reference's `==`: none equals undefined; numbers and booleans compare by number;
 // strings by content; lists, dicts and functions by identity.
