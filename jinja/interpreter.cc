@@ -13,7 +13,7 @@ namespace tandem::jinja {
 namespace {
 
 // Bounds the work of nested loops (over range() or long lists).
-constexpr size_t kMaxLoopIterations = 1000000;
+constexpr size_t kMaxLoopIterations = 250000;
 
 // Variables of one scope (the template's, or one for loop's), over its parent's.
 struct Scope {

@@ -176,7 +176,7 @@ TEST(TemplateTest, BoundsOutputAndWork) {
       "{% for i in range(2000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}");
   ASSERT_TRUE(slow.ok());
   EXPECT_EQ(slow->Render({}).status().message(),
-            "template render error: more than 1000000 loop iterations");
+            "template render error: more than 250000 loop iterations");
 }
 
 TEST(TemplateTest, BoundsMemoryAndRejectsCycles) {

