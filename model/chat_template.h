@@ -22,6 +22,8 @@ struct ChatMessage {
 // a template may reject a role or an order with raise_exception).
 inline constexpr const char* kChatRoles[] = {"system", "user", "assistant", "tool"};
 
+// Copies share the parsed template. Render is const and may run on several threads at
+// once (set_clock may not run concurrently with it).
 class ChatTemplate {
  public:
   // Reads `chat_template` (a string, or a list of {name, template} where "default" is

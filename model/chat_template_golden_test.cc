@@ -85,7 +85,8 @@ TEST(ChatTemplateGoldenTest, MatchesReferenceByteForByte) {
     }
   }
   // A truncated or stale goldens file must not pass quietly.
-  EXPECT_EQ(models, (std::set<std::string>{"gemma3", "llama3", "llama3_1", "mistral", "mistral_v0_3", "qwen3"}));
+  EXPECT_EQ(models, (std::set<std::string>{"gemma3", "llama3", "llama3_1", "mistral",
+                                           "mistral_v0_3", "qwen3"}));
   EXPECT_GE(compared_outputs, 100);
   EXPECT_GE(compared_errors, 10);
 }
