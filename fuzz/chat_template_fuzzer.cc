@@ -7,6 +7,7 @@
 //    clear error, not in a crash, a hang, a leak or exhausted memory.
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <string>
 #include <vector>
 
