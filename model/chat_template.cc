@@ -99,6 +99,15 @@ absl::StatusOr<ChatTemplate> ChatTemplate::FromString(std::string template_text,
 
 absl::StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messages,
                                                  bool add_generation_prompt) const {
+  return Render(messages, add_generation_prompt, ordered_json::object());
+}
+
+absl::StatusOr<std::string> ChatTemplate::Render(
+    const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+    const nlohmann::ordered_json& extra_variables) const {
+  if (!extra_variables.is_object()) {
+    return absl::InvalidArgumentError("chat template variables must be a JSON object");
+  }
   jinja::ValueList list;
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& message = messages[i];
@@ -118,6 +127,14 @@ absl::StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>&
     list.push_back(jinja::Value::Dict(std::move(entry)));
   }
   jinja::ValueDict variables;
+  for (const auto& [name, value] : extra_variables.items()) {
+    if (name == "messages" || name == "add_generation_prompt" || name == "bos_token" ||
+        name == "eos_token") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("chat template variable \"", name, "\" cannot be replaced"));
+    }
+    variables.Set(name, jinja::Value::FromJson(value));
+  }
   variables.Set("messages", jinja::Value::List(std::move(list)));
   variables.Set("add_generation_prompt", jinja::Value::Bool(add_generation_prompt));
   variables.Set("bos_token", jinja::Value::String(bos_token_));

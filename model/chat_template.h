@@ -4,6 +4,7 @@
 #ifndef TANDEM_MODEL_CHAT_TEMPLATE_H_
 #define TANDEM_MODEL_CHAT_TEMPLATE_H_
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,12 @@ class ChatTemplate {
   // "template render error: ..." when rendering fails (unknown filter, type error).
   absl::StatusOr<std::string> Render(const std::vector<ChatMessage>& messages,
                                      bool add_generation_prompt) const;
+  // As above, with further template variables from the JSON object `extra_variables`
+  // (e.g. {"tools": [...], "enable_thinking": false}). INVALID_ARGUMENT when it is not an
+  // object or names one of the variables above.
+  absl::StatusOr<std::string> Render(const std::vector<ChatMessage>& messages,
+                                     bool add_generation_prompt,
+                                     const nlohmann::ordered_json& extra_variables) const;
 
   // The time source of strftime_now (default: the system clock; tests fix it).
   void set_clock(jinja::Clock clock) { options_.clock = std::move(clock); }

@@ -65,16 +65,43 @@ const conversations = {
   "tool": [m("user", "Weather?"), m("assistant", "Calling a tool."), m("tool", "{\"temp\": 21}"), m("user", "Thanks")],
 };
 
+// Further template variables, rendered for some conversations: tool definitions (tojson of
+// nested objects) and Qwen3's enable_thinking switch.
+const weatherTool = {
+  type: "function",
+  function: {
+    name: "get_weather",
+    description: "Get the weather for a city.",
+    parameters: {
+      type: "object",
+      properties: { city: { type: "string", description: "City name, e.g. Zürich" }, days: { type: "integer" } },
+      required: ["city"],
+    },
+  },
+};
+const extras = {
+  "system_user": { tools: [weatherTool] },
+  "user": { tools: [weatherTool, { type: "function", function: { name: "now", parameters: {} } }] },
+  "thinking": { enable_thinking: false },
+  "multi_turn": { enable_thinking: false, tools: [] },
+};
+
 const cases = [];
 for (const [model, dir] of Object.entries(modelDirs)) {
   const config = JSON.parse(fs.readFileSync(path.resolve(repoRoot, dir, "tokenizer_config.json"), "utf8"));
   const token = (t) => (t == null ? "" : typeof t === "string" ? t : t.content);
   const template = new Template(config.chat_template);
+  const variants = [];
   for (const [name, messages] of Object.entries(conversations)) {
+    variants.push([name, messages, {}]);
+    if (extras[name]) variants.push([name + "+extra", messages, extras[name]]);
+  }
+  for (const [name, messages, extra] of variants) {
     for (const addGenerationPrompt of [false, true]) {
-      const entry = { model, model_dir: dir, conversation: name, messages, add_generation_prompt: addGenerationPrompt };
+      const entry = { model, model_dir: dir, conversation: name, messages, extra, add_generation_prompt: addGenerationPrompt };
       try {
         entry.output = template.render({
+          ...extra,
           messages,
           add_generation_prompt: addGenerationPrompt,
           bos_token: token(config.bos_token),

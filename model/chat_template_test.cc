@@ -61,6 +61,29 @@ TEST(ChatTemplateTest, RejectsUnknownRolesAndMalformedContent) {
   EXPECT_NE(malformed.status().message().find("not UTF-8"), std::string::npos);
 }
 
+TEST(ChatTemplateTest, ExtraVariables) {
+  auto chat = ChatTemplate::FromString(
+      "{% for t in tools %}{{ t | tojson }};{% endfor %}"
+      "{% if enable_thinking is defined and enable_thinking is false %}no-think{% endif %}",
+      "", "");
+  ASSERT_TRUE(chat.ok());
+  const auto extra = nlohmann::ordered_json::parse(
+      R"({"tools": [{"name": "f", "parameters": {"z": 1, "a": [true, null]}}],
+          "enable_thinking": false})");
+  EXPECT_EQ(*chat->Render({}, false, extra),
+            R"({"name": "f", "parameters": {"z": 1, "a": [true, null]}};no-think)");
+  // Without them, `tools` is undefined and a loop over it fails (as in the reference).
+  EXPECT_EQ(chat->Render({}, false).status().message(),
+            "template render error: Expected iterable or object type in for loop: got "
+            "UndefinedValue");
+  EXPECT_EQ(chat->Render({}, false, nlohmann::ordered_json::array()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(chat->Render({}, false, nlohmann::ordered_json::parse(R"({"messages": []})"))
+                .status()
+                .message(),
+            "chat template variable \"messages\" cannot be replaced");
+}
+
 TEST(ChatTemplateTest, RenderErrorsAreInvalidArgument) {
   auto chat = ChatTemplate::FromString("{{ messages | no_such_filter }}", "", "");
   ASSERT_TRUE(chat.ok());
