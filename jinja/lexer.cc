@@ -35,7 +35,7 @@ std::string Preprocess(absl::string_view source) {
   std::string out;
   for (size_t i = 0; i < stripped.size(); ++i) {
     out += stripped[i];
-    if (i + 2 < stripped.size() + 0 && stripped[i + 1] == '}' && stripped[i + 2] == '\n' &&
+    if (i + 2 < stripped.size() && stripped[i + 1] == '}' && stripped[i + 2] == '\n' &&
         (stripped[i] == '#' || stripped[i] == '%' || stripped[i] == '-')) {
       out += '}';
       i += 2;
