@@ -59,6 +59,9 @@ class RequestSubmitter {
   // link.gone_status() when the client went away.
   absl::Status Follow(const SubmittedRequest& submitted, const ClientLink& link) const;
 
+  // Cancels a submitted request that will not be followed (its client is gone).
+  void Cancel(const SubmittedRequest& submitted) const { engine_->Cancel(submitted.sequence); }
+
   const ServerLimits& limits() const { return limits_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
 
