@@ -42,10 +42,11 @@ absl::Status ReadInt(const json& body, const char* name, int64_t min, int64_t ma
   std::optional<json> v = Field(body, name);
   if (!v) return absl::OkStatus();
   if (!v->is_number_integer()) return Invalid(name, "must be an integer");
-  if (v->is_number_unsigned() ? v->get<uint64_t>() > static_cast<uint64_t>(max)
-                              : v->get<int64_t>() < min || v->get<int64_t>() > max) {
-    return Invalid(name, absl::StrCat("must be in [", min, ", ", max, "]"));
-  }
+  const bool in_range =
+      v->is_number_unsigned()
+          ? v->get<uint64_t>() <= static_cast<uint64_t>(max) && v->get<int64_t>() >= min
+          : v->get<int64_t>() >= min && v->get<int64_t>() <= max;
+  if (!in_range) return Invalid(name, absl::StrCat("must be in [", min, ", ", max, "]"));
   *out = v->get<int64_t>();
   return absl::OkStatus();
 }
