@@ -19,6 +19,8 @@
 #include "coordinator/engine.h"
 #include "coordinator/engine_flags.h"
 #include "coordinator/metrics.h"
+#include "coordinator/openai_server.h"
+#include "coordinator/request_submitter.h"
 #include "coordinator/request_validation.h"
 #include "coordinator/tandem_service.h"
 #include "coordinator/worker_client.h"
@@ -34,6 +36,13 @@ ABSL_FLAG(std::string, rendezvous_listen, "",
           "empty = not served.");
 ABSL_FLAG(std::string, metrics_listen, "",
           "Prometheus /metrics address (host:port); empty = no HTTP endpoint.");
+ABSL_FLAG(std::string, openai_listen, "",
+          "OpenAI-compatible HTTP API address (host:port; port 0 = a free one): /v1/completions, "
+          "/v1/chat/completions, /v1/models, /health; empty = not served.");
+ABSL_FLAG(int, openai_max_body_bytes, 4 << 20,
+          "Largest OpenAI API request body, bytes; larger ones are answered 413.");
+ABSL_FLAG(int, openai_threads, 64,
+          "OpenAI API connections served at once (each request holds one while it runs).");
 ABSL_FLAG(int, max_message_bytes, 4 << 20,
           "Largest public API message (request or response), bytes; larger ones are "
           "refused with RESOURCE_EXHAUSTED.");
@@ -68,6 +77,26 @@ namespace tandem::coordinator {
 namespace {
 
 v1::ModelDescription Describe(const v1::DescribeResponse& d) { return d.model(); }
+
+// The OpenAI-compatible API when --openai_listen is set (else null).
+absl::StatusOr<std::unique_ptr<OpenAiServer>> StartOpenAiServer(Engine* engine,
+                                                                const RequestSubmitter* submitter,
+                                                                const BearerTokenVerifier* auth,
+                                                                CoordinatorMetrics* metrics,
+                                                                const std::string& model_name) {
+  if (absl::GetFlag(FLAGS_openai_listen).empty()) return nullptr;
+  OpenAiServerOptions options;
+  options.listen_address = absl::GetFlag(FLAGS_openai_listen);
+  options.max_body_bytes =
+      static_cast<size_t>(std::max(1024, absl::GetFlag(FLAGS_openai_max_body_bytes)));
+  options.threads = std::max(1, absl::GetFlag(FLAGS_openai_threads));
+  options.model_name = model_name;
+  options.healthy = [engine] { return engine->target_available() && !ShutdownRequested(); };
+  absl::StatusOr<std::unique_ptr<OpenAiServer>> server =
+      OpenAiServer::Start(options, submitter, auth, metrics);
+  if (server.ok()) LOG(INFO) << "OpenAI-compatible API on port " << (*server)->port();
+  return server;
+}
 
 int Run() {
   InstallShutdownSignalHandlers();
@@ -223,6 +252,14 @@ int Run() {
     std::fprintf(stderr, "tandem-coordinator: %s\n", server.status().ToString().c_str());
     return 2;
   }
+  const RequestSubmitter openai_submitter(&engine, &*tokenizer, limits);
+  absl::StatusOr<std::unique_ptr<OpenAiServer>> openai_server =
+      StartOpenAiServer(&engine, &openai_submitter, &verifier, metrics.get(), info.target().name());
+  if (!openai_server.ok()) {
+    std::fprintf(stderr, "tandem-coordinator: --openai_listen: %s\n",
+                 std::string(openai_server.status().message()).c_str());
+    return 2;
+  }
   std::unique_ptr<GrpcServer> health_server;
   if (!absl::GetFlag(FLAGS_health_listen).empty()) {
     ServerOptions ho;
@@ -246,6 +283,9 @@ int Run() {
                     ? (worker_tls.cert.empty() ? "; workers over TLS" : "; workers over mutual TLS")
                     : "");
   std::printf("tandem-coordinator listening on %s\n", (*server)->address().c_str());
+  if (*openai_server != nullptr) {
+    std::printf("openai api on port %d\n", (*openai_server)->port());
+  }
   std::fflush(stdout);
 
   // Draining: health (the public port's and --health_listen's, "" and
@@ -254,7 +294,8 @@ int Run() {
   LOG(INFO) << "signal " << sig << ": draining";
   if (health_server != nullptr) health_server->SetServing(false);
   (*server)->Shutdown(absl::Seconds(10));
-  engine.Stop();
+  engine.Stop();  // Ends the OpenAI API's requests in flight too (UNAVAILABLE).
+  openai_server->reset();
   (*server)->Wait();
   if (rendezvous_server) rendezvous_server->Shutdown(absl::Seconds(1));
   if (health_server != nullptr) health_server->Shutdown(absl::ZeroDuration());
