@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "client/generate_result.h"
 #include "client/request_options.h"
 #include "client/server_channel.h"
 #include "client/shared_flags.h"
@@ -27,6 +28,7 @@ ABSL_FLAG(std::optional<double>, epsilon, std::nullopt, "typical: probability ca
 ABSL_FLAG(std::optional<double>, delta, std::nullopt, "typical: entropy scale.");
 ABSL_FLAG(std::string, stop, "", "Stop string (repeatable).");
 ABSL_FLAG(bool, quiet, false, "Do not print statistics.");
+ABSL_FLAG(bool, json, false, "Print one JSON object (text, token ids, logprobs, stats).");
 
 namespace tandem::client {
 namespace {
@@ -83,6 +85,11 @@ int RunGenerate(const Invocation& inv) {
     std::fprintf(stderr, "tandem generate: %s\n", std::string(request.status().message()).c_str());
     return 2;
   }
+  const bool as_json = absl::GetFlag(FLAGS_json);
+  if (as_json) {
+    request->set_return_token_ids(true);
+    request->set_return_logprobs(true);
+  }
 
   const std::string server = absl::GetFlag(FLAGS_server);
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = ServerChannel(server);
@@ -96,24 +103,18 @@ int RunGenerate(const Invocation& inv) {
   const absl::Time start = absl::Now();
   auto reader = stub->GenerateStream(&ctx, *request);
   v1::GenerateStreamResponse message;
-  v1::RequestStats stats;
-  v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED;
-  bool have_stats = false;
+  GenerateResult result;
   bool ends_with_newline = true;
   while (reader->Read(&message)) {
-    if (!message.text_delta().empty()) {
+    AddStreamMessage(message, &result);
+    if (!as_json && !message.text_delta().empty()) {
       std::fwrite(message.text_delta().data(), 1, message.text_delta().size(), stdout);
       std::fflush(stdout);
       ends_with_newline = message.text_delta().back() == '\n';
     }
-    if (message.has_stats()) {
-      stats = message.stats();
-      finish = message.finish_reason();
-      have_stats = true;
-    }
   }
   const grpc::Status status = reader->Finish();
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  result.client_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   if (!ends_with_newline) std::fputc('\n', stdout);
   std::fflush(stdout);
   if (!status.ok()) {
@@ -125,8 +126,11 @@ int RunGenerate(const Invocation& inv) {
         absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
                      ": ", status.error_message(), hint));
   }
-  if (have_stats && !absl::GetFlag(FLAGS_quiet)) {
-    std::fprintf(stderr, "%s\n", FormatStats(stats, finish, seconds).c_str());
+  if (as_json) {
+    std::printf("%s\n", GenerateResultJson(result).c_str());
+  } else if (result.has_stats && !absl::GetFlag(FLAGS_quiet)) {
+    std::fprintf(stderr, "%s\n",
+                 FormatStats(result.stats, result.finish_reason, result.client_seconds).c_str());
   }
   return 0;
 }
@@ -174,6 +178,9 @@ Command GenerateCommand() {
       {"ignore_eos", "", "Keep generating past the end-of-sequence token."},
       {"timeout", "SECONDS", "Deadline of the request."},
       {"quiet", "", "Do not print the statistics line."},
+      {"json", "",
+       "Print one JSON object instead of the streamed text: text, token_ids, logprobs, "
+       "finish_reason, stats (RequestStats, proto field names), client_seconds."},
   };
   for (const CommandFlag& f : ConnectionFlags()) c.flags.push_back(f);
   c.repeatable = {"stop"};
