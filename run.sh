@@ -17,6 +17,7 @@ PACKAGES=(
   nlohmann-json3-dev prometheus-cpp-dev openssl libssl-dev libasan8 libubsan1 libtsan2
   python3 python3-torch python3-numpy python3-sentencepiece libopenblas0-openmp
   python3-matplotlib iproute2
+  libcpp-httplib-dev python3-grpcio nodejs curl
 )
 
 log() { printf '[run.sh] %s\n' "$*" >&2; }
@@ -82,11 +83,27 @@ asan_targets() {
   echo //tests/e2e:coordinator_e2e_test
 }
 
+# npm packages the tests use (third_party/npm/package.json: the openai client for
+# //tests/clients:clients_e2e_test), into its git-ignored node_modules.
+install_npm_packages() {
+  if ! command -v npm >/dev/null; then
+    log "installing npm"
+    apt-get install -y -qq --no-install-recommends npm >>/tmp/tandem-apt.log 2>&1 \
+      || { log "apt-get install npm failed; see /tmp/tandem-apt.log"; exit 1; }
+  fi
+  log "npm ci (third_party/npm)"
+  (cd third_party/npm && npm ci --no-audit --no-fund --loglevel=error) \
+    || { log "npm ci in third_party/npm failed (is the npm registry reachable?)"; exit 1; }
+}
+
 cmd_test() {
   install_packages
+  install_npm_packages
   log "building and testing (bazel test //...)"
   local rc=0 started=$SECONDS
-  bazel test //... "$@" || rc=$?
+  # The clients' e2e test finds the npm packages here, and fails if a client is missing.
+  bazel test //... --test_env=TANDEM_NPM_DIR="$PWD/third_party/npm/node_modules" \
+    --test_env=TANDEM_REQUIRE_CLIENTS=1 "$@" || rc=$?
   print_test_summary
   if [ $rc -ne 0 ]; then
     log "FAILED (bazel exit code $rc: 3 = a test failed, 1 = build error)"
