@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/chat_prompt.h"
 
 namespace tandem::coordinator {
 namespace {
@@ -197,7 +198,7 @@ absl::StatusOr<std::string> MessageContent(const json& message, size_t index,
   return text;
 }
 
-absl::Status ReadMessages(const json& body, std::vector<OpenAiChatMessage>* out) {
+absl::Status ReadMessages(const json& body, v1::ChatPrompt* out) {
   std::optional<json> v = Field(body, "messages");
   if (!v || !v->is_array() || v->empty()) {
     return Invalid("messages", "must be a non-empty array of messages");
@@ -211,7 +212,7 @@ absl::Status ReadMessages(const json& body, std::vector<OpenAiChatMessage>* out)
     }
     std::string role = m["role"].get<std::string>();
     if (role == "developer") role = "system";
-    if (role != "system" && role != "user" && role != "assistant") {
+    if (!IsChatRole(role)) {
       return Invalid(absl::StrCat(param, ".role"),
                      absl::StrCat("unknown role \"", role,
                                   "\" (system, developer, user and assistant are supported)"));
@@ -219,7 +220,9 @@ absl::Status ReadMessages(const json& body, std::vector<OpenAiChatMessage>* out)
     if (m.contains("tool_calls")) return Invalid(param, "tool calls are not supported");
     absl::StatusOr<std::string> content = MessageContent(m, i, role);
     if (!content.ok()) return content.status();
-    out->push_back({role, *std::move(content)});
+    v1::ChatMessage* message = out->add_messages();
+    message->set_role(role);
+    message->set_content(*std::move(content));
   }
   return absl::OkStatus();
 }
@@ -297,12 +300,12 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, absl::
   if (!model || !model->is_string()) return Invalid("model", "is required (a string)");
   out.model = model->get<std::string>();
   const bool chat = endpoint == OpenAiEndpoint::kChatCompletions;
-  for (absl::Status s :
-       {RefuseUnsupported(parsed),
-        chat ? ReadMessages(parsed, &out.messages) : ReadPrompt(parsed, &out.generate),
-        ReadLengthAndLogprobs(parsed, &out), ReadStreaming(parsed, &out),
-        ReadStop(parsed, &out.generate), ReadSampling(parsed, &out.generate),
-        ReadSpeculation(parsed, &out.generate)}) {
+  for (absl::Status s : {RefuseUnsupported(parsed),
+                         chat ? ReadMessages(parsed, out.generate.mutable_chat())
+                              : ReadPrompt(parsed, &out.generate),
+                         ReadLengthAndLogprobs(parsed, &out), ReadStreaming(parsed, &out),
+                         ReadStop(parsed, &out.generate), ReadSampling(parsed, &out.generate),
+                         ReadSpeculation(parsed, &out.generate)}) {
     if (!s.ok()) return s;
   }
   std::optional<json> user = Field(parsed, "user");

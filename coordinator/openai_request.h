@@ -24,23 +24,16 @@ namespace tandem::coordinator {
 
 enum class OpenAiEndpoint { kCompletions, kChatCompletions };
 
-// One chat message: role "system", "user" or "assistant" ("developer" is read as
-// "system"); content is the message's text (text parts joined).
-struct OpenAiChatMessage {
-  std::string role;
-  std::string content;
-};
-
 struct OpenAiRequest {
   OpenAiEndpoint endpoint = OpenAiEndpoint::kCompletions;
   std::string model;  // As sent; the server checks it names its model.
-  // What the engine runs. Chat requests have no prompt yet: the server renders
-  // `messages` with the model's chat template.
+  // What the engine runs. A chat request's messages are its `chat` prompt (roles
+  // "system", "user", "assistant"; "developer" is read as "system"; text parts joined),
+  // which the server renders with the model's chat template.
   v1::GenerateRequest generate;
-  std::vector<OpenAiChatMessage> messages;  // Chat only, in order, at least one.
-  bool stream = false;                      // Server-sent events.
-  bool include_usage = false;               // stream_options.include_usage.
-  bool logprobs = false;                    // Return the chosen tokens' log-probabilities.
+  bool stream = false;         // Server-sent events.
+  bool include_usage = false;  // stream_options.include_usage.
+  bool logprobs = false;       // Return the chosen tokens' log-probabilities.
 };
 
 // Parses `body` (JSON) for `endpoint`. INVALID_ARGUMENT for malformed JSON, a field of

@@ -84,14 +84,15 @@ TEST(OpenAiRequestTest, SpeculationExtensionTakesShortAndProtoNames) {
 TEST(OpenAiRequestTest, ChatMessages) {
   OpenAiRequest r = Parse(kChat, R"({"model": "m", "messages": [
       {"role": "developer", "content": "Be brief."},
-      {"role": "user", "content": [{"type": "text", "text": "Hi "}, {"type": "text", "text": "there"}]},
+      {"role": "user", "content": [{"type": "text", "text": "Hi "},
+                                   {"type": "text", "text": "there"}]},
       {"role": "assistant", "content": null},
       {"role": "user", "content": "again"}], "max_completion_tokens": 9, "logprobs": true})");
-  ASSERT_EQ(r.messages.size(), 4u);
-  EXPECT_EQ(r.messages[0].role, "system");
-  EXPECT_EQ(r.messages[1].content, "Hi there");
-  EXPECT_EQ(r.messages[2].content, "");
-  EXPECT_EQ(r.generate.prompt_case(), v1::GenerateRequest::PROMPT_NOT_SET);
+  ASSERT_EQ(r.generate.chat().messages_size(), 4);
+  EXPECT_EQ(r.generate.chat().messages(0).role(), "system");
+  EXPECT_EQ(r.generate.chat().messages(1).content(), "Hi there");
+  EXPECT_EQ(r.generate.chat().messages(2).role(), "assistant");
+  EXPECT_EQ(r.generate.chat().messages(2).content(), "");
   EXPECT_EQ(r.generate.max_new_tokens(), 9u);
   EXPECT_TRUE(r.generate.return_logprobs());
   // Chat's default length is the server's (0).

@@ -4,7 +4,6 @@
 
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -198,8 +197,6 @@ void OpenAiServer::Generate(OpenAiEndpoint endpoint, const httplib::Request& req
   if (s.ok()) s = parsed.status();
   if (s.ok()) s = CheckModel(parsed->model);
   if (!s.ok()) return Fail(s, res);
-  if (endpoint == OpenAiEndpoint::kChatCompletions) s = RenderChat(&*parsed);
-  if (!s.ok()) return Fail(s, res);
   absl::StatusOr<SubmittedRequest> submitted =
       submitter_->Submit(parsed->generate, absl::InfiniteFuture());
   if (!submitted.ok()) return Fail(submitted.status(), res);
@@ -226,26 +223,6 @@ void OpenAiServer::Generate(OpenAiEndpoint endpoint, const httplib::Request& req
   res.set_chunked_content_provider(exchange->stream ? "text/event-stream" : kChunkedJson,
                                    std::move(provider), std::move(release));
   if (exchange->stream) res.set_header("Cache-Control", "no-cache");
-}
-
-absl::Status OpenAiServer::RenderChat(OpenAiRequest* request) const {
-  if (!options_.chat) {
-    return WithParam(
-        absl::InvalidArgumentError("model has no chat template: use /v1/completions with a prompt"),
-        "messages");
-  }
-  absl::StatusOr<std::string> prompt = options_.chat(request->messages);
-  if (!prompt.ok()) {
-    return WithParam(absl::InvalidArgumentError(
-                         absl::StrCat("chat template: ", std::string(prompt.status().message()))),
-                     "messages");
-  }
-  // The server prepends BOS to a text prompt: a template's own leading BOS text goes.
-  const Tokenizer& tokenizer = submitter_->tokenizer();
-  const std::string bos = tokenizer.bos_id() >= 0 ? tokenizer.IdToPiece(tokenizer.bos_id()) : "";
-  if (!bos.empty() && absl::StartsWith(*prompt, bos)) prompt->erase(0, bos.size());
-  request->generate.set_text(*std::move(prompt));
-  return absl::OkStatus();
 }
 
 bool OpenAiServer::Respond(OpenAiExchange& x, httplib::DataSink& sink) {

@@ -3,9 +3,11 @@
 //   POST /v1/completions, POST /v1/chat/completions  (whole, or server-sent events)
 //   GET  /v1/models, GET /v1/models/{id}, GET /health
 // Requests become tandem.v1.GenerateRequests (coordinator/openai_request.h) run through
-// the same RequestSubmitter as the gRPC API. The /v1 endpoints require the gRPC API's
-// bearer token when one is set; /health is open. Errors are OpenAI-shaped JSON with a 4xx
-// or 5xx status (coordinator/openai_response.h); a body over max_body_bytes is 413.
+// the same RequestSubmitter as the gRPC API, which renders chat prompts with the model's
+// chat template (a model without one answers 400 "model has no chat template"). The /v1
+// endpoints require the gRPC API's bearer token when one is set; /health is open. Errors
+// are OpenAI-shaped JSON with a 4xx or 5xx status (coordinator/openai_response.h); a body
+// over max_body_bytes is 413.
 //
 // Cancellation: a client that disconnects is noticed within two heartbeat intervals
 // (the server writes an SSE comment, or for a whole response a space before the JSON,
@@ -40,18 +42,12 @@ namespace tandem::coordinator {
 
 struct OpenAiExchange;
 
-// Renders chat messages into a prompt text (the model's chat template); its error
-// (e.g. a template that raises) is the request's 400.
-using ChatRenderer =
-    std::function<absl::StatusOr<std::string>(const std::vector<OpenAiChatMessage>&)>;
-
 struct OpenAiServerOptions {
   std::string listen_address;       // host:port; port 0 picks a free one.
   size_t max_body_bytes = 4 << 20;  // Larger request bodies: 413.
   int threads = 64;                 // Connections served at once (one per request).
   absl::Duration heartbeat = absl::Milliseconds(250);  // See the file comment.
   std::string model_name;         // What /v1/models lists and requests must name.
-  ChatRenderer chat;              // Null: chat requests are 400 "no chat template".
   std::function<bool()> healthy;  // /health's answer; null = always healthy.
 };
 
@@ -74,8 +70,6 @@ class OpenAiServer {
                const BearerTokenVerifier* auth, CoordinatorMetrics* metrics);
   void Route();
   void Generate(OpenAiEndpoint endpoint, const httplib::Request& req, httplib::Response& res);
-  // Renders a chat request's messages into its prompt text (400 when it cannot be).
-  absl::Status RenderChat(OpenAiRequest* request) const;
   // Follows an admitted request and writes its response (content provider).
   bool Respond(OpenAiExchange& exchange, httplib::DataSink& sink);
   // Writes `status` as the response, counting it.

@@ -37,7 +37,7 @@ std::vector<std::string> EventsOf(const std::string& body) {
 
 class OpenAiServerTest : public ::testing::Test {
  protected:
-  void Start(OpenAiServerOptions options = {}, std::string token = "") {
+  void Start(OpenAiServerOptions options = {}, std::string token = "", ChatRenderer chat = {}) {
     auto t = Tokenizer::Load("models/target");
     ASSERT_TRUE(t.ok()) << t.status();
     tokenizer_ = std::make_unique<Tokenizer>(*std::move(t));
@@ -53,7 +53,7 @@ class OpenAiServerTest : public ::testing::Test {
     ServerLimits limits;
     limits.context_length = 2048;
     limits.vocab_size = 2048;
-    submitter_ = std::make_unique<RequestSubmitter>(engine_.get(), tokenizer_.get(), limits);
+    submitter_ = std::make_unique<RequestSubmitter>(engine_.get(), tokenizer_.get(), limits, chat);
     verifier_ = std::make_unique<BearerTokenVerifier>(token);
     options.listen_address = "127.0.0.1:0";
     options.model_name = "target";
@@ -181,12 +181,11 @@ TEST_F(OpenAiServerTest, BadRequestsAreOpenAiShapedAndTheServerKeepsServing) {
 }
 
 TEST_F(OpenAiServerTest, ChatUsesTheRendererAndReportsItsErrors) {
-  OpenAiServerOptions options;
-  options.chat = [](const std::vector<OpenAiChatMessage>& messages) -> absl::StatusOr<std::string> {
-    if (messages.back().content == "raise") return absl::InvalidArgumentError("template raised");
-    return "<s>[" + messages.back().role + "] " + messages.back().content + "\n";
-  };
-  Start(options);
+  Start({}, "", [](const v1::ChatPrompt& chat) -> absl::StatusOr<std::string> {
+    const v1::ChatMessage& last = chat.messages(chat.messages_size() - 1);
+    if (last.content() == "raise") return absl::InvalidArgumentError("template raised");
+    return "<s>[" + last.role() + "] " + last.content() + "\n";
+  });
   httplib::Result r = Post("/v1/chat/completions", R"({"model": "target", "max_tokens": 4,
       "temperature": 0, "ignore_eos": true, "messages": [{"role": "user", "content": "hi"}]})");
   ASSERT_TRUE(r);

@@ -10,11 +10,21 @@ constexpr absl::Duration kPollInterval = absl::Milliseconds(20);
 
 }  // namespace
 
-RequestSubmitter::RequestSubmitter(Engine* engine, const Tokenizer* tokenizer, ServerLimits limits)
-    : engine_(engine), tokenizer_(tokenizer), limits_(std::move(limits)) {}
+RequestSubmitter::RequestSubmitter(Engine* engine, const Tokenizer* tokenizer, ServerLimits limits,
+                                   ChatRenderer chat)
+    : engine_(engine), tokenizer_(tokenizer), limits_(std::move(limits)), chat_(std::move(chat)) {}
 
 absl::StatusOr<SubmittedRequest> RequestSubmitter::Submit(const v1::GenerateRequest& request,
                                                           absl::Time deadline) const {
+  if (request.has_chat()) {
+    const int bos = tokenizer_->bos_id();
+    absl::StatusOr<std::string> text =
+        RenderChatPrompt(request.chat(), chat_, bos >= 0 ? tokenizer_->IdToPiece(bos) : "");
+    if (!text.ok()) return text.status();
+    v1::GenerateRequest rendered = request;
+    rendered.set_text(*std::move(text));
+    return Submit(rendered, deadline);
+  }
   absl::StatusOr<ValidatedRequest> valid = ValidateRequest(request, limits_);
   if (!valid.ok()) return valid.status();
   SubmittedRequest out;

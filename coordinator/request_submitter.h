@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "coordinator/chat_prompt.h"
 #include "coordinator/engine.h"
 #include "coordinator/output_channel.h"
 #include "coordinator/request_validation.h"
@@ -42,11 +43,14 @@ struct ClientLink {
 
 class RequestSubmitter {
  public:
-  // `engine` must be started; it and `tokenizer` must outlive the submitter.
-  RequestSubmitter(Engine* engine, const Tokenizer* tokenizer, ServerLimits limits);
+  // `engine` must be started; it and `tokenizer` must outlive the submitter. `chat`
+  // renders chat prompts (null: the model has no chat template).
+  RequestSubmitter(Engine* engine, const Tokenizer* tokenizer, ServerLimits limits,
+                   ChatRenderer chat = nullptr);
 
-  // Validates `request` against the limits (INVALID_ARGUMENT / FAILED_PRECONDITION naming
-  // the field), tokenises a text prompt (BOS prepended) and queues it with `deadline`
+  // Renders a chat prompt to text (coordinator/chat_prompt.h has its errors), validates
+  // `request` against the limits (INVALID_ARGUMENT / FAILED_PRECONDITION naming the
+  // field), tokenises a text prompt (BOS prepended) and queues it with `deadline`
   // (absl::InfiniteFuture() for none); RESOURCE_EXHAUSTED when the engine refuses it.
   absl::StatusOr<SubmittedRequest> Submit(const v1::GenerateRequest& request,
                                           absl::Time deadline) const;
@@ -69,6 +73,7 @@ class RequestSubmitter {
   Engine* engine_;
   const Tokenizer* tokenizer_;
   const ServerLimits limits_;
+  const ChatRenderer chat_;
 };
 
 }  // namespace tandem::coordinator

@@ -29,9 +29,9 @@ absl::Status ClientGoneStatus(grpc::ServerContext* context) {
 
 TandemService::TandemService(Engine* engine, const Tokenizer* tokenizer, ServerLimits limits,
                              v1::ModelInfo model_info, CoordinatorMetrics* metrics,
-                             const BearerTokenVerifier* auth)
+                             const BearerTokenVerifier* auth, ChatRenderer chat)
     : engine_(engine),
-      submitter_(engine, tokenizer, std::move(limits)),
+      submitter_(engine, tokenizer, std::move(limits), std::move(chat)),
       model_info_(std::move(model_info)),
       metrics_(metrics),
       auth_(auth) {

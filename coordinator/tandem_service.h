@@ -21,10 +21,11 @@ class TandemService final : public ParsingService<v1::Tandem> {
   // `engine` must be started; all pointers must outlive the service. `metrics` may be
   // null. `model_info` is what GetModelInfo reports (draft_available is live).
   // `auth` (may be null: no authentication) is checked first by every method; calls
-  // without its token end UNAUTHENTICATED.
+  // without its token end UNAUTHENTICATED. `chat` renders chat prompts (null: the model
+  // has no chat template).
   TandemService(Engine* engine, const Tokenizer* tokenizer, ServerLimits limits,
                 v1::ModelInfo model_info, CoordinatorMetrics* metrics,
-                const BearerTokenVerifier* auth = nullptr);
+                const BearerTokenVerifier* auth = nullptr, ChatRenderer chat = nullptr);
 
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                         v1::GenerateResponse* response) override;
