@@ -29,6 +29,8 @@ ABSL_FLAG(std::optional<double>, delta, std::nullopt, "typical: entropy scale.")
 ABSL_FLAG(std::string, stop, "", "Stop string (repeatable).");
 ABSL_FLAG(bool, quiet, false, "Do not print statistics.");
 ABSL_FLAG(bool, json, false, "Print one JSON object (text, token ids, logprobs, stats).");
+ABSL_FLAG(bool, chat, false, "Send PROMPT as a user chat message (the model's chat template).");
+ABSL_FLAG(std::string, system, "", "With --chat: a system message before PROMPT.");
 
 namespace tandem::client {
 namespace {
@@ -41,6 +43,21 @@ std::optional<float> AsFloat(const std::optional<double>& v) {
 int Fail(const std::string& message) {
   std::fprintf(stderr, "tandem generate: %s\n", message.c_str());
   return 1;
+}
+
+// Turns the request's text prompt into a chat: an optional system message, then the text
+// as the user's message.
+void AsChat(const std::string& system, v1::GenerateRequest* request) {
+  v1::ChatPrompt chat;
+  if (!system.empty()) {
+    v1::ChatMessage* m = chat.add_messages();
+    m->set_role("system");
+    m->set_content(system);
+  }
+  v1::ChatMessage* user = chat.add_messages();
+  user->set_role("user");
+  user->set_content(request->text());
+  *request->mutable_chat() = std::move(chat);
 }
 
 int RunGenerate(const Invocation& inv) {
@@ -83,6 +100,12 @@ int RunGenerate(const Invocation& inv) {
   absl::StatusOr<v1::GenerateRequest> request = BuildRequest(o, prompt);
   if (!request.ok()) {
     std::fprintf(stderr, "tandem generate: %s\n", std::string(request.status().message()).c_str());
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_chat)) {
+    AsChat(absl::GetFlag(FLAGS_system), &*request);
+  } else if (!absl::GetFlag(FLAGS_system).empty()) {
+    std::fprintf(stderr, "tandem generate: --system needs --chat\n");
     return 2;
   }
   const bool as_json = absl::GetFlag(FLAGS_json);
@@ -178,6 +201,10 @@ Command GenerateCommand() {
       {"ignore_eos", "", "Keep generating past the end-of-sequence token."},
       {"timeout", "SECONDS", "Deadline of the request."},
       {"quiet", "", "Do not print the statistics line."},
+      {"chat", "",
+       "Send PROMPT as the user's chat message, rendered by the model's chat template on "
+       "the server (a model without one refuses it)."},
+      {"system", "TEXT", "With --chat: a system message before PROMPT."},
       {"json", "",
        "Print one JSON object instead of the streamed text: text, token_ids, logprobs, "
        "finish_reason, stats (RequestStats, proto field names), client_seconds."},

@@ -107,6 +107,9 @@ fi
   $'def add(a, b):\n' >"$TMP/gen.json" 2>"$TMP/gen.err" || fail "generate --json: $(cat "$TMP/gen.err")"
 "$TANDEM" generate --server "$SERVER" --token-file "$TMP/token" --max-tokens 10 --quiet \
   $'def add(a, b):\n' >"$TMP/gen.txt" 2>&1 || fail "generate: $(cat "$TMP/gen.txt")"
+"$TANDEM" generate --server "$SERVER" --token-file "$TMP/token" --chat "hi" >"$TMP/chat.txt" 2>&1
+grep -q "model has no chat template" "$TMP/chat.txt" && pass "generate --chat: the bundled model has no template" \
+  || fail "generate --chat: $(cat "$TMP/chat.txt")"
 $PY - "$TMP/gen.json" "$TMP/gen.txt" <<'PY' && pass "generate --json: text, token ids, logprobs, stats" || fail "generate --json: $(cat "$TMP/gen.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))

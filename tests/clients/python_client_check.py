@@ -37,6 +37,9 @@ with Client(address, token=token) as client:
 
     for delta in client.stream("import os\n", max_tokens=2000, ignore_eos=True):
         break  # Leaving early cancels the request.
+    chat = [{"role": "user", "content": "hi"}]
+    err = expect_error("FAILED_PRECONDITION", lambda: client.generate(chat))  # No template.
+    assert "no chat template" in err.message, err.message
     err = expect_error("INVALID_ARGUMENT", lambda: client.generate(prompt, max_tokens=10**6))
     assert "max_new_tokens" in err.message, err.message
     try:
@@ -44,7 +47,7 @@ with Client(address, token=token) as client:
         raise AssertionError("expected ValueError")
     except ValueError as e:
         assert "warp" in str(e)
-    print("ok: errors (INVALID_ARGUMENT, ValueError)")
+    print("ok: errors (INVALID_ARGUMENT, FAILED_PRECONDITION, ValueError)")
 
 with Client(address, token="wrong") as client:
     expect_error("UNAUTHENTICATED", client.model_info)

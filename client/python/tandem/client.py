@@ -3,13 +3,15 @@ model info, with Tandem's speculation controls as keyword arguments."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, Sequence, Union
+from typing import Iterator, List, Mapping, Optional, Sequence, Union
 
 import grpc
 
 from tandem.v1 import tandem_pb2, tandem_pb2_grpc
 
-Prompt = Union[str, Sequence[int]]
+# A text, token ids, or chat messages ({"role": ..., "content": ...}; the server renders
+# them with the model's chat template).
+Prompt = Union[str, Sequence[int], Sequence[Mapping[str, str]]]
 
 
 class TandemError(Exception):
@@ -143,6 +145,9 @@ class Client:
                                        return_logprobs=return_logprobs, ignore_eos=ignore_eos)
         if isinstance(prompt, str):
             r.text = prompt
+        elif len(prompt) and isinstance(prompt[0], Mapping):
+            for m in prompt:
+                r.chat.messages.add(role=m["role"], content=m["content"])
         else:
             r.token_ids.ids.extend(prompt)
         r.sampling.temperature = temperature
