@@ -1,9 +1,25 @@
 #include "coordinator/chat_prompt.h"
 
+#include <memory>
+#include <vector>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "model/chat_template.h"
 
 namespace tandem::coordinator {
+
+absl::StatusOr<ChatRenderer> ModelChatRenderer(const std::string& model_dir) {
+  absl::StatusOr<ChatTemplate> loaded = ChatTemplate::FromModelDir(model_dir);
+  if (absl::IsNotFound(loaded.status())) return ChatRenderer();
+  if (!loaded.ok()) return loaded.status();
+  auto chat_template = std::make_shared<const ChatTemplate>(*std::move(loaded));
+  return ChatRenderer([chat_template](const v1::ChatPrompt& chat) {
+    std::vector<ChatMessage> messages;
+    for (const v1::ChatMessage& m : chat.messages()) messages.push_back({m.role(), m.content()});
+    return chat_template->Render(messages, /*add_generation_prompt=*/true);
+  });
+}
 
 bool IsChatRole(absl::string_view role) {
   return role == "system" || role == "user" || role == "assistant";

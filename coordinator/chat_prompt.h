@@ -17,6 +17,12 @@ namespace tandem::coordinator {
 // the generation prompt for the assistant's reply). Its error is the template's.
 using ChatRenderer = std::function<absl::StatusOr<std::string>(const v1::ChatPrompt&)>;
 
+// The renderer of the chat template of the model in `model_dir` (tokenizer_config.json's
+// chat_template or chat_template.jinja, model/chat_template.h), rendering with the
+// generation prompt; a null renderer when the model has none; INVALID_ARGUMENT when its
+// template or tokenizer_config.json does not parse.
+absl::StatusOr<ChatRenderer> ModelChatRenderer(const std::string& model_dir);
+
 // Whether `role` is one a chat message may have: "system", "user" or "assistant".
 bool IsChatRole(absl::string_view role);
 

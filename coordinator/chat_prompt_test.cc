@@ -4,6 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
 namespace tandem::coordinator {
 namespace {
 
@@ -52,6 +58,44 @@ TEST(ChatPromptTest, Refusals) {
   EXPECT_EQ(r.status().message(), "chat template: raise_exception: no");
   EXPECT_TRUE(IsChatRole("assistant"));
   EXPECT_FALSE(IsChatRole("developer"));
+}
+
+// A model directory whose tokenizer_config.json holds `config` (JSON).
+std::string ModelDir(const std::string& name, const std::string& config) {
+  const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
+  std::system(absl::StrCat("mkdir -p ", dir).c_str());
+  std::ofstream(dir + "/tokenizer_config.json") << config;
+  return dir;
+}
+
+// A template that prefixes BOS, tags each message with its role and refuses system ones.
+constexpr char kTemplatedConfig[] =
+    R"({"bos_token": "<s>", "eos_token": "</s>", "chat_template": ")"
+    R"({{ bos_token }}{% for m in messages %}{% if m.role == 'system' %})"
+    R"({{ raise_exception('no system role') }}{% endif %}[{{ m.role }}] {{ m.content }}\n)"
+    R"({% endfor %}{% if add_generation_prompt %}[assistant] {% endif %}"})";
+
+TEST(ChatPromptTest, RendersWithTheModelsTemplate) {
+  const std::string dir = ModelDir("templated", kTemplatedConfig);
+  absl::StatusOr<ChatRenderer> renderer = ModelChatRenderer(dir);
+  ASSERT_TRUE(renderer.ok()) << renderer.status();
+  ASSERT_TRUE(*renderer);
+  absl::StatusOr<std::string> text = RenderChatPrompt(
+      Chat({{"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}}), *renderer, "<s>");
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(*text, "[user] Hi\n[assistant] Hello\n[user] Bye\n[assistant] ");
+  text = RenderChatPrompt(Chat({{"system", "x"}}), *renderer, "<s>");
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(text.status().message().find("chat template: "), std::string::npos);
+  EXPECT_NE(text.status().message().find("no system role"), std::string::npos);
+}
+
+TEST(ChatPromptTest, AModelWithoutATemplateHasNoRenderer) {
+  absl::StatusOr<ChatRenderer> renderer = ModelChatRenderer("models/target");
+  ASSERT_TRUE(renderer.ok()) << renderer.status();
+  EXPECT_FALSE(*renderer);
+  renderer = ModelChatRenderer(ModelDir("broken", R"({"chat_template": "{% for %}"})"));
+  EXPECT_EQ(renderer.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

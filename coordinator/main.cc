@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@
 #include "common/auth.h"
 #include "common/server.h"
 #include "common/tls.h"
+#include "coordinator/chat_prompt.h"
 #include "coordinator/engine.h"
 #include "coordinator/engine_flags.h"
 #include "coordinator/metrics.h"
@@ -241,7 +243,18 @@ int Run() {
   for (v1::SpeculationMethod m : engine.proposers().listed_methods()) info.add_methods(m);
   info.set_max_queue(eo->max_queue);
 
-  TandemService service(&engine, &*tokenizer, limits, info, metrics.get(), &verifier);
+  // Chat prompts use the target's chat template (none: chat requests are refused).
+  const std::filesystem::path tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
+  absl::StatusOr<ChatRenderer> chat = ModelChatRenderer(
+      std::filesystem::is_directory(tokenizer_path) ? tokenizer_path.string()
+                                                    : tokenizer_path.parent_path().string());
+  if (!chat.ok()) {
+    std::fprintf(stderr, "tandem-coordinator: chat template: %s\n",
+                 std::string(chat.status().message()).c_str());
+    return 2;
+  }
+  LOG(INFO) << (*chat ? "chat template loaded" : "the model has no chat template");
+  TandemService service(&engine, &*tokenizer, limits, info, metrics.get(), &verifier, *chat);
   ServerOptions so;
   so.listen_address = absl::GetFlag(FLAGS_listen);
   so.credentials = *public_credentials;
@@ -252,7 +265,7 @@ int Run() {
     std::fprintf(stderr, "tandem-coordinator: %s\n", server.status().ToString().c_str());
     return 2;
   }
-  const RequestSubmitter openai_submitter(&engine, &*tokenizer, limits);
+  const RequestSubmitter openai_submitter(&engine, &*tokenizer, limits, *chat);
   absl::StatusOr<std::unique_ptr<OpenAiServer>> openai_server =
       StartOpenAiServer(&engine, &openai_submitter, &verifier, metrics.get(), info.target().name());
   if (!openai_server.ok()) {

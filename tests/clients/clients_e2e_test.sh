@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tandem's clients end to end against one local cluster (`tandem up`, bundled models, tp 1,
-# a bearer token): the OpenAI-compatible HTTP API with curl and with the official `openai`
-# npm client (openai_sdk_check.js), the Python client (python_client_check.py), and
-# `tandem generate --json`.
+# a bearer token; the target is a copy of models/target with a chat template added to its
+# tokenizer_config.json): the OpenAI-compatible HTTP API with curl and with the official
+# `openai` npm client (openai_sdk_check.js), the Python client (python_client_check.py),
+# and `tandem generate --json` / `--chat`.
 # The npm client comes from $TANDEM_NPM_DIR (./run.sh test installs third_party/npm and
 # sets it); Python needs Debian's python3-grpcio. Under ./run.sh test
 # (TANDEM_REQUIRE_CLIENTS=1) a missing one fails the test; elsewhere its part is skipped
@@ -20,12 +21,27 @@ missing() {  # A client that is not installed: fails under ./run.sh test, else s
 }
 
 # --- the cluster -----------------------------------------------------------------------
+# models/target with a chat template that raises for a system message that is not first.
+mkdir -p "$TMP/models/target"
+for f in "$ROOT"/models/target/*; do ln -sf "$f" "$TMP/models/target/"; done
+rm "$TMP/models/target/tokenizer_config.json"
+$PY - "$ROOT/models/target/tokenizer_config.json" "$TMP/models/target/tokenizer_config.json" <<'PY'
+import json, sys
+config = json.load(open(sys.argv[1]))
+config["chat_template"] = (
+    "{{ bos_token }}{% for m in messages %}"
+    "{% if m.role == 'system' and not loop.first %}"
+    "{{ raise_exception('a system message must come first') }}{% endif %}"
+    "### {{ m.role }}:\n{{ m.content }}\n{% endfor %}"
+    "{% if add_generation_prompt %}### assistant:\n{% endif %}")
+json.dump(config, open(sys.argv[2], "w"), indent=2)
+PY
 TOKEN=e2e-secret-token
 printf '%s\n' "$TOKEN" >"$TMP/token"
 cat >"$TMP/cluster.json" <<JSON
 {"coordinator": {"args": ["--auth_token_file=$TMP/token", "--openai_max_body_bytes=65536"]}}
 JSON
-"$TANDEM" up --config "$TMP/cluster.json" --target "$ROOT/models/target" \
+"$TANDEM" up --config "$TMP/cluster.json" --target "$TMP/models/target" \
   --draft "$ROOT/models/draft" --tp 1 --port 0 --openai-port 0 --ready-file "$TMP/ready" \
   --log-dir "$TMP/logs" --startup-timeout 120 >"$TMP/up.out" 2>&1 &
 UP=$!
@@ -76,7 +92,25 @@ JSONH=(-H 'Content-Type: application/json')
 check_error "malformed JSON" 400 "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/completions" -d '{"model": "target", "prompt":'
 check_error "wrong type" 400 "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/completions" -d '{"model": "target", "prompt": "x", "stream": "yes"}'
 check_error "unknown role" 400 "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/chat/completions" -d '{"model": "target", "messages": [{"role": "wizard", "content": "x"}]}'
-check_error "no chat template" 400 "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/chat/completions" -d '{"model": "target", "messages": [{"role": "user", "content": "x"}]}'
+check_error "template raises" 400 "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/chat/completions" -d '{"model": "target", "messages": [{"role": "user", "content": "x"}, {"role": "system", "content": "y"}]}'
+# Chat: rendered by the template; greedy, the same text as the rendered prompt completed.
+CHAT='"model": "target", "max_tokens": 12, "temperature": 0, "messages": [{"role": "system", "content": "Write Python."}, {"role": "user", "content": "def add(a, b):"}]'
+curl -s "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/chat/completions" -d "{$CHAT}" >"$TMP/chat.json"
+curl -s "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/chat/completions" -d "{$CHAT, \"stream\": true}" >"$TMP/chat.txt"
+post '{"model": "target", "max_tokens": 12, "temperature": 0, "prompt": "### system:\nWrite Python.\n### user:\ndef add(a, b):\n### assistant:\n"}' >"$TMP/rendered.json"
+$PY - "$TMP/chat.json" "$TMP/chat.txt" "$TMP/rendered.json" <<'PY' && pass "chat: whole == streamed == the rendered prompt's completion" || fail "chat: $(cat "$TMP/chat.json")"
+import json, sys
+chat = json.load(open(sys.argv[1]))
+assert chat["object"] == "chat.completion", chat
+content = chat["choices"][0]["message"]["content"]
+events = [json.loads(l[6:]) for l in open(sys.argv[2]).read().split("\n")
+          if l.startswith("data: ") and l != "data: [DONE]"]
+assert events[0]["choices"][0]["delta"]["role"] == "assistant", events[0]
+streamed = "".join(e["choices"][0]["delta"].get("content", "") for e in events)
+rendered = json.load(open(sys.argv[3]))
+assert content and content == streamed == rendered["choices"][0]["text"], (content, streamed, rendered)
+assert chat["usage"]["prompt_tokens"] == rendered["usage"]["prompt_tokens"], (chat, rendered)
+PY
 head -c 100000 /dev/zero | tr '\0' ' ' >"$TMP/big.json"
 check_error "oversize body" 413 "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/completions" --data-binary @"$TMP/big.json"
 check_error "unknown model" 404 "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/completions" -d '{"model": "gpt-4", "prompt": "x"}'
@@ -107,9 +141,12 @@ fi
   $'def add(a, b):\n' >"$TMP/gen.json" 2>"$TMP/gen.err" || fail "generate --json: $(cat "$TMP/gen.err")"
 "$TANDEM" generate --server "$SERVER" --token-file "$TMP/token" --max-tokens 10 --quiet \
   $'def add(a, b):\n' >"$TMP/gen.txt" 2>&1 || fail "generate: $(cat "$TMP/gen.txt")"
-"$TANDEM" generate --server "$SERVER" --token-file "$TMP/token" --chat "hi" >"$TMP/chat.txt" 2>&1
-grep -q "model has no chat template" "$TMP/chat.txt" && pass "generate --chat: the bundled model has no template" \
-  || fail "generate --chat: $(cat "$TMP/chat.txt")"
+"$TANDEM" generate --server "$SERVER" --token-file "$TMP/token" --max-tokens 12 --json --chat \
+  --system "Write Python." "def add(a, b):" >"$TMP/gen_chat.json" 2>"$TMP/gen_chat.err" \
+  || fail "generate --chat: $(cat "$TMP/gen_chat.err")"
+$PY -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert a["text"] == b["choices"][0]["message"]["content"], (a, b)' \
+  "$TMP/gen_chat.json" "$TMP/chat.json" && pass "generate --chat --system: the API's chat text" \
+  || fail "generate --chat: $(cat "$TMP/gen_chat.json")"
 $PY - "$TMP/gen.json" "$TMP/gen.txt" <<'PY' && pass "generate --json: text, token ids, logprobs, stats" || fail "generate --json: $(cat "$TMP/gen.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))

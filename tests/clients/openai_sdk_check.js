@@ -75,9 +75,9 @@ async function main() {
                     OpenAI.BadRequestError, 400, 'only 1');
   await expectError(client.completions.create({ ...greedy, temperature: 500 }),
                     OpenAI.BadRequestError, 400, 'temperature');
-  await expectError(client.chat.completions.create(
-                        { model, messages: [{ role: 'user', content: 'hi' }] }),
-                    OpenAI.BadRequestError, 400, 'no chat template');
+  await expectError(client.chat.completions.create({ model, messages: [
+                        { role: 'user', content: 'hi' }, { role: 'system', content: 'late' }] }),
+                    OpenAI.BadRequestError, 400, 'a system message must come first');
   const anonymous = new OpenAI({ apiKey: 'wrong', baseURL, maxRetries: 0 });
   await expectError(anonymous.completions.create(greedy), OpenAI.AuthenticationError, 401,
                     'invalid bearer token');
@@ -96,6 +96,20 @@ async function main() {
   }
   assert.strictEqual(running, 0, 'the aborted request is still running');
   console.log('ok: aborting a stream cancels the request (running sequences back to 0)');
+
+  const messages = [{ role: 'developer', content: 'Write Python.' },
+                    { role: 'user', content: 'def add(a, b):' }];
+  const chat = await client.chat.completions.create(
+      { model, messages, max_tokens: 12, temperature: 0, logprobs: true });
+  const content = chat.choices[0].message.content;
+  assert(content.length > 0 && chat.choices[0].message.role === 'assistant');
+  assert(chat.choices[0].logprobs.content.length === chat.usage.completion_tokens);
+  let chatStreamed = '';
+  const chatStream = await client.chat.completions.create(
+      { model, messages, max_tokens: 12, temperature: 0, stream: true });
+  for await (const chunk of chatStream) chatStreamed += chunk.choices[0].delta.content || '';
+  assert.strictEqual(chatStreamed, content);
+  console.log('ok: chat.completions (whole == streamed, logprobs per token)');
 
   const results = await Promise.all([0, 1, 2, 3].map((i) => client.completions.create(
       { model, prompt: `def f${i}(x):\n`, max_tokens: 8, temperature: 0, stream: i % 2 === 1 })

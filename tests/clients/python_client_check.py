@@ -37,9 +37,12 @@ with Client(address, token=token) as client:
 
     for delta in client.stream("import os\n", max_tokens=2000, ignore_eos=True):
         break  # Leaving early cancels the request.
-    chat = [{"role": "user", "content": "hi"}]
-    err = expect_error("FAILED_PRECONDITION", lambda: client.generate(chat))  # No template.
-    assert "no chat template" in err.message, err.message
+    chat = [{"role": "system", "content": "Write Python."}, {"role": "user", "content": "def add(a, b):"}]
+    reply = client.generate(chat, max_tokens=12)
+    assert reply.text and reply.text == "".join(d.text for d in client.stream(chat, max_tokens=12))
+    print("ok: chat messages")
+    err = expect_error("INVALID_ARGUMENT", lambda: client.generate(chat[::-1]))  # Template raises.
+    assert "a system message must come first" in err.message, err.message
     err = expect_error("INVALID_ARGUMENT", lambda: client.generate(prompt, max_tokens=10**6))
     assert "max_new_tokens" in err.message, err.message
     try:
@@ -47,7 +50,7 @@ with Client(address, token=token) as client:
         raise AssertionError("expected ValueError")
     except ValueError as e:
         assert "warp" in str(e)
-    print("ok: errors (INVALID_ARGUMENT, FAILED_PRECONDITION, ValueError)")
+    print("ok: errors (INVALID_ARGUMENT, ValueError)")
 
 with Client(address, token="wrong") as client:
     expect_error("UNAUTHENTICATED", client.model_info)
