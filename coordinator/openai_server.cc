@@ -115,6 +115,7 @@ void OpenAiServer::Route() {
   const int threads = options_.threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
+  http_->set_tcp_nodelay(true);  // Each streamed event goes out at once (no Nagle delay).
   http_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     Generate(OpenAiEndpoint::kCompletions, req, res);
   });
