@@ -60,17 +60,10 @@ void AsChat(const std::string& system, v1::GenerateRequest* request) {
   *request->mutable_chat() = std::move(chat);
 }
 
-int RunGenerate(const Invocation& inv) {
-  std::string prompt = absl::StrJoin(inv.positional, " ");
-  if (prompt.empty() || prompt == "-") {
-    if (isatty(STDIN_FILENO) && prompt.empty()) {
-      std::fprintf(stderr,
-                   "tandem generate: give a PROMPT (or `-` to read it from stdin); "
-                   "see `tandem generate --help`\n");
-      return 2;
-    }
-    prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  }
+// The request the flags describe for `prompt` (a chat with --chat; token ids and
+// logprobs asked for with --json); INVALID_ARGUMENT naming the flag otherwise.
+absl::StatusOr<v1::GenerateRequest> RequestFromFlags(const Invocation& inv,
+                                                     const std::string& prompt) {
   RequestOptions o;
   o.max_tokens = absl::GetFlag(FLAGS_max_tokens);
   o.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
@@ -89,30 +82,42 @@ int RunGenerate(const Invocation& inv) {
   auto accept = ParseAcceptanceRule(absl::GetFlag(FLAGS_accept));
   auto pipelining = ParsePipelining(absl::GetFlag(FLAGS_pipelining));
   for (const absl::Status& s : {method.status(), accept.status(), pipelining.status()}) {
-    if (!s.ok()) {
-      std::fprintf(stderr, "tandem generate: %s\n", std::string(s.message()).c_str());
-      return 2;
-    }
+    if (!s.ok()) return s;
   }
   o.method = *method;
   o.accept = *accept;
   o.pipelining = *pipelining;
   absl::StatusOr<v1::GenerateRequest> request = BuildRequest(o, prompt);
+  if (!request.ok()) return request.status();
+  if (absl::GetFlag(FLAGS_chat)) {
+    AsChat(absl::GetFlag(FLAGS_system), &*request);
+  } else if (!absl::GetFlag(FLAGS_system).empty()) {
+    return absl::InvalidArgumentError("--system needs --chat");
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    request->set_return_token_ids(true);
+    request->set_return_logprobs(true);
+  }
+  return request;
+}
+
+int RunGenerate(const Invocation& inv) {
+  std::string prompt = absl::StrJoin(inv.positional, " ");
+  if (prompt.empty() || prompt == "-") {
+    if (isatty(STDIN_FILENO) && prompt.empty()) {
+      std::fprintf(stderr,
+                   "tandem generate: give a PROMPT (or `-` to read it from stdin); "
+                   "see `tandem generate --help`\n");
+      return 2;
+    }
+    prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  absl::StatusOr<v1::GenerateRequest> request = RequestFromFlags(inv, prompt);
   if (!request.ok()) {
     std::fprintf(stderr, "tandem generate: %s\n", std::string(request.status().message()).c_str());
     return 2;
   }
-  if (absl::GetFlag(FLAGS_chat)) {
-    AsChat(absl::GetFlag(FLAGS_system), &*request);
-  } else if (!absl::GetFlag(FLAGS_system).empty()) {
-    std::fprintf(stderr, "tandem generate: --system needs --chat\n");
-    return 2;
-  }
   const bool as_json = absl::GetFlag(FLAGS_json);
-  if (as_json) {
-    request->set_return_token_ids(true);
-    request->set_return_logprobs(true);
-  }
 
   const std::string server = absl::GetFlag(FLAGS_server);
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = ServerChannel(server);
