@@ -108,6 +108,8 @@ absl::StatusOr<std::unique_ptr<OpenAiServer>> OpenAiServer::Start(OpenAiServerOp
   }
   server->port_ = port;
   server->listener_ = std::thread([&http] { http.listen_after_bind(); });
+  // Serving before returning: a stop() that came before the listener ran would be lost.
+  for (int i = 0; i < 5000 && !http.is_running(); ++i) absl::SleepFor(absl::Milliseconds(1));
   return server;
 }
 
@@ -193,9 +195,9 @@ absl::Status OpenAiServer::CheckModel(const std::string& model) const {
 
 void OpenAiServer::Generate(OpenAiEndpoint endpoint, const httplib::Request& req,
                             httplib::Response& res) {
+  if (absl::Status denied = CheckAuth(req); !denied.ok()) return Fail(denied, res);
   absl::StatusOr<OpenAiRequest> parsed = ParseOpenAiRequest(endpoint, req.body);
-  absl::Status s = CheckAuth(req);
-  if (s.ok()) s = parsed.status();
+  absl::Status s = parsed.status();
   if (s.ok()) s = CheckModel(parsed->model);
   if (!s.ok()) return Fail(s, res);
   absl::StatusOr<SubmittedRequest> submitted =

@@ -114,15 +114,20 @@ PY
 head -c 100000 /dev/zero | tr '\0' ' ' >"$TMP/big.json"
 check_error "oversize body" 413 "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/completions" --data-binary @"$TMP/big.json"
 check_error "unknown model" 404 "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/completions" -d '{"model": "gpt-4", "prompt": "x"}'
-# A client that hangs up mid-stream: its request is cancelled (nothing left running).
+# A client that hangs up mid-stream: its request is cancelled (nothing left running) and
+# the workers' KV blocks are released (the coordinator refreshes them from the workers).
 curl -s -N --max-time 1 "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/completions" \
-  -d '{"model": "target", "prompt": "import os\n", "max_tokens": 4000, "ignore_eos": true, "stream": true}' >/dev/null
-running=1
+  -d '{"model": "target", "prompt": "import os\n", "max_tokens": 4000, "ignore_eos": true, "stream": true}' >"$TMP/cut.txt"
+busy=1
 for _ in $(seq 100); do
-  running=$(curl -s "$METRICS" | sed -n 's/^tandem_running_sequences \([0-9.e+]*\)$/\1/p')
-  [ "$running" = 0 ] && break; sleep 0.1
+  busy=$(curl -s "$METRICS" | sed -n -e 's/^tandem_running_sequences \([0-9.e+]*\)$/\1/p' \
+    -e 's/^tandem_kv_blocks_used{worker="[a-z]*"} \([0-9.e+]*\)$/\1/p' | grep -vc '^0$')
+  [ "$busy" = 0 ] && break; sleep 0.1
 done
-[ "$running" = 0 ] && pass "curl disconnect cancels the request" || fail "still running: $running"
+[ "$(grep -c '^data: ' "$TMP/cut.txt")" -gt 1 ] && ! grep -q '\[DONE\]' "$TMP/cut.txt" \
+  || fail "the stream was not cut mid-generation: $(tail -c 200 "$TMP/cut.txt")"
+[ "$busy" = 0 ] && pass "curl disconnect cancels the request (running 0, KV blocks 0)" \
+  || fail "after disconnect: $(curl -s "$METRICS" | grep -E '^tandem_(running|kv_blocks_used)')"
 post "{$GREEDY}" >"$TMP/again.json"
 cmp -s <($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' "$TMP/whole.json") \
        <($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' "$TMP/again.json") \
