@@ -30,6 +30,13 @@ std::optional<json> Field(const json& body, const char* name) {
   return *it;
 }
 
+// Whether `object` is an object whose field "type" is the string `type`.
+bool HasType(const json& object, const char* type) {
+  if (!object.is_object()) return false;
+  auto it = object.find("type");
+  return it != object.end() && it->is_string() && it->get<std::string>() == type;
+}
+
 absl::Status ReadBool(const json& body, const char* name, bool* out) {
   std::optional<json> v = Field(body, name);
   if (!v) return absl::OkStatus();
@@ -85,8 +92,7 @@ absl::Status RefuseUnsupported(const json& body) {
   for (const char* name : {"tools", "tool_choice", "functions", "function_call"}) {
     if (Field(body, name)) return Invalid(name, "tool calling is not supported");
   }
-  if (std::optional<json> v = Field(body, "response_format");
-      v && !(v->is_object() && v->value("type", "") == "text")) {
+  if (std::optional<json> v = Field(body, "response_format"); v && !HasType(*v, "text")) {
     return Invalid("response_format", "only {\"type\": \"text\"} is supported");
   }
   return absl::OkStatus();
@@ -189,8 +195,7 @@ absl::StatusOr<std::string> MessageContent(const json& message, size_t index,
   if (!content->is_array()) return Invalid(param, "must be a string or an array of text parts");
   std::string text;
   for (const json& part : *content) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-        !part["text"].is_string()) {
+    if (!HasType(part, "text") || !part.contains("text") || !part["text"].is_string()) {
       return Invalid(param, "only text parts ({\"type\": \"text\", \"text\": ...}) are supported");
     }
     text += part["text"].get<std::string>();

@@ -129,6 +129,7 @@ TEST(OpenAiRequestTest, WrongTypes) {
       {R"({"model": "m", "prompt": "p", "speculation": {"num_speculative_tokens": "x"}})",
        "speculation"},
       {R"({"model": "m", "prompt": "p", "user": 7})", "user"},
+      {R"({"model": "m", "prompt": "p", "response_format": {"type": 5}})", "response_format"},
   };
   for (const auto& [body, param] : cases) ExpectRefused(kCompletions, body, param, param);
 }
@@ -150,6 +151,9 @@ TEST(OpenAiRequestTest, BadChatMessages) {
       kChat,
       R"({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
       "messages[0].content", "only text parts");
+  ExpectRefused(kChat,
+                R"({"model": "m", "messages": [{"role": "user", "content": [{"type": 1}]}]})",
+                "messages[0].content", "only text parts");
 }
 
 TEST(OpenAiRequestTest, UnsupportedFeaturesAreRefusedNotIgnored) {
