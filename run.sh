@@ -149,7 +149,9 @@ cmd_test() {
 
 # ./run.sh demo: a local cluster with the bundled model pair (target over 4 ranks on
 # CPU, draft on its own core), three prompts generated target-only and speculatively,
-# the texts, acceptance and the measured speedup. Stops the cluster on exit.
+# the texts, acceptance and the measured speedup, and the same prompts on the target alone
+# at tp 1 (one process, the best layout on a small machine) for reference. Stops the
+# clusters on exit.
 # TANDEM_DEMO_TARGET / TANDEM_DEMO_DRAFT / TANDEM_DEMO_TP choose other models and tp.
 cmd_demo() {
   install_packages
@@ -172,19 +174,26 @@ cmd_demo() {
   log "starting the cluster: tandem up ${up_flags[*]}"
   "$tandem" up "${up_flags[@]}" >"$work/up.out" 2>&1 &
   local up_pid=$!
+  # The best single-process baseline on a small machine: the target alone at tp 1.
+  "$tandem" up --target "$target" --draft none --tp 1 --backend cpu --port 0 \
+    --ready-file "$work/ready-tp1" --log-dir "$work/logs-tp1" >"$work/up-tp1.out" 2>&1 &
+  local tp1_pid=$!
   # shellcheck disable=SC2064
-  trap "kill -TERM $up_pid 2>/dev/null; wait $up_pid 2>/dev/null; log 'cluster stopped'" EXIT
+  trap "kill -TERM $up_pid $tp1_pid 2>/dev/null; wait $up_pid $tp1_pid 2>/dev/null; log 'clusters stopped'" EXIT
   local waited=0
-  until [ -s "$work/ready" ]; do
-    if ! kill -0 "$up_pid" 2>/dev/null; then
-      log "the cluster failed to start:"; cat "$work/up.out" >&2; exit 1
-    fi
-    [ $waited -ge 300 ] && { log "not ready after 300 s; see $work/up.out"; exit 1; }
+  until [ -s "$work/ready" ] && [ -s "$work/ready-tp1" ]; do
+    for pid in $up_pid $tp1_pid; do
+      if ! kill -0 "$pid" 2>/dev/null; then
+        log "a cluster failed to start:"; cat "$work/up.out" "$work/up-tp1.out" >&2; exit 1
+      fi
+    done
+    [ $waited -ge 300 ] && { log "not ready after 300 s; see $work/up*.out"; exit 1; }
     sleep 1; waited=$((waited + 1))
   done
-  local server
+  local server tp1_server
   server=$(head -n 1 "$work/ready")
-  log "cluster ready on $server after ${waited}s (logs in $work/logs)"
+  tp1_server=$(head -n 1 "$work/ready-tp1")
+  log "cluster ready on $server after ${waited}s (logs in $work/logs); target-only tp 1 on $tp1_server"
   "$tandem" generate --server "$server" --max-tokens 8 --quiet "def warm_up():" >/dev/null
 
   local prompts=(
@@ -224,13 +233,29 @@ cmd_demo() {
       printf -- '---- identical text: NO\n'
     fi
   done
+  # The same prompts, plain, on the tp-1 baseline.
+  local t1_tokens=0 t1_ms=0
+  "$tandem" generate --server "$tp1_server" --max-tokens 8 --quiet "def warm_up():" >/dev/null
+  for prompt in "${prompts[@]}"; do
+    local start end n
+    start=$(date +%s%N)
+    "$tandem" generate --server "$tp1_server" --max-tokens $tokens --temperature 0 \
+      --method none "$prompt" >/dev/null 2>"$work/tp1.stats" || { log "tp 1 generate failed"; exit 1; }
+    end=$(date +%s%N)
+    n=$(sed -n 's/.*method=[a-z_]* tokens=\([0-9]*\).*/\1/p' "$work/tp1.stats")
+    t1_tokens=$((t1_tokens + ${n:-0}))
+    t1_ms=$((t1_ms + (end - start) / 1000000))
+  done
   awk -v tn="${total_tokens[none]}" -v mn="${total_ms[none]}" \
-      -v td="${total_tokens[draft]}" -v md="${total_ms[draft]}" 'BEGIN {
+      -v td="${total_tokens[draft]}" -v md="${total_ms[draft]}" \
+      -v t1="$t1_tokens" -v m1="$t1_ms" -v tp="$tp" 'BEGIN {
     rn = tn / (mn / 1000.0); rd = td / (md / 1000.0);
     printf "\n==================== summary ====================\n";
     printf "target only : %d tokens in %.2f s = %.1f tokens/s\n", tn, mn / 1000.0, rn;
     printf "speculative : %d tokens in %.2f s = %.1f tokens/s\n", td, md / 1000.0, rd;
     printf "speedup     : %.2fx (draft vs none, same prompts, this run)\n", rd / rn;
+    r1 = t1 / (m1 / 1000.0);
+    printf "baseline    : the target alone at tp 1 (one process) %.1f tokens/s; speculative tp %d is %.2fx of it here\n", r1, tp, rd / r1;
   }'
 }
 

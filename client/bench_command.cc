@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "client/bench_baseline.h"
 #include "client/bench_output.h"
 #include "client/bench_repeats.h"
 #include "client/bench_report.h"
@@ -43,6 +44,7 @@ ABSL_FLAG(std::string, metrics, "", "Coordinator metrics address.");
 ABSL_FLAG(int, warmup, 1, "Unmeasured requests first.");
 ABSL_FLAG(absl::Duration, soak, absl::ZeroDuration(), "Soak duration.");
 ABSL_FLAG(std::string, pids, "", "Server process ids for RSS.");
+ABSL_FLAG(std::string, baseline_server, "", "Plain-decoding baseline server.");
 ABSL_FLAG(std::string, python, "/usr/bin/python3", "Python with matplotlib.");
 
 namespace tandem::client {
@@ -187,13 +189,24 @@ nlohmann::json ReportHeader(const Invocation& inv, const std::string& server,
 
 // runs (for the output check) and returns one result per configuration over the
 // rounds, with speedups and cost terms taken within each round.
+// With `baseline` (nullptr = none), each round ends with `none` at every concurrency
+// level of `configs` on that server, appended to *baseline_rows.
 std::vector<RepeatedResult> RunRounds(v1::Tandem::Stub* stub, const BenchSettings& s,
                                       const std::vector<ConfigKey>& configs, int repeat,
-                                      std::vector<ConfigRun>* runs) {
+                                      std::vector<ConfigRun>* runs, v1::Tandem::Stub* baseline,
+                                      std::vector<ConfigResult>* baseline_rows) {
   const std::string metrics = absl::GetFlag(FLAGS_metrics);
   std::vector<std::vector<ConfigResult>> rounds(repeat);
+  const auto run_baseline = [&](int round) {
+    if (baseline == nullptr) return;
+    RunBaselineRound(baseline, s, configs, absl::GetFlag(FLAGS_requests), round, &g_interrupted,
+                     baseline_rows);
+  };
+  int current_round = 0;
   for (const ScheduledRun& step : InterleavedSchedule(configs, repeat)) {
     if (g_interrupted) break;
+    if (step.round != current_round) run_baseline(current_round);
+    current_round = step.round;
     if (repeat > 1 && rounds[step.round].empty()) {
       BenchSay(absl::StrCat("round ", step.round + 1, " of ", repeat));
     }
@@ -208,6 +221,7 @@ std::vector<RepeatedResult> RunRounds(v1::Tandem::Stub* stub, const BenchSetting
     rounds[step.round].push_back(row);
     runs->push_back(std::move(run));
   }
+  run_baseline(current_round);
   std::vector<ConfigResult> rows;
   for (std::vector<ConfigResult>& round : rounds) {
     ComputeSpeedups(&round);
@@ -258,11 +272,36 @@ int RunBench(const Invocation& inv) {
     const int written = WriteOutputs(report, {files.json, "", ""}, 0);
     return written != 0 ? written : soak.ok ? 0 : 1;
   }
+  const std::string baseline_server = absl::GetFlag(FLAGS_baseline_server);
+  std::unique_ptr<v1::Tandem::Stub> baseline;
+  v1::ModelInfo baseline_info;
+  if (!baseline_server.empty()) {
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> bc = ServerChannel(baseline_server);
+    if (!bc.ok()) {
+      BenchSay(absl::StrCat("--baseline_server: ", bc.status().message()));
+      return 2;
+    }
+    baseline = v1::Tandem::NewStub(*bc);
+    if (int rc = CheckServer(baseline.get(), baseline_server, {}, &baseline_info); rc != 0)
+      return rc;
+    report["baseline_server"] = {{"address", baseline_server},
+                                 {"model_info", ProtoJson(baseline_info)}};
+    Warmup(baseline.get(), s, absl::GetFlag(FLAGS_warmup), &g_interrupted);
+  }
   std::vector<ConfigRun> runs;
+  std::vector<ConfigResult> baseline_rows;
   const std::vector<RepeatedResult> results = RunRounds(
       stub.get(), s, BenchConfigs(args.methods, args.rules, args.pipelining, args.concurrency),
-      args.repeat, &runs);
+      args.repeat, &runs, baseline.get(), &baseline_rows);
   std::printf("\n%s\n%s", RenderResultsTable(results).c_str(), RenderCostTable(results).c_str());
+  if (baseline != nullptr) {
+    const std::vector<BaselineComparison> compared = CompareWithBaseline(baseline_rows, results);
+    const std::string label =
+        absl::StrCat(baseline_server, ": ", baseline_info.target().name(), " at tp ",
+                     baseline_info.target().tensor_parallel_size(), ", none");
+    std::printf("\n%s", RenderBaselineTable(label, compared).c_str());
+    for (const BaselineComparison& c : compared) report["baseline"].push_back(ToJson(c));
+  }
   nlohmann::json check_json;
   int exit_code = PrintOutputCheck(runs, s, args.rules, &check_json);
   nlohmann::json results_json = nlohmann::json::array();
@@ -345,6 +384,9 @@ Command BenchCommand() {
        "Draw throughput, speedup and acceptance vs concurrency per "
        "method (needs python3-matplotlib)."},
       {"python", "PATH", "Python interpreter used for --plot."},
+      {"baseline_server", "HOST:PORT",
+       "A second server (e.g. `tandem up --target T --tp 1`, no draft) whose plain decoding "
+       "runs at every concurrency level after each round; printed as ratios to it."},
       {"timeout", "SECONDS", "Deadline of each request."},
       {"soak", "DURATION", "Soak mode for this long, e.g. 30s, 10m, 2h."},
       {"pids", "PID[,PID...]", "Soak: server processes whose RSS to report."},

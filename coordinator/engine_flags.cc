@@ -24,9 +24,10 @@ ABSL_FLAG(int, predraft_branches, 1,
           "likeliest rejections (the draft's top tokens), each on a branch of its cache.");
 ABSL_FLAG(int, optimistic_max_batch, 16, "Running sequences up to which to draft ahead.");
 ABSL_FLAG(int, draft_tree_siblings, 0,
-          "Draft-model token trees for greedy and coupled requests, 0..15: verify up to this "
-          "many of the draft's next likeliest tokens as leaf siblings of each drafted token "
-          "(shallow first, within --max_k nodes); 0 = chains.");
+          "Draft-model token trees for greedy and coupled requests, 0..15: up to this many "
+          "of the draft's next likeliest tokens as leaf siblings of each drafted token, "
+          "each only when its expected tokens pay for its verify row (measured nu), "
+          "within --max_k nodes; 0 = chains.");
 ABSL_FLAG(std::string, pipeline_mode, "auto",
           "Mode of pipelined phases: auto (chosen every phase from the measured draft and "
           "verify call-time fits: sequential, lockstep or ping-pong, whichever is predicted "

@@ -24,8 +24,9 @@ struct PlannerOptions {
   // one (the bonus token guessed); more also drafts after likely rejections.
   int predraft_branches = 1;
   // Draft-model token trees (greedy and coupled requests): up to this many of the
-  // draft's next likeliest tokens are verified as leaf siblings of each chain node,
-  // shallow depths first, within max_k nodes; 0 = chains.
+  // draft's next likeliest tokens may be verified as leaf siblings of each chain node,
+  // within max_k nodes; a sibling is added only when its expected tokens pay for its
+  // verify row (DraftProposer, docs/architecture.md §5); 0 = chains.
   int draft_tree_siblings = 0;
   int max_k = 8;                   // Upper bound of K.
   int speculation_max_batch = 32;  // Above this many running: adaptive K -> 0 (batch_limit).
@@ -108,6 +109,9 @@ struct DraftBudget {
   // Tokens pre-drafting may still add beyond each sequence's likeliest outcome (-1: no
   // limit; WorkerAvailability::predraft_token_budget).
   int predraft_tokens_left = -1;
+  // nu(K) of the phase's batch (WorkerAvailability::verify_cost; empty: unknown), which
+  // prices the nodes a draft tree adds beyond its chain.
+  spec::VerifyCostFn verify_cost;
 };
 
 }  // namespace tandem::coordinator

@@ -1,6 +1,5 @@
 #include "coordinator/request_validation.h"
 
-#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -10,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/utf8.h"
+#include "spec/acceptance_params.h"
 
 namespace tandem::coordinator {
 namespace {
@@ -24,17 +24,10 @@ absl::Status Invalid(const Args&... args) {
   return absl::InvalidArgumentError(absl::StrCat(args...));
 }
 
-// Values in (lo, hi] or [lo, hi] (finite; NaN fails every comparison).
-bool InRange(float v, float lo, float hi, bool lo_open, bool hi_open) {
-  if (!std::isfinite(v)) return false;
-  const bool lo_ok = lo_open ? v > lo : v >= lo;
-  const bool hi_ok = hi_open ? v < hi : v <= hi;
-  return lo_ok && hi_ok;
-}
+using spec::ParamRange;
 
-std::string RangeText(float lo, float hi, bool lo_open, bool hi_open) {
-  return absl::StrCat(lo_open ? "(" : "[", lo, ", ", hi, hi_open ? ")" : "]");
-}
+constexpr ParamRange kTemperatureRange{0.0f, true, 100.0f, true};  // [0, 100]
+constexpr ParamRange kTopPRange{0.0f, false, 1.0f, true};          // (0, 1]
 
 absl::Status ValidateRequestId(const std::string& id, const ServerLimits& limits) {
   if (static_cast<int>(id.size()) > limits.max_request_id_chars) {
@@ -128,7 +121,7 @@ absl::Status ValidateStops(const GenerateRequest& request, const ServerLimits& l
 absl::Status ValidateSampling(const GenerateRequest& request, const ServerLimits& limits,
                               absl::BitGenRef random, ResolvedSampling* out) {
   const tandem::v1::SamplingParams& s = request.sampling();
-  if (!InRange(s.temperature(), 0.0f, 100.0f, false, false)) {
+  if (!kTemperatureRange.Contains(s.temperature())) {
     return Invalid("sampling.temperature = ", s.temperature(),
                    " is out of range; valid range [0, 100] (0 = greedy)");
   }
@@ -137,7 +130,7 @@ absl::Status ValidateSampling(const GenerateRequest& request, const ServerLimits
                    limits.vocab_size, "] (0 = no limit, ", limits.vocab_size,
                    " = the vocabulary size)");
   }
-  if (s.has_top_p() && !InRange(s.top_p(), 0.0f, 1.0f, true, false)) {
+  if (s.has_top_p() && !kTopPRange.Contains(s.top_p())) {
     return Invalid("sampling.top_p = ", s.top_p(),
                    " is out of range; valid range (0, 1] (unset = 1, no limit)");
   }
@@ -154,8 +147,7 @@ struct RuleParam {
   const char* name;
   bool present;
   float value;
-  float lo, hi;
-  bool lo_open, hi_open;
+  ParamRange range;
   float default_value;
   float* destination;
 };
@@ -242,23 +234,24 @@ absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLim
     const char* users;  // Rules that read the parameter.
   };
   const ParamSpec specs[] = {
-      {{"alpha", sp.has_alpha(), sp.alpha(), 0.0f, 1.0f, true, is_threshold,
-        is_threshold ? kDefaultThresholdAlpha : kDefaultRatioAlpha, &out->alpha},
+      {{"alpha", sp.has_alpha(), sp.alpha(),
+        is_threshold ? spec::kThresholdAlphaRange : spec::kRatioAlphaRange,
+        is_threshold ? spec::kDefaultThresholdAlpha : spec::kDefaultRatioAlpha, &out->alpha},
        is_threshold || is_ratio,
        "ACCEPTANCE_RULE_THRESHOLD and ACCEPTANCE_RULE_RATIO"},
-      {{"theta_first", sp.has_theta_first(), sp.theta_first(), 0.0f, 1.0f, true, false,
-        kDefaultThetaFirst, &out->theta_first},
+      {{"theta_first", sp.has_theta_first(), sp.theta_first(), spec::kProbabilityParamRange,
+        spec::kDefaultThetaFirst, &out->theta_first},
        is_position,
        "ACCEPTANCE_RULE_POSITION"},
-      {{"theta_last", sp.has_theta_last(), sp.theta_last(), 0.0f, 1.0f, true, false,
-        kDefaultThetaLast, &out->theta_last},
+      {{"theta_last", sp.has_theta_last(), sp.theta_last(), spec::kProbabilityParamRange,
+        spec::kDefaultThetaLast, &out->theta_last},
        is_position,
        "ACCEPTANCE_RULE_POSITION"},
-      {{"epsilon", sp.has_epsilon(), sp.epsilon(), 0.0f, 1.0f, true, false, kDefaultTypicalEpsilon,
-        &out->epsilon},
+      {{"epsilon", sp.has_epsilon(), sp.epsilon(), spec::kProbabilityParamRange,
+        spec::kDefaultEpsilon, &out->epsilon},
        is_typical,
        "ACCEPTANCE_RULE_TYPICAL"},
-      {{"delta", sp.has_delta(), sp.delta(), 0.0f, 1.0f, true, false, kDefaultTypicalDelta,
+      {{"delta", sp.has_delta(), sp.delta(), spec::kProbabilityParamRange, spec::kDefaultDelta,
         &out->delta},
        is_typical,
        "ACCEPTANCE_RULE_TYPICAL"},
@@ -274,11 +267,10 @@ absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLim
       *p.destination = 0.0f;
       continue;
     }
-    if (p.present && !InRange(p.value, p.lo, p.hi, p.lo_open, p.hi_open)) {
+    if (p.present && !p.range.Contains(p.value)) {
       return Invalid("speculation.", p.name, " = ", p.value, " is out of range for ",
-                     tandem::v1::AcceptanceRule_Name(rule), "; valid range ",
-                     RangeText(p.lo, p.hi, p.lo_open, p.hi_open), " (default ", p.default_value,
-                     ")");
+                     tandem::v1::AcceptanceRule_Name(rule), "; valid range ", p.range.Text(),
+                     " (default ", p.default_value, ")");
     }
     *p.destination = p.present ? p.value : p.default_value;
   }

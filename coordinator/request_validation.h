@@ -70,14 +70,6 @@ tandem::v1::AcceptanceRule DefaultAcceptanceRule(float temperature, bool seed_fr
 // error; check once at startup).
 absl::Status ValidateServerLimits(const ServerLimits& limits);
 
-// Defaults of the lossy acceptance rules' parameters.
-inline constexpr float kDefaultThresholdAlpha = 0.3f;
-inline constexpr float kDefaultRatioAlpha = 0.5f;
-inline constexpr float kDefaultThetaFirst = 0.95f;
-inline constexpr float kDefaultThetaLast = 0.70f;
-inline constexpr float kDefaultTypicalEpsilon = 0.09f;
-inline constexpr float kDefaultTypicalDelta = 0.3f;
-
 struct ResolvedSampling {
   float temperature = 0.0f;  // [0, 100]; 0 = greedy.
   int top_k = 0;             // [0, vocab_size]; 0 = off.

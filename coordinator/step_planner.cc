@@ -361,6 +361,7 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
   DraftBudget budget;
   budget.prefill_left = std::min(o.prefill_budget, o.draft_max_batch_tokens);
   budget.predraft_tokens_left = workers.predraft_token_budget;
+  budget.verify_cost = workers.verify_cost;
   if (continuations) {
     for (size_t i = 0; i < plan.verify_sequences.size(); ++i) {
       Sequence* s = plan.verify_sequences[i];

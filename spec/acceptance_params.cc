@@ -15,21 +15,25 @@ constexpr AcceptanceRule kAllRules[] = {AcceptanceRule::kGreedy,    AcceptanceRu
                                         AcceptanceRule::kPosition,  AcceptanceRule::kTypical,
                                         AcceptanceRule::kCoupled};
 
-bool InRange(float value, float low, bool low_inclusive, float high, bool high_inclusive) {
-  const bool above = low_inclusive ? value >= low : value > low;
-  const bool below = high_inclusive ? value <= high : value < high;
-  return above && below;  // False for NaN.
-}
-
-absl::Status CheckRange(absl::string_view rule, absl::string_view name, float value, float low,
-                        bool low_inclusive, float high, bool high_inclusive) {
-  if (InRange(value, low, low_inclusive, high, high_inclusive)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "acceptance rule '", rule, "': ", name, " must be in ", low_inclusive ? "[" : "(", low, ", ",
-      high, high_inclusive ? "]" : ")", ", got ", value));
+absl::Status CheckRange(absl::string_view rule, absl::string_view name, float value,
+                        const ParamRange& range) {
+  if (range.Contains(value)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("acceptance rule '", rule, "': ", name,
+                                                 " must be in ", range.Text(), ", got ", value));
 }
 
 }  // namespace
+
+bool ParamRange::Contains(float value) const {
+  if (!std::isfinite(value)) return false;
+  const bool above = low_inclusive ? value >= low : value > low;
+  const bool below = high_inclusive ? value <= high : value < high;
+  return above && below;
+}
+
+std::string ParamRange::Text() const {
+  return absl::StrCat(low_inclusive ? "[" : "(", low, ", ", high, high_inclusive ? "]" : ")");
+}
 
 absl::Status ValidateRuleParameters(const AcceptanceParams& params) {
   const absl::string_view name = AcceptanceRuleName(params.rule);
@@ -39,18 +43,19 @@ absl::Status ValidateRuleParameters(const AcceptanceParams& params) {
     case AcceptanceRule::kCoupled:
       return absl::OkStatus();
     case AcceptanceRule::kThreshold:
-      return CheckRange(name, "alpha", AlphaOrDefault(params), 0, false, 1, false);
+      return CheckRange(name, "alpha", AlphaOrDefault(params), kThresholdAlphaRange);
     case AcceptanceRule::kRatio:
-      return CheckRange(name, "alpha", AlphaOrDefault(params), 0, false, 1, true);
+      return CheckRange(name, "alpha", AlphaOrDefault(params), kRatioAlphaRange);
     case AcceptanceRule::kPosition: {
-      absl::Status status = CheckRange(name, "theta_first", params.theta_first, 0, false, 1, true);
+      absl::Status status =
+          CheckRange(name, "theta_first", params.theta_first, kProbabilityParamRange);
       if (!status.ok()) return status;
-      return CheckRange(name, "theta_last", params.theta_last, 0, false, 1, true);
+      return CheckRange(name, "theta_last", params.theta_last, kProbabilityParamRange);
     }
     case AcceptanceRule::kTypical: {
-      absl::Status status = CheckRange(name, "epsilon", params.epsilon, 0, false, 1, true);
+      absl::Status status = CheckRange(name, "epsilon", params.epsilon, kProbabilityParamRange);
       if (!status.ok()) return status;
-      return CheckRange(name, "delta", params.delta, 0, false, 1, true);
+      return CheckRange(name, "delta", params.delta, kProbabilityParamRange);
     }
   }
   return absl::InvalidArgumentError(

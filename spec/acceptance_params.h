@@ -5,6 +5,7 @@
 #define TANDEM_SPEC_ACCEPTANCE_PARAMS_H_
 
 #include <optional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -36,6 +37,20 @@ constexpr float kDefaultThetaFirst = 0.95f;
 constexpr float kDefaultThetaLast = 0.70f;
 constexpr float kDefaultEpsilon = 0.09f;
 constexpr float kDefaultDelta = 0.3f;
+
+// The allowed values of a rule parameter: an interval of the reals (never NaN or inf).
+struct ParamRange {
+  float low;
+  bool low_inclusive;
+  float high;
+  bool high_inclusive;
+  bool Contains(float value) const;  // False for NaN and infinities.
+  std::string Text() const;          // "(0, 1]".
+};
+inline constexpr ParamRange kThresholdAlphaRange{0.0f, false, 1.0f, false};  // (0, 1)
+inline constexpr ParamRange kRatioAlphaRange{0.0f, false, 1.0f, true};       // (0, 1]
+// theta_first, theta_last (position) and epsilon, delta (typical).
+inline constexpr ParamRange kProbabilityParamRange{0.0f, false, 1.0f, true};  // (0, 1]
 
 struct AcceptanceParams {
   AcceptanceRule rule = AcceptanceRule::kRejection;

@@ -104,6 +104,22 @@ TEST(RuleThresholdsTest, PositionFallsLinearlyAndTypicalIsCappedByEpsilon) {
   EXPECT_NEAR(TypicalThreshold(std::vector<float>{0, 1, 0}, 0.09f, 0.3f), 0.09, 1e-7);
 }
 
+TEST(ParamRangeTest, OpenAndClosedEndsAndNonFiniteValues) {
+  EXPECT_FALSE(kThresholdAlphaRange.Contains(0.0f));
+  EXPECT_TRUE(kThresholdAlphaRange.Contains(0.5f));
+  EXPECT_FALSE(kThresholdAlphaRange.Contains(1.0f));
+  EXPECT_TRUE(kRatioAlphaRange.Contains(1.0f));
+  EXPECT_FALSE(kProbabilityParamRange.Contains(std::nanf("")));
+  EXPECT_FALSE(kProbabilityParamRange.Contains(std::numeric_limits<float>::infinity()));
+  const ParamRange closed{-2.0f, true, 3.5f, true};
+  EXPECT_TRUE(closed.Contains(-2.0f));
+  EXPECT_TRUE(closed.Contains(3.5f));
+  EXPECT_FALSE(closed.Contains(3.6f));
+  EXPECT_EQ(kThresholdAlphaRange.Text(), "(0, 1)");
+  EXPECT_EQ(kRatioAlphaRange.Text(), "(0, 1]");
+  EXPECT_EQ(closed.Text(), "[-2, 3.5]");
+}
+
 }  // namespace
 }  // namespace spec
 }  // namespace tandem

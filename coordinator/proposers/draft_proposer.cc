@@ -21,25 +21,38 @@ bool TakesDeterministicSiblings(const Sequence& s) {
   return sampling.temperature() == 0 || sampling.rule() == v1::ACCEPTANCE_RULE_COUPLED;
 }
 
-// Turns the chain in `c` into a tree: up to `siblings` of the draft's next likeliest
-// tokens at each chain position (top[i], without the chain's own token) as leaves
-// beside chain node i, shallow positions first, until `max_nodes` nodes.
+// Turns the chain in `c` into a tree: the draft's next likeliest tokens beside chain
+// nodes as leaves, most valuable first, at most `siblings` beside each node and
+// `max_nodes` nodes in all. A leaf t beside d_{j+1} adds one token (the bonus after t)
+// exactly when the target accepts d_1..d_j and then emits t, which the draft puts at
+// P(j, t) (outcome_ranking.h); it is added only while P(j, t) > `min_value`.
 void AttachSiblings(const std::vector<v1::TopTokens>& top, int siblings, int max_nodes,
-                    Candidates* c) {
+                    double min_value, Candidates* c) {
   const int chain = c->size();
   std::vector<int32_t> parents(chain);
   for (int i = 0; i < chain; ++i) parents[i] = i - 1;
-  for (int i = 0; i < chain && i < static_cast<int>(top.size()); ++i) {
-    int added = 0;
-    for (int e = 0; e < top[i].ids_size() && added < siblings; ++e) {
-      if (static_cast<int>(parents.size()) >= max_nodes) break;
-      if (top[i].ids(e) == c->tokens[i].token() || !(top[i].probs(e) > 0)) continue;
-      c->tokens.push_back(PointMassProposal(top[i].ids(e)));
-      parents.push_back(i - 1);
-      ++added;
-    }
+  std::vector<int> beside(chain, 0);
+  for (const StepOutcome& o : RankOutcomes(c->tokens, top, chain * kMaxTop + 1)) {
+    if (static_cast<int>(parents.size()) >= max_nodes || !(o.probability > min_value)) break;
+    if (o.token < 0 || beside[o.accepted] >= siblings) continue;
+    ++beside[o.accepted];
+    c->tokens.push_back(PointMassProposal(o.token));
+    parents.push_back(o.accepted - 1);
   }
   if (static_cast<int>(parents.size()) > chain) c->parents = std::move(parents);
+}
+
+// The value (expected tokens) a draft-tree node of `s` must exceed to pay for its verify
+// row in a step of `k` proposals: the step's rate S (tokens per plain step, the
+// controller's modelled speedup, at least 1) times the row's cost nu(k + 1) - nu(k).
+// Adding a node of value v to a step of E tokens and cost C raises E / C iff
+// v > (E / C) * its cost. 0 when the verify cost is unknown.
+double NodeValueThreshold(const Sequence& s, int k, const DraftBudget& budget) {
+  if (!budget.verify_cost) return 0;
+  const double row = std::max(0.0, budget.verify_cost(k + 1) - budget.verify_cost(k));
+  const PlannedStep& planned = s.planned_step();
+  const double rate = planned.from_controller ? std::max(1.0, planned.choice.speedup) : 1.0;
+  return rate * row;
 }
 
 // The draft worker's id of slot `slot` of sequence `id`'s id pool: slot 0 is the
@@ -48,10 +61,15 @@ uint64_t WorkerId(uint64_t id, int slot) { return slot == 0 ? id : id | (uint64_
 
 // A continuation pre-drafted for one verification outcome on a branch of the draft's
 // cache (the speculation cache's entry).
+// Two kinds: a rejection outcome (j, t) (the target accepts j candidates, then emits
+// t), and a path outcome: the target accepts a whole root path of `accepted` candidates
+// ending in `fed` (the chain, or a leaf sibling t beside d_{j+1}: the path d_1..d_j t)
+// and emits a bonus token, which the branch guesses as proposals[0].
 struct Branch {
   int slot = 0;                              // Its worker id's slot.
-  int accepted = 0;                          // The outcome's j.
-  int32_t token = -1;                        // Its t; -1: all accepted, the bonus is proposals[0].
+  int accepted = 0;                          // Candidates the outcome accepts.
+  int32_t token = -1;                        // A rejection's t; -1 for a path outcome.
+  int32_t fed = -1;                          // A path outcome's last accepted candidate.
   std::vector<int32_t> cache;                // What the worker holds for it once drafted.
   std::vector<v1::ProposedToken> proposals;  // Empty until drafted.
   std::vector<v1::TopTokens> top;            // Parallel to proposals (when asked).
@@ -68,9 +86,11 @@ struct DraftState : ProposerState {
   std::vector<v1::TopTokens> top;
   // Outcomes pre-drafted while the current candidates are verified.
   std::vector<Branch> branches;
-  // Tree shape of the next candidates (PlannerOptions, as of the last AddWork).
+  // Tree shape of the next candidates (PlannerOptions and NodeValueThreshold, as of the
+  // last AddWork or AddContinuation).
   int tree_siblings = 0;
   int max_nodes = 0;
+  double node_value_threshold = 0;
 
   // Length of the common prefix of cache and the sequence's tokens.
   int ValidLength(const std::vector<int32_t>& tokens) const {
@@ -169,55 +189,84 @@ void DraftProposer::AddWork(Sequence* s, ProposerState& state, int slot, int k,
   budget->rows += fed;
   Of(state).tree_siblings = o.draft_tree_siblings;
   Of(state).max_nodes = o.max_k;
+  Of(state).node_value_threshold = NodeValueThreshold(*s, k, *budget);
   AddDraftEntry(s, WorkerId(s->id(), Of(state).main_slot), slot, start, tokens.data() + start,
                 tokens.data() + length, k, false, o, plan);
 }
 
-// While d_1..d_K are verified, pre-drafts the next step for the most likely outcomes
-// (outcome_ranking.h), each on a branch forked from the main id: an outcome (j < K, t)
-// forks at length + j (tokens + d_1..d_j), feeds t and drafts the next step's
-// candidates; the all-accepted outcome forks at length + K - 1, feeds d_K and drafts
-// the bonus guess and the candidates after it. Each is capped by the tokens still to
-// generate and by both contexts.
+// The chain part of `c` (its first nodes while each follows the one before; leaf
+// siblings come after it) and the leaf siblings beside each chain node.
+int ChainLength(const Candidates& c, std::vector<std::vector<int32_t>>* siblings) {
+  int chain = c.size();
+  if (!c.parents.empty()) {
+    chain = 0;
+    while (chain < c.size() && c.parents[chain] == chain - 1) ++chain;
+  }
+  siblings->assign(chain, {});
+  for (int i = chain; i < c.size(); ++i) {
+    const int beside = c.parents[i] + 1;  // The chain node this leaf stands beside.
+    if (beside >= 0 && beside < chain) (*siblings)[beside].push_back(c.tokens[i].token());
+  }
+  return chain;
+}
+
+// While the candidates are verified, pre-drafts the next step for the most likely
+// outcomes (outcome_ranking.h, over the chain d_1..d_K), each on a branch forked from
+// the main id: a rejection (j < K, t) forks at length + j (tokens + d_1..d_j), feeds t
+// and drafts the next step's candidates; a path outcome (all of the chain, or d_1..d_j
+// and a leaf sibling t of a tree) forks after its path but its last token, feeds that
+// token and drafts the bonus guess and the candidates after it. Each is capped by the
+// tokens still to generate and by both contexts.
 void DraftProposer::AddContinuation(Sequence* s, ProposerState& state, int slot, int next_k,
                                     const PlannerOptions& o, DraftBudget* budget,
                                     PhasePlan* plan) const {
   DraftState& d = Of(state);
   d.branches.clear();
-  const int k = s->candidates.size();
+  std::vector<std::vector<int32_t>> siblings;
+  const int k = ChainLength(s->candidates, &siblings);
   const int length = static_cast<int>(s->tokens().size());
   const size_t expected = length + k - 1;  // The cache holds tokens + candidates[0, K-1).
   if (k == 0 || d.cache.size() != expected || d.ValidLength(s->tokens()) != length) return;
-  if (!s->candidates.parents.empty()) return;  // Outcomes are ranked for chains only.
+  d.node_value_threshold = NodeValueThreshold(*s, next_k, *budget);
+  const std::vector<v1::ProposedToken> chain(s->candidates.tokens.begin(),
+                                             s->candidates.tokens.begin() + k);
   const int context = std::min(o.context_length, o.draft_context_length);
   int next_free = 0;  // Slots in order, skipping the main one.
-  for (const StepOutcome& outcome :
-       RankOutcomes(s->candidates.tokens, d.top, std::max(1, o.predraft_branches))) {
+  for (const StepOutcome& outcome : RankOutcomes(chain, d.top, std::max(1, o.predraft_branches))) {
     if (budget->rows + 1 > o.draft_max_batch_tokens) break;
     const int j = outcome.accepted;
-    const bool all = outcome.token < 0;
-    // After committing j + 1 tokens, remaining - j - 1 are left for the next step (its
-    // proposals and its own committed token). The all-accepted branch drafts one more
-    // (the bonus guess).
-    const int start = all ? length + k - 1 : length + j;
-    const int more = std::min({next_k + (all ? 1 : 0), o.draft_max_k, context - start - 1,
-                               s->remaining() - j - 1 - (all ? 0 : 1)});
-    if (more < (all ? 2 : 1)) continue;  // Nothing to propose after the outcome.
+    Branch b;
+    if (outcome.token < 0) {  // The whole chain.
+      b.accepted = k;
+      b.fed = chain.back().token();
+    } else if (std::count(siblings[j].begin(), siblings[j].end(), outcome.token) > 0) {
+      b.accepted = j + 1;  // d_1..d_j and the leaf t.
+      b.fed = outcome.token;
+    } else {
+      b.accepted = j;
+      b.token = outcome.token;
+    }
+    const bool path = b.token < 0;
+    // The tokens before the fed one (a rejection feeds t after d_1..d_j).
+    const int start = length + (path ? b.accepted - 1 : j);
+    // A rejection commits j + 1 tokens and leaves remaining - j - 1 for the next step
+    // (its proposals and its own committed token); a path of L commits L + 1, and its
+    // branch drafts the bonus guess too.
+    const int more = std::min({next_k + (path ? 1 : 0), o.draft_max_k, context - start - 1,
+                               path ? s->remaining() - b.accepted - 1 : s->remaining() - j - 2});
+    if (more < (path ? 2 : 1)) continue;  // Nothing to propose after the outcome.
     // Beyond the likeliest outcome, only what the draft can do while the target verifies.
     if (!d.branches.empty() && budget->predraft_tokens_left >= 0) {
       if (budget->predraft_tokens_left < more) break;
       budget->predraft_tokens_left -= more;
     }
     if (next_free == d.main_slot) ++next_free;
-    Branch b;
     b.slot = next_free++;
-    b.accepted = j;
-    b.token = outcome.token;
     b.cache.assign(d.cache.begin(), d.cache.begin() + start);
     d.branches.push_back(std::move(b));
     d.used_slots |= 1u << d.branches.back().slot;
     budget->rows += 1;
-    const int32_t fed = all ? s->candidates.tokens.back().token() : outcome.token;
+    const int32_t fed = path ? d.branches.back().fed : outcome.token;
     v1::DraftSequence* entry =
         AddDraftEntry(s, WorkerId(s->id(), d.branches.back().slot), slot,
                       static_cast<uint32_t>(start), &fed, &fed + 1, more, true, o, plan);
@@ -254,7 +303,7 @@ std::optional<Candidates> DraftProposer::OnDrafted(const Sequence& s, ProposerSt
   c.site = ProposerSite::kDraftWorker;
   c.tokens = std::move(drafted);
   if (d.tree_siblings > 0 && TakesDeterministicSiblings(s)) {
-    AttachSiblings(d.top, d.tree_siblings, d.max_nodes, &c);
+    AttachSiblings(d.top, d.tree_siblings, d.max_nodes, d.node_value_threshold, &c);
   }
   return c;
 }
@@ -278,10 +327,13 @@ std::optional<Candidates> DraftProposer::OnVerified(const Sequence& s, ProposerS
   }
   const int32_t t = result.committed(j);
   for (Branch& b : branches) {
-    const bool all = b.token < 0;
+    const bool path = b.token < 0;
     if (b.proposals.empty() || b.accepted != j) continue;
-    if (all ? b.proposals[0].token() != t : b.token != t) continue;
-    const size_t skip = all ? 1 : 0;  // The bonus guess is committed, not a candidate.
+    if (path ? j == 0 || result.committed(j - 1) != b.fed || b.proposals[0].token() != t
+             : b.token != t) {
+      continue;
+    }
+    const size_t skip = path ? 1 : 0;  // The bonus guess is committed, not a candidate.
     d.cache = std::move(b.cache);
     d.main_slot = b.slot;
     if (b.top.size() > skip) d.top.assign(b.top.begin() + skip, b.top.end());
@@ -291,7 +343,7 @@ std::optional<Candidates> DraftProposer::OnVerified(const Sequence& s, ProposerS
     next.predrafted = true;
     next.tokens.assign(b.proposals.begin() + skip, b.proposals.end());
     if (d.tree_siblings > 0 && TakesDeterministicSiblings(s)) {
-      AttachSiblings(d.top, d.tree_siblings, d.max_nodes, &next);
+      AttachSiblings(d.top, d.tree_siblings, d.max_nodes, d.node_value_threshold, &next);
     }
     return next;
   }

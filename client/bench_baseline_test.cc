@@ -1,0 +1,77 @@
+#include "client/bench_baseline.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace tandem::client {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr auto kNone = v1::SPECULATION_METHOD_NONE;
+constexpr auto kDraft = v1::SPECULATION_METHOD_DRAFT;
+
+ConfigResult Row(v1::SpeculationMethod method, int concurrency, int round, double tok_s) {
+  ConfigResult r;
+  r.key = {method, v1::PIPELINING_DEFAULT, concurrency};
+  r.round = round;
+  r.throughput_tok_s = tok_s;
+  return r;
+}
+
+// This server: none 10, 20, 40 and draft 15, 10, 60 at concurrency 1 over three rounds;
+// the baseline 20, 20, 40 (the machine got faster in round 3).
+std::vector<RepeatedResult> Results() {
+  RepeatedResult none{{kNone, v1::PIPELINING_DEFAULT, 1}, {}};
+  RepeatedResult draft{{kDraft, v1::PIPELINING_DEFAULT, 1}, {}};
+  const double none_tok_s[] = {10, 20, 40}, draft_tok_s[] = {15, 10, 60};
+  for (int round = 0; round < 3; ++round) {
+    none.repeats.push_back(Row(kNone, 1, round, none_tok_s[round]));
+    draft.repeats.push_back(Row(kDraft, 1, round, draft_tok_s[round]));
+  }
+  return {none, draft};
+}
+
+TEST(BenchBaselineTest, MediansOfPerRoundRatios) {
+  const std::vector<ConfigResult> baseline = {Row(kNone, 1, 0, 20), Row(kNone, 1, 1, 20),
+                                              Row(kNone, 1, 2, 40)};
+  const std::vector<BaselineComparison> rows = CompareWithBaseline(baseline, Results());
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].concurrency, 1);
+  EXPECT_DOUBLE_EQ(rows[0].baseline_tok_s.p50, 20);
+  EXPECT_DOUBLE_EQ(rows[0].baseline_tok_s.max, 40);
+  // none / baseline per round: 0.5, 1.0, 1.0 -> median 1.0.
+  EXPECT_DOUBLE_EQ(rows[0].none_ratio.p50, 1.0);
+  EXPECT_DOUBLE_EQ(rows[0].none_ratio.min, 0.5);
+  // Fastest per round: draft 15, none 20, draft 60 -> 0.75, 1.0, 1.5; median 1.0.
+  EXPECT_DOUBLE_EQ(rows[0].fastest_ratio.p50, 1.0);
+  EXPECT_DOUBLE_EQ(rows[0].fastest_ratio.max, 1.5);
+  EXPECT_EQ(rows[0].fastest, "draft");  // Fastest in two rounds of three.
+}
+
+TEST(BenchBaselineTest, RoundsMeasuredOnOneSideOnlyAreLeftOut) {
+  // Round 5 has no rows on this server; concurrency 4 none at all; a failed baseline
+  // round (0 tok/s) does not count.
+  const std::vector<ConfigResult> baseline = {Row(kNone, 1, 0, 0), Row(kNone, 1, 1, 40),
+                                              Row(kNone, 1, 5, 10), Row(kNone, 4, 0, 50)};
+  const std::vector<BaselineComparison> rows = CompareWithBaseline(baseline, Results());
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(rows[0].baseline_tok_s.p50, 40);
+  EXPECT_DOUBLE_EQ(rows[0].none_ratio.p50, 0.5);
+  EXPECT_EQ(rows[0].fastest, "none");
+}
+
+TEST(BenchBaselineTest, TableAndJson) {
+  const std::vector<ConfigResult> baseline = {Row(kNone, 1, 0, 20), Row(kNone, 1, 1, 20),
+                                              Row(kNone, 1, 2, 40)};
+  const std::vector<BaselineComparison> rows = CompareWithBaseline(baseline, Results());
+  const std::string table = RenderBaselineTable("localhost:1, target tp 1", rows);
+  EXPECT_THAT(table, HasSubstr("localhost:1, target tp 1"));
+  EXPECT_THAT(table, HasSubstr("1.00x [0.75-1.50]"));
+  const nlohmann::json json = ToJson(rows[0]);
+  EXPECT_EQ(json["fastest_method"], "draft");
+  EXPECT_DOUBLE_EQ(json["none_over_baseline"]["median"].get<double>(), 1.0);
+}
+
+}  // namespace
+}  // namespace tandem::client
