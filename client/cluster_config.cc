@@ -114,6 +114,7 @@ absl::Status ReadCoordinator(const json& object, CoordinatorConfig* c) {
   ObjectReader r(object, "coordinator");
   RETURN_IF_ERROR(r.Int("port", &c->port));
   RETURN_IF_ERROR(r.Int("metrics_port", &c->metrics_port));
+  RETURN_IF_ERROR(r.Int("openai_port", &c->openai_port));
   RETURN_IF_ERROR(r.Int("rendezvous_port", &c->rendezvous_port));
   RETURN_IF_ERROR(r.Bool("pipelining", &c->pipelining));
   RETURN_IF_ERROR(r.Int("max_k", &c->max_k));
@@ -252,6 +253,7 @@ absl::Status ValidateClusterConfig(const ClusterConfig& c) {
   }
   RETURN_IF_ERROR(CheckPort("coordinator.port", c.coordinator.port, false));
   RETURN_IF_ERROR(CheckPort("coordinator.metrics_port", c.coordinator.metrics_port, true));
+  RETURN_IF_ERROR(CheckPort("coordinator.openai_port", c.coordinator.openai_port, true));
   RETURN_IF_ERROR(CheckPort("coordinator.rendezvous_port", c.coordinator.rendezvous_port, false));
   if (c.coordinator.max_k < 0 || c.coordinator.max_k > 64) {
     return absl::InvalidArgumentError(
@@ -285,6 +287,7 @@ std::string ClusterConfigToJson(const ClusterConfig& c) {
       {"coordinator",
        {{"port", c.coordinator.port},
         {"metrics_port", c.coordinator.metrics_port},
+        {"openai_port", c.coordinator.openai_port},
         {"rendezvous_port", c.coordinator.rendezvous_port},
         {"pipelining", c.coordinator.pipelining},
         {"max_k", c.coordinator.max_k},

@@ -25,6 +25,7 @@ struct WorkerConfig {
 struct CoordinatorConfig {
   int port = 50051;               // Public API port; 0 = a free port.
   int metrics_port = 0;           // Prometheus /metrics port; 0 = a free port; -1 = off.
+  int openai_port = -1;           // OpenAI-compatible HTTP API port; 0 = a free one; -1 = off.
   int rendezvous_port = 0;        // Target group rendezvous port; 0 = a free port.
   bool pipelining = true;         // Draft/verify overlap (coordinator --pipelining).
   int max_k = 8;                  // Largest draft length K.

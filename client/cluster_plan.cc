@@ -38,7 +38,8 @@ absl::StatusOr<ClusterPlan> PlanCluster(const ClusterConfig& c, const ClusterPor
                                         const std::vector<int>& allowed_cpus) {
   if (absl::Status s = ValidateClusterConfig(c); !s.ok()) return s;
   if (static_cast<int>(ports.target.size()) != c.tp || ports.coordinator <= 0 ||
-      ports.rendezvous <= 0 || (c.with_draft && ports.draft <= 0) || ports.metrics == 0) {
+      ports.rendezvous <= 0 || (c.with_draft && ports.draft <= 0) || ports.metrics == 0 ||
+      ports.openai == 0) {
     return absl::InvalidArgumentError("PlanCluster: every port must be chosen (non-zero)");
   }
   for (int p : ports.target) {
@@ -62,6 +63,7 @@ absl::StatusOr<ClusterPlan> PlanCluster(const ClusterConfig& c, const ClusterPor
   plan.run_id = run_id;
   plan.endpoint = Address(c.host, ports.coordinator);
   if (ports.metrics > 0) plan.metrics_endpoint = Address(c.host, ports.metrics);
+  if (ports.openai > 0) plan.openai_endpoint = Address(c.host, ports.openai);
   const std::string rendezvous = Address(c.host, ports.rendezvous);
 
   ProcessSpec coordinator;
@@ -83,6 +85,9 @@ absl::StatusOr<ClusterPlan> PlanCluster(const ClusterConfig& c, const ClusterPor
   if (c.with_draft) coordinator.args.push_back("--draft=" + Address(c.host, ports.draft));
   if (!plan.metrics_endpoint.empty()) {
     coordinator.args.push_back("--metrics_listen=" + plan.metrics_endpoint);
+  }
+  if (!plan.openai_endpoint.empty()) {
+    coordinator.args.push_back("--openai_listen=" + plan.openai_endpoint);
   }
   coordinator.args.insert(coordinator.args.end(), c.coordinator.args.begin(),
                           c.coordinator.args.end());

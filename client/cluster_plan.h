@@ -25,10 +25,11 @@ struct ProcessSpec {
 };
 
 // Ports already chosen for every listener (0 is not allowed here: resolve free ports
-// first). metrics = -1 turns the metrics endpoint off.
+// first). metrics = -1 turns the metrics endpoint off, openai = -1 the OpenAI API.
 struct ClusterPorts {
   int coordinator = 0;
   int metrics = -1;
+  int openai = -1;
   int rendezvous = 0;
   int draft = 0;
   std::vector<int> target;  // One per rank.
@@ -38,6 +39,7 @@ struct ClusterPlan {
   std::vector<ProcessSpec> processes;  // Start order: coordinator, target ranks, draft.
   std::string endpoint;                // Public API, host:port.
   std::string metrics_endpoint;        // host:port of /metrics, "" when off.
+  std::string openai_endpoint;         // host:port of the OpenAI API, "" when off.
   std::string run_id;
 };
 

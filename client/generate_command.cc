@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "client/generate_result.h"
 #include "client/request_options.h"
 #include "client/server_channel.h"
 #include "client/shared_flags.h"
@@ -27,6 +28,9 @@ ABSL_FLAG(std::optional<double>, epsilon, std::nullopt, "typical: probability ca
 ABSL_FLAG(std::optional<double>, delta, std::nullopt, "typical: entropy scale.");
 ABSL_FLAG(std::string, stop, "", "Stop string (repeatable).");
 ABSL_FLAG(bool, quiet, false, "Do not print statistics.");
+ABSL_FLAG(bool, json, false, "Print one JSON object (text, token ids, logprobs, stats).");
+ABSL_FLAG(bool, chat, false, "Send PROMPT as a user chat message (the model's chat template).");
+ABSL_FLAG(std::string, system, "", "With --chat: a system message before PROMPT.");
 
 namespace tandem::client {
 namespace {
@@ -41,17 +45,25 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-int RunGenerate(const Invocation& inv) {
-  std::string prompt = absl::StrJoin(inv.positional, " ");
-  if (prompt.empty() || prompt == "-") {
-    if (isatty(STDIN_FILENO) && prompt.empty()) {
-      std::fprintf(stderr,
-                   "tandem generate: give a PROMPT (or `-` to read it from stdin); "
-                   "see `tandem generate --help`\n");
-      return 2;
-    }
-    prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+// Turns the request's text prompt into a chat: an optional system message, then the text
+// as the user's message.
+void AsChat(const std::string& system, v1::GenerateRequest* request) {
+  v1::ChatPrompt chat;
+  if (!system.empty()) {
+    v1::ChatMessage* m = chat.add_messages();
+    m->set_role("system");
+    m->set_content(system);
   }
+  v1::ChatMessage* user = chat.add_messages();
+  user->set_role("user");
+  user->set_content(request->text());
+  *request->mutable_chat() = std::move(chat);
+}
+
+// The request the flags describe for `prompt` (a chat with --chat; token ids and
+// logprobs asked for with --json); INVALID_ARGUMENT naming the flag otherwise.
+absl::StatusOr<v1::GenerateRequest> RequestFromFlags(const Invocation& inv,
+                                                     const std::string& prompt) {
   RequestOptions o;
   o.max_tokens = absl::GetFlag(FLAGS_max_tokens);
   o.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
@@ -70,19 +82,42 @@ int RunGenerate(const Invocation& inv) {
   auto accept = ParseAcceptanceRule(absl::GetFlag(FLAGS_accept));
   auto pipelining = ParsePipelining(absl::GetFlag(FLAGS_pipelining));
   for (const absl::Status& s : {method.status(), accept.status(), pipelining.status()}) {
-    if (!s.ok()) {
-      std::fprintf(stderr, "tandem generate: %s\n", std::string(s.message()).c_str());
-      return 2;
-    }
+    if (!s.ok()) return s;
   }
   o.method = *method;
   o.accept = *accept;
   o.pipelining = *pipelining;
   absl::StatusOr<v1::GenerateRequest> request = BuildRequest(o, prompt);
+  if (!request.ok()) return request.status();
+  if (absl::GetFlag(FLAGS_chat)) {
+    AsChat(absl::GetFlag(FLAGS_system), &*request);
+  } else if (!absl::GetFlag(FLAGS_system).empty()) {
+    return absl::InvalidArgumentError("--system needs --chat");
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    request->set_return_token_ids(true);
+    request->set_return_logprobs(true);
+  }
+  return request;
+}
+
+int RunGenerate(const Invocation& inv) {
+  std::string prompt = absl::StrJoin(inv.positional, " ");
+  if (prompt.empty() || prompt == "-") {
+    if (isatty(STDIN_FILENO) && prompt.empty()) {
+      std::fprintf(stderr,
+                   "tandem generate: give a PROMPT (or `-` to read it from stdin); "
+                   "see `tandem generate --help`\n");
+      return 2;
+    }
+    prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  absl::StatusOr<v1::GenerateRequest> request = RequestFromFlags(inv, prompt);
   if (!request.ok()) {
     std::fprintf(stderr, "tandem generate: %s\n", std::string(request.status().message()).c_str());
     return 2;
   }
+  const bool as_json = absl::GetFlag(FLAGS_json);
 
   const std::string server = absl::GetFlag(FLAGS_server);
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = ServerChannel(server);
@@ -96,24 +131,18 @@ int RunGenerate(const Invocation& inv) {
   const absl::Time start = absl::Now();
   auto reader = stub->GenerateStream(&ctx, *request);
   v1::GenerateStreamResponse message;
-  v1::RequestStats stats;
-  v1::FinishReason finish = v1::FINISH_REASON_UNSPECIFIED;
-  bool have_stats = false;
+  GenerateResult result;
   bool ends_with_newline = true;
   while (reader->Read(&message)) {
-    if (!message.text_delta().empty()) {
+    AddStreamMessage(message, &result);
+    if (!as_json && !message.text_delta().empty()) {
       std::fwrite(message.text_delta().data(), 1, message.text_delta().size(), stdout);
       std::fflush(stdout);
       ends_with_newline = message.text_delta().back() == '\n';
     }
-    if (message.has_stats()) {
-      stats = message.stats();
-      finish = message.finish_reason();
-      have_stats = true;
-    }
   }
   const grpc::Status status = reader->Finish();
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  result.client_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   if (!ends_with_newline) std::fputc('\n', stdout);
   std::fflush(stdout);
   if (!status.ok()) {
@@ -125,8 +154,11 @@ int RunGenerate(const Invocation& inv) {
         absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
                      ": ", status.error_message(), hint));
   }
-  if (have_stats && !absl::GetFlag(FLAGS_quiet)) {
-    std::fprintf(stderr, "%s\n", FormatStats(stats, finish, seconds).c_str());
+  if (as_json) {
+    std::printf("%s\n", GenerateResultJson(result).c_str());
+  } else if (result.has_stats && !absl::GetFlag(FLAGS_quiet)) {
+    std::fprintf(stderr, "%s\n",
+                 FormatStats(result.stats, result.finish_reason, result.client_seconds).c_str());
   }
   return 0;
 }
@@ -174,6 +206,13 @@ Command GenerateCommand() {
       {"ignore_eos", "", "Keep generating past the end-of-sequence token."},
       {"timeout", "SECONDS", "Deadline of the request."},
       {"quiet", "", "Do not print the statistics line."},
+      {"chat", "",
+       "Send PROMPT as the user's chat message, rendered by the model's chat template on "
+       "the server (a model without one refuses it)."},
+      {"system", "TEXT", "With --chat: a system message before PROMPT."},
+      {"json", "",
+       "Print one JSON object instead of the streamed text: text, token_ids, logprobs, "
+       "finish_reason, stats (RequestStats, proto field names), client_seconds."},
   };
   for (const CommandFlag& f : ConnectionFlags()) c.flags.push_back(f);
   c.repeatable = {"stop"};

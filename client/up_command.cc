@@ -65,13 +65,14 @@ int WaitForStopSignal(absl::Duration d) {
 }
 
 absl::Status ResolvePorts(ClusterConfig* c, ClusterPorts* ports) {
-  const int needed = 4 + c->tp;
+  const int needed = 5 + c->tp;
   absl::StatusOr<std::vector<int>> free = FreePorts(c->host, needed);
   if (!free.ok()) return free.status();
   size_t next = 0;
   auto pick = [&](int configured) { return configured > 0 ? configured : (*free)[next++]; };
   ports->coordinator = pick(c->coordinator.port);
   ports->metrics = c->coordinator.metrics_port < 0 ? -1 : pick(c->coordinator.metrics_port);
+  ports->openai = c->coordinator.openai_port < 0 ? -1 : pick(c->coordinator.openai_port);
   ports->rendezvous = pick(c->coordinator.rendezvous_port);
   ports->draft = (*free)[next++];
   for (int r = 0; r < c->tp; ++r) ports->target.push_back((*free)[next++]);
@@ -85,6 +86,9 @@ std::string ReadyFileText(const ClusterPlan& plan, const std::string& log_dir,
   std::string ready = absl::StrCat(plan.endpoint, "\n");
   if (!plan.metrics_endpoint.empty())
     absl::StrAppend(&ready, "metrics=", plan.metrics_endpoint, "\n");
+  if (!plan.openai_endpoint.empty()) {
+    absl::StrAppend(&ready, "openai=", plan.openai_endpoint, "\n");
+  }
   std::vector<std::string> pids;
   for (const ProcessStatus& p : status) pids.push_back(absl::StrCat(p.pid));
   absl::StrAppend(&ready, "pids=", absl::StrJoin(pids, ","), "\n", "logs=", log_dir, "\n",
@@ -96,6 +100,9 @@ void PrintBanner(const ClusterPlan& plan) {
   std::printf("Tandem is serving on %s", plan.endpoint.c_str());
   if (!plan.metrics_endpoint.empty()) {
     std::printf(" (metrics: http://%s/metrics)", plan.metrics_endpoint.c_str());
+  }
+  if (!plan.openai_endpoint.empty()) {
+    std::printf("\n  OpenAI-compatible API: http://%s/v1", plan.openai_endpoint.c_str());
   }
   std::printf("\n  try: tandem generate --server %s \"def fib(n):\"\nPress Ctrl-C to stop.\n",
               plan.endpoint.c_str());
@@ -263,6 +270,7 @@ Command UpCommand() {
       "A JSON --config file describes the same cluster (see client/README.md); flags\n"
       "given on the command line override its values.\n\n"
       "Ready file: line 1 is the endpoint (HOST:PORT); then metrics=HOST:PORT,\n"
+      "openai=HOST:PORT (with --openai-port),\n"
       "pids=PID,... (coordinator first), logs=DIR, up_metrics=FILE and one line per\n"
       "process: process=NAME state=starting|serving|restarting|failed pid=P restarts=N.\n"
       "It is rewritten on every change and removed on shutdown. FILE (LOG_DIR/up.prom) is\n"

@@ -22,6 +22,7 @@ ABSL_FLAG(std::string, log_dir, "", "Directory for the process logs.");
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address every process listens on.");
 ABSL_FLAG(int, port, 50051, "Public API port; 0 = a free port.");
 ABSL_FLAG(int, metrics_port, 0, "Prometheus port; 0 = free port; -1 = off.");
+ABSL_FLAG(int, openai_port, -1, "OpenAI-compatible HTTP API port; 0 = free port; -1 = off.");
 ABSL_FLAG(int, max_k, 8, "Largest draft length K.");
 ABSL_FLAG(std::string, ready_file, "", "Written with the endpoint once healthy.");
 ABSL_FLAG(double, startup_timeout, 300, "Seconds to become healthy.");
@@ -65,6 +66,7 @@ absl::StatusOr<ClusterConfig> ConfigFromFlags(const std::set<std::string>& given
   if (set("host")) c.host = absl::GetFlag(FLAGS_host);
   if (set("port")) c.coordinator.port = absl::GetFlag(FLAGS_port);
   if (set("metrics_port")) c.coordinator.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  if (set("openai_port")) c.coordinator.openai_port = absl::GetFlag(FLAGS_openai_port);
   if (set("max_k")) c.coordinator.max_k = absl::GetFlag(FLAGS_max_k);
   if (set("startup_timeout")) c.startup_timeout_s = absl::GetFlag(FLAGS_startup_timeout);
   if (set("pipelining")) {
@@ -118,6 +120,9 @@ std::vector<CommandFlag> UpFlagHelp() {
       {"metrics_port", "N",
        "Prometheus /metrics port of the coordinator; 0 = a free port; "
        "-1 = off."},
+      {"openai_port", "N",
+       "OpenAI-compatible HTTP API port of the coordinator (/v1/completions, "
+       "/v1/chat/completions, /v1/models, /health); 0 = a free port; -1 = off (default)."},
       {"max_k", "N", "Largest draft length K (coordinator)."},
       {"pipelining", "MODE", "Coordinator's draft/verify overlap: on, off, or default (on)."},
       {"ready_file", "PATH", "Write the endpoint (and metrics, pids, logs) here once healthy."},

@@ -135,17 +135,24 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
 
 absl::Status BearerTokenVerifier::Check(
     const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const {
-  if (!enabled()) return absl::OkStatus();
+  std::vector<absl::string_view> values;
   auto range = metadata.equal_range(kAuthorizationKey);
-  if (range.first == range.second) {
+  for (auto it = range.first; it != range.second; ++it) {
+    values.emplace_back(it->second.data(), it->second.size());
+  }
+  return CheckAuthorization(values);
+}
+
+absl::Status BearerTokenVerifier::CheckAuthorization(
+    const std::vector<absl::string_view>& values) const {
+  if (!enabled()) return absl::OkStatus();
+  if (values.empty()) {
     return absl::UnauthenticatedError(
         "missing credentials: this server requires the metadata 'authorization: Bearer "
         "<token>'");
   }
-  int seen = 0;
   bool match = false;
-  for (auto it = range.first; it != range.second; ++it, ++seen) {
-    absl::string_view value(it->second.data(), it->second.size());
+  for (absl::string_view value : values) {
     constexpr size_t kPrefix = sizeof(kBearerPrefix) - 1;
     if (value.size() < kPrefix ||
         !absl::EqualsIgnoreCase(value.substr(0, kPrefix), kBearerPrefix)) {
@@ -153,7 +160,7 @@ absl::Status BearerTokenVerifier::Check(
     }
     match |= ConstantTimeEquals(value.substr(kPrefix), token_);
   }
-  if (seen > 1) {
+  if (values.size() > 1) {
     return absl::UnauthenticatedError("several authorization headers; send exactly one");
   }
   if (!match) return absl::UnauthenticatedError("invalid bearer token");

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -58,6 +59,9 @@ class BearerTokenVerifier {
   // OK when disabled or when `metadata` carries "authorization: Bearer <token>";
   // UNAUTHENTICATED (the message never repeats what was offered) otherwise.
   absl::Status Check(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const;
+  // Same, on the values of every authorization header of an HTTP request (the
+  // OpenAI-compatible API).
+  absl::Status CheckAuthorization(const std::vector<absl::string_view>& values) const;
   // Same, on a call's client metadata.
   grpc::Status Check(const grpc::ServerContext& context) const;
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,9 +17,12 @@
 #include "common/auth.h"
 #include "common/server.h"
 #include "common/tls.h"
+#include "coordinator/chat_prompt.h"
 #include "coordinator/engine.h"
 #include "coordinator/engine_flags.h"
 #include "coordinator/metrics.h"
+#include "coordinator/openai_server.h"
+#include "coordinator/request_submitter.h"
 #include "coordinator/request_validation.h"
 #include "coordinator/tandem_service.h"
 #include "coordinator/worker_client.h"
@@ -35,6 +39,13 @@ ABSL_FLAG(std::string, rendezvous_listen, "",
           "empty = not served.");
 ABSL_FLAG(std::string, metrics_listen, "",
           "Prometheus /metrics address (host:port); empty = no HTTP endpoint.");
+ABSL_FLAG(std::string, openai_listen, "",
+          "OpenAI-compatible HTTP API address (host:port; port 0 = a free one): /v1/completions, "
+          "/v1/chat/completions, /v1/models, /health; empty = not served.");
+ABSL_FLAG(int, openai_max_body_bytes, 4 << 20,
+          "Largest OpenAI API request body, bytes; larger ones are answered 413.");
+ABSL_FLAG(int, openai_threads, 64,
+          "OpenAI API connections served at once (each request holds one while it runs).");
 ABSL_FLAG(int, max_message_bytes, 4 << 20,
           "Largest public API message (request or response), bytes; larger ones are "
           "refused with RESOURCE_EXHAUSTED.");
@@ -69,6 +80,26 @@ namespace tandem::coordinator {
 namespace {
 
 v1::ModelDescription Describe(const v1::DescribeResponse& d) { return d.model(); }
+
+// The OpenAI-compatible API when --openai_listen is set (else null).
+absl::StatusOr<std::unique_ptr<OpenAiServer>> StartOpenAiServer(Engine* engine,
+                                                                const RequestSubmitter* submitter,
+                                                                const BearerTokenVerifier* auth,
+                                                                CoordinatorMetrics* metrics,
+                                                                const std::string& model_name) {
+  if (absl::GetFlag(FLAGS_openai_listen).empty()) return nullptr;
+  OpenAiServerOptions options;
+  options.listen_address = absl::GetFlag(FLAGS_openai_listen);
+  options.max_body_bytes =
+      static_cast<size_t>(std::max(1024, absl::GetFlag(FLAGS_openai_max_body_bytes)));
+  options.threads = std::max(1, absl::GetFlag(FLAGS_openai_threads));
+  options.model_name = model_name;
+  options.healthy = [engine] { return engine->target_available() && !ShutdownRequested(); };
+  absl::StatusOr<std::unique_ptr<OpenAiServer>> server =
+      OpenAiServer::Start(options, submitter, auth, metrics);
+  if (server.ok()) LOG(INFO) << "OpenAI-compatible API on port " << (*server)->port();
+  return server;
+}
 
 int Run() {
   InstallShutdownSignalHandlers();
@@ -220,7 +251,18 @@ int Run() {
   for (v1::SpeculationMethod m : engine.proposers().listed_methods()) info.add_methods(m);
   info.set_max_queue(eo->max_queue);
 
-  TandemService service(&engine, &*tokenizer, limits, info, metrics.get(), &verifier);
+  // Chat prompts use the target's chat template (none: chat requests are refused).
+  const std::filesystem::path tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
+  absl::StatusOr<ChatRenderer> chat = ModelChatRenderer(
+      std::filesystem::is_directory(tokenizer_path) ? tokenizer_path.string()
+                                                    : tokenizer_path.parent_path().string());
+  if (!chat.ok()) {
+    std::fprintf(stderr, "tandem-coordinator: chat template: %s\n",
+                 std::string(chat.status().message()).c_str());
+    return 2;
+  }
+  LOG(INFO) << (*chat ? "chat template loaded" : "the model has no chat template");
+  TandemService service(&engine, &*tokenizer, limits, info, metrics.get(), &verifier, *chat);
   ServerOptions so;
   so.listen_address = absl::GetFlag(FLAGS_listen);
   so.credentials = *public_credentials;
@@ -229,6 +271,14 @@ int Run() {
   auto server = GrpcServer::Start(so, {&service});
   if (!server.ok()) {
     std::fprintf(stderr, "tandem-coordinator: %s\n", server.status().ToString().c_str());
+    return 2;
+  }
+  const RequestSubmitter openai_submitter(&engine, &*tokenizer, limits, *chat);
+  absl::StatusOr<std::unique_ptr<OpenAiServer>> openai_server =
+      StartOpenAiServer(&engine, &openai_submitter, &verifier, metrics.get(), info.target().name());
+  if (!openai_server.ok()) {
+    std::fprintf(stderr, "tandem-coordinator: --openai_listen: %s\n",
+                 std::string(openai_server.status().message()).c_str());
     return 2;
   }
   std::unique_ptr<GrpcServer> health_server;
@@ -254,6 +304,9 @@ int Run() {
                     ? (worker_tls.cert.empty() ? "; workers over TLS" : "; workers over mutual TLS")
                     : "");
   std::printf("tandem-coordinator listening on %s\n", (*server)->address().c_str());
+  if (*openai_server != nullptr) {
+    std::printf("openai api on port %d\n", (*openai_server)->port());
+  }
   std::fflush(stdout);
 
   // Draining: health (the public port's and --health_listen's, "" and
@@ -262,7 +315,8 @@ int Run() {
   LOG(INFO) << "signal " << sig << ": draining";
   if (health_server != nullptr) health_server->SetServing(false);
   (*server)->Shutdown(absl::Seconds(10));
-  engine.Stop();
+  engine.Stop();  // Ends the OpenAI API's requests in flight too (UNAVAILABLE).
+  openai_server->reset();
   (*server)->Wait();
   if (rendezvous_server) rendezvous_server->Shutdown(absl::Seconds(1));
   if (health_server != nullptr) health_server->Shutdown(absl::ZeroDuration());

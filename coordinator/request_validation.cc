@@ -89,10 +89,12 @@ absl::Status ValidatePrompt(const GenerateRequest& request, const ServerLimits& 
       out->prompt_token_ids.assign(ids.begin(), ids.end());
       return absl::OkStatus();
     }
+    case GenerateRequest::kChat:  // The server renders it to text before validation.
+      return Invalid("chat: a chat prompt must be rendered with the chat template first");
     case GenerateRequest::PROMPT_NOT_SET:
       break;
   }
-  return Invalid("prompt: missing; set either text (UTF-8) or token_ids");
+  return Invalid("prompt: missing; set either text (UTF-8), token_ids or chat");
 }
 
 absl::Status ValidateStops(const GenerateRequest& request, const ServerLimits& limits,

@@ -6,8 +6,6 @@
 namespace tandem::coordinator {
 namespace {
 
-constexpr absl::Duration kPollInterval = absl::Milliseconds(20);
-
 absl::Time DeadlineOf(grpc::ServerContext* context) {
   auto deadline = context->deadline();
   if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
@@ -31,10 +29,9 @@ absl::Status ClientGoneStatus(grpc::ServerContext* context) {
 
 TandemService::TandemService(Engine* engine, const Tokenizer* tokenizer, ServerLimits limits,
                              v1::ModelInfo model_info, CoordinatorMetrics* metrics,
-                             const BearerTokenVerifier* auth)
+                             const BearerTokenVerifier* auth, ChatRenderer chat)
     : engine_(engine),
-      tokenizer_(tokenizer),
-      limits_(std::move(limits)),
+      submitter_(engine, tokenizer, std::move(limits), std::move(chat)),
       model_info_(std::move(model_info)),
       metrics_(metrics),
       auth_(auth) {
@@ -49,31 +46,15 @@ grpc::Status TandemService::Finish(const absl::Status& status) {
   return ToGrpcStatus(status);
 }
 
-absl::Status TandemService::Start(grpc::ServerContext* context, const v1::GenerateRequest& request,
-                                  std::shared_ptr<Sequence>* sequence,
-                                  std::shared_ptr<OutputChannel>* channel,
-                                  std::string* request_id) {
-  absl::StatusOr<ValidatedRequest> valid = ValidateRequest(request, limits_);
-  if (!valid.ok()) return valid.status();
-  *request_id = valid->request_id;
-  std::vector<int32_t> prompt;
-  if (valid->prompt_is_text) {
-    absl::StatusOr<std::vector<int>> ids = tokenizer_->Encode(valid->prompt_text, true);
-    if (!ids.ok()) return ids.status();
-    prompt.assign(ids->begin(), ids->end());
-  } else {
-    prompt = valid->prompt_token_ids;
-  }
-  absl::StatusOr<int> max_new =
-      CheckPromptLength(static_cast<int>(prompt.size()), valid->max_new_tokens, limits_);
-  if (!max_new.ok()) return max_new.status();
-  *channel = std::make_shared<OutputChannel>();
-  absl::StatusOr<std::shared_ptr<Sequence>> seq = engine_->Submit(
-      *std::move(valid), std::move(prompt), *max_new, DeadlineOf(context), *channel);
-  if (!seq.ok()) return seq.status();
-  *sequence = *std::move(seq);
-  return absl::OkStatus();
+namespace {
+
+// The link to a gRPC client: gone once its call is cancelled or past its deadline.
+ClientLink LinkTo(grpc::ServerContext* context, std::function<bool(OutputChunk&)> deliver) {
+  return ClientLink{std::move(deliver), [context] { return context->IsCancelled(); },
+                    [context] { return ClientGoneStatus(context); }};
 }
+
+}  // namespace
 
 grpc::Status TandemService::Generate(grpc::ServerContext* context,
                                      const v1::GenerateRequest* request,
@@ -81,31 +62,19 @@ grpc::Status TandemService::Generate(grpc::ServerContext* context,
   if (auth_ != nullptr) {
     if (grpc::Status denied = auth_->Check(*context); !denied.ok()) return denied;
   }
-  std::shared_ptr<Sequence> seq;
-  std::shared_ptr<OutputChannel> channel;
-  std::string request_id;
-  absl::Status started = Start(context, *request, &seq, &channel, &request_id);
-  if (!started.ok()) return Finish(started);
-  response->set_request_id(request_id);
-  absl::Status gone;  // Set when the client went away (cancelled or past its deadline).
-  for (;;) {
-    for (OutputChunk& chunk : channel->Pop(kPollInterval)) {
-      response->mutable_text()->append(chunk.text);
-      for (int32_t t : chunk.token_ids) response->add_token_ids(t);
-      for (float lp : chunk.logprobs) response->add_logprobs(lp);
-      if (chunk.final) {
-        if (!gone.ok()) return Finish(gone);
-        if (!chunk.status.ok()) return Finish(chunk.status);
-        response->set_finish_reason(chunk.finish_reason);
-        *response->mutable_stats() = chunk.stats;
-        return Finish(absl::OkStatus());
-      }
+  absl::StatusOr<SubmittedRequest> submitted = submitter_.Submit(*request, DeadlineOf(context));
+  if (!submitted.ok()) return Finish(submitted.status());
+  response->set_request_id(submitted->request_id);
+  return Finish(submitter_.Follow(*submitted, LinkTo(context, [response](OutputChunk& chunk) {
+    response->mutable_text()->append(chunk.text);
+    for (int32_t t : chunk.token_ids) response->add_token_ids(t);
+    for (float lp : chunk.logprobs) response->add_logprobs(lp);
+    if (chunk.final) {
+      response->set_finish_reason(chunk.finish_reason);
+      *response->mutable_stats() = chunk.stats;
     }
-    if (gone.ok() && context->IsCancelled()) {
-      gone = ClientGoneStatus(context);
-      engine_->Cancel(seq);
-    }
-  }
+    return true;
+  })));
 }
 
 grpc::Status TandemService::GenerateStream(grpc::ServerContext* context,
@@ -114,38 +83,21 @@ grpc::Status TandemService::GenerateStream(grpc::ServerContext* context,
   if (auth_ != nullptr) {
     if (grpc::Status denied = auth_->Check(*context); !denied.ok()) return denied;
   }
-  std::shared_ptr<Sequence> seq;
-  std::shared_ptr<OutputChannel> channel;
-  std::string request_id;
-  absl::Status started = Start(context, *request, &seq, &channel, &request_id);
-  if (!started.ok()) return Finish(started);
-  absl::Status gone;  // Set when the client went away (cancelled or past its deadline).
-  for (;;) {
-    for (OutputChunk& chunk : channel->Pop(kPollInterval)) {
-      if (chunk.final && !gone.ok()) return Finish(gone);
-      if (chunk.final && !chunk.status.ok()) return Finish(chunk.status);
-      if (gone.ok()) {
-        v1::GenerateStreamResponse out;
-        out.set_request_id(request_id);
-        out.set_text_delta(std::move(chunk.text));
-        for (int32_t t : chunk.token_ids) out.add_token_ids(t);
-        for (float lp : chunk.logprobs) out.add_logprobs(lp);
-        if (chunk.final) {
-          out.set_finish_reason(chunk.finish_reason);
-          *out.mutable_stats() = chunk.stats;
-        }
-        if (!writer->Write(out)) {  // The client is gone: cancel, then drain.
-          gone = ClientGoneStatus(context);
-          engine_->Cancel(seq);
-        }
-      }
-      if (chunk.final) return Finish(gone);
+  absl::StatusOr<SubmittedRequest> submitted = submitter_.Submit(*request, DeadlineOf(context));
+  if (!submitted.ok()) return Finish(submitted.status());
+  const std::string& request_id = submitted->request_id;
+  return Finish(submitter_.Follow(*submitted, LinkTo(context, [&](OutputChunk& chunk) {
+    v1::GenerateStreamResponse out;
+    out.set_request_id(request_id);
+    out.set_text_delta(std::move(chunk.text));
+    for (int32_t t : chunk.token_ids) out.add_token_ids(t);
+    for (float lp : chunk.logprobs) out.add_logprobs(lp);
+    if (chunk.final) {
+      out.set_finish_reason(chunk.finish_reason);
+      *out.mutable_stats() = chunk.stats;
     }
-    if (gone.ok() && context->IsCancelled()) {
-      gone = ClientGoneStatus(context);
-      engine_->Cancel(seq);
-    }
-  }
+    return writer->Write(out);
+  })));
 }
 
 grpc::Status TandemService::GetModelInfo(grpc::ServerContext* context,

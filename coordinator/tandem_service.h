@@ -9,6 +9,7 @@
 #include "common/request_parsing.h"
 #include "coordinator/engine.h"
 #include "coordinator/metrics.h"
+#include "coordinator/request_submitter.h"
 #include "coordinator/request_validation.h"
 #include "model/tokenizer.h"
 #include "tandem/v1/tandem.grpc.pb.h"
@@ -20,10 +21,11 @@ class TandemService final : public ParsingService<v1::Tandem> {
   // `engine` must be started; all pointers must outlive the service. `metrics` may be
   // null. `model_info` is what GetModelInfo reports (draft_available is live).
   // `auth` (may be null: no authentication) is checked first by every method; calls
-  // without its token end UNAUTHENTICATED.
+  // without its token end UNAUTHENTICATED. `chat` renders chat prompts (null: the model
+  // has no chat template).
   TandemService(Engine* engine, const Tokenizer* tokenizer, ServerLimits limits,
                 v1::ModelInfo model_info, CoordinatorMetrics* metrics,
-                const BearerTokenVerifier* auth = nullptr);
+                const BearerTokenVerifier* auth = nullptr, ChatRenderer chat = nullptr);
 
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                         v1::GenerateResponse* response) override;
@@ -33,15 +35,10 @@ class TandemService final : public ParsingService<v1::Tandem> {
                             v1::ModelInfo* response) override;
 
  private:
-  // Validates, tokenises and submits; on success fills `sequence` and `channel`.
-  absl::Status Start(grpc::ServerContext* context, const v1::GenerateRequest& request,
-                     std::shared_ptr<Sequence>* sequence, std::shared_ptr<OutputChannel>* channel,
-                     std::string* request_id);
   grpc::Status Finish(const absl::Status& status);
 
   Engine* engine_;
-  const Tokenizer* tokenizer_;
-  const ServerLimits limits_;
+  const RequestSubmitter submitter_;
   const v1::ModelInfo model_info_;
   CoordinatorMetrics* metrics_;
   const BearerTokenVerifier* auth_;

@@ -22,6 +22,7 @@ bin=$(fuzz_bazel info --config=fuzz bazel-bin 2>/dev/null)
 # name  binary  corpus
 targets=(
   "chat_template $bin/fuzz/chat_template_fuzzer fuzz/corpus/chat_template"
+  "openai_request $bin/fuzz/openai_request_fuzzer fuzz/corpus/openai_request"
   "request_validation $bin/fuzz/request_validation_fuzzer fuzz/corpus/request_validation"
   "tokenizer $bin/fuzz/tokenizer_fuzzer fuzz/corpus/tokenizer"
   "worker_request $bin/fuzz/worker_request_fuzzer fuzz/corpus/worker_request"
