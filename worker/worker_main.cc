@@ -160,13 +160,6 @@ absl::Status AddTargetProposers(const WorkerOptions& options, const LlamaConfig&
   return absl::OkStatus();
 }
 
-std::string BaseName(const std::string& path) {
-  std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  const size_t slash = p.rfind('/');
-  return slash == std::string::npos ? p : p.substr(slash + 1);
-}
-
 // The checkpoint of --model_dir, or the synthetic weights of --synthetic (logged as
 // such). Errors name the flag.
 absl::StatusOr<LlamaWeights> LoadWeights(const WorkerOptions& options) {
@@ -194,7 +187,9 @@ std::string ModelName(const WorkerOptions& options) {
   if (!options.synthetic.empty()) {
     return absl::StrCat("synthetic:", options.synthetic, " (NOT A MODEL)");
   }
-  return BaseName(options.model_dir);
+  std::string dir = options.model_dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir.substr(dir.rfind('/') + 1);  // npos + 1 = 0: no slash.
 }
 
 int Run(int argc, char** argv) {
