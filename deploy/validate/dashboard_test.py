@@ -196,7 +196,13 @@ class DashboardLiveMetricsTest(unittest.TestCase):
             try:
                 cluster.generate("--method", "draft", "--k", "3")
                 stats = cluster.generate("--method", "draft")
+                # The workers' KV gauges appear with the coordinator's first worker-stats
+                # refresh (once a second): wait for it rather than race it.
+                deadline = time.monotonic() + 15
                 text = cluster.scrape()
+                while "tandem_kv_blocks_total" not in text and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    text = cluster.scrape()
             finally:
                 cluster.stop()
         self.assertIn("spec_off=batch_limit", stats)  # the fallback series is live, too
