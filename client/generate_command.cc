@@ -28,7 +28,6 @@ ABSL_FLAG(std::optional<double>, epsilon, std::nullopt, "typical: probability ca
 ABSL_FLAG(std::optional<double>, delta, std::nullopt, "typical: entropy scale.");
 ABSL_FLAG(std::string, stop, "", "Stop string (repeatable).");
 ABSL_FLAG(bool, quiet, false, "Do not print statistics.");
-ABSL_FLAG(bool, json, false, "Print one JSON object (text, token ids, logprobs, stats).");
 ABSL_FLAG(bool, chat, false, "Send PROMPT as a user chat message (the model's chat template).");
 ABSL_FLAG(std::string, system, "", "With --chat: a system message before PROMPT.");
 

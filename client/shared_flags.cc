@@ -12,3 +12,4 @@ ABSL_FLAG(bool, ignore_eos, false, "Keep generating past end-of-sequence.");
 ABSL_FLAG(double, timeout, 600, "Per-request deadline, seconds.");
 ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt,
           "Sampling seed (bench: requests for prompt i use seed + i).");
+ABSL_FLAG(bool, json, false, "Print JSON instead of text.");
