@@ -10,7 +10,7 @@
 
 ABSL_DECLARE_FLAG(std::string, server);
 ABSL_DECLARE_FLAG(int, max_tokens);
-ABSL_DECLARE_FLAG(double, temperature);
+ABSL_DECLARE_FLAG(std::optional<double>, temperature);
 ABSL_DECLARE_FLAG(std::optional<int>, k);
 ABSL_DECLARE_FLAG(std::string, pipelining);
 ABSL_DECLARE_FLAG(bool, ignore_eos);
