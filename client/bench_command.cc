@@ -129,7 +129,6 @@ absl::Status ParseBenchArgs(const Invocation& inv, BenchArgs* args) {
   if (!prompts.ok()) return prompts.status();
   s.prompts = *std::move(prompts);
   s.request.max_tokens = absl::GetFlag(FLAGS_max_tokens);
-  // Explicit, so that the output check knows it: 0 unless given.
   s.request.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature).value_or(0));
   s.request.k = absl::GetFlag(FLAGS_k);
   s.request.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
@@ -371,9 +370,7 @@ Command BenchCommand() {
        "Draft/verify overlap per request: default, on, off; "
        "one run per mode (`none` runs once)."},
       {"max_tokens", "N", "Tokens to generate per request."},
-      {"temperature", "T",
-       "Sampling temperature, sent with every request (default 0 = greedy, which enables "
-       "the output check)."},
+      {"temperature", "T", "Temperature, always sent; 0 = greedy (enables the output check)."},
       {"k", "N", "Fixed draft length K; unset = the server's adaptive K."},
       {"ignore_eos", "", "Generate exactly --max-tokens per request."},
       {"warmup", "N", "Unmeasured `none` requests before the first configuration."},
