@@ -207,6 +207,15 @@ void DropUnchosenTargetCandidates(Sequence* s, const Choice& c) {
   s->candidates.Clear();
 }
 
+// A target-leader proposer chosen for this step sizes its candidates to the phase's
+// verify cost (Proposer::FitCandidates).
+void FitTargetCandidates(Sequence* s, const Choice& c, const WorkerAvailability& workers) {
+  if (c.slot < 0 || c.k <= 0) return;
+  const Proposer& p = s->proposer(c.slot);
+  if (p.capabilities().site != ProposerSite::kTargetLeader) return;
+  p.FitCandidates(s, s->proposer_state(c.slot), workers.verify_cost);
+}
+
 Groups Classify(const std::vector<Sequence*>& running, const PlannerOptions& o,
                 const WorkerAvailability& workers, PhasePlan* plan) {
   Groups g;
@@ -217,6 +226,7 @@ Groups Classify(const std::vector<Sequence*>& running, const PlannerOptions& o,
     const Choice& c = choices[i];
     s->skip_draft_once = false;
     DropUnchosenTargetCandidates(s, c);
+    FitTargetCandidates(s, c, workers);
     if (c.fallback != nullptr) {
       s->mutable_stats().fallback_steps += 1;
       plan->fallbacks[c.fallback] += 1;
