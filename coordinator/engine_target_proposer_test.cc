@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coordinator/engine.h"
@@ -18,9 +19,12 @@ namespace {
 constexpr int kVocab = 2048;
 constexpr v1::SpeculationMethod kMethod = v1::SPECULATION_METHOD_MEDUSA;
 
-// Testonly: proposes nothing itself; takes the candidates the target returned.
+// Testonly: proposes nothing itself; takes the candidates the target returned. With
+// `fit_depth` > 0, FitCandidates cuts them to that depth and counts its calls.
 class TargetLeaderProposer final : public Proposer {
  public:
+  explicit TargetLeaderProposer(int fit_depth = 0, std::shared_ptr<int> fits = nullptr)
+      : fit_depth_(fit_depth), fits_(std::move(fits)) {}
   v1::SpeculationMethod method() const override { return kMethod; }
   ProposerCapabilities capabilities() const override {
     ProposerCapabilities c;
@@ -49,6 +53,15 @@ class TargetLeaderProposer final : public Proposer {
     c.positions.assign(next.positions().begin(), next.positions().end());
     return c;
   }
+  void FitCandidates(Sequence* s, ProposerState&, const spec::VerifyCostFn&) const override {
+    if (fit_depth_ <= 0) return;
+    if (fits_ != nullptr) ++*fits_;
+    s->candidates.TruncateDepth(fit_depth_);
+  }
+
+ private:
+  int fit_depth_;
+  std::shared_ptr<int> fits_;
 };
 
 struct TargetLeaderRun {
@@ -60,8 +73,11 @@ struct TargetLeaderRun {
 };
 
 // One 24-token greedy request of the target-leader method over a fake target that
-// serves it, with `options` (extra_proposers, EOS and the monitor are set here).
-TargetLeaderRun RunTargetLeader(EngineOptions options) {
+// serves it, with `options` (extra_proposers, EOS and the monitor are set here) and
+// `proposer`.
+TargetLeaderRun RunTargetLeader(
+    EngineOptions options,
+    std::shared_ptr<TargetLeaderProposer> proposer = std::make_shared<TargetLeaderProposer>()) {
   TargetLeaderRun run;
   auto tokenizer = Tokenizer::Load("models/target");
   EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
@@ -70,7 +86,7 @@ TargetLeaderRun RunTargetLeader(EngineOptions options) {
   if (!tokenizer.ok() || !metrics.ok()) return run;
   options.monitor_interval = absl::Milliseconds(10);
   options.stop_token_ids = {2};
-  options.extra_proposers = {std::make_shared<TargetLeaderProposer>()};
+  options.extra_proposers = {std::move(proposer)};
   FakeWorkerOptions target_options;
   target_options.target_methods = {kMethod};
   auto target = std::make_unique<FakeWorker>(target_options, "target");
@@ -133,6 +149,20 @@ TEST(EngineTargetProposerTest, CandidatesTheControllerTurnedOffAreNotVerified) {
   EXPECT_EQ(run.ids, run.reference);
   EXPECT_EQ(run.counters.rejected, 0) << run.last_rejection;
   EXPECT_GE(run.counters.verify_calls, 18);
+}
+
+// The planner lets a chosen target-leader proposer fit its candidates to the phase
+// before they are verified (Lookahead sizes its step there): cut to one node, each
+// step commits at most 2 tokens.
+TEST(EngineTargetProposerTest, CandidatesAreFittedBeforeTheyAreVerified) {
+  auto fits = std::make_shared<int>(0);
+  const TargetLeaderRun run =
+      RunTargetLeader({}, std::make_shared<TargetLeaderProposer>(/*fit_depth=*/1, fits));
+  ASSERT_TRUE(run.done);
+  EXPECT_TRUE(run.status.ok()) << run.status;
+  EXPECT_EQ(run.ids, run.reference);
+  EXPECT_GE(run.counters.verify_calls, 12);
+  EXPECT_GE(*fits, 11);
 }
 
 }  // namespace

@@ -198,13 +198,18 @@ std::vector<Choice> ChooseAll(const std::vector<Sequence*>& running, const Plann
 }
 
 // Candidates a target-leader proposer returned with the last verify are verified only
-// when the controller (or a fixed K) chose that proposer with K > 0 for this step;
-// otherwise the step is plain (the off reason is the choice's) and the next verify
-// brings fresh ones, so a probe finds them when it tries the method again.
-void DropUnchosenTargetCandidates(Sequence* s, const Choice& c) {
-  if (s->candidates.empty() || s->candidates.site != ProposerSite::kTargetLeader) return;
-  if (c.slot >= 0 && c.k > 0 && s->proposer(c.slot).method() == s->candidates.method) return;
-  s->candidates.Clear();
+// when the controller (or a fixed K) chose that proposer with K > 0 for this step, and
+// then fitted to the phase's verify cost first (Proposer::FitCandidates); otherwise the
+// step is plain (the off reason is the choice's) and the next verify brings fresh ones,
+// so a probe finds them when it tries the method again.
+void PrepareTargetCandidates(Sequence* s, const Choice& c, const WorkerAvailability& workers) {
+  const bool chosen = c.slot >= 0 && c.k > 0;
+  if (!s->candidates.empty() && s->candidates.site == ProposerSite::kTargetLeader &&
+      !(chosen && s->proposer(c.slot).method() == s->candidates.method)) {
+    s->candidates.Clear();
+  }
+  if (!chosen || s->proposer(c.slot).capabilities().site != ProposerSite::kTargetLeader) return;
+  s->proposer(c.slot).FitCandidates(s, s->proposer_state(c.slot), workers.verify_cost);
 }
 
 Groups Classify(const std::vector<Sequence*>& running, const PlannerOptions& o,
@@ -216,7 +221,7 @@ Groups Classify(const std::vector<Sequence*>& running, const PlannerOptions& o,
     Sequence* s = running[i];
     const Choice& c = choices[i];
     s->skip_draft_once = false;
-    DropUnchosenTargetCandidates(s, c);
+    PrepareTargetCandidates(s, c, workers);
     if (c.fallback != nullptr) {
       s->mutable_stats().fallback_steps += 1;
       plan->fallbacks[c.fallback] += 1;

@@ -23,7 +23,9 @@
 // K = 0 included, from their K caps (tokens left, both contexts, the proposer's MaxK)
 // and the phase's cost terms (WorkerAvailability: nu(K), and c, o of draft-worker
 // proposers). Speculation is off above speculation_max_batch running sequences for
-// adaptive requests. The planner records the decision and why a step does not
+// adaptive requests. A chosen target-leader proposer fits its candidates (those it
+// returned with the last verify) to the phase's verify cost (Proposer::FitCandidates:
+// Lookahead sizes W and G there). The planner records the decision and why a step does not
 // speculate in the sequence's PlannedStep. The draft cannot be used when it is down,
 // when admission found no room in its KV cache for the sequence (draft_allowed), or
 // for one step after it rejected a batch with the sequence (skip_draft_once).

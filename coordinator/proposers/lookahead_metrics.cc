@@ -26,6 +26,17 @@ LookaheadMetrics::LookaheadMetrics(std::shared_ptr<prometheus::Registry> registr
                           .Help("Guess tokens accepted per lookahead step that verified guesses.")
                           .Register(*registry_)
                           .Add({}, prometheus::Histogram::BucketBoundaries{0, 1, 2, 3, 4, 5, 6, 7});
+  const prometheus::Histogram::BucketBoundaries sizes{0, 1, 2, 4, 8, 16, 32, 64};
+  window_width_ = &prometheus::BuildHistogram()
+                       .Name("tandem_lookahead_window_width")
+                       .Help("Window columns the lookahead sizing chose per step (0: none).")
+                       .Register(*registry_)
+                       .Add({}, sizes);
+  guesses_ = &prometheus::BuildHistogram()
+                  .Name("tandem_lookahead_guesses")
+                  .Help("Guesses per step the lookahead sizing chose.")
+                  .Register(*registry_)
+                  .Add({}, sizes);
 }
 
 void LookaheadMetrics::RecordLookup(bool hit, int pool_ngrams) {
@@ -35,6 +46,11 @@ void LookaheadMetrics::RecordLookup(bool hit, int pool_ngrams) {
 
 void LookaheadMetrics::RecordAccepted(int accepted) {
   accepted_length_->Observe(std::max(0, accepted));
+}
+
+void LookaheadMetrics::RecordShape(int window, int guesses) {
+  window_width_->Observe(std::max(0, window));
+  guesses_->Observe(std::max(0, guesses));
 }
 
 }  // namespace tandem::coordinator

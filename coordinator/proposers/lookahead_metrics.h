@@ -4,7 +4,10 @@
 //    had at least one guess in the pool (hit) or none (the step verifies the window only);
 //  * tandem_lookahead_pool_ngrams: the sequence's pool size (n-grams) at each step;
 //  * tandem_lookahead_accepted_length: guess tokens accepted per step that verified
-//    guesses (0..N-1; the committed tokens are this + 1).
+//    guesses (0..N-1; the committed tokens are this + 1);
+//  * tandem_lookahead_window_width, tandem_lookahead_guesses: the window columns and
+//    guesses the sizing chose (spec/lookahead_sizing.h) per step that could use
+//    Lookahead (0 and 0: plain decoding).
 // Thread-safe (Prometheus series are).
 #ifndef TANDEM_COORDINATOR_PROPOSERS_LOOKAHEAD_METRICS_H_
 #define TANDEM_COORDINATOR_PROPOSERS_LOOKAHEAD_METRICS_H_
@@ -26,6 +29,8 @@ class LookaheadMetrics {
   void RecordLookup(bool hit, int pool_ngrams);
   // A verified step that carried guesses accepted `accepted` of them (path length).
   void RecordAccepted(int accepted);
+  // The shape chosen for one step: window columns and guesses (both 0: plain).
+  void RecordShape(int window, int guesses);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -33,6 +38,8 @@ class LookaheadMetrics {
   prometheus::Counter* misses_;
   prometheus::Histogram* pool_ngrams_;
   prometheus::Histogram* accepted_length_;
+  prometheus::Histogram* window_width_;
+  prometheus::Histogram* guesses_;
 };
 
 }  // namespace tandem::coordinator

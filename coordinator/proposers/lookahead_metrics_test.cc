@@ -22,6 +22,8 @@ TEST(LookaheadMetricsTest, CountsLookupsAndObservesSizes) {
   metrics.RecordLookup(true, 100);
   metrics.RecordLookup(false, 3);
   metrics.RecordAccepted(2);
+  metrics.RecordShape(4, 2);
+  metrics.RecordShape(0, 0);
   const std::string text = Expose(*registry);
   EXPECT_NE(text.find("tandem_lookahead_lookups_total{result=\"hit\"} 2"), std::string::npos)
       << text;
@@ -29,6 +31,9 @@ TEST(LookaheadMetricsTest, CountsLookupsAndObservesSizes) {
   EXPECT_NE(text.find("tandem_lookahead_pool_ngrams_sum 143"), std::string::npos);
   EXPECT_NE(text.find("tandem_lookahead_accepted_length_bucket{le=\"1\"} 0"), std::string::npos);
   EXPECT_NE(text.find("tandem_lookahead_accepted_length_bucket{le=\"2\"} 1"), std::string::npos);
+  EXPECT_NE(text.find("tandem_lookahead_window_width_sum 4"), std::string::npos);
+  EXPECT_NE(text.find("tandem_lookahead_window_width_bucket{le=\"0\"} 1"), std::string::npos);
+  EXPECT_NE(text.find("tandem_lookahead_guesses_sum 2"), std::string::npos);
 }
 
 }  // namespace

@@ -46,6 +46,8 @@ absl::StatusOr<LookaheadConfig> ResolveLookaheadParams(const v1::SpeculationPara
   if (p.has_window()) c.window = p.window();
   if (p.has_ngram()) c.ngram = p.ngram();
   c.max_guesses = p.has_max_guesses() ? p.max_guesses() : c.window;
+  c.fixed_window = p.has_window();
+  c.fixed_guesses = p.has_max_guesses();
   // Shrink what the request left to the server: G first, then W.
   while (LookaheadMaxNodes(c) > max_nodes) {
     if (!p.has_max_guesses() && c.max_guesses > 0) {

@@ -23,6 +23,8 @@ LookaheadConfig DefaultLookaheadConfig();
 // explicit values need more than `max_nodes` (ModelInfo.max_speculative_tokens) nodes
 // per step ((W + G) * (N - 1)). Unset fields take DefaultLookaheadConfig(), G = W when
 // W is given; defaulted W and G shrink (G first, to W = 1, G = 0) until the step fits.
+// The fields the request set are marked fixed (honoured exactly); the others are caps
+// of the per-step sizing (spec/lookahead_sizing.h).
 absl::StatusOr<LookaheadConfig> ResolveLookaheadParams(const v1::SpeculationParams& params,
                                                        v1::SpeculationMethod method, int max_nodes);
 

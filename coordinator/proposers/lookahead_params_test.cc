@@ -33,12 +33,18 @@ TEST(LookaheadParamsTest, ExplicitValuesAreKeptAndGDefaultsToW) {
   EXPECT_EQ(c->window, 15);
   EXPECT_EQ(c->ngram, 5);
   EXPECT_EQ(c->max_guesses, 15);
+  EXPECT_TRUE(c->fixed_window);  // Set by the client: honoured exactly.
+  EXPECT_TRUE(c->fixed_guesses);
   c = ResolveLookaheadParams(Params(7, 4, kUnset), kLookahead, 128);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->max_guesses, 7);
+  EXPECT_TRUE(c->fixed_window);
+  EXPECT_FALSE(c->fixed_guesses);  // A cap of the sizing.
   c = ResolveLookaheadParams(Params(kUnset, kUnset, kUnset), kLookahead, 128);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(LookaheadMaxNodes(*c), LookaheadMaxNodes(DefaultLookaheadConfig()));
+  EXPECT_FALSE(c->fixed_window);
+  EXPECT_FALSE(c->fixed_guesses);
 }
 
 TEST(LookaheadParamsTest, DefaultsShrinkToFitTheServer) {

@@ -1,7 +1,8 @@
 // Lookahead's coordinator half without workers: the first step's guesses come from the
 // prompt's n-grams, the window follows the target's Jacobi updates and its columns
 // refill the pool, the computed-only window is never counted as proposed, and it is
-// left out when the sequence is about to end.
+// left out when the sequence is about to end; the step's shape follows the verify cost
+// (sizing from the guesses' measured outcomes) unless the client fixed W and G.
 #include "coordinator/proposers/lookahead_proposer.h"
 
 #include <gtest/gtest.h>
@@ -107,6 +108,39 @@ TEST_F(LookaheadProposerTest, NearTheEndTheWindowIsLeftOut) {
   EXPECT_EQ(c->acceptable, 1);
   c = Step(*c, {7, 5}, {});
   EXPECT_FALSE(c.has_value());  // Nothing left to propose for.
+}
+
+TEST_F(LookaheadProposerTest, SizingFollowsTheVerifyCost) {
+  Start({5, 6, 7, 5, 6, 7, 5, 6, 7}, 64, {.window = 2, .ngram = 3, .max_guesses = 2});
+  std::optional<Candidates> c;
+  for (int32_t t : {5, 6, 7, 5, 6, 7, 5, 6}) c = Step(Candidates(), {t}, {});
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->size(), 2 + 2);  // The caps until measured: the guess "7 5", the window.
+  s_->candidates = *c;
+  // Every extra row costs two plain steps: no shape pays, the step is plain.
+  p_.FitCandidates(s_.get(), *state_, spec::LinearVerifyCost(2.0));
+  EXPECT_TRUE(s_->candidates.empty());
+  EXPECT_EQ(state().sizer.incumbent(), (spec::LookaheadShape{0, 0}));
+  // Rows nearly free: the guess that always matched comes back (the window, which fed
+  // nothing yet, is not worth its rows).
+  p_.FitCandidates(s_.get(), *state_, spec::LinearVerifyCost(0.001));
+  ASSERT_FALSE(s_->candidates.empty());
+  EXPECT_EQ(Tokens(s_->candidates), (V{7, 5}));
+  EXPECT_EQ(s_->candidates.acceptable, 2);
+  EXPECT_EQ(state().sizer.incumbent(), (spec::LookaheadShape{0, 1}));
+  EXPECT_NEAR(state().sizer.ExpectedAccepted({0, 1}), 2.0, 1e-9);
+}
+
+TEST_F(LookaheadProposerTest, FixedWindowAndGuessesAreHonoured) {
+  Start({5, 6, 7, 5, 6, 7, 5, 6, 7}, 64,
+        {.window = 2, .ngram = 3, .max_guesses = 2, .fixed_window = true, .fixed_guesses = true});
+  std::optional<Candidates> c;
+  for (int32_t t : {5, 6, 7, 5, 6, 7, 5, 6}) c = Step(Candidates(), {t}, {});
+  ASSERT_TRUE(c.has_value());
+  s_->candidates = *c;
+  p_.FitCandidates(s_.get(), *state_, spec::LinearVerifyCost(2.0));
+  EXPECT_EQ(Tokens(s_->candidates), Tokens(*c));
+  EXPECT_EQ(state().sizer.incumbent(), (spec::LookaheadShape{2, 2}));
 }
 
 TEST_F(LookaheadProposerTest, RecordsLookupsAndAcceptedLengths) {

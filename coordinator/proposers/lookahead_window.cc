@@ -12,20 +12,21 @@ int LookaheadMaxNodes(const LookaheadConfig& config) {
 NgramPool::NgramPool(int length, int max_per_key)
     : length_(std::max(2, length)), max_per_key_(std::max(0, max_per_key)) {}
 
-void NgramPool::Add(absl::Span<const int32_t> ngram) {
+void NgramPool::Add(absl::Span<const int32_t> ngram, int source) {
   if (static_cast<int>(ngram.size()) != length_ || max_per_key_ == 0) return;
-  std::deque<std::vector<int32_t>>& kept = by_key_[ngram[0]];
+  std::deque<Entry>& kept = by_key_[ngram[0]];
   const absl::Span<const int32_t> continuation = ngram.subspan(1);
-  auto it = std::find_if(kept.begin(), kept.end(), [&](const std::vector<int32_t>& c) {
-    return absl::Span<const int32_t>(c) == continuation;
+  auto it = std::find_if(kept.begin(), kept.end(), [&](const Entry& e) {
+    return absl::Span<const int32_t>(e.continuation) == continuation;
   });
   if (it != kept.end()) {
-    std::vector<int32_t> found = std::move(*it);
+    Entry found = std::move(*it);
+    found.source = std::min(found.source, source);
     kept.erase(it);
     kept.push_front(std::move(found));
     return;
   }
-  kept.emplace_front(continuation.begin(), continuation.end());
+  kept.push_front({std::vector<int32_t>(continuation.begin(), continuation.end()), source});
   ++size_;
   if (static_cast<int>(kept.size()) > max_per_key_) {
     kept.pop_back();
@@ -38,9 +39,21 @@ void NgramPool::AddAll(absl::Span<const int32_t> tokens) {
 }
 
 std::vector<std::vector<int32_t>> NgramPool::Find(int32_t key) const {
+  std::vector<std::vector<int32_t>> out;
   auto it = by_key_.find(key);
-  if (it == by_key_.end()) return {};
-  return std::vector<std::vector<int32_t>>(it->second.begin(), it->second.end());
+  if (it != by_key_.end()) {
+    for (const Entry& e : it->second) out.push_back(e.continuation);
+  }
+  return out;
+}
+
+std::vector<int> NgramPool::Sources(int32_t key) const {
+  std::vector<int> out;
+  auto it = by_key_.find(key);
+  if (it != by_key_.end()) {
+    for (const Entry& e : it->second) out.push_back(e.source);
+  }
+  return out;
 }
 
 JacobiWindow::JacobiWindow(int window, int levels, absl::Span<const int32_t> context)
@@ -67,6 +80,16 @@ bool JacobiWindow::Advance(absl::Span<const int32_t> next,
   }
   levels_.emplace_back(next.begin(), next.end());
   return true;
+}
+
+void JacobiWindow::Resize(int width) {
+  width = std::max(1, width);
+  for (std::vector<int32_t>& level : levels_) {
+    const int old = static_cast<int>(level.size());
+    level.resize(width);
+    for (int j = old; j < width; ++j) level[j] = level[j % old];
+  }
+  window_ = width;
 }
 
 namespace {
@@ -106,9 +129,9 @@ int NewNodes(const std::vector<int32_t>& path, const LookaheadStep& step) {
 }  // namespace
 
 LookaheadStep BuildLookaheadStep(const NgramPool& pool, const JacobiWindow& window, int32_t last,
-                                 int max_guesses, int max_nodes) {
+                                 int max_guesses, int max_nodes, bool with_window) {
   LookaheadStep step;
-  const int window_nodes = window.window() * window.filled();
+  const int window_nodes = with_window ? window.window() * window.filled() : 0;
   const int budget = max_nodes >= window_nodes ? max_nodes - window_nodes : max_nodes;
   std::vector<std::vector<int32_t>> guesses = pool.Find(last);
   if (static_cast<int>(guesses.size()) > max_guesses) guesses.resize(std::max(0, max_guesses));
@@ -120,7 +143,7 @@ LookaheadStep BuildLookaheadStep(const NgramPool& pool, const JacobiWindow& wind
     AddPath(g, &step);
   }
   step.acceptable = static_cast<int>(step.tokens.size());
-  if (max_nodes < window_nodes) return step;
+  if (!with_window || max_nodes < window_nodes) return step;
   const int base = step.acceptable, w = window.window();
   for (int l = 0; l < window.filled(); ++l) {
     for (int j = 0; j < w; ++j) {

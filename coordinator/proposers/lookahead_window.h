@@ -35,32 +35,46 @@ struct LookaheadConfig {
   int window = 2;       // W >= 1.
   int ngram = 3;        // N >= 2: N - 1 levels, continuations of N - 1 tokens.
   int max_guesses = 2;  // G >= 0: continuations per key kept and verified per step.
+  // The client set W / G: honoured exactly. Unset, they are caps within which the
+  // coordinator sizes each step (spec/lookahead_sizing.h).
+  bool fixed_window = false;
+  bool fixed_guesses = false;
 };
 
 // Most nodes one step of `config` sends: (W + G) * (N - 1).
 int LookaheadMaxNodes(const LookaheadConfig& config);
 
 // N-grams keyed by their first token; per key at most `max_per_key` distinct
-// continuations (the other N - 1 tokens), least recently added evicted first.
+// continuations (the other N - 1 tokens), least recently added evicted first. Each
+// remembers its source: kCommittedSource for the prompt's and committed tokens', else
+// the lowest window column that completed it (the sizing's counterfactual).
 class NgramPool {
  public:
+  static constexpr int kCommittedSource = -1;
   // `length` = N >= 2; `max_per_key` = G >= 0 (0 keeps nothing).
   NgramPool(int length, int max_per_key);
 
-  // Adds `ngram` (exactly N tokens; other sizes are ignored): a continuation already
-  // kept under its key becomes the most recent, a new one is inserted as the most
-  // recent and evicts the least recent beyond max_per_key.
-  void Add(absl::Span<const int32_t> ngram);
+  // Adds `ngram` (exactly N tokens; other sizes are ignored) from `source`: a
+  // continuation already kept under its key becomes the most recent (its source the
+  // lower of the two), a new one is inserted as the most recent and evicts the least
+  // recent beyond max_per_key.
+  void Add(absl::Span<const int32_t> ngram, int source = kCommittedSource);
   // Adds every N-gram of `tokens`, in order (the prompt, committed tokens).
   void AddAll(absl::Span<const int32_t> tokens);
   // The continuations of `key`, most recent first (empty when none).
   std::vector<std::vector<int32_t>> Find(int32_t key) const;
+  // The sources of Find(key)'s continuations, in the same order.
+  std::vector<int> Sources(int32_t key) const;
   int size() const { return size_; }  // N-grams kept, all keys.
 
  private:
+  struct Entry {
+    std::vector<int32_t> continuation;
+    int source;
+  };
   int length_, max_per_key_;
   int size_ = 0;
-  absl::flat_hash_map<int32_t, std::deque<std::vector<int32_t>>> by_key_;  // Newest first.
+  absl::flat_hash_map<int32_t, std::deque<Entry>> by_key_;  // Newest first.
 };
 
 // The Jacobi window: up to `levels` = N - 1 levels of W tokens each, level 0 oldest.
@@ -82,6 +96,11 @@ class JacobiWindow {
   // W n-grams (column j: levels 0..L-1 at j, then next[j]), drops level 0 and appends
   // `next`.
   bool Advance(absl::Span<const int32_t> next, std::vector<std::vector<int32_t>>* ngrams);
+  // Sets the width to `width` (>= 1) for the next steps, keeping the levels: fewer
+  // columns drop the last ones (column j depends only on columns <= j, so the rest
+  // stays a valid window); more repeat each level's columns from its start (new
+  // guesses: any tokens are, and Jacobi iteration refines them).
+  void Resize(int width);
 
  private:
   int window_, max_levels_;
@@ -97,11 +116,11 @@ struct LookaheadStep {
 };
 
 // The step for a sequence whose last committed token is `last`: at most `max_guesses`
-// continuations of `last` from `pool`, then `window`, when all of it fits in
-// `max_nodes`; the window is left out when it does not fit, and the guesses are cut to
-// what is left of `max_nodes` (the last one kept may be a prefix).
+// continuations of `last` from `pool`, then `window` (when `with_window`), when all of
+// it fits in `max_nodes`; the window is left out when it does not fit, and the guesses
+// are cut to what is left of `max_nodes` (the last one kept may be a prefix).
 LookaheadStep BuildLookaheadStep(const NgramPool& pool, const JacobiWindow& window, int32_t last,
-                                 int max_guesses, int max_nodes);
+                                 int max_guesses, int max_nodes, bool with_window = true);
 
 }  // namespace tandem::coordinator
 

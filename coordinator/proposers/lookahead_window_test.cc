@@ -38,6 +38,19 @@ TEST(NgramPoolTest, KeysByFirstTokenKeepsTheMostRecentGPerKey) {
   EXPECT_EQ(none.size(), 0);
 }
 
+TEST(NgramPoolTest, RemembersTheLowestSource) {
+  NgramPool pool(3, 4);
+  pool.Add(V{1, 2, 3}, 5);
+  pool.Add(V{1, 4, 5}, 2);
+  pool.Add(V{1, 2, 3}, 7);  // Refreshed: the most recent, its source still column 5.
+  pool.Add(V{1, 6, 7});     // From committed tokens.
+  EXPECT_EQ(pool.Find(1), (std::vector<V>{{6, 7}, {2, 3}, {4, 5}}));
+  EXPECT_EQ(pool.Sources(1), (std::vector<int>{NgramPool::kCommittedSource, 5, 2}));
+  pool.Add(V{1, 4, 5});  // Committed now: it would exist without any window.
+  EXPECT_EQ(pool.Sources(1), (std::vector<int>{NgramPool::kCommittedSource, -1, 5}));
+  EXPECT_THAT(pool.Sources(9), IsEmpty());
+}
+
 TEST(NgramPoolTest, AddAllTakesEveryNgramInOrder) {
   NgramPool pool(3, 4);
   pool.AddAll(V{5, 6, 7, 5, 6, 8});
@@ -71,6 +84,30 @@ std::set<int> Ancestors(const LookaheadStep& step, int i) {
   std::set<int> out;
   for (int p = step.parents[i]; p >= 0; p = step.parents[p]) out.insert(p);
   return out;
+}
+
+TEST(JacobiWindowTest, ResizeKeepsTheFirstColumnsAndRepeatsThemToGrow) {
+  JacobiWindow w(3, 2, V{1, 2, 3});
+  std::vector<V> ngrams;
+  ASSERT_TRUE(w.Advance(V{4, 5, 6}, &ngrams));
+  w.Resize(2);
+  EXPECT_EQ(w.window(), 2);
+  EXPECT_EQ(w.levels(), (std::vector<V>{{1, 2}, {4, 5}}));
+  EXPECT_FALSE(w.Advance(V{7, 8, 9}, &ngrams));  // An answer of the old width.
+  ASSERT_TRUE(w.Advance(V{7, 8}, &ngrams));
+  EXPECT_EQ(ngrams, (std::vector<V>{{1, 4, 7}, {2, 5, 8}}));
+  w.Resize(5);
+  EXPECT_EQ(w.levels(), (std::vector<V>{{4, 5, 4, 5, 4}, {7, 8, 7, 8, 7}}));
+}
+
+TEST(BuildLookaheadStepTest, WithoutTheWindowOnlyTheGuesses) {
+  NgramPool pool(3, 2);
+  pool.AddAll(V{5, 6, 7});
+  const JacobiWindow window(2, 2, V{1, 2});
+  const LookaheadStep step = BuildLookaheadStep(pool, window, 5, 2, 16, /*with_window=*/false);
+  EXPECT_EQ(step.tokens, (V{6, 7}));
+  EXPECT_EQ(step.parents, (V{-1, 0}));
+  EXPECT_EQ(step.acceptable, 2);
 }
 
 TEST(BuildLookaheadStepTest, TrieThenWindowWithThePapersMask) {

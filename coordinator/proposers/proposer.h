@@ -18,6 +18,8 @@
 //    candidates; while they are verified the planner may call AddContinuation()
 //    (pre-drafts of the next step for likely outcomes), whose answers also reach
 //    OnDrafted().
+//  * kTargetLeader: when the planner chooses it, FitCandidates() sizes the candidates
+//    it returned with the last verify to the phase's verify cost.
 //  * every site: after each verify, OnVerified() sees the committed tokens (to keep its
 //    state in step) and may return the next step's candidates (a continuation hit, or
 //    candidates a target-leader proposer returned with the result). Reset() forgets
@@ -115,6 +117,12 @@ class Proposer {
                                                int committed) const {
     return std::nullopt;
   }
+  // kTargetLeader, when the planner chose it for `s` this phase: fits s->candidates (the
+  // ones it returned with the last verify, or none) to the phase's verify cost
+  // `verify_cost` (nu at the batch size; empty: unknown) before they are verified. May
+  // rebuild or empty them (an empty step is plain). Default: as they are.
+  virtual void FitCandidates(Sequence* s, ProposerState& state,
+                             const spec::VerifyCostFn& verify_cost) const {}
   // Its worker's cache for `s` is unknown or gone: forget what it assumed about it.
   virtual void Reset(const Sequence& s, ProposerState& state) const {}
   // Appends the worker-side sequence ids other than s.id() it may have created for `s`

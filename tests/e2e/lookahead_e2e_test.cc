@@ -1,10 +1,10 @@
 // Lookahead decoding end to end (tp 2, no draft worker): greedy output is
 // token-identical to target-only greedy for 20 prompts x (W, N, G) in {(3,3,3), (5,4,5),
-// (7,5,7), (15,5,15)} x pipelining on / off (ids and text compared), and seeded
-// sampling (the default rule, coupled) is token-identical to target-only sampling with
-// the same seed. Lookahead really speculates here (accepted guesses > 0), so the
-// comparison can fail. Also: GetModelInfo lists it, and bad W / N / G are
-// INVALID_ARGUMENT with the field named.
+// (7,5,7), (15,5,15), (unset, 4, unset): sized per step} x pipelining on / off (ids
+// and text compared), and seeded sampling (the default rule, coupled) is
+// token-identical to target-only sampling with the same seed. Lookahead really speculates here
+// (accepted guesses > 0), so the comparison can fail. Also: GetModelInfo lists it, and bad W / N /
+// G are INVALID_ARGUMENT with the field named.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -21,6 +21,7 @@ namespace tandem::e2e {
 namespace {
 
 constexpr int kNewTokens = 24;
+constexpr int kUnset = -1;  // A W or G the request leaves unset.
 
 const std::vector<std::string>& kPrompts = HeldOutPrompts();
 const int kNumPrompts = static_cast<int>(kPrompts.size());
@@ -58,9 +59,10 @@ v1::GenerateRequest Request(int prompt, const Variant& v) {
   req.mutable_speculation()->set_pipelining(v.pipelining);
   req.mutable_speculation()->set_acceptance_rule(v.rule);
   if (v.method == v1::SPECULATION_METHOD_LOOKAHEAD) {
-    req.mutable_speculation()->mutable_lookahead()->set_window(v.w);
-    req.mutable_speculation()->mutable_lookahead()->set_ngram(v.n);
-    req.mutable_speculation()->mutable_lookahead()->set_max_guesses(v.g);
+    v1::LookaheadParams* params = req.mutable_speculation()->mutable_lookahead();
+    if (v.w != kUnset) params->set_window(v.w);  // Unset W and G: sized per step.
+    params->set_ngram(v.n);
+    if (v.g != kUnset) params->set_max_guesses(v.g);
   }
   return req;
 }
@@ -141,7 +143,9 @@ TEST_F(LookaheadE2eTest, GreedyIsTargetOnlyGreedyForEveryShapeAndPipelining) {
   const std::vector<Output> baseline = RunAll(stub.get(), {Variant()});
   std::vector<Variant> variants;
   for (v1::Pipelining pipelining : {v1::PIPELINING_ON, v1::PIPELINING_OFF}) {
-    for (const auto& [w, n, g] : {std::tuple{3, 3, 3}, {5, 4, 5}, {7, 5, 7}, {15, 5, 15}}) {
+    // W and G unset: sized per step within the server defaults.
+    for (const auto& [w, n, g] :
+         {std::tuple{3, 3, 3}, {5, 4, 5}, {7, 5, 7}, {15, 5, 15}, {kUnset, 4, kUnset}}) {
       variants.push_back({v1::SPECULATION_METHOD_LOOKAHEAD, w, n, g, pipelining});
     }
   }
