@@ -22,6 +22,13 @@
 // exactly the tokens and q a fresh Draft of the same prefix would (what keeps a
 // pre-drafted outcome as valid as a fresh draft, docs/architecture.md §3).
 //
+// Trees (DraftSequence.tree_nodes > 0, greedy or coupled): the first pass is shared
+// with chains; then each pass feeds a tree's frontier with its ancestors as tree rows
+// (parents, positions by depth) after the committed context, asking each frontier row
+// for its tree_width top tokens (DraftRow::top), as draft_tree.h grows it. Afterwards
+// the cache is truncated to start_position + tokens (cached_length says so) and the
+// proposals are the tree's nodes, point masses, with proposal_parents and path_probs.
+//
 // Requests are expected to be valid (see request_validation.h; q sizes must be in
 // [1, kMaxDraftQSize]); the engine still never crashes on bad input (the model rejects
 // it). Not thread-safe.
@@ -29,6 +36,8 @@
 #define TANDEM_WORKER_DRAFT_ENGINE_H_
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kernels/accept/draft_sample.h"
 #include "tandem/v1/worker.pb.h"
 #include "worker/model_executor.h"
 
@@ -53,7 +62,20 @@ class DraftEngine {
   absl::StatusOr<v1::DraftResponse> Draft(const v1::DraftRequest& request);
 
  private:
+  struct Pass;
+  struct DraftState;
+
   absl::Status CheckCapacity(const v1::DraftRequest& request) const;
+  static absl::Status NoLogitsError(const v1::DraftSequence& seq, uint64_t position);
+  // Records chain sequence s's proposal of pass i and adds its next input to `next`.
+  static absl::Status ExtendChain(const v1::DraftSequence& seq, int s, int i,
+                                  const DraftProposal& proposal, DraftState* state, Pass* next);
+  // Grows tree sequence s from its frontier's rows and adds its next pass to `next`.
+  static absl::Status GrowTree(const v1::DraftSequence& seq, int s,
+                               absl::Span<const DraftProposal> rows, DraftState* state, Pass* next);
+  // Rolls trees back to the committed context and completes the response.
+  absl::StatusOr<v1::DraftResponse> Finish(const v1::DraftRequest& request, DraftState state,
+                                           double forward_ms_before);
   // Forks every branch entry of `request` from its parent, in request order.
   absl::Status ForkBranches(const v1::DraftRequest& request);
 
