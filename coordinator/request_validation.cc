@@ -1,8 +1,5 @@
 #include "coordinator/request_validation.h"
 
-#include <limits>
-#include <utility>
-
 #include "absl/random/distributions.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -17,17 +14,14 @@ namespace {
 using tandem::v1::AcceptanceRule;
 using tandem::v1::GenerateRequest;
 using tandem::v1::SpeculationMethod;
-using tandem::v1::SpeculationParams;
 
 template <typename... Args>
 absl::Status Invalid(const Args&... args) {
   return absl::InvalidArgumentError(absl::StrCat(args...));
 }
 
-using spec::ParamRange;
-
-constexpr ParamRange kTemperatureRange{0.0f, true, 100.0f, true};  // [0, 100]
-constexpr ParamRange kTopPRange{0.0f, false, 1.0f, true};          // (0, 1]
+constexpr spec::ParamRange kTemperatureRange{0.0f, true, 100.0f, true};  // [0, 100]
+constexpr spec::ParamRange kTopPRange{0.0f, false, 1.0f, true};          // (0, 1]
 
 absl::Status ValidateRequestId(const std::string& id, const ServerLimits& limits) {
   if (static_cast<int>(id.size()) > limits.max_request_id_chars) {
@@ -147,14 +141,14 @@ struct RuleParam {
   const char* name;
   bool present;
   float value;
-  ParamRange range;
+  spec::ParamRange range;
   float default_value;
   float* destination;
 };
 
 absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLimits& limits,
                                  const ResolvedSampling& sampling, ResolvedSpeculation* out) {
-  const SpeculationParams& sp = request.speculation();
+  const v1::SpeculationParams& sp = request.speculation();
   const float temperature = sampling.temperature;
   if (!tandem::v1::SpeculationMethod_IsValid(sp.method())) {
     return Invalid("speculation.method = ", sp.method(),
@@ -202,6 +196,11 @@ absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLim
     out->fixed_k = k;
     if (k == 0) out->method = tandem::v1::SPECULATION_METHOD_NONE;
   }
+  if (sp.draft_tree_nodes() < 0 || sp.draft_tree_nodes() > limits.max_speculative_tokens) {
+    return Invalid("speculation.draft_tree_nodes = ", sp.draft_tree_nodes(),
+                   " is out of range; valid range [0, ", limits.max_speculative_tokens, "]");
+  }
+  if (sp.has_draft_tree_nodes()) out->draft_tree_nodes = sp.draft_tree_nodes();
   absl::StatusOr<LookaheadConfig> lookahead =
       ResolveLookaheadParams(sp, method, limits.max_speculative_tokens);
   if (!lookahead.ok()) return lookahead.status();

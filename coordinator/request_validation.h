@@ -99,6 +99,9 @@ struct ResolvedSpeculation {
   tandem::v1::Pipelining pipelining = tandem::v1::PIPELINING_DEFAULT;
   // LOOKAHEAD's W, N, G (ResolveLookaheadParams; the defaults for other methods).
   LookaheadConfig lookahead;
+  // DRAFT's dynamic tree node budget (speculation.draft_tree_nodes); nullopt = the
+  // server's --draft_tree_nodes.
+  std::optional<int> draft_tree_nodes;
 };
 
 struct ValidatedRequest {
