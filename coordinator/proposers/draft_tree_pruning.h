@@ -2,8 +2,9 @@
 // best nodes ranked by path probability (DraftedSequence.proposal_parents, path_probs;
 // worker/draft_tree.h); a node's path probability is the draft's probability that the
 // target accepts its whole path, so it is the node's expected value in tokens. The
-// first `base_nodes` ranked nodes are kept (the rows the controller priced as the
-// step's K); each further node only while its path probability exceeds `min_value`
+// draft's chain is kept (from the root, each node's first, likeliest child, down to
+// depth `base_nodes`: the K the controller priced), so a tree never commits less than
+// that chain; each other node only when its path probability exceeds `min_value`
 // (spec::NodeValueThreshold: the tokens one more verify row must bring) and its parent
 // is kept, so the result stays a tree (docs/architecture.md §4, Dynamic draft trees).
 #ifndef TANDEM_COORDINATOR_PROPOSERS_DRAFT_TREE_PRUNING_H_

@@ -1,6 +1,6 @@
-// Pruning a drafted dynamic tree by node value: the first base_nodes ranked nodes are
-// kept, further ones while their path probability exceeds the price of a verify row and
-// their parent is kept; malformed answers never yield a malformed tree.
+// Pruning a drafted dynamic tree by node value: the draft's chain (first children) is
+// kept base_nodes deep, other nodes while their path probability exceeds the price of a
+// verify row and their parent is kept; malformed answers never yield a malformed tree.
 #include "coordinator/proposers/draft_tree_pruning.h"
 
 #include <gtest/gtest.h>
@@ -36,7 +36,7 @@ std::vector<int32_t> Tokens(const Candidates& c) {
 const std::vector<Node> kTree = {{10, -1, 0.8f},  {11, 0, 0.6f},  {12, 1, 0.4f},
                                  {20, -1, 0.15f}, {13, 0, 0.12f}, {21, 3, 0.1f}};
 
-TEST(DraftTreePruningTest, KeepsTheBaseNodesAndThoseWorthTheirRow) {
+TEST(DraftTreePruningTest, KeepsTheChainAndTheNodesWorthTheirRow) {
   struct Case {
     int base;
     double min_value;
@@ -57,6 +57,20 @@ TEST(DraftTreePruningTest, KeepsTheBaseNodesAndThoseWorthTheirRow) {
     EXPECT_EQ(Tokens(got), c.tokens);
     EXPECT_EQ(got.parents, c.parents);
   }
+}
+
+// The chain is kept even where a sibling is worth more than its deeper nodes.
+TEST(DraftTreePruningTest, TheChainIsKeptBeforeMoreValuableSiblings) {
+  Candidates got;
+  PruneDraftTree(
+      Drafted({{10, -1, 0.5f}, {20, -1, 0.4f}, {11, 0, 0.3f}, {21, 1, 0.35f}, {12, 2, 0.1f}}), 3,
+      0.32, &got);
+  EXPECT_EQ(Tokens(got), (std::vector<int32_t>{10, 20, 11, 21, 12}));
+  PruneDraftTree(
+      Drafted({{10, -1, 0.5f}, {20, -1, 0.4f}, {11, 0, 0.3f}, {21, 1, 0.35f}, {12, 2, 0.1f}}), 3,
+      0.45, &got);
+  EXPECT_EQ(Tokens(got), (std::vector<int32_t>{10, 11, 12}));
+  EXPECT_EQ(got.parents, (std::vector<int32_t>{-1, 0, 1}));
 }
 
 // A node whose parent was pruned is pruned too (renumbered parents stay in range), a
