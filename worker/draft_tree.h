@@ -1,4 +1,4 @@
-// Dynamic draft trees (EAGLE-2's expansion, docs/architecture.md §4 "Dynamic draft
+// Dynamic draft trees (EAGLE-2's expansion, docs/architecture.md §5 "Dynamic draft
 // trees"), independent of how the draft's distributions are computed: the draft engine
 // feeds each pass to the model, the coordinator's fake worker to its hash model.
 //

@@ -6,7 +6,7 @@
 // depth `base_nodes`: the K the controller priced), so a tree never commits less than
 // that chain; each other node only when its path probability exceeds `min_value`
 // (spec::NodeValueThreshold: the tokens one more verify row must bring) and its parent
-// is kept, so the result stays a tree (docs/architecture.md §4, Dynamic draft trees).
+// is kept, so the result stays a tree (docs/architecture.md §5, Dynamic draft trees).
 #ifndef TANDEM_COORDINATOR_PROPOSERS_DRAFT_TREE_PRUNING_H_
 #define TANDEM_COORDINATOR_PROPOSERS_DRAFT_TREE_PRUNING_H_
 
