@@ -23,9 +23,11 @@ absl::Status DraftEngine::CheckCapacity(const v1::DraftRequest& request) const {
   int64_t needed = 0;
   for (const v1::DraftSequence& seq : request.sequences()) {
     const int64_t k = std::max<int64_t>(seq.num_draft_tokens(), 1);
-    // A tree's passes re-feed at most tree_width nodes per depth below the last one.
-    const int64_t drafted = seq.tree_nodes() > 0 ? int64_t{seq.tree_width()} * (k - 1) : k - 1;
-    const int64_t end = int64_t{seq.start_position()} + seq.tokens_size() + drafted;
+    const bool tree = seq.tree_nodes() > 0;
+    // A tree's sequence keeps the committed tokens; each of its branches (two depths of
+    // tree_width at a time) writes one block: a copy of a shared partial one, or a new one.
+    if (tree) needed += 2 * int64_t{seq.tree_width()};
+    const int64_t end = int64_t{seq.start_position()} + seq.tokens_size() + (tree ? 0 : k - 1);
     if (seq.fork_from() != 0) {
       // A branch shares its parent's blocks below start_position; writing a shared
       // partial block copies it first.
@@ -80,6 +82,12 @@ struct DraftEngine::Pass {
     rows += n;
     batch.push_back(std::move(in));
   }
+  // One row per input (a tree's frontier, each node on its branch), as one entry.
+  void AddRows(int seq, std::vector<SequenceInput> inputs) {
+    entries.push_back({seq, rows, static_cast<int>(inputs.size())});
+    rows += static_cast<int>(inputs.size());
+    for (SequenceInput& in : inputs) batch.push_back(std::move(in));
+  }
 };
 
 // The call's progress: the response so far, each sequence's next draft row settings
@@ -94,11 +102,26 @@ namespace {
 
 bool IsTree(const v1::DraftSequence& seq) { return seq.tree_nodes() > 0; }
 
+// The worker-internal id of the branch that holds frontier node `slot` of `depth` of
+// sequence `id`'s tree: bit 63 (no client id has it: the coordinator's use bits below
+// 56), the depth's parity and the slot in bits 56..60, the id below. Two depths' branches
+// live at a time (a node's branch forks from its parent's).
+uint64_t TreeBranchId(uint64_t id, int depth, int slot) {
+  const uint64_t tag = uint64_t((depth % 2) * 16 + slot);
+  return (uint64_t{1} << 63) | (tag << 56) | (id & ((uint64_t{1} << 56) - 1));
+}
+
 }  // namespace
 
 absl::StatusOr<v1::DraftResponse> DraftEngine::Draft(const v1::DraftRequest& request) {
   if (absl::Status status = CheckCapacity(request); !status.ok()) return status;
   if (absl::Status status = ForkBranches(request); !status.ok()) return status;
+  absl::StatusOr<v1::DraftResponse> response = RunPasses(request);
+  ReleaseTreeBranches(request);  // On success and on error alike.
+  return response;
+}
+
+absl::StatusOr<v1::DraftResponse> DraftEngine::RunPasses(const v1::DraftRequest& request) {
   const int n = request.sequences_size();
   const double forward_ms_before = executor_->times().forward_ms;
 
@@ -193,19 +216,39 @@ absl::Status DraftEngine::GrowTree(const v1::DraftSequence& seq, int s,
   DraftTreeBuilder& tree = *state->trees[s];
   tree.Grow(top);
   if (!tree.NeedsDistributions()) return absl::OkStatus();
-  DraftTreePass rows_to_feed = tree.NextPass();
-  SequenceInput in;
-  in.seq_id = seq.sequence_id();
-  // Every pass re-feeds the frontier's ancestors after the committed context (the
-  // cached tree rows of the last pass are truncated away: attention to cached rows
-  // cannot follow the tree).
-  in.start_position = static_cast<int>(seq.start_position()) + seq.tokens_size();
-  in.tokens = std::move(rows_to_feed.tokens);
-  in.parents = std::move(rows_to_feed.parents);
-  in.logit_indices = std::move(rows_to_feed.logit_indices);
+  // Each frontier node is fed on its own branch, forked from its parent's (the root's:
+  // the sequence, holding the committed context), so it attends to its path only.
+  const int committed = static_cast<int>(seq.start_position()) + seq.tokens_size();
+  std::vector<SequenceInput> inputs;
+  for (int i = 0; i < tree.frontier_size(); ++i) {
+    const DraftTreeFrontierNode node = tree.FrontierNode(i);
+    const uint64_t parent = node.parent_slot < 0
+                                ? seq.sequence_id()
+                                : TreeBranchId(seq.sequence_id(), node.depth - 1, node.parent_slot);
+    SequenceInput in;
+    in.seq_id = TreeBranchId(seq.sequence_id(), node.depth, i);
+    in.start_position = committed + node.depth - 1;
+    absl::Status status = executor_->Fork(parent, in.seq_id, in.start_position);
+    if (!status.ok()) return status;
+    in.tokens = {node.token};
+    in.logit_indices = {0};
+    inputs.push_back(std::move(in));
+  }
   ++state->next_draft[s].position;
-  next->Add(s, std::move(in));
+  next->AddRows(s, std::move(inputs));
   return absl::OkStatus();
+}
+
+void DraftEngine::ReleaseTreeBranches(const v1::DraftRequest& request) {
+  for (const v1::DraftSequence& seq : request.sequences()) {
+    if (!IsTree(seq)) continue;
+    for (int depth = 0; depth < 2; ++depth) {
+      for (uint32_t slot = 0; slot < seq.tree_width(); ++slot) {
+        const uint64_t id = TreeBranchId(seq.sequence_id(), depth, static_cast<int>(slot));
+        if (executor_->CachedLength(id).ok()) executor_->Release(id).IgnoreError();
+      }
+    }
+  }
 }
 
 absl::StatusOr<v1::DraftResponse> DraftEngine::Finish(const v1::DraftRequest& request,
@@ -213,10 +256,6 @@ absl::StatusOr<v1::DraftResponse> DraftEngine::Finish(const v1::DraftRequest& re
   for (int s = 0; s < request.sequences_size(); ++s) {
     const v1::DraftSequence& seq = request.sequences(s);
     if (state.trees[s] != nullptr) {
-      // Only the committed context stays cached (the tree's rows are rolled back).
-      const int committed = static_cast<int>(seq.start_position()) + seq.tokens_size();
-      absl::Status status = executor_->Truncate(seq.sequence_id(), committed);
-      if (!status.ok()) return status;
       WriteDraftTree(state.trees[s]->Result(), state.response.mutable_sequences(s));
     }
     absl::StatusOr<int> cached = executor_->CachedLength(seq.sequence_id());

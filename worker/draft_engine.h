@@ -23,11 +23,13 @@
 // pre-drafted outcome as valid as a fresh draft, docs/architecture.md §3).
 //
 // Trees (DraftSequence.tree_nodes > 0, greedy or coupled): the first pass is shared
-// with chains; then each pass feeds a tree's frontier with its ancestors as tree rows
-// (parents, positions by depth) after the committed context, asking each frontier row
-// for its tree_width top tokens (DraftRow::top), as draft_tree.h grows it. Afterwards
-// the cache is truncated to start_position + tokens (cached_length says so) and the
-// proposals are the tree's nodes, point masses, with proposal_parents and path_probs.
+// with chains; then each pass feeds every frontier node (draft_tree.h) as one row on its
+// own branch, forked (ModelExecutor::Fork, sharing KV) from its parent's branch or, at
+// depth 1, from the sequence, and asks each row for its tree_width top tokens
+// (DraftRow::top). Branch ids are worker-internal (bit 63 set) and released before the
+// call returns, so the sequence's cache holds start_position + tokens (cached_length
+// says so). The proposals are the tree's nodes, point masses, with proposal_parents and
+// path_probs.
 //
 // Requests are expected to be valid (see request_validation.h; q sizes must be in
 // [1, kMaxDraftQSize]); the engine still never crashes on bad input (the model rejects
@@ -70,10 +72,15 @@ class DraftEngine {
   // Records chain sequence s's proposal of pass i and adds its next input to `next`.
   static absl::Status ExtendChain(const v1::DraftSequence& seq, int s, int i,
                                   const DraftProposal& proposal, DraftState* state, Pass* next);
-  // Grows tree sequence s from its frontier's rows and adds its next pass to `next`.
-  static absl::Status GrowTree(const v1::DraftSequence& seq, int s,
-                               absl::Span<const DraftProposal> rows, DraftState* state, Pass* next);
-  // Rolls trees back to the committed context and completes the response.
+  // The forward passes of a checked request (forks made).
+  absl::StatusOr<v1::DraftResponse> RunPasses(const v1::DraftRequest& request);
+  // Grows tree sequence s from its frontier's rows, forks the new frontier's branches
+  // and adds their rows to `next`.
+  absl::Status GrowTree(const v1::DraftSequence& seq, int s, absl::Span<const DraftProposal> rows,
+                        DraftState* state, Pass* next);
+  // Releases the request's tree branches that exist.
+  void ReleaseTreeBranches(const v1::DraftRequest& request);
+  // Writes the trees into the response and completes it.
   absl::StatusOr<v1::DraftResponse> Finish(const v1::DraftRequest& request, DraftState state,
                                            double forward_ms_before);
   // Forks every branch entry of `request` from its parent, in request order.

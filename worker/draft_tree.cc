@@ -18,25 +18,15 @@ std::vector<int32_t> DraftTreeBuilder::FrontierPath(int i) const {
   return path;
 }
 
-DraftTreePass DraftTreeBuilder::NextPass() const {
-  std::vector<bool> in_closure(nodes_.size(), false);
-  for (int node : frontier_) {
-    for (int n = node; n >= 0 && !in_closure[n]; n = nodes_[n].parent) in_closure[n] = true;
-  }
-  DraftTreePass pass;
-  std::vector<int32_t> row_of(nodes_.size(), -1);
-  size_t next_frontier = 0;  // frontier_ is ascending, like the closure's rows.
-  for (size_t n = 0; n < nodes_.size(); ++n) {
-    if (!in_closure[n]) continue;
-    row_of[n] = static_cast<int32_t>(pass.tokens.size());
-    pass.tokens.push_back(nodes_[n].token);
-    pass.parents.push_back(nodes_[n].parent < 0 ? -1 : row_of[nodes_[n].parent]);
-    if (next_frontier < frontier_.size() && frontier_[next_frontier] == static_cast<int>(n)) {
-      pass.logit_indices.push_back(row_of[n]);
-      ++next_frontier;
-    }
-  }
-  return pass;
+DraftTreeFrontierNode DraftTreeBuilder::FrontierNode(int i) const {
+  const DraftTreeNode& node = nodes_[frontier_[i]];
+  DraftTreeFrontierNode out;
+  out.token = node.token;
+  out.depth = node.depth;
+  // Every node of the newest depth is a child of the previous frontier.
+  const auto parent = std::find(previous_frontier_.begin(), previous_frontier_.end(), node.parent);
+  out.parent_slot = node.parent < 0 ? -1 : static_cast<int>(parent - previous_frontier_.begin());
+  return out;
 }
 
 std::vector<int> DraftTreeBuilder::Ranked() const {
@@ -61,6 +51,7 @@ void DraftTreeBuilder::Grow(const std::vector<spec::SparseDistribution>& top) {
       nodes_.push_back({top[i].ids[c], parent, depth, probability, path * probability});
     }
   }
+  previous_frontier_ = std::move(frontier_);
   frontier_.clear();
   const int made = static_cast<int>(nodes_.size()) - first_new;
   if (made == 0 || nodes_.back().depth >= max_depth_) return;

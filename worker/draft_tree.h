@@ -6,11 +6,11 @@
 // children are the `width` likeliest tokens of the first draft distribution; then, while
 // the depth is below `max_depth`, the frontier (the `width` nodes of the newest depth
 // with the highest path probability, the product of the draft's probabilities along the
-// path) is forwarded in one pass and each frontier node gets its `width` likeliest
-// tokens as children. The result is the `budget` nodes of highest path probability
-// (ties: the node made first), which is ancestor-closed because a child's path
-// probability never exceeds its parent's. Growth stops early once no descendant of
-// the frontier could enter the result. Deterministic: only the distributions decide.
+// path) is forwarded in one pass (each node after its parent, see FrontierNode) and
+// each frontier node gets its `width` likeliest tokens as children. The result is the `budget`
+// nodes of highest path probability (ties: the node made first), which is ancestor-closed because a
+// child's path probability never exceeds its parent's. Growth stops early once no descendant of the
+// frontier could enter the result. Deterministic: only the distributions decide.
 #ifndef TANDEM_WORKER_DRAFT_TREE_H_
 #define TANDEM_WORKER_DRAFT_TREE_H_
 
@@ -31,12 +31,12 @@ struct DraftTreeNode {
   double path_probability = 0;  // Product of probability along the path from the root.
 };
 
-// The rows one pass feeds for a tree: the frontier's ancestor closure in creation order
-// (parents precede children), as a tree input after the committed context.
-struct DraftTreePass {
-  std::vector<int32_t> tokens;
-  std::vector<int32_t> parents;        // Index into tokens; -1 = child of the context.
-  std::vector<int32_t> logit_indices;  // The frontier's rows, in frontier order, ascending.
+// A frontier node to forward: its token at `depth`, after its parent, which is node
+// `parent_slot` of the previous frontier (-1: the root, the last committed token).
+struct DraftTreeFrontierNode {
+  int32_t token = 0;
+  int depth = 1;
+  int parent_slot = -1;
 };
 
 class DraftTreeBuilder {
@@ -46,12 +46,12 @@ class DraftTreeBuilder {
 
   // Whether the frontier still needs a distribution per node (initially the root).
   bool NeedsDistributions() const { return !frontier_.empty(); }
-  // The rows to forward for the current frontier. Only once the root is expanded.
-  DraftTreePass NextPass() const;
+  int frontier_size() const { return static_cast<int>(frontier_.size()); }
+  // Frontier node i (in creation order) once the root is expanded.
+  DraftTreeFrontierNode FrontierNode(int i) const;
   // The path of frontier node `i` (tokens from the root's child down), for callers that
   // compute distributions from a context (the fake worker, reference tests).
   std::vector<int32_t> FrontierPath(int i) const;
-  int frontier_size() const { return static_cast<int>(frontier_.size()); }
 
   // Adds children from the draft's top tokens after each frontier node (`top[i]` for
   // frontier node i, descending probability; tokens with probability <= 0 and those
@@ -68,8 +68,9 @@ class DraftTreeBuilder {
   int width_;
   int max_depth_;
   int budget_;
-  std::vector<DraftTreeNode> nodes_;  // Creation order.
-  std::vector<int> frontier_;         // Node indices; {-1} = the root.
+  std::vector<DraftTreeNode> nodes_;    // Creation order.
+  std::vector<int> frontier_;           // Node indices; {-1} = the root.
+  std::vector<int> previous_frontier_;  // The frontier the current one grew from.
 };
 
 // Writes `tree` (a Result) into `out` as point-mass proposals with proposal_parents and

@@ -1,6 +1,6 @@
 // Dynamic draft trees: the expansion on hand-made distributions, and the draft engine's
 // trees against a brute-force reference that decodes every path prefix on its own
-// model, across batch compositions, with the cache rolled back afterwards.
+// model, across batch compositions, leaving only the committed tokens cached.
 #include "worker/draft_tree.h"
 
 #include <gtest/gtest.h>
@@ -38,18 +38,19 @@ TEST(DraftTreeBuilderTest, ExpandsTheBestFrontierAndKeepsTheBestNodes) {
   ASSERT_TRUE(tree.NeedsDistributions());
   tree.Grow({Top({10, 20, 30}, {0.6f, 0.3f, 0.1f})});  // Width 2: 30 is ignored.
   ASSERT_EQ(tree.frontier_size(), 2);
-  DraftTreePass pass = tree.NextPass();
-  EXPECT_EQ(pass.tokens, (std::vector<int32_t>{10, 20}));
-  EXPECT_EQ(pass.parents, (std::vector<int32_t>{-1, -1}));
-  EXPECT_EQ(pass.logit_indices, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(tree.FrontierNode(0).token, 10);
+  EXPECT_EQ(tree.FrontierNode(0).depth, 1);
+  EXPECT_EQ(tree.FrontierNode(0).parent_slot, -1);
+  EXPECT_EQ(tree.FrontierNode(1).token, 20);
   tree.Grow({Top({11, 12}, {0.5f, 0.4f}), Top({21, 22}, {0.9f, 0.1f})});
   ASSERT_EQ(tree.frontier_size(), 2);
   EXPECT_EQ(tree.FrontierPath(0), (std::vector<int32_t>{10, 11}));
   EXPECT_EQ(tree.FrontierPath(1), (std::vector<int32_t>{20, 21}));
-  pass = tree.NextPass();  // The frontier with its ancestors, in creation order.
-  EXPECT_EQ(pass.tokens, (std::vector<int32_t>{10, 20, 11, 21}));
-  EXPECT_EQ(pass.parents, (std::vector<int32_t>{-1, -1, 0, 1}));
-  EXPECT_EQ(pass.logit_indices, (std::vector<int32_t>{2, 3}));
+  // Each frontier node names its parent's slot in the previous frontier.
+  EXPECT_EQ(tree.FrontierNode(0).depth, 2);
+  EXPECT_EQ(tree.FrontierNode(0).parent_slot, 0);
+  EXPECT_EQ(tree.FrontierNode(1).token, 21);
+  EXPECT_EQ(tree.FrontierNode(1).parent_slot, 1);
   tree.Grow({Top({13}, {0.1f}), Top({23}, {0.1f})});
   EXPECT_FALSE(tree.NeedsDistributions());  // Depth 3 reached.
   const std::vector<DraftTreeNode> result = tree.Result();
@@ -190,8 +191,10 @@ TEST_F(DraftEngineTreeTest, TreesEqualABruteForceExpansionAndRollBack) {
       auto drafted = engine_->Draft(request);
       ASSERT_TRUE(drafted.ok()) << drafted.status();
       const v1::DraftedSequence& d = drafted->sequences(0);
-      EXPECT_EQ(d.cached_length(), prompt.size());  // The tree was rolled back.
+      // The sequence holds the prompt; no tree branch is left.
+      EXPECT_EQ(d.cached_length(), prompt.size());
       EXPECT_EQ(*model_.executor->CachedLength(1), static_cast<int>(prompt.size()));
+      EXPECT_EQ(model_.executor->kv_stats().num_sequences, 1);
       const auto expected = ReferenceTree(prompt, sampling, shape.k, shape.nodes, shape.width);
       ASSERT_EQ(d.proposals_size(), static_cast<int>(expected.size()));
       ASSERT_EQ(d.proposal_parents_size(), d.proposals_size());

@@ -125,7 +125,7 @@ absl::Status CheckFork(const v1::DraftRequest& request, const v1::DraftSequence&
 }
 
 // A dynamic tree (tree_nodes > 0): budget, width, a point-mass rule, no branch or top
-// tokens. The rows of its largest pass (the frontier and its ancestors); 0 for a chain.
+// tokens. The rows of its widest pass (the frontier, one row per node); 0 for a chain.
 absl::StatusOr<int64_t> CheckDraftTree(const v1::DraftSequence& seq, const RequestLimits& limits,
                                        const std::string& where) {
   if (seq.tree_nodes() == 0) {
@@ -150,7 +150,7 @@ absl::StatusOr<int64_t> CheckDraftTree(const v1::DraftSequence& seq, const Reque
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": a tree (tree_nodes) takes neither fork_from nor num_top"));
   }
-  return int64_t{seq.tree_width()} * (seq.num_draft_tokens() - 1);
+  return seq.tree_width();
 }
 
 }  // namespace
@@ -315,12 +315,11 @@ absl::Status ValidateDraftRequest(const v1::DraftRequest& request, const Request
         TANDEM_RETURN_IF_ERROR(CheckFork(request, seq, where));
         absl::StatusOr<int64_t> tree_rows = CheckDraftTree(seq, limits, where);
         if (!tree_rows.ok()) return tree_rows.status();
-        // Every proposal (or tree row) gets a position: start .. start + tokens + K - 1
-        // (+ tree_rows + 1 - K); a branch's start is within its parent's cache.
+        // Every proposal (a tree's nodes too) gets a position: start .. start + tokens +
+        // K - 1; a branch's start is within its parent's cache.
         TANDEM_RETURN_IF_ERROR(CheckPositions(
             seq.fork_from() != 0 ? seq.fork_from() : seq.sequence_id(), seq.start_position(),
-            int64_t{seq.tokens_size()} + std::max<int64_t>(k, *tree_rows + 1), limits,
-            cached_length, where));
+            int64_t{seq.tokens_size()} + k, limits, cached_length, where));
         return std::max<int64_t>(seq.tokens_size(), *tree_rows);
       });
   if (!rows.ok()) return rows.status();

@@ -22,16 +22,14 @@ bool TakesDeterministicSiblings(const Sequence& s) {
   return sampling.temperature() == 0 || sampling.rule() == v1::ACCEPTANCE_RULE_COUPLED;
 }
 
-// The dynamic tree budget of `s` at depth k (0 = no dynamic tree): the request's
+// The dynamic tree budget of `s` (0 = no dynamic tree): the request's
 // speculation.draft_tree_nodes or the server's, within what a verify and a draft call
-// take and both contexts hold (a tree's pass feeds up to width x (k - 1) rows);
-// point-mass rules only.
-int DynamicTreeNodes(const Sequence& s, int k, const PlannerOptions& o) {
+// take and the target's context holds (the nodes take verify positions after the
+// tokens); point-mass rules only.
+int DynamicTreeNodes(const Sequence& s, const PlannerOptions& o) {
   if (!TakesDeterministicSiblings(s)) return 0;
   const int nodes = s.request().speculation.draft_tree_nodes.value_or(o.draft_tree_nodes);
-  const int room =
-      std::min(o.context_length, o.draft_context_length) - static_cast<int>(s.tokens().size());
-  if (o.draft_tree_width * (k - 1) + 1 > room) return 0;
+  const int room = o.context_length - static_cast<int>(s.tokens().size());
   return std::max(0, std::min({nodes, o.max_tree_nodes, o.draft_max_k, room}));
 }
 
@@ -191,10 +189,10 @@ void DraftProposer::AddWork(Sequence* s, ProposerState& state, int slot, int k,
     return;
   }
   DraftState& d = Of(state);
-  d.tree_nodes = DynamicTreeNodes(*s, k, o);
+  d.tree_nodes = DynamicTreeNodes(*s, o);
   d.tree_depth = k;
-  // A tree's passes feed up to tree_width nodes per depth below the last.
-  const int rows = std::max(fed, d.tree_nodes > 0 ? o.draft_tree_width * (k - 1) : 0);
+  // A tree's passes feed up to tree_width frontier nodes.
+  const int rows = std::max(fed, d.tree_nodes > 0 ? o.draft_tree_width : 0);
   if (budget->rows + rows > o.draft_max_batch_tokens) return;  // Next phase.
   budget->rows += rows;
   d.tree_siblings = o.draft_tree_siblings;
