@@ -52,7 +52,7 @@ struct ServerLimits {
   // generation_config.json top_p, else 1 (no limit).
   float default_top_p = 1.0f;
   int max_speculative_tokens = 8;  // Upper bound of K.
-  int max_tree_nodes = 16;  // Upper bound of speculation.draft_tree_nodes (verify nodes).
+  int max_tree_nodes = 16;         // Upper bound of speculation.draft_tree_nodes (verify nodes).
   int vocab_size = 0;              // Target vocabulary size, >= 1.
   int max_prompt_bytes = 1 << 20;  // Prompt text size limit.
   int max_stop_strings = 8;
