@@ -2,7 +2,7 @@
 # Tandem's entry point for a new user.
 #   ./run.sh test   install missing Debian packages, build everything, run all tests,
 #                   then the unit and greedy end-to-end tests under ASan/UBSan and each
-#                   fuzzer for 20 s (TANDEM_SKIP_ASAN=1 / TANDEM_SKIP_FUZZ=1 skip those;
+#                   fuzzer for 12 s (TANDEM_SKIP_ASAN=1 / TANDEM_SKIP_FUZZ=1 skip those;
 #                   TANDEM_FUZZ_SECONDS sets the fuzzing time)
 #   ./run.sh demo   (see README) build, start a local cluster and generate text
 #   ./run.sh deps   install the missing Debian packages only (used by deploy/docker)
@@ -143,7 +143,7 @@ cmd_test() {
   # libFuzzer (clang, own output base), bounded time per fuzzer.
   if [ -z "${TANDEM_SKIP_FUZZ:-}" ]; then
     started=$SECONDS
-    fuzz/run_fuzzers.sh "${TANDEM_FUZZ_SECONDS:-20}" || rc=$?
+    fuzz/run_fuzzers.sh "${TANDEM_FUZZ_SECONDS:-12}" || rc=$?
     if [ $rc -ne 0 ]; then
       log "FAILED: a fuzzer found a problem"
       return $rc

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "client/bench_test_rows.h"
+
 namespace tandem::client {
 namespace {
 
@@ -11,14 +13,6 @@ using ::testing::HasSubstr;
 constexpr auto kNone = v1::SPECULATION_METHOD_NONE;
 constexpr auto kDraft = v1::SPECULATION_METHOD_DRAFT;
 
-ConfigResult Row(v1::SpeculationMethod method, int concurrency, int round, double tok_s) {
-  ConfigResult r;
-  r.key = {method, v1::PIPELINING_DEFAULT, concurrency};
-  r.round = round;
-  r.throughput_tok_s = tok_s;
-  return r;
-}
-
 // This server: none 10, 20, 40 and draft 15, 10, 60 at concurrency 1 over three rounds;
 // the baseline 20, 20, 40 (the machine got faster in round 3).
 std::vector<RepeatedResult> Results() {
@@ -26,15 +20,15 @@ std::vector<RepeatedResult> Results() {
   RepeatedResult draft{{kDraft, v1::PIPELINING_DEFAULT, 1}, {}};
   const double none_tok_s[] = {10, 20, 40}, draft_tok_s[] = {15, 10, 60};
   for (int round = 0; round < 3; ++round) {
-    none.repeats.push_back(Row(kNone, 1, round, none_tok_s[round]));
-    draft.repeats.push_back(Row(kDraft, 1, round, draft_tok_s[round]));
+    none.repeats.push_back(BenchRow(kNone, 1, round, none_tok_s[round]));
+    draft.repeats.push_back(BenchRow(kDraft, 1, round, draft_tok_s[round]));
   }
   return {none, draft};
 }
 
 TEST(BenchBaselineTest, MediansOfPerRoundRatios) {
-  const std::vector<ConfigResult> baseline = {Row(kNone, 1, 0, 20), Row(kNone, 1, 1, 20),
-                                              Row(kNone, 1, 2, 40)};
+  const std::vector<ConfigResult> baseline = {BenchRow(kNone, 1, 0, 20), BenchRow(kNone, 1, 1, 20),
+                                              BenchRow(kNone, 1, 2, 40)};
   const std::vector<BaselineComparison> rows = CompareWithBaseline(baseline, Results());
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].concurrency, 1);
@@ -52,8 +46,8 @@ TEST(BenchBaselineTest, MediansOfPerRoundRatios) {
 TEST(BenchBaselineTest, RoundsMeasuredOnOneSideOnlyAreLeftOut) {
   // Round 5 has no rows on this server; concurrency 4 none at all; a failed baseline
   // round (0 tok/s) does not count.
-  const std::vector<ConfigResult> baseline = {Row(kNone, 1, 0, 0), Row(kNone, 1, 1, 40),
-                                              Row(kNone, 1, 5, 10), Row(kNone, 4, 0, 50)};
+  const std::vector<ConfigResult> baseline = {BenchRow(kNone, 1, 0, 0), BenchRow(kNone, 1, 1, 40),
+                                              BenchRow(kNone, 1, 5, 10), BenchRow(kNone, 4, 0, 50)};
   const std::vector<BaselineComparison> rows = CompareWithBaseline(baseline, Results());
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_DOUBLE_EQ(rows[0].baseline_tok_s.p50, 40);
@@ -62,8 +56,8 @@ TEST(BenchBaselineTest, RoundsMeasuredOnOneSideOnlyAreLeftOut) {
 }
 
 TEST(BenchBaselineTest, TableAndJson) {
-  const std::vector<ConfigResult> baseline = {Row(kNone, 1, 0, 20), Row(kNone, 1, 1, 20),
-                                              Row(kNone, 1, 2, 40)};
+  const std::vector<ConfigResult> baseline = {BenchRow(kNone, 1, 0, 20), BenchRow(kNone, 1, 1, 20),
+                                              BenchRow(kNone, 1, 2, 40)};
   const std::vector<BaselineComparison> rows = CompareWithBaseline(baseline, Results());
   const std::string table = RenderBaselineTable("localhost:1, target tp 1", rows);
   EXPECT_THAT(table, HasSubstr("localhost:1, target tp 1"));

@@ -129,7 +129,7 @@ absl::Status ParseBenchArgs(const Invocation& inv, BenchArgs* args) {
   if (!prompts.ok()) return prompts.status();
   s.prompts = *std::move(prompts);
   s.request.max_tokens = absl::GetFlag(FLAGS_max_tokens);
-  s.request.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
+  s.request.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature).value_or(0));
   s.request.k = absl::GetFlag(FLAGS_k);
   s.request.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
   absl::Status lookahead = ParseLookahead(absl::GetFlag(FLAGS_lookahead), &s.request);
@@ -178,7 +178,7 @@ nlohmann::json ReportHeader(const Invocation& inv, const std::string& server,
         {"repeat", args.repeat},
         {"order", "interleaved rounds, grouped by concurrency within a round"},
         {"max_tokens", s.request.max_tokens},
-        {"temperature", s.request.temperature},
+        {"temperature", s.request.temperature.value_or(0)},
         {"k", s.request.k.has_value() ? nlohmann::json(*s.request.k) : nlohmann::json("adaptive")},
         {"seed", s.seed.has_value() ? nlohmann::json(*s.seed) : nlohmann::json(nullptr)},
         {"ignore_eos", s.request.ignore_eos},
@@ -370,7 +370,7 @@ Command BenchCommand() {
        "Draft/verify overlap per request: default, on, off; "
        "one run per mode (`none` runs once)."},
       {"max_tokens", "N", "Tokens to generate per request."},
-      {"temperature", "T", "Sampling temperature; 0 = greedy (enables the output check)."},
+      {"temperature", "T", "Temperature, always sent; 0 = greedy (enables the output check)."},
       {"k", "N", "Fixed draft length K; unset = the server's adaptive K."},
       {"ignore_eos", "", "Generate exactly --max-tokens per request."},
       {"warmup", "N", "Unmeasured `none` requests before the first configuration."},

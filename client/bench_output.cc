@@ -21,7 +21,7 @@ constexpr char kPlotScript[] =
 int PrintOutputCheck(const std::vector<ConfigRun>& runs, const BenchSettings& s,
                      const std::vector<v1::AcceptanceRule>& rules, nlohmann::json* json) {
   const auto comparable = [&s](const ConfigKey& key) {
-    if (s.request.temperature == 0) return true;
+    if (s.request.temperature.value_or(0) == 0) return true;  // Bench always sets it.
     return s.seed.has_value() &&
            (key.rule == v1::ACCEPTANCE_RULE_COUPLED || key.rule == v1::ACCEPTANCE_RULE_DEFAULT);
   };

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "client/bench_test_rows.h"
+
 namespace tandem::client {
 namespace {
 
@@ -13,17 +15,6 @@ using ::testing::HasSubstr;
 constexpr auto kNone = v1::SPECULATION_METHOD_NONE;
 constexpr auto kDraft = v1::SPECULATION_METHOD_DRAFT;
 
-ConfigResult Row(v1::SpeculationMethod method, int concurrency, int round, double tok_s) {
-  ConfigResult r;
-  r.key = {method, v1::PIPELINING_DEFAULT, concurrency};
-  r.round = round;
-  r.requests = 4;
-  r.ok = 4;
-  r.generated_tokens = 100;
-  r.throughput_tok_s = tok_s;
-  return r;
-}
-
 // Three rounds of none and draft at concurrency 1, speedups within each round.
 std::vector<RepeatedResult> ThreeRounds() {
   // none 10, 20, 40 (the machine got faster); draft 20, 20, 60: per-round ratios
@@ -31,8 +22,8 @@ std::vector<RepeatedResult> ThreeRounds() {
   const double none[] = {10, 20, 40}, draft[] = {20, 20, 60};
   std::vector<ConfigResult> rows;
   for (int round = 0; round < 3; ++round) {
-    std::vector<ConfigResult> r = {Row(kDraft, 1, round, draft[round]),
-                                   Row(kNone, 1, round, none[round])};
+    std::vector<ConfigResult> r = {BenchRow(kDraft, 1, round, draft[round]),
+                                   BenchRow(kNone, 1, round, none[round])};
     ComputeSpeedups(&r);
     rows.insert(rows.end(), r.begin(), r.end());
   }
@@ -57,7 +48,7 @@ TEST(SpreadTest, SpeedupIsTheMedianOfPerRoundRatios) {
 
 TEST(SpreadTest, RoundsMissingAFigureAreIgnored) {
   RepeatedResult r;
-  r.repeats = {Row(kDraft, 1, 0, 5), Row(kDraft, 1, 1, 7)};
+  r.repeats = {BenchRow(kDraft, 1, 0, 5), BenchRow(kDraft, 1, 1, 7)};
   r.repeats[0].acceptance_rate = 0.5;  // The other round has NaN.
   EXPECT_DOUBLE_EQ(Spread(r, "/acceptance_rate").p50, 0.5);
   EXPECT_EQ(Spread(r, "/acceptance_rate").count, 1);
@@ -65,8 +56,8 @@ TEST(SpreadTest, RoundsMissingAFigureAreIgnored) {
 }
 
 TEST(GroupByConfigTest, SortsByRoundAndKeepsConfigOrder) {
-  std::vector<ConfigResult> rows = {Row(kDraft, 4, 1, 3), Row(kNone, 4, 0, 1), Row(kDraft, 4, 0, 2),
-                                    Row(kDraft, 8, 0, 9)};
+  std::vector<ConfigResult> rows = {BenchRow(kDraft, 4, 1, 3), BenchRow(kNone, 4, 0, 1),
+                                    BenchRow(kDraft, 4, 0, 2), BenchRow(kDraft, 8, 0, 9)};
   std::vector<RepeatedResult> g = GroupByConfig(
       {{kDraft, v1::PIPELINING_DEFAULT, 4}, {kNone, v1::PIPELINING_DEFAULT, 4}}, rows);
   ASSERT_EQ(g.size(), 2u);
@@ -93,7 +84,7 @@ TEST(RenderTest, TablesShowMediansAndRanges) {
 }
 
 TEST(RenderTest, OneRoundPrintsPlainValues) {
-  std::vector<ConfigResult> rows = {Row(kNone, 1, 0, 10), Row(kDraft, 1, 0, 21)};
+  std::vector<ConfigResult> rows = {BenchRow(kNone, 1, 0, 10), BenchRow(kDraft, 1, 0, 21)};
   rows[1].acceptance_rate = 0.5;
   ComputeSpeedups(&rows);
   const std::string table = RenderResultsTable(GroupByConfig(

@@ -65,6 +65,12 @@ grpc::Status FakeTandemService::GetModelInfo(grpc::ServerContext*, const v1::Get
   response->mutable_draft()->set_name("fake-draft");
   response->set_draft_available(true);
   response->set_max_new_tokens_limit(64);
+  response->set_eos_token_id(2);
+  response->add_stop_token_ids(2);
+  response->add_stop_token_ids(7);
+  response->mutable_default_sampling()->set_temperature(0.7f);
+  response->mutable_default_sampling()->set_top_p(0.9f);
+  response->mutable_default_sampling()->set_top_k(40);
   for (auto m : {v1::SPECULATION_METHOD_AUTO, v1::SPECULATION_METHOD_NONE,
                  v1::SPECULATION_METHOD_DRAFT, v1::SPECULATION_METHOD_PROMPT_LOOKUP}) {
     response->add_methods(m);

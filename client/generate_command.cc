@@ -18,7 +18,7 @@
 #include "tandem/v1/tandem.grpc.pb.h"
 
 ABSL_FLAG(std::optional<double>, top_p, std::nullopt, "Nucleus sampling mass.");
-ABSL_FLAG(int, top_k, 0, "Top-k sampling; 0 = no limit.");
+ABSL_FLAG(std::optional<int>, top_k, std::nullopt, "Top-k sampling; 0 = no limit.");
 ABSL_FLAG(std::string, method, "auto", "Speculation method.");
 ABSL_FLAG(std::string, accept, "default", "Acceptance rule.");
 ABSL_FLAG(std::optional<double>, alpha, std::nullopt, "threshold/ratio parameter.");
@@ -28,7 +28,6 @@ ABSL_FLAG(std::optional<double>, epsilon, std::nullopt, "typical: probability ca
 ABSL_FLAG(std::optional<double>, delta, std::nullopt, "typical: entropy scale.");
 ABSL_FLAG(std::string, stop, "", "Stop string (repeatable).");
 ABSL_FLAG(bool, quiet, false, "Do not print statistics.");
-ABSL_FLAG(bool, json, false, "Print one JSON object (text, token ids, logprobs, stats).");
 ABSL_FLAG(bool, chat, false, "Send PROMPT as a user chat message (the model's chat template).");
 ABSL_FLAG(std::string, system, "", "With --chat: a system message before PROMPT.");
 
@@ -66,7 +65,7 @@ absl::StatusOr<v1::GenerateRequest> RequestFromFlags(const Invocation& inv,
                                                      const std::string& prompt) {
   RequestOptions o;
   o.max_tokens = absl::GetFlag(FLAGS_max_tokens);
-  o.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
+  o.temperature = AsFloat(absl::GetFlag(FLAGS_temperature));
   o.top_p = AsFloat(absl::GetFlag(FLAGS_top_p));
   o.top_k = absl::GetFlag(FLAGS_top_k);
   o.seed = absl::GetFlag(FLAGS_seed);
@@ -175,14 +174,16 @@ Command GenerateCommand() {
       "Streams the completion of PROMPT to stdout as tokens are committed, then prints\n"
       "the request's statistics to stderr: method used, acceptance rate, mean accepted\n"
       "length, tokens/s (client wall time), time to first token, time per output token.\n"
-      "With --temperature=0 (the default) every method produces the same text as\n"
+      "Unset --temperature, --top-p and --top-k take the model's defaults (its\n"
+      "generation_config.json; `tandem info` shows them): greedy unless the model samples\n"
+      "by default. Greedy (--temperature=0) every method produces the same text as\n"
       "--method=none; with sampling, lossless rules keep the target's distribution.";
   c.flags = {
       {"server", "HOST:PORT", "Tandem server (coordinator) address."},
       {"max_tokens", "N", "Tokens to generate (the server caps it)."},
-      {"temperature", "T", "Sampling temperature; 0 = greedy decoding."},
-      {"top_p", "P", "Nucleus sampling mass in (0, 1]; unset = no limit."},
-      {"top_k", "N", "Sample among the N most likely tokens; 0 = no limit."},
+      {"temperature", "T", "Sampling temperature; 0 = greedy decoding; unset = the model's."},
+      {"top_p", "P", "Nucleus sampling mass in (0, 1]; unset = the model's, else no limit."},
+      {"top_k", "N", "Sample among the N most likely tokens; 0 = no limit; unset = the model's."},
       {"seed", "N", "Sampling seed; unset = the server picks one (shown in stats)."},
       {"method", "M",
        "Speculation method: auto, none, draft, prompt_lookup (also medusa, "

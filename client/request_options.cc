@@ -141,12 +141,12 @@ absl::StatusOr<v1::GenerateRequest> BuildRequest(const RequestOptions& o,
     return absl::InvalidArgumentError(
         absl::StrCat("--max-tokens must be >= 1, got ", o.max_tokens));
   }
-  if (o.temperature < 0) {
+  if (o.temperature && *o.temperature < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--temperature must be >= 0, got ", o.temperature));
+        absl::StrCat("--temperature must be >= 0, got ", *o.temperature));
   }
-  if (o.top_k < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--top-k must be >= 0, got ", o.top_k));
+  if (o.top_k && *o.top_k < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--top-k must be >= 0, got ", *o.top_k));
   }
   if (o.k.has_value() && *o.k < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--k must be >= 0, got ", *o.k));
@@ -158,8 +158,8 @@ absl::StatusOr<v1::GenerateRequest> BuildRequest(const RequestOptions& o,
   req.set_ignore_eos(o.ignore_eos);
   req.set_return_token_ids(o.return_token_ids);
   v1::SamplingParams* sampling = req.mutable_sampling();
-  sampling->set_temperature(o.temperature);
-  sampling->set_top_k(o.top_k);
+  if (o.temperature) sampling->set_temperature(*o.temperature);
+  if (o.top_k) sampling->set_top_k(*o.top_k);
   if (o.top_p) sampling->set_top_p(*o.top_p);
   if (o.seed) sampling->set_seed(*o.seed);
   v1::SpeculationParams* spec = req.mutable_speculation();

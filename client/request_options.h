@@ -34,10 +34,12 @@ absl::StatusOr<std::vector<v1::AcceptanceRule>> ParseAcceptanceRuleList(const st
 absl::StatusOr<std::vector<int>> ParsePositiveIntList(const std::string& list);
 
 struct RequestOptions {
-  int max_tokens = 128;   // 1.. (the server checks its own limit)
-  float temperature = 0;  // 0 = greedy
+  int max_tokens = 128;  // 1.. (the server checks its own limit)
+  // Unset: the server's default, the model's generation_config.json (greedy unless the
+  // model samples by default; ModelInfo.default_sampling).
+  std::optional<float> temperature;  // 0 = greedy
   std::optional<float> top_p;
-  int top_k = 0;
+  std::optional<int> top_k;  // 0 = no limit
   std::optional<uint64_t> seed;
   v1::SpeculationMethod method = v1::SPECULATION_METHOD_AUTO;
   std::optional<int> k;  // unset = adaptive

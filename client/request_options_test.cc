@@ -96,7 +96,18 @@ TEST(BuildRequestTest, UnsetOptionalsStayUnset) {
   EXPECT_FALSE(req->sampling().has_top_p());
   EXPECT_FALSE(req->sampling().has_seed());
   EXPECT_FALSE(req->speculation().has_num_speculative_tokens());
-  EXPECT_EQ(req->sampling().temperature(), 0.0f);
+  // The model's defaults apply (greedy unless its generation_config.json samples).
+  EXPECT_FALSE(req->sampling().has_temperature());
+  EXPECT_FALSE(req->sampling().has_top_k());
+}
+
+TEST(BuildRequestTest, ExplicitZeroTemperatureAndTopKAreSent) {
+  RequestOptions o;
+  o.temperature = 0.0f;
+  o.top_k = 0;
+  auto req = BuildRequest(o, "x");
+  ASSERT_TRUE(req.ok());
+  EXPECT_TRUE(req->sampling().has_temperature() && req->sampling().has_top_k());
 }
 
 TEST(BuildRequestTest, RejectsObviouslyBadValuesNamingTheFlag) {

@@ -5,10 +5,12 @@
 // Help text lives in each subcommand's CommandFlag list; these strings are for absl.
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Tandem server address, host:port.");
 ABSL_FLAG(int, max_tokens, 128, "Tokens to generate per request.");
-ABSL_FLAG(double, temperature, 0, "Sampling temperature; 0 = greedy.");
+ABSL_FLAG(std::optional<double>, temperature, std::nullopt,
+          "Sampling temperature; 0 = greedy; unset: generate: the model's default, bench: 0.");
 ABSL_FLAG(std::optional<int>, k, std::nullopt, "Draft length K; unset = adaptive.");
 ABSL_FLAG(std::string, pipelining, "default", "Draft/verify overlap: default, on or off.");
 ABSL_FLAG(bool, ignore_eos, false, "Keep generating past end-of-sequence.");
 ABSL_FLAG(double, timeout, 600, "Per-request deadline, seconds.");
 ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt,
           "Sampling seed (bench: requests for prompt i use seed + i).");
+ABSL_FLAG(bool, json, false, "Print JSON instead of text.");

@@ -10,11 +10,12 @@
 
 ABSL_DECLARE_FLAG(std::string, server);
 ABSL_DECLARE_FLAG(int, max_tokens);
-ABSL_DECLARE_FLAG(double, temperature);
+ABSL_DECLARE_FLAG(std::optional<double>, temperature);
 ABSL_DECLARE_FLAG(std::optional<int>, k);
 ABSL_DECLARE_FLAG(std::string, pipelining);
 ABSL_DECLARE_FLAG(bool, ignore_eos);
 ABSL_DECLARE_FLAG(double, timeout);
 ABSL_DECLARE_FLAG(std::optional<uint64_t>, seed);
+ABSL_DECLARE_FLAG(bool, json);
 
 #endif  // TANDEM_CLIENT_SHARED_FLAGS_H_

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The `tandem` CLI as a user runs it, against a fake server (no models): help texts,
-# dashed and underscore flags, usage errors, streamed generate with stats on stderr,
+# dashed and underscore flags, usage errors, streamed generate with stats on stderr, info,
 # bench with table, cost-model table, --repeat rounds, --rules, --seed, JSON, output check
 # (greedy and seeded coupled), plot, and soak.
 set -uo pipefail
@@ -14,7 +14,7 @@ pass() { echo "ok: $*"; }
 # --- help and usage errors -------------------------------------------------------
 "$TANDEM" --help >"$TMP/help" && grep -q "generate" "$TMP/help" && grep -q "bench" "$TMP/help" \
   && pass "tandem --help lists commands" || fail "tandem --help"
-for cmd in generate up bench quantize health; do
+for cmd in generate up bench quantize health info; do
   "$TANDEM" "$cmd" --help >"$TMP/help.$cmd" 2>&1 && grep -q "^Usage: tandem $cmd" "$TMP/help.$cmd" \
     && pass "tandem $cmd --help" || fail "tandem $cmd --help: $(head -3 "$TMP/help.$cmd")"
 done
@@ -72,6 +72,14 @@ grep -q "^piped" "$TMP/out" && [ ! -s "$TMP/stats" ] && pass "prompt from stdin,
   && pass "health: nothing listening exits 1 with the reason" || fail "health: rc=$rc $(cat "$TMP/err")"
 "$TANDEM" health --server "$ADDR" extra >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] && pass "health: an argument is a usage error" || fail "health extra arg: rc=$rc"
+"$TANDEM" info --server "$ADDR" >"$TMP/out" 2>&1 && grep -q "^target     fake-target" "$TMP/out" \
+  && grep -q "stop ids \[2, 7\]" "$TMP/out" && grep -q "temperature 0.7, top_p 0.9, top_k 40" "$TMP/out" \
+  && pass "info: models, stop ids and sampling defaults" || fail "info: $(cat "$TMP/out")"
+"$TANDEM" info --server "$ADDR" --json >"$TMP/out" 2>&1 \
+  && grep -q '"stop_token_ids":\[2,7\]' "$TMP/out" && pass "info --json" || fail "info --json: $(cat "$TMP/out")"
+"$TANDEM" info --server 127.0.0.1:1 --timeout 5 >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "^tandem info: UNAVAILABLE" "$TMP/err" \
+  && pass "info: an unreachable server exits 1" || fail "info: rc=$rc $(cat "$TMP/err")"
 
 printf '{"prompt": "alpha"}\n{"prompt": "beta"}\n"gamma"\n' >"$TMP/prompts.jsonl"
 "$TANDEM" bench --server "$ADDR" --prompts "$TMP/prompts.jsonl" --concurrency 1,3 --requests 6 \

@@ -22,6 +22,7 @@
 #include "coordinator/engine_flags.h"
 #include "coordinator/metrics.h"
 #include "coordinator/openai_server.h"
+#include "coordinator/request_sampling.h"
 #include "coordinator/request_submitter.h"
 #include "coordinator/request_validation.h"
 #include "coordinator/tandem_service.h"
@@ -231,7 +232,7 @@ int Run() {
       std::min<int>(absl::GetFlag(FLAGS_max_k), cluster.target.max_speculative_tokens());
   limits.max_tree_nodes = static_cast<int>(cluster.target.max_speculative_tokens());
   limits.vocab_size = static_cast<int>(cluster.target.model().vocab_size());
-  limits.default_top_p = generation->sampling.top_p.value_or(1.0f);
+  limits.sampling_defaults = RequestSamplingDefaultsFrom(generation->sampling);
   limits.available_methods.clear();
   for (v1::SpeculationMethod m : engine.proposers().served_methods()) {
     limits.available_methods.insert(m);
@@ -249,6 +250,10 @@ int Run() {
   info.set_max_speculative_tokens(limits.max_speculative_tokens);
   info.set_bos_token_id(tokenizer->bos_id());
   info.set_eos_token_id(tokenizer->eos_id());
+  for (int id : generation->stop_token_ids) info.add_stop_token_ids(id);
+  *info.mutable_default_sampling() =
+      DefaultSamplingParams(limits.sampling_defaults, limits.vocab_size);
+  LOG(INFO) << "unset sampling fields default to " << info.default_sampling().ShortDebugString();
   for (v1::SpeculationMethod m : engine.proposers().listed_methods()) info.add_methods(m);
   info.set_max_queue(eo->max_queue);
 

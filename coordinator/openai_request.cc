@@ -142,14 +142,14 @@ absl::Status ReadSpeculation(const json& body, v1::GenerateRequest* out) {
 }
 
 absl::Status ReadSampling(const json& body, v1::GenerateRequest* out) {
-  std::optional<double> temperature = 1.0, top_p;
+  std::optional<double> temperature, top_p;
   if (absl::Status s = ReadNumber(body, "temperature", &temperature); !s.ok()) return s;
   if (absl::Status s = ReadNumber(body, "top_p", &top_p); !s.ok()) return s;
   std::optional<int64_t> top_k, seed;
   if (absl::Status s = ReadInt(body, "top_k", 0, INT32_MAX, &top_k); !s.ok()) return s;
   if (absl::Status s = ReadInt(body, "seed", 0, INT64_MAX, &seed); !s.ok()) return s;
   v1::SamplingParams* sampling = out->mutable_sampling();
-  sampling->set_temperature(static_cast<float>(*temperature));
+  if (temperature) sampling->set_temperature(static_cast<float>(*temperature));
   if (top_p) sampling->set_top_p(static_cast<float>(*top_p));
   if (top_k) sampling->set_top_k(static_cast<int32_t>(*top_k));
   if (seed) sampling->set_seed(static_cast<uint64_t>(*seed));
@@ -279,6 +279,13 @@ absl::Status ReadStreaming(const json& body, OpenAiRequest* out) {
 }
 
 }  // namespace
+
+void ApplyOpenAiTemperatureDefault(const RequestSamplingDefaults& defaults,
+                                   v1::GenerateRequest* request) {
+  v1::SamplingParams* sampling = request->mutable_sampling();
+  if (sampling->has_temperature()) return;
+  sampling->set_temperature(TemperatureWhenUnset(defaults, kOpenAiDefaultTemperature));
+}
 
 absl::Status WithParam(absl::Status status, absl::string_view param) {
   status.SetPayload(kParamPayload, absl::Cord(param));

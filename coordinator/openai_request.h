@@ -2,8 +2,11 @@
 // /v1/chat/completions) into tandem.v1.GenerateRequests (docs/architecture.md, "OpenAI-
 // compatible HTTP API", lists the mapping and what is refused).
 //
-// Defaults follow OpenAI where the two APIs differ: temperature 1, max_tokens 16 for
-// completions (the server's default for chat). Extensions: `top_k`, `ignore_eos`, and
+// Omitted sampling fields take the model's generation_config.json defaults, as in vLLM's
+// OpenAI server (coordinator/request_sampling.h); where the model states no temperature,
+// OpenAI's default 1 applies (ApplyOpenAiTemperatureDefault). max_tokens defaults to 16
+// for completions as in OpenAI (the server's default for chat). Extensions: `top_k`,
+// `ignore_eos`, and
 // `speculation`, a tandem.v1.SpeculationParams in proto JSON whose enum values may also
 // be given short ("draft", "greedy", "off").
 //
@@ -18,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "coordinator/request_sampling.h"
 #include "tandem/v1/tandem.pb.h"
 
 namespace tandem::coordinator {
@@ -40,6 +44,15 @@ struct OpenAiRequest {
 // the wrong type or range, an unknown role, and OpenAI features Tandem does not serve
 // (n > 1, echo, suffix, penalties, logit_bias, tools, alternatives in logprobs).
 absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, absl::string_view body);
+
+// OpenAI's temperature for a body that omits it, where the model states none.
+inline constexpr float kOpenAiDefaultTemperature = 1.0f;
+
+// Sets the temperature of a `request` from a body that omitted it (no-op when set):
+// TemperatureWhenUnset(defaults, kOpenAiDefaultTemperature). The other omitted fields
+// stay unset and take the model's defaults in validation.
+void ApplyOpenAiTemperatureDefault(const RequestSamplingDefaults& defaults,
+                                   v1::GenerateRequest* request);
 
 // The request field a status from ParseOpenAiRequest names ("" when none).
 std::string ParamOf(const absl::Status& status);

@@ -33,10 +33,33 @@ TEST(OpenAiRequestTest, CompletionWithOpenAiDefaults) {
   EXPECT_EQ(r.model, "target");
   EXPECT_EQ(r.generate.text(), "def f():");
   EXPECT_EQ(r.generate.max_new_tokens(), 16u);
-  EXPECT_FLOAT_EQ(r.generate.sampling().temperature(), 1.0f);
+  // Omitted sampling fields stay unset: the model's defaults, then OpenAI's, apply.
+  EXPECT_FALSE(r.generate.sampling().has_temperature());
+  EXPECT_FALSE(r.generate.sampling().has_top_k());
+  EXPECT_FALSE(r.generate.sampling().has_top_p());
   EXPECT_FALSE(r.generate.sampling().has_seed());
   EXPECT_FALSE(r.stream);
   EXPECT_FALSE(r.logprobs);
+}
+
+// An omitted temperature: the model's default (greedy for {"do_sample": false}, 0.6 for
+// Llama-3 Instruct), else OpenAI's 1; a temperature the body gives is kept, 0 included.
+TEST(OpenAiRequestTest, OmittedTemperatureTakesTheModelsElseOpenAisDefault) {
+  const char* omitted = R"({"model": "m", "prompt": "x"})";
+  RequestSamplingDefaults none, greedy, warm;
+  greedy.temperature = 0.0f;
+  warm.temperature = 0.6f;
+  for (const auto& [defaults, expected] :
+       {std::pair{none, 1.0f}, std::pair{greedy, 0.0f}, std::pair{warm, 0.6f}}) {
+    OpenAiRequest r = Parse(kCompletions, omitted);
+    ApplyOpenAiTemperatureDefault(defaults, &r.generate);
+    ASSERT_TRUE(r.generate.sampling().has_temperature());
+    EXPECT_FLOAT_EQ(r.generate.sampling().temperature(), expected);
+    EXPECT_FALSE(r.generate.sampling().has_top_k());  // Resolved by validation.
+  }
+  OpenAiRequest r = Parse(kCompletions, R"({"model": "m", "prompt": "x", "temperature": 0})");
+  ApplyOpenAiTemperatureDefault(warm, &r.generate);
+  EXPECT_FLOAT_EQ(r.generate.sampling().temperature(), 0.0f);
 }
 
 TEST(OpenAiRequestTest, CompletionFields) {

@@ -200,6 +200,7 @@ void OpenAiServer::Generate(OpenAiEndpoint endpoint, const httplib::Request& req
   absl::Status s = parsed.status();
   if (s.ok()) s = CheckModel(parsed->model);
   if (!s.ok()) return Fail(s, res);
+  ApplyOpenAiTemperatureDefault(submitter_->limits().sampling_defaults, &parsed->generate);
   absl::StatusOr<SubmittedRequest> submitted =
       submitter_->Submit(parsed->generate, absl::InfiniteFuture());
   if (!submitted.ok()) return Fail(submitted.status(), res);

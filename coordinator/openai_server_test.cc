@@ -37,7 +37,8 @@ std::vector<std::string> EventsOf(const std::string& body) {
 
 class OpenAiServerTest : public ::testing::Test {
  protected:
-  void Start(OpenAiServerOptions options = {}, std::string token = "", ChatRenderer chat = {}) {
+  void Start(OpenAiServerOptions options = {}, std::string token = "", ChatRenderer chat = {},
+             RequestSamplingDefaults sampling_defaults = {}) {
     auto t = Tokenizer::Load("models/target");
     ASSERT_TRUE(t.ok()) << t.status();
     tokenizer_ = std::make_unique<Tokenizer>(*std::move(t));
@@ -53,6 +54,7 @@ class OpenAiServerTest : public ::testing::Test {
     ServerLimits limits;
     limits.context_length = 2048;
     limits.vocab_size = 2048;
+    limits.sampling_defaults = sampling_defaults;
     submitter_ = std::make_unique<RequestSubmitter>(engine_.get(), tokenizer_.get(), limits, chat);
     verifier_ = std::make_unique<BearerTokenVerifier>(token);
     options.listen_address = "127.0.0.1:0";
@@ -132,6 +134,45 @@ TEST_F(OpenAiServerTest, WholeAndStreamedCompletionsAgree) {
     EXPECT_TRUE(chunk["usage"].is_null());
   }
   EXPECT_EQ(joined, text);
+}
+
+// A body without "temperature" runs at the model's default, else OpenAI's 1: seen through
+// the greedy rule, which requires the resolved temperature to be 0 (the fake target
+// verifies greedily only).
+constexpr char kGreedyRuleWithoutTemperature[] =
+    R"({"model": "target", "prompt": "def add(a, b):", "max_tokens": 12, "ignore_eos": true,
+        "speculation": {"acceptance_rule": "greedy"}})";
+
+TEST_F(OpenAiServerTest, OmittedTemperatureIsOpenAisOneWhenTheModelStatesNone) {
+  Start();
+  json error = ExpectError(Post("/v1/completions", kGreedyRuleWithoutTemperature), 400);
+  EXPECT_NE(error["message"].get<std::string>().find("(got 1)"), std::string::npos) << error;
+}
+
+TEST_F(OpenAiServerTest, OmittedTemperatureIsGreedyForADoSampleFalseModel) {
+  SamplingDefaults bundled;  // models/*/generation_config.json: {"do_sample": false}.
+  bundled.do_sample = false;
+  Start({}, "", {}, RequestSamplingDefaultsFrom(bundled));
+  httplib::Result omitted = Post("/v1/completions", kGreedyRuleWithoutTemperature);
+  httplib::Result explicit_zero = Post("/v1/completions", std::string(kGreedy) + "}");
+  ASSERT_TRUE(omitted && explicit_zero);
+  ASSERT_EQ(omitted->status, 200) << omitted->body;
+  EXPECT_EQ(json::parse(omitted->body)["choices"][0]["text"],
+            json::parse(explicit_zero->body)["choices"][0]["text"]);
+  // A temperature the body gives wins over the model's greedy default.
+  json error = ExpectError(Post("/v1/completions", R"({"model": "target", "prompt": "x",
+      "temperature": 0.5, "speculation": {"acceptance_rule": "greedy"}})"),
+                           400);
+  EXPECT_NE(error["message"].get<std::string>().find("(got 0.5)"), std::string::npos) << error;
+}
+
+TEST_F(OpenAiServerTest, OmittedTemperatureIsTheModelsForASamplingModel) {
+  SamplingDefaults instruct;  // Llama-3 Instruct.
+  instruct.do_sample = true;
+  instruct.temperature = 0.6f;
+  Start({}, "", {}, RequestSamplingDefaultsFrom(instruct));
+  json error = ExpectError(Post("/v1/completions", kGreedyRuleWithoutTemperature), 400);
+  EXPECT_NE(error["message"].get<std::string>().find("(got 0.6)"), std::string::npos) << error;
 }
 
 TEST_F(OpenAiServerTest, ModelsAndHealth) {

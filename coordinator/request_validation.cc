@@ -1,5 +1,8 @@
 #include "coordinator/request_validation.h"
 
+#include <limits>
+#include <utility>
+
 #include "absl/random/distributions.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -14,14 +17,14 @@ namespace {
 using tandem::v1::AcceptanceRule;
 using tandem::v1::GenerateRequest;
 using tandem::v1::SpeculationMethod;
+using tandem::v1::SpeculationParams;
 
 template <typename... Args>
 absl::Status Invalid(const Args&... args) {
   return absl::InvalidArgumentError(absl::StrCat(args...));
 }
 
-constexpr spec::ParamRange kTemperatureRange{0.0f, true, 100.0f, true};  // [0, 100]
-constexpr spec::ParamRange kTopPRange{0.0f, false, 1.0f, true};          // (0, 1]
+using spec::ParamRange;
 
 absl::Status ValidateRequestId(const std::string& id, const ServerLimits& limits) {
   if (static_cast<int>(id.size()) > limits.max_request_id_chars) {
@@ -112,43 +115,19 @@ absl::Status ValidateStops(const GenerateRequest& request, const ServerLimits& l
   return absl::OkStatus();
 }
 
-absl::Status ValidateSampling(const GenerateRequest& request, const ServerLimits& limits,
-                              absl::BitGenRef random, ResolvedSampling* out) {
-  const tandem::v1::SamplingParams& s = request.sampling();
-  if (!kTemperatureRange.Contains(s.temperature())) {
-    return Invalid("sampling.temperature = ", s.temperature(),
-                   " is out of range; valid range [0, 100] (0 = greedy)");
-  }
-  if (s.top_k() < 0 || s.top_k() > limits.vocab_size) {
-    return Invalid("sampling.top_k = ", s.top_k(), " is out of range; valid range [0, ",
-                   limits.vocab_size, "] (0 = no limit, ", limits.vocab_size,
-                   " = the vocabulary size)");
-  }
-  if (s.has_top_p() && !kTopPRange.Contains(s.top_p())) {
-    return Invalid("sampling.top_p = ", s.top_p(),
-                   " is out of range; valid range (0, 1] (unset = the model's default)");
-  }
-  out->temperature = s.temperature();
-  out->top_k = s.top_k();
-  out->top_p = s.has_top_p() ? s.top_p() : limits.default_top_p;
-  out->seed_from_request = s.has_seed();
-  out->seed = s.has_seed() ? s.seed() : absl::Uniform<uint64_t>(random);
-  return absl::OkStatus();
-}
-
 // A rule parameter: present in the request or not, its valid range and default.
 struct RuleParam {
   const char* name;
   bool present;
   float value;
-  spec::ParamRange range;
+  ParamRange range;
   float default_value;
   float* destination;
 };
 
 absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLimits& limits,
                                  const ResolvedSampling& sampling, ResolvedSpeculation* out) {
-  const v1::SpeculationParams& sp = request.speculation();
+  const SpeculationParams& sp = request.speculation();
   const float temperature = sampling.temperature;
   if (!tandem::v1::SpeculationMethod_IsValid(sp.method())) {
     return Invalid("speculation.method = ", sp.method(),
@@ -300,8 +279,8 @@ absl::Status ValidateServerLimits(const ServerLimits& limits) {
     return Invalid("server limits: default_max_new_tokens = ", limits.default_max_new_tokens,
                    " must be in [1, max_new_tokens_limit = ", limits.max_new_tokens_limit, "]");
   }
-  if (!kTopPRange.Contains(limits.default_top_p)) {
-    return Invalid("server limits: default_top_p = ", limits.default_top_p, " must be in (0, 1]");
+  if (absl::Status s = ValidateSamplingDefaults(limits.sampling_defaults); !s.ok()) {
+    return Invalid("server limits: ", s.message());
   }
   if (limits.max_speculative_tokens < 0) {
     return Invalid("server limits: max_speculative_tokens = ", limits.max_speculative_tokens,
@@ -343,7 +322,9 @@ absl::StatusOr<ValidatedRequest> ValidateRequest(const GenerateRequest& request,
                                                      : static_cast<int>(request.max_new_tokens());
 
   if (absl::Status s = ValidateStops(request, limits, &out); !s.ok()) return s;
-  if (absl::Status s = ValidateSampling(request, limits, random, &out.sampling); !s.ok()) {
+  if (absl::Status s = ResolveSampling(request.sampling(), limits.sampling_defaults,
+                                       limits.vocab_size, random, &out.sampling);
+      !s.ok()) {
     return s;
   }
   if (absl::Status s = ValidateSpeculation(request, limits, out.sampling, &out.speculation);

@@ -12,6 +12,8 @@
 //    formed, this server's configuration cannot serve it (ModelInfo.methods lists what
 //    it can). AUTO and NONE are always accepted.
 //  * Unknown enum numbers (proto3 enums are open) for method or rule: INVALID_ARGUMENT.
+//  * Unset sampling fields take the model's defaults (coordinator/request_sampling.h);
+//    the acceptance rule and its checks see the resolved temperature.
 //  * Rule GREEDY with temperature > 0: INVALID_ARGUMENT (greedy requires temperature 0).
 //    Other rules at temperature 0 are kept as asked (they act on one-hot p and q).
 //  * A rule parameter given for a rule that does not use it (e.g. alpha with the
@@ -38,6 +40,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "coordinator/proposers/lookahead_params.h"
+#include "coordinator/request_sampling.h"
 #include "tandem/v1/tandem.pb.h"
 #include "tandem/v1/worker.pb.h"
 
@@ -48,9 +51,9 @@ struct ServerLimits {
   int context_length = 0;            // Max prompt + generated tokens per sequence, >= 2.
   int max_new_tokens_limit = 4096;   // Upper bound of GenerateRequest.max_new_tokens.
   int default_max_new_tokens = 128;  // Used when max_new_tokens is 0.
-  // sampling.top_p when the request leaves it unset, (0, 1]: the model's
-  // generation_config.json top_p, else 1 (no limit).
-  float default_top_p = 1.0f;
+  // What unset sampling fields take: the model's generation_config.json defaults
+  // (RequestSamplingDefaultsFrom); none by default (greedy, no top-k or top-p limit).
+  RequestSamplingDefaults sampling_defaults;
   int max_speculative_tokens = 8;  // Upper bound of K.
   int max_tree_nodes = 16;         // Upper bound of speculation.draft_tree_nodes (verify nodes).
   int vocab_size = 0;              // Target vocabulary size, >= 1.
@@ -73,14 +76,6 @@ tandem::v1::AcceptanceRule DefaultAcceptanceRule(float temperature, bool seed_fr
 // INVALID_ARGUMENT when the limits themselves are inconsistent (server configuration
 // error; check once at startup).
 absl::Status ValidateServerLimits(const ServerLimits& limits);
-
-struct ResolvedSampling {
-  float temperature = 0.0f;  // [0, 100]; 0 = greedy.
-  int top_k = 0;             // [0, vocab_size]; 0 = off.
-  float top_p = 1.0f;        // (0, 1]; 1 = off.
-  uint64_t seed = 0;         // Given, or drawn by the server.
-  bool seed_from_request = false;
-};
 
 struct ResolvedSpeculation {
   // Requested method; AUTO stays AUTO (resolved per step by the engine), NONE when the

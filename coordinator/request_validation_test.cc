@@ -195,7 +195,7 @@ TEST(ValidateRequestTest, MethodEnabledByLimits) {
 // The model's generation_config.json top_p applies where the request leaves top_p unset.
 TEST(ValidateRequestTest, UnsetTopPTakesTheServerDefault) {
   ServerLimits limits = TestLimits();
-  limits.default_top_p = 0.9f;
+  limits.sampling_defaults.top_p = 0.9f;
   GenerateRequest r = BaseRequest();
   r.mutable_sampling()->set_temperature(0.7f);
   absl::StatusOr<ValidatedRequest> v = Validate(r, limits);
@@ -205,6 +205,66 @@ TEST(ValidateRequestTest, UnsetTopPTakesTheServerDefault) {
   v = Validate(r, limits);
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(v->sampling.top_p, 0.5f);
+}
+
+// A model that samples by default (Llama-3 Instruct / Qwen3 style generation_config.json):
+// an unset temperature and top_k take its values, and the default acceptance rule sees
+// the resolved temperature; an explicit 0 still means greedy and no top-k limit.
+TEST(ValidateRequestTest, UnsetTemperatureAndTopKTakeASamplingModelsDefaults) {
+  SamplingDefaults config;
+  config.do_sample = true;
+  config.temperature = 0.6f;
+  config.top_k = 20;
+  ServerLimits limits = TestLimits();
+  limits.sampling_defaults = RequestSamplingDefaultsFrom(config);
+  GenerateRequest r = BaseRequest();
+  absl::StatusOr<ValidatedRequest> v = Validate(r, limits);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->sampling.temperature, 0.6f);
+  EXPECT_EQ(v->sampling.top_k, 20);
+  EXPECT_EQ(v->speculation.rule, v1::ACCEPTANCE_RULE_REJECTION);
+  r.mutable_sampling()->set_seed(3);  // Seeded: the output contract's coupled rule.
+  v = Validate(r, limits);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->speculation.rule, v1::ACCEPTANCE_RULE_COUPLED);
+  EXPECT_EQ(ToSequenceSampling(*v).temperature(), 0.6f);
+  // The greedy rule checks the resolved temperature.
+  r.mutable_speculation()->set_acceptance_rule(v1::ACCEPTANCE_RULE_GREEDY);
+  EXPECT_THAT(std::string(Validate(r, limits).status().message()),
+              HasSubstr("requires sampling.temperature = 0 (got 0.6)"));
+  r.mutable_sampling()->set_temperature(0.0f);  // Explicit 0: greedy.
+  r.mutable_sampling()->set_top_k(0);           // Explicit 0: no limit.
+  v = Validate(r, limits);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->sampling.temperature, 0.0f);
+  EXPECT_EQ(v->sampling.top_k, 0);
+  EXPECT_EQ(v->speculation.rule, v1::ACCEPTANCE_RULE_GREEDY);
+}
+
+// The bundled models' {"do_sample": false} and a model that states nothing: a request
+// that sets nothing is greedy; one that sets a temperature samples with the model's top_k.
+TEST(ValidateRequestTest, UnsetTemperatureIsGreedyUnlessTheModelSamples) {
+  SamplingDefaults greedy_config;
+  greedy_config.do_sample = false;
+  greedy_config.temperature = 0.9f;  // Ignored, as Hugging Face ignores it.
+  greedy_config.top_k = 7;
+  for (const ServerLimits& limits : {TestLimits(), [&] {
+                                       ServerLimits l = TestLimits();
+                                       l.sampling_defaults =
+                                           RequestSamplingDefaultsFrom(greedy_config);
+                                       return l;
+                                     }()}) {
+    GenerateRequest r = BaseRequest();
+    absl::StatusOr<ValidatedRequest> v = Validate(r, limits);
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(v->sampling.temperature, 0.0f);
+    EXPECT_EQ(v->speculation.rule, v1::ACCEPTANCE_RULE_GREEDY);
+    r.mutable_sampling()->set_temperature(0.8f);
+    v = Validate(r, limits);
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(v->sampling.temperature, 0.8f);
+    EXPECT_EQ(v->sampling.top_k, limits.sampling_defaults.top_k);
+  }
 }
 
 TEST(ValidateRequestTest, DrawnSeedAndIdComeFromTheRandomSource) {
@@ -250,8 +310,9 @@ TEST(ServerLimitsTest, Validation) {
   EXPECT_THAT(std::string(ValidateServerLimits(limits).message()),
               HasSubstr("default_max_new_tokens"));
   limits = TestLimits();
-  limits.default_top_p = 0.0f;
-  EXPECT_THAT(std::string(ValidateServerLimits(limits).message()), HasSubstr("default_top_p"));
+  limits.sampling_defaults.top_p = 0.0f;
+  EXPECT_THAT(std::string(ValidateServerLimits(limits).message()),
+              HasSubstr("server limits: sampling defaults: top_p = 0"));
   EXPECT_FALSE(ValidateServerLimits(ServerLimits{}).ok());  // No context or vocabulary.
 }
 

@@ -104,8 +104,11 @@ build_prebuilt() {
   grep -q 'VERSION_CODENAME=bookworm' /etc/os-release 2>/dev/null ||
     die "--prebuilt needs a Debian 12 host (the image's libraries come from Debian 12)"
   local labels=(//coordinator:tandem-coordinator //worker:tandem-worker //client:tandem)
-  bazel --output_base="$nocuda_output_base" build --config=nocuda --noshow_progress \
-    --ui_event_filters=-info "${labels[@]}" >&2
+  # --symlink_prefix=/: no bazel-* links, so the workspace's links keep pointing at the
+  # normal build (links into this output base would make the next `bazel build //...`
+  # descend into it).
+  bazel --output_base="$nocuda_output_base" build --config=nocuda --symlink_prefix=/ \
+    --noshow_progress --ui_event_filters=-info "${labels[@]}" >&2
   local bin
   bin=$(bazel --output_base="$nocuda_output_base" info --config=nocuda bazel-bin 2>/dev/null)
   bazel --output_base="$nocuda_output_base" shutdown 2>/dev/null || true

@@ -3,7 +3,7 @@
 # a bearer token; the target is a copy of models/target with a chat template added to its
 # tokenizer_config.json): the OpenAI-compatible HTTP API with curl and with the official
 # `openai` npm client (openai_sdk_check.js), the Python client (python_client_check.py),
-# and `tandem generate --json` / `--chat`.
+# `tandem info` and `tandem generate --json` / `--chat`.
 # The npm client comes from $TANDEM_NPM_DIR (./run.sh test installs third_party/npm and
 # sets it); Python needs Debian's python3-grpcio. Under ./run.sh test
 # (TANDEM_REQUIRE_NPM_DATA=1) a missing one fails the test; elsewhere its part is skipped
@@ -116,8 +116,11 @@ check_error "oversize body" 413 "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/completio
 check_error "unknown model" 404 "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/completions" -d '{"model": "gpt-4", "prompt": "x"}'
 # A client that hangs up mid-stream: its request is cancelled (nothing left running) and
 # the workers' KV blocks are released (the coordinator refreshes them from the workers).
-curl -s -N --max-time 1 "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/completions" \
-  -d '{"model": "target", "prompt": "import os\n", "max_tokens": 4000, "ignore_eos": true, "stream": true}' >"$TMP/cut.txt"
+# The client reads the first 3000 bytes (about a dozen events) and hangs up: curl exits
+# on its next write (a time limit raced a fast greedy generation that finished first).
+curl -s -N --max-time 20 "${AUTH[@]}" "${JSONH[@]}" "$OPENAI/v1/completions" \
+  -d '{"model": "target", "prompt": "import os\n", "max_tokens": 4000, "ignore_eos": true, "stream": true}' |
+  head -c 3000 >"$TMP/cut.txt" || true
 busy=1
 for _ in $(seq 100); do
   busy=$(curl -s "$METRICS" | sed -n -e 's/^tandem_running_sequences \([0-9.e+]*\)$/\1/p' \
@@ -128,10 +131,13 @@ done
   || fail "the stream was not cut mid-generation: $(tail -c 200 "$TMP/cut.txt")"
 [ "$busy" = 0 ] && pass "curl disconnect cancels the request (running 0, KV blocks 0)" \
   || fail "after disconnect: $(curl -s "$METRICS" | grep -E '^tandem_(running|kv_blocks_used)')"
-post "{$GREEDY}" >"$TMP/again.json"
+# Without "temperature": the bundled models' generation_config.json ("do_sample": false)
+# makes it greedy, the same text as the explicit temperature 0.
+post '{"model": "target", "prompt": "def add(a, b):\n", "max_tokens": 12}' >"$TMP/again.json"
 cmp -s <($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' "$TMP/whole.json") \
        <($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' "$TMP/again.json") \
-  && pass "still serving after bad requests" || fail "after bad requests: $(cat "$TMP/again.json")"
+  && pass "still serving after bad requests; omitted temperature = the model's greedy default" \
+  || fail "after bad requests: $(cat "$TMP/again.json")"
 
 # --- the openai npm client ---------------------------------------------------------------
 if [ -n "${TANDEM_NPM_DIR:-}" ] && [ -d "${TANDEM_NPM_DIR}/openai" ] && command -v node >/dev/null; then
@@ -141,7 +147,10 @@ else
   missing "the openai npm client: TANDEM_NPM_DIR='${TANDEM_NPM_DIR:-}' has no openai (./run.sh test installs third_party/npm and sets it)"
 fi
 
-# --- tandem generate --json --------------------------------------------------------------
+# --- tandem info, tandem generate --json ------------------------------------------------
+"$TANDEM" info --server "$SERVER" --token-file "$TMP/token" --json >"$TMP/info.json" 2>&1 \
+  && $PY -c 'import json,sys; i=json.load(open(sys.argv[1])); assert i["stop_token_ids"] == [2] and i["eos_token_id"] == 2 and i["default_sampling"]["temperature"] == 0, i' "$TMP/info.json" \
+  && pass "tandem info: stop ids [2], greedy defaults" || fail "tandem info: $(cat "$TMP/info.json")"
 "$TANDEM" generate --server "$SERVER" --token-file "$TMP/token" --max-tokens 10 --json \
   $'def add(a, b):\n' >"$TMP/gen.json" 2>"$TMP/gen.err" || fail "generate --json: $(cat "$TMP/gen.err")"
 "$TANDEM" generate --server "$SERVER" --token-file "$TMP/token" --max-tokens 10 --quiet \

@@ -1,10 +1,11 @@
 """The `tandem` Python package against a local cluster (driven by clients_e2e_test.sh):
-model info, a whole and a streamed greedy completion agree, token ids and logprobs come
+model info (stop ids, sampling defaults), a whole and a streamed greedy completion
+agree and equal an explicitly greedy one, token ids and logprobs come
 back, bad requests and a wrong token raise TandemError, an unknown method ValueError.
 Usage: python3 python_client_check.py HOST:PORT TOKEN"""
 import sys
 
-from tandem import Client, TandemError
+from tandem import Client, SamplingDefaults, TandemError
 
 address, token = sys.argv[1], sys.argv[2]
 
@@ -21,7 +22,11 @@ def expect_error(code, call):
 with Client(address, token=token) as client:
     info = client.model_info()
     assert info.target == "target" and info.vocab_size > 0 and "draft" in info.methods, info
-    print(f"ok: model_info (target {info.target}, methods {info.methods})")
+    # The bundled models: EOS "</s>" = 2, generation_config.json {"do_sample": false}.
+    assert info.eos_token_id == 2 and info.stop_token_ids == [2], info
+    assert info.default_sampling == SamplingDefaults(0.0, 1.0, 0), info.default_sampling
+    print(f"ok: model_info (target {info.target}, methods {info.methods}, stop ids "
+          f"{info.stop_token_ids}, defaults {info.default_sampling})")
 
     prompt = "def fibonacci(n):\n"
     whole = client.generate(prompt, max_tokens=12, method="draft", num_speculative_tokens=3,
@@ -31,6 +36,8 @@ with Client(address, token=token) as client:
     assert whole.stats.method == "draft" and whole.stats.draft_tokens_proposed > 0, whole.stats
     deltas = list(client.stream(prompt, max_tokens=12))
     assert "".join(d.text for d in deltas) == whole.text
+    # Unset sampling arguments are the model's default (greedy): an explicit 0 agrees.
+    assert client.generate(prompt, max_tokens=12, temperature=0.0, top_k=0).text == whole.text
     assert deltas[-1].stats is not None and deltas[-1].finish_reason == whole.finish_reason
     print(f"ok: generate == stream ({whole.stats.generated_tokens} tokens, acceptance "
           f"{whole.stats.acceptance_rate:.2f})")

@@ -9,7 +9,8 @@ from tandem import Client
 
 with Client(sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1:50051") as client:
     info = client.model_info()
-    print(f"target {info.target}, draft {info.draft}, methods {info.methods}")
+    print(f"target {info.target}, draft {info.draft}, methods {info.methods}, "
+          f"stop ids {info.stop_token_ids}, sampling defaults {info.default_sampling}")
     done = client.generate("def fibonacci(n):\n", max_tokens=32, method="draft")
     print(done.text)
     print(f"acceptance {done.stats.acceptance_rate:.2f}, "

@@ -7,6 +7,8 @@
 The protobuf and gRPC stubs (tandem.v1.tandem_pb2, tandem_pb2_grpc) are generated at
 build time from proto/tandem/v1/tandem.proto (bazel build //client/python:tandem).
 """
-from tandem.client import Client, Completion, Delta, ModelInfo, Stats, TandemError
+from tandem.client import (Client, Completion, Delta, ModelInfo, SamplingDefaults, Stats,
+                           TandemError)
 
-__all__ = ["Client", "Completion", "Delta", "ModelInfo", "Stats", "TandemError"]
+__all__ = ["Client", "Completion", "Delta", "ModelInfo", "SamplingDefaults", "Stats",
+           "TandemError"]

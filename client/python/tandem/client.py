@@ -73,6 +73,16 @@ class Delta:
 
 
 @dataclass
+class SamplingDefaults:
+    """What a request's unset sampling arguments resolve to on this server: the model's
+    generation_config.json defaults (tandem.proto's SamplingParams has the rule)."""
+
+    temperature: float  # 0 = greedy.
+    top_p: float  # 1 = no limit.
+    top_k: int  # 0 = no limit.
+
+
+@dataclass
 class ModelInfo:
     """The served models and limits (tandem.v1.ModelInfo; `raw` has every field)."""
 
@@ -84,6 +94,9 @@ class ModelInfo:
     max_new_tokens_limit: int
     max_speculative_tokens: int
     methods: List[str]
+    eos_token_id: int  # The tokenizer's own EOS (-1: none).
+    stop_token_ids: List[int]  # Generation ends at any of these (EOS included).
+    default_sampling: SamplingDefaults
     raw: tandem_pb2.ModelInfo
 
 
@@ -131,15 +144,18 @@ class Client:
         self._channel.close()
 
     @staticmethod
-    def request(prompt: Prompt, *, max_tokens: int = 0, temperature: float = 0.0,
-                top_p: Optional[float] = None, top_k: int = 0, seed: Optional[int] = None,
+    def request(prompt: Prompt, *, max_tokens: int = 0, temperature: Optional[float] = None,
+                top_p: Optional[float] = None, top_k: Optional[int] = None,
+                seed: Optional[int] = None,
                 stop: Sequence[str] = (), method: str = "auto",
                 num_speculative_tokens: Optional[int] = None, acceptance_rule: str = "default",
                 return_token_ids: bool = False, return_logprobs: bool = False,
                 ignore_eos: bool = False, request_id: str = "") -> tandem_pb2.GenerateRequest:
         """The GenerateRequest the keyword arguments describe (max_tokens 0: the server's
-        default; num_speculative_tokens None: adaptive K). ValueError for an unknown method
-        or rule name."""
+        default; temperature, top_p, top_k None: the model's defaults, see
+        ModelInfo.default_sampling (greedy unless the model's generation_config.json
+        samples); num_speculative_tokens None: adaptive K). ValueError for an unknown
+        method or rule name."""
         r = tandem_pb2.GenerateRequest(request_id=request_id, max_new_tokens=max_tokens,
                                        stop=list(stop), return_token_ids=return_token_ids,
                                        return_logprobs=return_logprobs, ignore_eos=ignore_eos)
@@ -150,8 +166,10 @@ class Client:
                 r.chat.messages.add(role=m["role"], content=m["content"])
         else:
             r.token_ids.ids.extend(prompt)
-        r.sampling.temperature = temperature
-        r.sampling.top_k = top_k
+        if temperature is not None:
+            r.sampling.temperature = temperature
+        if top_k is not None:
+            r.sampling.top_k = top_k
         if top_p is not None:
             r.sampling.top_p = top_p
         if seed is not None:
@@ -197,8 +215,11 @@ class Client:
                                         metadata=self._metadata)
         except grpc.RpcError as e:
             raise TandemError(e.code().name, e.details()) from None
+        d = i.default_sampling
         return ModelInfo(i.target.name, i.draft.name if i.HasField("draft") else None,
                          i.draft_available, i.target.vocab_size, i.context_length,
                          i.max_new_tokens_limit, i.max_speculative_tokens,
                          [_short_name(tandem_pb2.SpeculationMethod.Name(m), "SPECULATION_METHOD_")
-                          for m in i.methods], i)
+                          for m in i.methods], i.eos_token_id, list(i.stop_token_ids),
+                         SamplingDefaults(d.temperature, d.top_p if d.HasField("top_p") else 1.0,
+                                          d.top_k), i)
