@@ -29,6 +29,14 @@ ABSL_FLAG(int, draft_tree_siblings, 0,
           "of the draft's next likeliest tokens as leaf siblings of each drafted token, "
           "each only when its expected tokens pay for its verify row (measured nu), "
           "within --max_k nodes; 0 = chains.");
+ABSL_FLAG(int, draft_tree_nodes, 0,
+          "Dynamic draft-model trees for greedy and coupled requests (EAGLE-2 expansion on "
+          "the draft worker): the node budget per step, 0..256 (a request's "
+          "speculation.draft_tree_nodes overrides it), within the workers' "
+          "max_speculative_tokens; nodes beyond K are kept only when their path probability "
+          "pays for their verify row (measured nu); 0 = chains (or --draft_tree_siblings).");
+ABSL_FLAG(int, draft_tree_width, 4,
+          "Dynamic draft trees: nodes expanded per depth and children per node, 1..16.");
 ABSL_FLAG(std::string, pipeline_mode, "auto",
           "Mode of pipelined phases: auto (chosen every phase from the measured draft and "
           "verify call-time fits: sequential, lockstep or ping-pong, whichever is predicted "
@@ -120,6 +128,8 @@ absl::Status SetPlanning(EngineOptions* eo) {
   p.optimistic_max_batch = absl::GetFlag(FLAGS_optimistic_max_batch);
   p.predraft_branches = absl::GetFlag(FLAGS_predraft_branches);
   p.draft_tree_siblings = absl::GetFlag(FLAGS_draft_tree_siblings);
+  p.draft_tree_nodes = absl::GetFlag(FLAGS_draft_tree_nodes);
+  p.draft_tree_width = absl::GetFlag(FLAGS_draft_tree_width);
   p.max_k = absl::GetFlag(FLAGS_max_k);
   p.speculation_max_batch = absl::GetFlag(FLAGS_speculation_max_batch);
   p.catch_up_min_tokens = std::max(0, absl::GetFlag(FLAGS_catch_up_min_tokens));
@@ -137,7 +147,9 @@ absl::Status SetPlanning(EngineOptions* eo) {
                      ": expected auto, sequential, lockstep or ping_pong"));
   }
   for (const absl::Status& s : {CheckRange("predraft_branches", p.predraft_branches, 1, 31),
-                                CheckRange("draft_tree_siblings", p.draft_tree_siblings, 0, 15)}) {
+                                CheckRange("draft_tree_siblings", p.draft_tree_siblings, 0, 15),
+                                CheckRange("draft_tree_nodes", p.draft_tree_nodes, 0, 256),
+                                CheckRange("draft_tree_width", p.draft_tree_width, 1, 16)}) {
     if (!s.ok()) return s;
   }
   return absl::OkStatus();

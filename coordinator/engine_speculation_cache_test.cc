@@ -142,5 +142,32 @@ TEST_F(SpeculationCacheTest, DraftTreeSiblingsCommitMorePerStepWithTheTargetsOut
   EXPECT_LT(steps[1], steps[0]);
 }
 
+// Dynamic draft trees (8 nodes, width 3) with the same draft: the target's token,
+// second in the draft's top tokens, is a child beside each rejected node, so steps
+// commit more than chains; the output is the target's with pipelining on (no
+// pre-drafting for trees) and off, and no draft KV is left behind.
+TEST_F(SpeculationCacheTest, DynamicDraftTreesCommitMorePerStepWithTheTargetsOutput) {
+  for (v1::Pipelining pipelining : {v1::PIPELINING_ON, v1::PIPELINING_OFF}) {
+    int steps[2] = {0, 0};
+    for (int tree : {0, 1}) {
+      options_.planner.draft_tree_nodes = tree * 8;
+      options_.planner.draft_tree_width = 3;
+      Start(/*branches=*/1, /*draft_error_rate=*/0.5, /*top_has_target=*/true);
+      RequestSpec s = Spec(3);
+      s.pipelining = pipelining;
+      Output out = Run(s);
+      ASSERT_TRUE(out.status.ok()) << out.status;
+      EXPECT_EQ(out.ids, Reference(s)) << "tree " << tree << " pipelining " << pipelining;
+      EXPECT_LE(out.stats.draft_tokens_accepted(), out.stats.generated_tokens());
+      steps[tree] = out.stats.target_steps();
+      ExpectDraftEmpty();
+      engine_->Stop();
+      TearDown();
+      engine_.reset();
+    }
+    EXPECT_LT(steps[1], steps[0]) << "pipelining " << pipelining;
+  }
+}
+
 }  // namespace
 }  // namespace tandem::coordinator

@@ -65,6 +65,7 @@ void Engine::ApplyTargetDescription(const v1::DescribeResponse& d) {
   planner_.target_max_batch_tokens = d.max_batch_tokens();
   planner_.context_length = std::min<int>(options_.planner.context_length, d.context_length());
   planner_.max_k = std::min<int>(options_.planner.max_k, d.max_speculative_tokens());
+  planner_.max_tree_nodes = d.max_speculative_tokens();
   kv_.SetTarget({static_cast<int>(d.kv_block_size()), static_cast<int>(d.kv_total_blocks())});
 }
 

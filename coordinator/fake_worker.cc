@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/proposers/candidates.h"
+#include "worker/draft_tree.h"
 #include "worker/request_validation.h"
 
 namespace tandem::coordinator {
@@ -208,6 +209,10 @@ absl::StatusOr<v1::DraftResponse> FakeWorker::Draft(const v1::DraftRequest& requ
     std::vector<int32_t>& cache = caches_[d.sequence_id()];
     v1::DraftedSequence* out = response.add_sequences();
     out->set_sequence_id(d.sequence_id());
+    if (d.tree_nodes() > 0) {
+      DraftTree(d, cache, out);
+      continue;
+    }
     for (uint32_t i = 0; i < d.num_draft_tokens(); ++i) {
       const int32_t t = FakeDraftNext(cache, options_.vocab_size, options_.draft_error_rate);
       *out->add_proposals() = PointMassProposal(t);
@@ -287,6 +292,27 @@ absl::StatusOr<v1::VerifyResponse> FakeWorker::Verify(const v1::VerifyRequest& r
     return Admit(kv);
   }
   return response;
+}
+
+void FakeWorker::DraftTree(const v1::DraftSequence& d, const std::vector<int32_t>& cache,
+                           v1::DraftedSequence* out) {
+  worker::DraftTreeBuilder tree(d.tree_width(), d.num_draft_tokens(), d.tree_nodes());
+  while (tree.NeedsDistributions()) {
+    std::vector<spec::SparseDistribution> top;
+    for (int i = 0; i < tree.frontier_size(); ++i) {
+      std::vector<int32_t> context = cache;
+      const std::vector<int32_t> path = tree.FrontierPath(i);
+      context.insert(context.end(), path.begin(), path.end());
+      const int32_t proposal =
+          FakeDraftNext(context, options_.vocab_size, options_.draft_error_rate);
+      const v1::TopTokens t = DraftTop(context, proposal, d.tree_width());
+      top.push_back({{t.ids().begin(), t.ids().end()}, {t.probs().begin(), t.probs().end()}});
+      counters_.max_position = std::max<int>(counters_.max_position, context.size());
+    }
+    tree.Grow(top);
+  }
+  worker::WriteDraftTree(tree.Result(), out);
+  out->set_cached_length(cache.size());  // Only the committed context stays cached.
 }
 
 v1::TopTokens FakeWorker::DraftTop(const std::vector<int32_t>& context, int32_t proposal,

@@ -100,6 +100,10 @@ class FakeWorker : public WorkerApi {
   void Feed(uint64_t id, uint32_t start, const std::vector<int32_t>& tokens)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckKv() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A dynamic tree (tree_nodes > 0) after `cache`, expanded as worker/draft_tree.h with
+  // DraftTop after each frontier path as the draft's distribution.
+  void DraftTree(const v1::DraftSequence& d, const std::vector<int32_t>& cache,
+                 v1::DraftedSequence* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The draft's top tokens after `context` whose proposal is `proposal` (see above).
   v1::TopTokens DraftTop(const std::vector<int32_t>& context, int32_t proposal, int n) const;
 

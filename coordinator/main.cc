@@ -230,6 +230,7 @@ int Run() {
   limits.max_new_tokens_limit = absl::GetFlag(FLAGS_max_new_tokens_limit);
   limits.max_speculative_tokens =
       std::min<int>(absl::GetFlag(FLAGS_max_k), cluster.target.max_speculative_tokens());
+  limits.max_tree_nodes = static_cast<int>(cluster.target.max_speculative_tokens());
   limits.vocab_size = static_cast<int>(cluster.target.model().vocab_size());
   limits.sampling_defaults = RequestSamplingDefaultsFrom(generation->sampling);
   limits.available_methods.clear();

@@ -28,6 +28,13 @@ struct PlannerOptions {
   // within max_k nodes; a sibling is added only when its expected tokens pay for its
   // verify row (DraftProposer, docs/architecture.md §5); 0 = chains.
   int draft_tree_siblings = 0;
+  // Dynamic draft trees (greedy and coupled requests; EAGLE-2's expansion on the draft
+  // worker, nodes kept while their path probability pays for their verify row): the
+  // server's node budget (a request's speculation.draft_tree_nodes overrides it; 0 =
+  // none, the chain or static siblings above), and the expansion width per node.
+  int draft_tree_nodes = 0;
+  int draft_tree_width = 4;
+  int max_tree_nodes = 16;         // Verify nodes per sequence (target's max_speculative_tokens).
   int max_k = 8;                   // Upper bound of K.
   int speculation_max_batch = 32;  // Above this many running: adaptive K -> 0 (batch_limit).
   int prefill_chunk = 256;         // Prefill tokens per sequence and phase (target and draft).

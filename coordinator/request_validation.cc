@@ -175,6 +175,11 @@ absl::Status ValidateSpeculation(const GenerateRequest& request, const ServerLim
     out->fixed_k = k;
     if (k == 0) out->method = tandem::v1::SPECULATION_METHOD_NONE;
   }
+  if (sp.draft_tree_nodes() < 0 || sp.draft_tree_nodes() > limits.max_tree_nodes) {
+    return Invalid("speculation.draft_tree_nodes = ", sp.draft_tree_nodes(),
+                   " is out of range; valid range [0, ", limits.max_tree_nodes, "]");
+  }
+  if (sp.has_draft_tree_nodes()) out->draft_tree_nodes = sp.draft_tree_nodes();
   absl::StatusOr<LookaheadConfig> lookahead =
       ResolveLookaheadParams(sp, method, limits.max_speculative_tokens);
   if (!lookahead.ok()) return lookahead.status();

@@ -55,6 +55,7 @@ struct ServerLimits {
   // (RequestSamplingDefaultsFrom); none by default (greedy, no top-k or top-p limit).
   RequestSamplingDefaults sampling_defaults;
   int max_speculative_tokens = 8;  // Upper bound of K.
+  int max_tree_nodes = 16;         // Upper bound of speculation.draft_tree_nodes (verify nodes).
   int vocab_size = 0;              // Target vocabulary size, >= 1.
   int max_prompt_bytes = 1 << 20;  // Prompt text size limit.
   int max_stop_strings = 8;
@@ -94,6 +95,9 @@ struct ResolvedSpeculation {
   tandem::v1::Pipelining pipelining = tandem::v1::PIPELINING_DEFAULT;
   // LOOKAHEAD's W, N, G (ResolveLookaheadParams; the defaults for other methods).
   LookaheadConfig lookahead;
+  // DRAFT's dynamic tree node budget (speculation.draft_tree_nodes); nullopt = the
+  // server's --draft_tree_nodes.
+  std::optional<int> draft_tree_nodes;
 };
 
 struct ValidatedRequest {

@@ -83,6 +83,9 @@ INSTANTIATE_TEST_SUITE_P(
         RejectCase{"k_over",
                    [](auto& r) { r.mutable_speculation()->set_num_speculative_tokens(9); },
                    kInvalid, "num_speculative_tokens = 9 is out of range"},
+        RejectCase{"tree_nodes_over",
+                   [](auto& r) { r.mutable_speculation()->set_draft_tree_nodes(17); }, kInvalid,
+                   "draft_tree_nodes = 17 is out of range; valid range [0, 16]"},
         RejectCase{"k_with_method_none",
                    [](auto& r) {
                      r.mutable_speculation()->set_method(v1::SPECULATION_METHOD_NONE);

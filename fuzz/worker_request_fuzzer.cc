@@ -97,6 +97,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                    seq.num_draft_tokens() <= static_cast<uint32_t>(kLimits.max_speculative_tokens));
         FUZZ_CHECK(seq.proposal_top_k() <= 256);
         FUZZ_CHECK(seq.num_top() <= 16);
+        // A dynamic tree: within the budget and width, point-mass rules, no branch.
+        FUZZ_CHECK(seq.tree_nodes() <= static_cast<uint32_t>(kLimits.max_speculative_tokens));
+        FUZZ_CHECK(seq.tree_nodes() > 0 ? seq.tree_width() >= 1 && seq.tree_width() <= 16
+                                        : seq.tree_width() == 0);
+        FUZZ_CHECK(seq.tree_nodes() == 0 ||
+                   (seq.fork_from() == 0 && seq.num_top() == 0 &&
+                    (tandem::worker::IsGreedy(seq.sampling()) ||
+                     seq.sampling().rule() == tandem::v1::ACCEPTANCE_RULE_COUPLED)));
         CheckPositions(seq, int64_t{seq.tokens_size()} + seq.num_draft_tokens());
       }
       return 0;

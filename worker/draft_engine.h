@@ -22,6 +22,15 @@
 // exactly the tokens and q a fresh Draft of the same prefix would (what keeps a
 // pre-drafted outcome as valid as a fresh draft, docs/architecture.md §3).
 //
+// Trees (DraftSequence.tree_nodes > 0, greedy or coupled): the first pass is shared
+// with chains; then each pass feeds every frontier node (draft_tree.h) as one row on its
+// own branch, forked (ModelExecutor::Fork, sharing KV) from its parent's branch or, at
+// depth 1, from the sequence, and asks each row for its tree_width top tokens
+// (DraftRow::top). Branch ids are worker-internal (bit 63 set) and released before the
+// call returns, so the sequence's cache holds start_position + tokens (cached_length
+// says so). The proposals are the tree's nodes, point masses, with proposal_parents and
+// path_probs.
+//
 // Requests are expected to be valid (see request_validation.h; q sizes must be in
 // [1, kMaxDraftQSize]); the engine still never crashes on bad input (the model rejects
 // it). Not thread-safe.
@@ -29,6 +38,8 @@
 #define TANDEM_WORKER_DRAFT_ENGINE_H_
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kernels/accept/draft_sample.h"
 #include "tandem/v1/worker.pb.h"
 #include "worker/model_executor.h"
 
@@ -53,7 +64,25 @@ class DraftEngine {
   absl::StatusOr<v1::DraftResponse> Draft(const v1::DraftRequest& request);
 
  private:
+  struct Pass;
+  struct DraftState;
+
   absl::Status CheckCapacity(const v1::DraftRequest& request) const;
+  static absl::Status NoLogitsError(const v1::DraftSequence& seq, uint64_t position);
+  // Records chain sequence s's proposal of pass i and adds its next input to `next`.
+  static absl::Status ExtendChain(const v1::DraftSequence& seq, int s, int i,
+                                  const DraftProposal& proposal, DraftState* state, Pass* next);
+  // The forward passes of a checked request (forks made).
+  absl::StatusOr<v1::DraftResponse> RunPasses(const v1::DraftRequest& request);
+  // Grows tree sequence s from its frontier's rows, forks the new frontier's branches
+  // and adds their rows to `next`.
+  absl::Status GrowTree(const v1::DraftSequence& seq, int s, absl::Span<const DraftProposal> rows,
+                        DraftState* state, Pass* next);
+  // Releases the request's tree branches that exist.
+  void ReleaseTreeBranches(const v1::DraftRequest& request);
+  // Writes the trees into the response and completes it.
+  absl::StatusOr<v1::DraftResponse> Finish(const v1::DraftRequest& request, DraftState state,
+                                           double forward_ms_before);
   // Forks every branch entry of `request` from its parent, in request order.
   absl::Status ForkBranches(const v1::DraftRequest& request);
 

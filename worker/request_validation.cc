@@ -1,5 +1,6 @@
 #include "worker/request_validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -121,6 +122,35 @@ absl::Status CheckFork(const v1::DraftRequest& request, const v1::DraftSequence&
     }
   }
   return absl::OkStatus();
+}
+
+// A dynamic tree (tree_nodes > 0): budget, width, a point-mass rule, no branch or top
+// tokens. The rows of its widest pass (the frontier, one row per node); 0 for a chain.
+absl::StatusOr<int64_t> CheckDraftTree(const v1::DraftSequence& seq, const RequestLimits& limits,
+                                       const std::string& where) {
+  if (seq.tree_nodes() == 0) {
+    if (seq.tree_width() == 0) return 0;
+    return absl::InvalidArgumentError(absl::StrCat(where, ": tree_width ", seq.tree_width(),
+                                                   " without tree_nodes (0 = a chain)"));
+  }
+  if (seq.tree_nodes() > static_cast<uint32_t>(limits.max_speculative_tokens)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": tree_nodes ", seq.tree_nodes(), " is outside [0, ",
+                     limits.max_speculative_tokens, "] (max_speculative_tokens)"));
+  }
+  if (seq.tree_width() < 1 || seq.tree_width() > static_cast<uint32_t>(kMaxDraftTop)) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": tree_width ", seq.tree_width(),
+                                                   " is outside [1, ", kMaxDraftTop, "]"));
+  }
+  if (!IsGreedy(seq.sampling()) && seq.sampling().rule() != v1::ACCEPTANCE_RULE_COUPLED) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": tree_nodes needs point-mass nodes: greedy or the coupled rule"));
+  }
+  if (seq.fork_from() != 0 || seq.num_top() != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": a tree (tree_nodes) takes neither fork_from nor num_top"));
+  }
+  return seq.tree_width();
 }
 
 }  // namespace
@@ -283,12 +313,14 @@ absl::Status ValidateDraftRequest(const v1::DraftRequest& request, const Request
         }
         TANDEM_RETURN_IF_ERROR(CheckSampling(seq.sampling(), limits, where));
         TANDEM_RETURN_IF_ERROR(CheckFork(request, seq, where));
-        // Every proposal gets a position: start .. start + tokens + K - 1; a branch's
-        // start is within its parent's cache.
+        absl::StatusOr<int64_t> tree_rows = CheckDraftTree(seq, limits, where);
+        if (!tree_rows.ok()) return tree_rows.status();
+        // Every proposal (a tree's nodes too) gets a position: start .. start + tokens +
+        // K - 1; a branch's start is within its parent's cache.
         TANDEM_RETURN_IF_ERROR(CheckPositions(
             seq.fork_from() != 0 ? seq.fork_from() : seq.sequence_id(), seq.start_position(),
             int64_t{seq.tokens_size()} + k, limits, cached_length, where));
-        return seq.tokens_size();
+        return std::max<int64_t>(seq.tokens_size(), *tree_rows);
       });
   if (!rows.ok()) return rows.status();
   TANDEM_RETURN_IF_ERROR(CheckRows(*rows, limits, "the draft"));

@@ -162,6 +162,34 @@ TEST_F(WorkerServiceTest, BadDraftPrefillAndTruncateRequests) {
       {"draft branch of a sequence the request drafts",
        draft([](v1::DraftSequence* s) { s->set_fork_from(1); }),
        absl::StatusCode::kInvalidArgument},
+      {"draft tree_width without tree_nodes",
+       draft([](v1::DraftSequence* s) { s->set_tree_width(2); }),
+       absl::StatusCode::kInvalidArgument},
+      {"draft tree_nodes over max", draft([](v1::DraftSequence* s) {
+         s->set_tree_nodes(kMaxK + 1);
+         s->set_tree_width(2);
+       }),
+       absl::StatusCode::kInvalidArgument},
+      {"draft tree without width", draft([](v1::DraftSequence* s) { s->set_tree_nodes(2); }),
+       absl::StatusCode::kInvalidArgument},
+      {"draft tree_width over 16", draft([](v1::DraftSequence* s) {
+         s->set_tree_nodes(2);
+         s->set_tree_width(17);
+       }),
+       absl::StatusCode::kInvalidArgument},
+      {"draft tree under rejection", draft([](v1::DraftSequence* s) {
+         s->set_tree_nodes(2);
+         s->set_tree_width(2);
+         s->mutable_sampling()->set_temperature(0.8f);
+         s->mutable_sampling()->set_rule(v1::ACCEPTANCE_RULE_REJECTION);
+       }),
+       absl::StatusCode::kInvalidArgument},
+      {"draft tree with num_top", draft([](v1::DraftSequence* s) {
+         s->set_tree_nodes(2);
+         s->set_tree_width(2);
+         s->set_num_top(2);
+       }),
+       absl::StatusCode::kInvalidArgument},
       {"draft bad top_p",
        draft([](v1::DraftSequence* s) { s->mutable_sampling()->set_top_p(-0.5f); }),
        absl::StatusCode::kInvalidArgument},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "coordinator/proposers/draft_tree_pruning.h"
 #include "coordinator/proposers/outcome_ranking.h"
 #include "coordinator/sequence.h"
 
@@ -19,6 +20,17 @@ constexpr int kMaxTop = 16;
 bool TakesDeterministicSiblings(const Sequence& s) {
   const v1::SequenceSampling sampling = ToSequenceSampling(s.request());
   return sampling.temperature() == 0 || sampling.rule() == v1::ACCEPTANCE_RULE_COUPLED;
+}
+
+// The dynamic tree budget of `s` (0 = no dynamic tree): the request's
+// speculation.draft_tree_nodes or the server's, within what a verify and a draft call
+// take and the target's context holds (the nodes take verify positions after the
+// tokens); point-mass rules only.
+int DynamicTreeNodes(const Sequence& s, const PlannerOptions& o) {
+  if (!TakesDeterministicSiblings(s)) return 0;
+  const int nodes = s.request().speculation.draft_tree_nodes.value_or(o.draft_tree_nodes);
+  const int room = o.context_length - static_cast<int>(s.tokens().size());
+  return std::max(0, std::min({nodes, o.max_tree_nodes, o.draft_max_k, room}));
 }
 
 // Turns the chain in `c` into a tree: the draft's next likeliest tokens beside chain
@@ -78,6 +90,10 @@ struct DraftState : ProposerState {
   int tree_siblings = 0;
   int max_nodes = 0;
   double node_value_threshold = 0;
+  // A dynamic tree's node budget (0 = none; then no pre-drafting) and the K it was
+  // asked for (the nodes kept whatever their value).
+  int tree_nodes = 0;
+  int tree_depth = 0;
 
   // Length of the common prefix of cache and the sequence's tokens.
   int ValidLength(const std::vector<int32_t>& tokens) const {
@@ -172,13 +188,24 @@ void DraftProposer::AddWork(Sequence* s, ProposerState& state, int slot, int k,
     plan->draft_prefill_slots.push_back(slot);
     return;
   }
-  if (budget->rows + fed > o.draft_max_batch_tokens) return;  // Next phase.
-  budget->rows += fed;
-  Of(state).tree_siblings = o.draft_tree_siblings;
-  Of(state).max_nodes = o.max_k;
-  Of(state).node_value_threshold = spec::NodeValueThreshold(s->PlannedRate(), plan->verify_cost, k);
-  AddDraftEntry(s, WorkerId(s->id(), Of(state).main_slot), slot, start, tokens.data() + start,
-                tokens.data() + length, k, false, o, plan);
+  DraftState& d = Of(state);
+  d.tree_nodes = DynamicTreeNodes(*s, o);
+  d.tree_depth = k;
+  // A tree's passes feed up to tree_width frontier nodes.
+  const int rows = std::max(fed, d.tree_nodes > 0 ? o.draft_tree_width : 0);
+  if (budget->rows + rows > o.draft_max_batch_tokens) return;  // Next phase.
+  budget->rows += rows;
+  d.tree_siblings = o.draft_tree_siblings;
+  d.max_nodes = o.max_k;
+  d.node_value_threshold = spec::NodeValueThreshold(s->PlannedRate(), plan->verify_cost, k);
+  v1::DraftSequence* entry =
+      AddDraftEntry(s, WorkerId(s->id(), d.main_slot), slot, start, tokens.data() + start,
+                    tokens.data() + length, k, false, o, plan);
+  if (d.tree_nodes > 0) {
+    entry->set_tree_nodes(d.tree_nodes);
+    entry->set_tree_width(o.draft_tree_width);
+    entry->clear_num_top();
+  }
 }
 
 // The chain part of `c` (its first nodes while each follows the one before; leaf
@@ -209,6 +236,7 @@ void DraftProposer::AddContinuation(Sequence* s, ProposerState& state, int slot,
                                     PhasePlan* plan) const {
   DraftState& d = Of(state);
   d.branches.clear();
+  if (d.tree_nodes > 0) return;  // Dynamic trees are not pre-drafted.
   std::vector<std::vector<int32_t>> siblings;
   const int k = ChainLength(s->candidates, &siblings);
   const int length = static_cast<int>(s->tokens().size());
@@ -283,13 +311,16 @@ std::optional<Candidates> DraftProposer::OnDrafted(const Sequence& s, ProposerSt
     }
     return std::nullopt;
   }
-  d.Fed(request.start_position(), request.tokens(), &response);
+  const bool tree = request.tree_nodes() > 0;
+  d.Fed(request.start_position(), request.tokens(), tree ? nullptr : &response);
   d.top = std::move(top);
   Candidates c;
   c.method = method();
   c.site = ProposerSite::kDraftWorker;
   c.tokens = std::move(drafted);
-  if (d.tree_siblings > 0 && TakesDeterministicSiblings(s)) {
+  if (tree) {
+    PruneDraftTree(response, d.tree_depth, d.node_value_threshold, &c);
+  } else if (d.tree_siblings > 0 && TakesDeterministicSiblings(s)) {
     AttachSiblings(d.top, d.tree_siblings, d.max_nodes, d.node_value_threshold, &c);
   }
   return c;

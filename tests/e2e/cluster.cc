@@ -164,7 +164,8 @@ std::string Cluster::Logs() const {
 
 absl::StatusOr<v1::GenerateResponse> Generate(v1::Tandem::Stub* stub, const std::string& prompt,
                                               int max_new_tokens, v1::SpeculationMethod method,
-                                              int k, v1::Pipelining pipelining) {
+                                              int k, v1::Pipelining pipelining,
+                                              int draft_tree_nodes) {
   v1::GenerateRequest req;
   req.set_text(prompt);
   req.set_max_new_tokens(max_new_tokens);
@@ -172,6 +173,7 @@ absl::StatusOr<v1::GenerateResponse> Generate(v1::Tandem::Stub* stub, const std:
   req.mutable_speculation()->set_method(method);
   if (k >= 0) req.mutable_speculation()->set_num_speculative_tokens(k);
   req.mutable_speculation()->set_pipelining(pipelining);
+  if (draft_tree_nodes >= 0) req.mutable_speculation()->set_draft_tree_nodes(draft_tree_nodes);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(300));
   v1::GenerateResponse resp;

@@ -69,11 +69,13 @@ class Cluster {
 };
 
 // Greedy generation of `max_new_tokens` for `prompt` with `method` and fixed K (k < 0:
-// adaptive). Returns the response or the error status.
+// adaptive), and a dynamic draft tree of `draft_tree_nodes` nodes (< 0: the server's).
+// Returns the response or the error status.
 absl::StatusOr<v1::GenerateResponse> Generate(v1::Tandem::Stub* stub, const std::string& prompt,
                                               int max_new_tokens, v1::SpeculationMethod method,
                                               int k,
-                                              v1::Pipelining pipelining = v1::PIPELINING_DEFAULT);
+                                              v1::Pipelining pipelining = v1::PIPELINING_DEFAULT,
+                                              int draft_tree_nodes = -1);
 
 // Worker statistics through its Worker service (plaintext, or `credentials`).
 absl::StatusOr<v1::WorkerStats> WorkerStatsOf(

@@ -42,6 +42,8 @@ class CoordinatorE2eTest : public ::testing::Test {
     options.tag = "e2e";
     options.coordinator_flags = {"--max_running=64", "--max_queue=512", "--predraft_branches=3",
                                  "--draft_tree_siblings=1"};
+    // Room for dynamic draft trees of 32 nodes (a verify's and a draft call's limit).
+    options.worker_flags = {"--max_speculative_tokens=32"};
     cluster_ = StartSuiteCluster(options);
   }
   static void TearDownTestSuite() {
@@ -82,36 +84,56 @@ TEST_F(CoordinatorE2eTest, GreedySpeculationIsTokenIdenticalToTargetOnly) {
     baseline[i] = Ids(*r);
     EXPECT_EQ(r->stats().draft_tokens_proposed(), 0u);
   });
-  // Every K of GreedyKs(), with and without pipelining, all at once.
+  // Every K of GreedyKs() (chains, and one sibling per node: the server's
+  // --draft_tree_siblings=1), and dynamic draft trees of 16 nodes at K = 4 and 32 nodes
+  // at K = 8 (request overrides), with and without pipelining, all at once.
   struct Case {
     int prompt, k;
     v1::Pipelining pipelining;
+    int tree_nodes = -1;  // -1: the server's (no dynamic tree).
   };
+  std::vector<std::pair<int, int>> shapes;  // {K, tree nodes}.
+  for (int k : GreedyKs()) shapes.push_back({k, -1});
+  shapes.push_back({4, 16});
+  shapes.push_back({8, 32});
   std::vector<Case> cases;
   for (int p = 0; p < prompt_count; ++p) {
-    for (int k : GreedyKs()) {
-      cases.push_back({p, k, v1::PIPELINING_ON});
-      cases.push_back({p, k, v1::PIPELINING_OFF});
+    for (auto [k, nodes] : shapes) {
+      cases.push_back({p, k, v1::PIPELINING_ON, nodes});
+      cases.push_back({p, k, v1::PIPELINING_OFF, nodes});
     }
   }
   // PIPELINING_OFF in a running batch switches the whole batch to sequential steps, so
   // run the two halves in separate waves.
   for (v1::Pipelining mode : {v1::PIPELINING_ON, v1::PIPELINING_OFF}) {
     std::atomic<int> proposed{0}, accepted{0};
+    // Per K = 4 shape (chain with one sibling, dynamic tree of 16): tokens, target steps
+    // and fallback steps (a draft rejected or down), as dynamic trees must be drafted.
+    std::atomic<int> k4_tokens[2] = {0, 0}, k4_steps[2] = {0, 0}, tree_fallback{0};
     ParallelFor(cases.size(), 32, [&](int i) {
       const Case& c = cases[i];
       if (c.pipelining != mode) return;
       auto r = Generate(stub.get(), prompts[c.prompt], kTokens, v1::SPECULATION_METHOD_DRAFT, c.k,
-                        c.pipelining);
+                        c.pipelining, c.tree_nodes);
       ASSERT_TRUE(r.ok()) << r.status();
       EXPECT_EQ(Ids(*r), baseline[c.prompt])
-          << "prompt " << c.prompt << " K=" << c.k << " pipelining=" << c.pipelining;
+          << "prompt " << c.prompt << " K=" << c.k << " pipelining=" << c.pipelining
+          << " tree nodes=" << c.tree_nodes;
       proposed += r->stats().draft_tokens_proposed();
       accepted += r->stats().draft_tokens_accepted();
+      if (c.tree_nodes > 0) tree_fallback += r->stats().fallback_steps();
+      if (c.k != 4) return;
+      k4_tokens[c.tree_nodes > 0] += r->stats().generated_tokens();
+      k4_steps[c.tree_nodes > 0] += r->stats().target_steps();
     });
     EXPECT_GT(proposed.load(), 0);
-    std::printf("pipelining=%d: acceptance %.3f (%d/%d)\n", mode,
-                proposed ? double(accepted) / proposed : 0.0, accepted.load(), proposed.load());
+    EXPECT_EQ(tree_fallback.load(), 0);
+    std::printf(
+        "pipelining=%d: acceptance %.3f (%d/%d); K=4 tokens/step: chain+sibling %.2f, "
+        "dynamic tree of 16 %.2f\n",
+        mode, proposed ? double(accepted) / proposed : 0.0, accepted.load(), proposed.load(),
+        double(k4_tokens[0]) / std::max(1, k4_steps[0].load()),
+        double(k4_tokens[1]) / std::max(1, k4_steps[1].load()));
   }
 }
 

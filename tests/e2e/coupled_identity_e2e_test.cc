@@ -11,8 +11,9 @@
 // and 8 (K + 1 = 2, 4, 5, 8, 9 verified rows: both sides of 4- and 8-row boundaries,
 // and the cap); K = 2, 5, 6 run no code path those do not (the accept loop, the bonus
 // and the draft's K-token proposal are the same for every K); Medusa trees of 8 nodes
-// and of the default size. Together 16 variants x (8 idle + 20 loaded) x 2
-// temperatures = 896 compared outputs, every one of which must match exactly.
+// and of the default size; a dynamic draft tree of 16 nodes. Together 17 variants x
+// (8 idle + 20 loaded) x 2 temperatures = 952 compared outputs, every one of which must
+// match exactly.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -51,10 +52,12 @@ struct Variant {
   std::optional<int> k;
   v1::Pipelining pipelining;
   v1::AcceptanceRule rule = v1::ACCEPTANCE_RULE_DEFAULT;
+  int tree_nodes = -1;  // DRAFT's dynamic tree budget; -1 = the server's (none).
 
   std::string Name() const {
     return absl::StrCat(v1::SpeculationMethod_Name(method), " K ", k ? std::to_string(*k) : "auto",
-                        " ", v1::Pipelining_Name(pipelining), " ", v1::AcceptanceRule_Name(rule));
+                        " ", v1::Pipelining_Name(pipelining), " ", v1::AcceptanceRule_Name(rule),
+                        tree_nodes >= 0 ? absl::StrCat(" tree ", tree_nodes) : "");
   }
 };
 
@@ -78,6 +81,7 @@ Output Run(v1::Tandem::Stub* stub, int prompt, const Sampling& s, const Variant&
   if (variant.k) req.mutable_speculation()->set_num_speculative_tokens(*variant.k);
   req.mutable_speculation()->set_pipelining(variant.pipelining);
   req.mutable_speculation()->set_acceptance_rule(variant.rule);
+  if (variant.tree_nodes >= 0) req.mutable_speculation()->set_draft_tree_nodes(variant.tree_nodes);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
   v1::GenerateResponse resp;
@@ -124,6 +128,10 @@ std::vector<Variant> SpeculativeVariants() {
   variants.push_back({v1::SPECULATION_METHOD_MEDUSA, std::nullopt, v1::PIPELINING_DEFAULT});
   variants.push_back(
       {v1::SPECULATION_METHOD_DRAFT, 3, v1::PIPELINING_DEFAULT, v1::ACCEPTANCE_RULE_COUPLED});
+  // A dynamic draft tree of 16 nodes (the coupled rule follows the child equal to the
+  // target's own seeded token).
+  variants.push_back(
+      {v1::SPECULATION_METHOD_DRAFT, 4, v1::PIPELINING_DEFAULT, v1::ACCEPTANCE_RULE_DEFAULT, 16});
   return variants;
 }
 
