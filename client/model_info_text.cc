@@ -35,8 +35,8 @@ std::string ModelInfoText(const v1::ModelInfo& info) {
                                    : "none",
                   "\n");
   absl::StrAppend(&out, "limits     context ", info.context_length(), " tokens, max_new_tokens ",
-                  info.max_new_tokens_limit(), ", K ", info.max_speculative_tokens(), ", queue ",
-                  info.max_queue(), "\n");
+                  info.max_new_tokens_limit(), ", K ", info.max_speculative_tokens(),
+                  ", tree nodes ", info.max_tree_nodes(), ", queue ", info.max_queue(), "\n");
   absl::StrAppend(&out, "methods    ", absl::StrJoin(methods, ", "), "\n");
   absl::StrAppend(&out, "tokens     bos ", info.bos_token_id(), ", eos ", info.eos_token_id(),
                   ", stop ids [", absl::StrJoin(info.stop_token_ids(), ", "), "]\n");

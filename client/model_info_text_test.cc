@@ -25,6 +25,7 @@ v1::ModelInfo FullInfo() {
   info.set_max_new_tokens_limit(4096);
   info.set_max_speculative_tokens(8);
   info.set_max_queue(256);
+  info.set_max_tree_nodes(32);
   info.set_bos_token_id(128000);
   info.set_eos_token_id(128001);
   for (int id : {128001, 128008, 128009}) info.add_stop_token_ids(id);
@@ -42,7 +43,7 @@ TEST(ModelInfoTextTest, EveryTopicOnItsLine) {
                               "tp 2, cuda)\n"));
   EXPECT_THAT(text, HasSubstr(", unavailable\n"));
   EXPECT_THAT(text, HasSubstr("limits     context 8192 tokens, max_new_tokens 4096, K 8, "
-                              "queue 256\n"));
+                              "tree nodes 32, queue 256\n"));
   EXPECT_THAT(text, HasSubstr("methods    auto, prompt_lookup\n"));
   EXPECT_THAT(text, HasSubstr("tokens     bos 128000, eos 128001, stop ids [128001, 128008, "
                               "128009]\n"));

@@ -248,6 +248,7 @@ int Run() {
   info.set_context_length(limits.context_length);
   info.set_max_new_tokens_limit(limits.max_new_tokens_limit);
   info.set_max_speculative_tokens(limits.max_speculative_tokens);
+  info.set_max_tree_nodes(limits.max_tree_nodes);
   info.set_bos_token_id(tokenizer->bos_id());
   info.set_eos_token_id(tokenizer->eos_id());
   for (int id : generation->stop_token_ids) info.add_stop_token_ids(id);
