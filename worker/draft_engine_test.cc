@@ -15,6 +15,7 @@
 #include "model/weights.h"
 #include "spec/rng.h"
 #include "spec/sampling.h"
+#include "worker/draft_engine_test_fixture.h"
 #include "worker/test_util.h"
 
 namespace tandem {
@@ -26,18 +27,8 @@ using testing::Sampled;
 
 constexpr int kVocab = 1000;  // kWideVocabCheckpoint.
 
-class DraftEngineTest : public ::testing::Test {
+class DraftEngineTest : public DraftEngineFixture {
  protected:
-  void SetUp() override {
-    auto loaded = testing::LoadTestExecutor(testing::kWideVocabCheckpoint);
-    ASSERT_TRUE(loaded.ok()) << loaded.status();
-    model_ = *std::move(loaded);
-    engine_ = std::make_unique<DraftEngine>(model_.executor.get(), DraftEngineOptions{});
-    auto reference = testing::LoadTestModel(testing::kWideVocabCheckpoint);
-    ASSERT_TRUE(reference.ok()) << reference.status();
-    reference_ = *std::move(reference);
-  }
-
   // Feeds prompt[0..n-2] so that a draft can start at n-1 with the last prompt token.
   void Prefill(uint64_t id, const std::vector<int32_t>& prompt) {
     SequenceInput in;
@@ -64,10 +55,6 @@ class DraftEngineTest : public ::testing::Test {
     for (auto& s : seqs) *request.add_sequences() = s;
     return engine_->Draft(request);
   }
-
-  testing::TestExecutor model_;
-  std::unique_ptr<DraftEngine> engine_;
-  testing::TestModel reference_;
 };
 
 void ExpectSameProposal(const v1::ProposedToken& a, const v1::ProposedToken& b, int i) {

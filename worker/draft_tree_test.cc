@@ -13,6 +13,7 @@
 
 #include "kernels/accept/draft_sample.h"
 #include "worker/draft_engine.h"
+#include "worker/draft_engine_test_fixture.h"
 #include "worker/sequence_sampling.h"
 #include "worker/test_util.h"
 
@@ -82,20 +83,9 @@ TEST(DraftTreeBuilderTest, TiesAndEarlyStop) {
   EXPECT_EQ(result[2].parent, 0);
 }
 
-// A draft engine over the wide-vocabulary test checkpoint, and a second copy of the
-// model for the reference.
-class DraftEngineTreeTest : public ::testing::Test {
+// Dynamic trees on the draft engine fixture (draft_engine_test_fixture.h).
+class DraftEngineTreeTest : public DraftEngineFixture {
  protected:
-  void SetUp() override {
-    auto loaded = testing::LoadTestExecutor(testing::kWideVocabCheckpoint);
-    ASSERT_TRUE(loaded.ok()) << loaded.status();
-    model_ = *std::move(loaded);
-    engine_ = std::make_unique<DraftEngine>(model_.executor.get(), DraftEngineOptions{});
-    auto reference = testing::LoadTestModel(testing::kWideVocabCheckpoint);
-    ASSERT_TRUE(reference.ok()) << reference.status();
-    reference_ = *std::move(reference);
-  }
-
   // A draft of the whole prompt (nothing cached) for sequence `id`.
   static v1::DraftSequence Seq(uint64_t id, const std::vector<int32_t>& prompt, int k,
                                const v1::SequenceSampling& sampling, int nodes, int width) {
@@ -162,9 +152,6 @@ class DraftEngineTreeTest : public ::testing::Test {
     return all;
   }
 
-  testing::TestExecutor model_;
-  std::unique_ptr<DraftEngine> engine_;
-  testing::TestModel reference_;
   uint64_t reference_id_ = 1000;
 };
 

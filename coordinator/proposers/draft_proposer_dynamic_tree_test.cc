@@ -92,9 +92,7 @@ TEST_F(DraftProposerTest, DynamicTreesArePrunedByValueAndNotPreDrafted) {
     std::optional<Candidates> got = draft_.OnDrafted(*s, s->proposer_state(slot),
                                                      plan.draft.sequences(0), DraftedTree(), false);
     ASSERT_TRUE(got.has_value());
-    std::vector<int32_t> tokens;
-    for (const v1::ProposedToken& t : got->tokens) tokens.push_back(t.token());
-    EXPECT_EQ(tokens, c.tokens);
+    EXPECT_EQ(TokenIds(*got), c.tokens);
     EXPECT_EQ(got->parents, c.parents);
     EXPECT_EQ(Cache(*s), s->tokens());  // The draft keeps only the committed tokens.
     s->candidates = *std::move(got);

@@ -44,6 +44,13 @@ inline v1::DraftedSequence DraftedWithTop(const std::vector<int32_t>& tokens,
   return d;
 }
 
+// The token ids of `c`'s proposals, in node order.
+inline std::vector<int32_t> TokenIds(const Candidates& c) {
+  std::vector<int32_t> ids;
+  for (const v1::ProposedToken& t : c.tokens) ids.push_back(t.token());
+  return ids;
+}
+
 class DraftProposerTest : public ::testing::Test {
  protected:
   void SetUp() override {

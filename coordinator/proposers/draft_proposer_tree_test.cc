@@ -37,9 +37,7 @@ TEST_F(DraftProposerTest, TreeSiblingsForGreedyAndCoupledWithinTheNodeBudget) {
     const std::optional<Candidates> got = draft_.OnDrafted(
         *s, s->proposer_state(slot), plan.draft.sequences(0), DraftedWithTop({21, 22, 23}), false);
     ASSERT_TRUE(got.has_value());
-    std::vector<int32_t> tokens;
-    for (const v1::ProposedToken& t : got->tokens) tokens.push_back(t.token());
-    EXPECT_EQ(tokens, c.tokens);
+    EXPECT_EQ(TokenIds(*got), c.tokens);
     EXPECT_EQ(got->parents, c.parents);
     EXPECT_EQ(got->depth(), 3);
   }
@@ -76,9 +74,7 @@ TEST_F(DraftProposerTest, TreeSiblingsOnlyWhereTheirValuePaysForTheirRow) {
     const std::optional<Candidates> got = draft_.OnDrafted(
         *s, s->proposer_state(slot), plan.draft.sequences(0), DraftedWithTop({21, 22, 23}), false);
     ASSERT_TRUE(got.has_value());
-    std::vector<int32_t> tokens;
-    for (const v1::ProposedToken& t : got->tokens) tokens.push_back(t.token());
-    EXPECT_EQ(tokens, c.tokens);
+    EXPECT_EQ(TokenIds(*got), c.tokens);
     EXPECT_EQ(got->parents, c.parents);
   }
 }
