@@ -304,6 +304,8 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, absl::
   } catch (const json::parse_error& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("request body is not valid JSON (byte ", e.byte, ")"));
+  } catch (const json::exception& e) {  // E.g. out_of_range: a number beyond double.
+    return absl::InvalidArgumentError("request body is not valid JSON (a number out of range)");
   }
   if (!parsed.is_object()) return absl::InvalidArgumentError("request body must be a JSON object");
   OpenAiRequest out;

@@ -129,6 +129,9 @@ TEST(OpenAiRequestTest, MalformedBodies) {
   ExpectRefused(kCompletions, "", "", "not valid JSON");
   ExpectRefused(kCompletions, "[1, 2]", "", "must be a JSON object");
   ExpectRefused(kCompletions, "{\"model\": \"m\", \"prompt\": \"\xff\"}", "", "not valid JSON");
+  // A number beyond double (nlohmann's out_of_range, not a parse_error; found by the fuzzer).
+  ExpectRefused(kCompletions, R"({"model": "m", "prompt": "x", "max_tokens": 1e549})", "",
+                "a number out of range");
 }
 
 TEST(OpenAiRequestTest, WrongTypes) {
