@@ -84,9 +84,11 @@ void AddProposerFields(const PlannerOptions& options, PhasePlan& plan) {
         next->set_method(p.method());
         next->set_max_nodes(max_nodes);
         // Nodes of the next tree pay for their rows at this step's rate (trees fade
-        // where rows are dear).
-        next->set_min_node_value(static_cast<float>(
-            spec::NodeValueThreshold(s.PlannedRate(), plan.verify_cost, max_nodes)));
+        // where rows are dear); a request that fixed its node count gets that many.
+        if (!s.request().speculation.fixed_k.has_value()) {
+          next->set_min_node_value(static_cast<float>(
+              spec::NodeValueThreshold(s.PlannedRate(), plan.verify_cost, max_nodes)));
+        }
       }
       break;
     }
