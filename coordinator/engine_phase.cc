@@ -64,9 +64,9 @@ bool DecodeShaped(const Request& request) {
 }
 
 // What a verify carries for the candidates' method besides tokens and parents (the
-// planner builds those): explicit positions, and the next-candidates request of the
-// sequence's target-leader proposer (the first of its chain), so that such a method
-// costs one round trip per step.
+// planner builds those): explicit positions, and, when the step's choice is a
+// target-leader proposer, its next-candidates request, so that such a method costs one
+// round trip per step and nothing on the steps it is not chosen for.
 void AddProposerFields(const PlannerOptions& options, PhasePlan& plan) {
   for (int i = 0; i < plan.verify.sequences_size(); ++i) {
     const Sequence& s = *plan.verify_sequences[i];
@@ -75,22 +75,19 @@ void AddProposerFields(const PlannerOptions& options, PhasePlan& plan) {
     if (!positions.empty() && static_cast<int>(positions.size()) == v->proposals_size()) {
       v->mutable_proposal_positions()->Assign(positions.begin(), positions.end());
     }
-    for (int slot = 0; slot < s.chain_size(); ++slot) {
-      const Proposer& p = s.proposer(slot);
-      if (p.capabilities().site != ProposerSite::kTargetLeader) continue;
-      const int max_nodes = p.MaxK(s, options);
-      if (max_nodes >= 1) {
-        v1::NextCandidatesRequest* next = v->mutable_next_candidates();
-        next->set_method(p.method());
-        next->set_max_nodes(max_nodes);
-        // Nodes of the next tree pay for their rows at this step's rate (trees fade
-        // where rows are dear); a request that fixed its node count gets that many.
-        if (!s.request().speculation.fixed_k.has_value()) {
-          next->set_min_node_value(static_cast<float>(
-              spec::NodeValueThreshold(s.PlannedRate(), plan.verify_cost, max_nodes)));
-        }
-      }
-      break;
+    const int slot = i < static_cast<int>(plan.verify_slots.size()) ? plan.verify_slots[i] : -1;
+    if (slot < 0) continue;
+    const Proposer& p = s.proposer(slot);
+    const int max_nodes = p.MaxK(s, options);
+    if (p.capabilities().site != ProposerSite::kTargetLeader || max_nodes < 1) continue;
+    v1::NextCandidatesRequest* next = v->mutable_next_candidates();
+    next->set_method(p.method());
+    next->set_max_nodes(max_nodes);
+    // Nodes of the next tree pay for their rows at this step's rate (trees fade where
+    // rows are dear); a request that fixed its node count gets that many.
+    if (!s.request().speculation.fixed_k.has_value()) {
+      next->set_min_node_value(static_cast<float>(
+          spec::NodeValueThreshold(s.PlannedRate(), plan.verify_cost, max_nodes)));
     }
   }
 }

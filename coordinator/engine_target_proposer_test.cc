@@ -134,6 +134,7 @@ TEST(EngineTargetProposerTest, CandidatesComeBackWithTheVerifyAndAreVerifiedNext
   // The fake's candidates are the target's own continuation: after the first (plain)
   // step every step accepts 3 and commits 4, so 24 tokens take about 7 verifies.
   EXPECT_LE(run.counters.verify_calls, 8);
+  EXPECT_EQ(run.counters.next_candidate_requests, run.counters.verify_calls);
 }
 
 // When the controller finds that the method does not pay (here every verified node
@@ -149,6 +150,9 @@ TEST(EngineTargetProposerTest, CandidatesTheControllerTurnedOffAreNotVerified) {
   EXPECT_EQ(run.ids, run.reference);
   EXPECT_EQ(run.counters.rejected, 0) << run.last_rejection;
   EXPECT_GE(run.counters.verify_calls, 18);
+  // Nor are they asked for on the plain steps (their work is not paid): only the
+  // steps that chose the method (bounded probes) and the one before each.
+  EXPECT_LE(run.counters.next_candidate_requests, 6);
 }
 
 // The planner lets a chosen target-leader proposer fit its candidates to the phase

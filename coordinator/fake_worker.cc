@@ -277,6 +277,7 @@ absl::StatusOr<v1::VerifyResponse> FakeWorker::Verify(const v1::VerifyRequest& r
     out->set_num_accepted(accepted);
     out->set_cached_length(cache.size());
     if (v.has_next_candidates()) {
+      counters_.next_candidate_requests += 1;
       v1::NextCandidates* next = out->mutable_next_candidates();
       next->set_method(v.next_candidates().method());
       std::vector<int32_t> context = cache;

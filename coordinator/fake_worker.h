@@ -85,7 +85,8 @@ class FakeWorker : public WorkerApi {
     int rejected = 0;  // Requests that failed validation or the KV budget.
     int injected_failures = 0;
     int released_sequences = 0;
-    int max_position = -1;  // Highest cache position ever written.
+    int max_position = -1;            // Highest cache position ever written.
+    int next_candidate_requests = 0;  // Verified sequences that asked for next candidates.
   };
   Counters counters() const;
   // Ids of the sequences (branches included) the worker holds now, ascending.

@@ -87,6 +87,10 @@ struct PhasePlan {
   // Per verified sequence: its candidates' depth (a chain's size, a tree's longest path),
   // the proposals acceptance bookkeeping counts (stats, controller, metrics).
   std::vector<int> verify_proposed;
+  // Per verified sequence: the proposer slot chosen for its step (-1: plain). A
+  // target-leader proposer is asked for next candidates only when it is the choice,
+  // so its work (Medusa heads, Lookahead's window) is never paid on plain steps.
+  std::vector<int> verify_slots;
   // Draft side (normal drafts and continuations in one call).
   v1::PrefillRequest draft_prefill;
   v1::DraftRequest draft;

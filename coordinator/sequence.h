@@ -62,8 +62,9 @@ struct PlannedStep {
   // Why the step verifies no proposal when it does not speculate: "controller" (the
   // cost model chose K = 0), a proposer's Unusable() reason ("draft_down", ...),
   // "batch_limit", "draft_catch_up" (the proposer's worker is fed meanwhile; the
-  // choice is deferred), "length" (no room before max_new_tokens or a context),
-  // "not_requested" (method NONE). nullptr when a proposer was chosen.
+  // choice is deferred), "candidates_pending" (a target-leader proposer's candidates
+  // come with this step's verify; deferred too), "length" (no room before max_new_tokens or a
+  // context), "not_requested" (method NONE). nullptr when a proposer was chosen.
   const char* off_reason = nullptr;
 };
 

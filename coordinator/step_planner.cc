@@ -158,12 +158,13 @@ bool NeedsCatchUp(Sequence& s, const Choice& c, const PlannerOptions& o) {
   return s.proposer(c.slot).CatchUpTokens(s, s.proposer_state(c.slot)) > o.catch_up_min_tokens;
 }
 
-// The step runs plain while the proposer catches up: the controller's choice is
-// deferred (docs/architecture.md §3).
-void DeferForCatchUp(Sequence& s) {
+// The step runs plain while the chosen proposer gets ready (`reason`: a draft catching
+// up, or a target-leader method whose candidates come with this step's verify): the
+// controller's choice is deferred (docs/architecture.md §3).
+void DeferChoice(Sequence& s, const char* reason) {
   PlannedStep planned = s.planned_step();
   planned.choice.deferred = true;
-  planned.off_reason = "draft_catch_up";
+  planned.off_reason = reason;
   s.SetPlannedStep(planned);
 }
 
@@ -200,8 +201,10 @@ std::vector<Choice> ChooseAll(const std::vector<Sequence*>& running, const Plann
 // Candidates a target-leader proposer returned with the last verify are verified only
 // when the controller (or a fixed K) chose that proposer with K > 0 for this step, and
 // then fitted to the phase's verify cost first (Proposer::FitCandidates); otherwise the
-// step is plain (the off reason is the choice's) and the next verify brings fresh ones,
-// so a probe finds them when it tries the method again.
+// step is plain (the off reason is the choice's). The verify asks for next candidates
+// only when the proposer is the choice (PhasePlan::verify_slots), so a choice that
+// finds none (the sequence's first step, or the first after the method was off) runs
+// plain, deferred, and fetches them for the next step.
 void PrepareTargetCandidates(Sequence* s, const Choice& c, const WorkerAvailability& workers) {
   const bool chosen = c.slot >= 0 && c.k > 0;
   if (!s->candidates.empty() && s->candidates.site == ProposerSite::kTargetLeader &&
@@ -209,6 +212,10 @@ void PrepareTargetCandidates(Sequence* s, const Choice& c, const WorkerAvailabil
     s->candidates.Clear();
   }
   if (!chosen || s->proposer(c.slot).capabilities().site != ProposerSite::kTargetLeader) return;
+  if (s->candidates.empty()) {
+    DeferChoice(*s, "candidates_pending");
+    return;
+  }
   s->proposer(c.slot).FitCandidates(s, s->proposer_state(c.slot), workers.verify_cost);
 }
 
@@ -231,7 +238,7 @@ Groups Classify(const std::vector<Sequence*>& running, const PlannerOptions& o,
     const bool worker_proposer =
         c.slot >= 0 && s->proposer(c.slot).capabilities().site == ProposerSite::kDraftWorker;
     if (worker_proposer && s->candidates.empty() && NeedsCatchUp(*s, c, o)) {
-      DeferForCatchUp(*s);
+      DeferChoice(*s, "draft_catch_up");
       g.catch_up.push_back(s);
       g.catch_up_choice.push_back(c);
       if (!needs_prefill) {
@@ -362,6 +369,7 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
   ChooseMode(g, n, o, workers, &plan, &verify_now, &work_now, &continuations);
   std::vector<Choice> chosen;
   PlanTarget(g, verify_now, o, &plan, &chosen);
+  for (const Choice& c : chosen) plan.verify_slots.push_back(c.k > 0 ? c.slot : -1);
 
   // Draft worker: continuations of what is being verified, then fresh work.
   DraftBudget budget;
