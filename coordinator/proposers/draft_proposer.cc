@@ -197,7 +197,11 @@ void DraftProposer::AddWork(Sequence* s, ProposerState& state, int slot, int k,
   budget->rows += rows;
   d.tree_siblings = o.draft_tree_siblings;
   d.max_nodes = o.max_k;
-  d.node_value_threshold = spec::NodeValueThreshold(s->PlannedRate(), plan->verify_cost, k);
+  // Nodes beyond the chain pay for their verify rows, except in a tree whose size the
+  // request set (it gets that many nodes, as a fixed K gets K).
+  const bool sized_by_request = d.tree_nodes > 0 && s->request().speculation.draft_tree_nodes;
+  d.node_value_threshold =
+      sized_by_request ? 0 : spec::NodeValueThreshold(s->PlannedRate(), plan->verify_cost, k);
   v1::DraftSequence* entry =
       AddDraftEntry(s, WorkerId(s->id(), d.main_slot), slot, start, tokens.data() + start,
                     tokens.data() + length, k, false, o, plan);

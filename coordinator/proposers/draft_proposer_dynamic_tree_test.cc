@@ -1,6 +1,7 @@
 // Dynamic draft trees from the draft proposer: asked for greedy and coupled requests
 // with the server's or the request's node budget (within the workers' limits), pruned
-// by value, not pre-drafted, and the cache mirror holds only the committed tokens.
+// by value (a budget the request set is not), not pre-drafted, and the cache mirror holds only the
+// committed tokens.
 #include <gtest/gtest.h>
 
 #include "coordinator/proposers/draft_proposer_test_fixture.h"
@@ -69,17 +70,24 @@ TEST_F(DraftProposerTest, DynamicTreesAreAskedForPointMassRulesWithinTheBudget) 
 
 TEST_F(DraftProposerTest, DynamicTreesArePrunedByValueAndNotPreDrafted) {
   struct Case {
-    double slope;  // nu(K) = 1 + slope K; a fixed-K step's rate is 1.
+    double slope;                      // nu(K) = 1 + slope K; a fixed-K step's rate is 1.
+    std::optional<int> request_nodes;  // A budget the request set is used whole.
     std::vector<int32_t> tokens, parents;
   };
   const Case cases[] = {
-      {0.5, {21, 22}, {-1, 0}},  // K = 2 nodes kept; 121 (0.3) does not pay for its row.
-      {0.25, {21, 22, 121}, {-1, 0, -1}},
-      {0.1, {21, 22, 121, 23}, {-1, 0, -1, 1}},
+      {0.5, std::nullopt, {21, 22}, {-1, 0}},  // K = 2 kept; 121 (0.3) does not pay.
+      {0.25, std::nullopt, {21, 22, 121}, {-1, 0, -1}},
+      {0.1, std::nullopt, {21, 22, 121, 23}, {-1, 0, -1, 1}},
+      {0.5, 8, {21, 22, 121, 23}, {-1, 0, -1, 1}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.slope);
     auto s = Make(8, 100);
+    if (c.request_nodes.has_value()) {
+      ValidatedRequest r = s->request();
+      r.speculation.draft_tree_nodes = c.request_nodes;
+      s = MakeSequence(1, r, s->tokens(), 100, tokenizer_.get());
+    }
     const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
     PlannerOptions o;
     o.draft_tree_nodes = 8;
