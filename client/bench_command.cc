@@ -37,6 +37,8 @@ ABSL_FLAG(int, requests, 8, "Requests per configuration.");
 ABSL_FLAG(int, repeat, 1, "Interleaved rounds over all configurations.");
 ABSL_FLAG(std::string, methods, "none,draft", "Methods to compare.");
 ABSL_FLAG(std::string, lookahead, "", "Lookahead W,N,G for lookahead rows.");
+ABSL_FLAG(std::optional<int>, tree_nodes, std::nullopt,
+          "Dynamic draft tree node budget for draft rows (0 = chains).");
 ABSL_FLAG(std::string, rules, "default", "Acceptance rules to compare.");
 ABSL_FLAG(std::string, out, "", "JSON results file.");
 ABSL_FLAG(std::string, plot, "", "PNG plot file.");
@@ -132,6 +134,7 @@ absl::Status ParseBenchArgs(const Invocation& inv, BenchArgs* args) {
   s.request.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature).value_or(0));
   s.request.k = absl::GetFlag(FLAGS_k);
   s.request.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
+  s.request.tree_nodes = absl::GetFlag(FLAGS_tree_nodes);
   absl::Status lookahead = ParseLookahead(absl::GetFlag(FLAGS_lookahead), &s.request);
   if (!lookahead.ok()) return lookahead;
   s.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
@@ -180,6 +183,8 @@ nlohmann::json ReportHeader(const Invocation& inv, const std::string& server,
         {"max_tokens", s.request.max_tokens},
         {"temperature", s.request.temperature.value_or(0)},
         {"k", s.request.k.has_value() ? nlohmann::json(*s.request.k) : nlohmann::json("adaptive")},
+        {"tree_nodes", s.request.tree_nodes.has_value() ? nlohmann::json(*s.request.tree_nodes)
+                                                        : nlohmann::json("server")},
         {"seed", s.seed.has_value() ? nlohmann::json(*s.seed) : nlohmann::json(nullptr)},
         {"ignore_eos", s.request.ignore_eos},
         {"warmup", absl::GetFlag(FLAGS_warmup)},
@@ -362,6 +367,9 @@ Command BenchCommand() {
        "Speculation methods: none, draft, prompt_lookup, lookahead, auto (also medusa where the "
        "target has heads)."},
       {"lookahead", "W,N,G", "Lookahead's window, n-gram length, guesses (unset: server's)."},
+      {"tree-nodes", "N",
+       "Draft rows: the dynamic draft tree's node budget per step, used whole (0 = chains; "
+       "unset: the server's --draft_tree_nodes, priced per node)."},
       {"rules", "R[,R...]",
        "Acceptance rules: default, rejection, coupled, ...; one run per rule "
        "(`none` too: its sampling follows the rule)."},

@@ -151,6 +151,10 @@ absl::StatusOr<v1::GenerateRequest> BuildRequest(const RequestOptions& o,
   if (o.k.has_value() && *o.k < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--k must be >= 0, got ", *o.k));
   }
+  if (o.tree_nodes.has_value() && *o.tree_nodes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tree-nodes must be >= 0, got ", *o.tree_nodes));
+  }
   v1::GenerateRequest req;
   req.set_text(prompt);
   req.set_max_new_tokens(static_cast<uint32_t>(o.max_tokens));
@@ -172,6 +176,9 @@ absl::StatusOr<v1::GenerateRequest> BuildRequest(const RequestOptions& o,
   if (o.epsilon) spec->set_epsilon(*o.epsilon);
   if (o.delta) spec->set_delta(*o.delta);
   spec->set_pipelining(o.pipelining);
+  if (o.method == v1::SPECULATION_METHOD_DRAFT && o.tree_nodes) {
+    spec->set_draft_tree_nodes(*o.tree_nodes);
+  }
   if (o.method == v1::SPECULATION_METHOD_LOOKAHEAD) {
     if (o.lookahead_window) spec->mutable_lookahead()->set_window(*o.lookahead_window);
     if (o.lookahead_ngram) spec->mutable_lookahead()->set_ngram(*o.lookahead_ngram);

@@ -49,6 +49,9 @@ struct RequestOptions {
   v1::Pipelining pipelining = v1::PIPELINING_DEFAULT;
   // Lookahead's W, N, G (sent only with method lookahead); unset = the server's.
   std::optional<int> lookahead_window, lookahead_ngram, lookahead_guesses;
+  // The dynamic draft tree's node budget (sent only with method draft; 0 = a chain);
+  // unset = the server's --draft_tree_nodes.
+  std::optional<int> tree_nodes;
   bool ignore_eos = false;
   bool return_token_ids = false;
 };

@@ -171,5 +171,21 @@ TEST(BuildRequestTest, LookaheadSizesGoWithLookaheadOnly) {
   EXPECT_FALSE(unset.lookahead_window.has_value());
 }
 
+TEST(BuildRequestTest, TreeNodesGoWithDraftOnly) {
+  RequestOptions o;
+  o.tree_nodes = 32;
+  o.method = v1::SPECULATION_METHOD_DRAFT;
+  auto draft = BuildRequest(o, "x");
+  ASSERT_TRUE(draft.ok()) << draft.status();
+  EXPECT_EQ(draft->speculation().draft_tree_nodes(), 32);
+  o.method = v1::SPECULATION_METHOD_NONE;
+  EXPECT_FALSE(BuildRequest(o, "x")->speculation().has_draft_tree_nodes());
+  o.method = v1::SPECULATION_METHOD_DRAFT;
+  o.tree_nodes.reset();
+  EXPECT_FALSE(BuildRequest(o, "x")->speculation().has_draft_tree_nodes());
+  o.tree_nodes = -1;
+  EXPECT_THAT(std::string(BuildRequest(o, "x").status().message()), HasSubstr("--tree-nodes"));
+}
+
 }  // namespace
 }  // namespace tandem::client
