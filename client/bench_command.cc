@@ -367,7 +367,7 @@ Command BenchCommand() {
        "Speculation methods: none, draft, prompt_lookup, lookahead, auto (also medusa where the "
        "target has heads)."},
       {"lookahead", "W,N,G", "Lookahead's window, n-gram length, guesses (unset: server's)."},
-      {"tree-nodes", "N",
+      {"tree_nodes", "N",
        "Draft rows: the dynamic draft tree's node budget per step, used whole (0 = chains; "
        "unset: the server's --draft_tree_nodes, priced per node)."},
       {"rules", "R[,R...]",
