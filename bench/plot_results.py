@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 def series(results, field):
     lines = {}
     for row in results:
-        label = row["method"]
+        label = row.get("label", row["method"])  # "none (A/A)" for the A/A control.
         if row["method"] != "none" and row.get("pipelining", "default") != "default":
             label += " (pipelining %s)" % row["pipelining"]
         if row.get("rule", "default") != "default":
