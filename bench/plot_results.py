@@ -3,7 +3,8 @@
 
 Usage: plot_results.py RESULTS.json OUT.png
 
-Three panels against concurrency, one line per (method, rule, pipelining): throughput
+Three panels against concurrency, one line per (method, rule, pipelining), the A/A
+control of `tandem bench --aa-control` a line of its own ("none (A/A)"): throughput
 (generated tokens/s), speedup over `none` at the same concurrency, and acceptance
 rate. Needs matplotlib (Debian: python3-matplotlib). `tandem bench --plot` runs a
 copy of this script built into the binary.
