@@ -39,9 +39,9 @@ ConfigRun RunConfig(v1::Tandem::Stub* stub, const BenchSettings& s, const Config
   run.key = key;
   run.results.resize(requests);
   run.prompt_index.assign(requests, 0);
-  const std::string label = absl::StrFormat("%-13s %-9s pipe=%-7s c=%-3d", MethodName(key.method),
-                                            AcceptanceRuleName(key.rule),
-                                            PipeliningName(key.pipelining), key.concurrency);
+  const std::string label =
+      absl::StrFormat("%-13s %-9s pipe=%-7s c=%-3d", ConfigLabel(key), AcceptanceRuleName(key.rule),
+                      PipeliningName(key.pipelining), key.concurrency);
   ProgressBar bar(stderr, label);
   int done = 0, failed = 0;
   LoadSpec spec;
