@@ -3,7 +3,8 @@
 
 Usage: plot_results.py RESULTS.json OUT.png
 
-Three panels against concurrency, one line per (method, rule, pipelining): throughput
+Three panels against concurrency, one line per (method, rule, pipelining), the A/A
+control of `tandem bench --aa-control` a line of its own ("none (A/A)"): throughput
 (generated tokens/s), speedup over `none` at the same concurrency, and acceptance
 rate. Needs matplotlib (Debian: python3-matplotlib). `tandem bench --plot` runs a
 copy of this script built into the binary.
@@ -20,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 def series(results, field):
     lines = {}
     for row in results:
-        label = row["method"]
+        label = row.get("label", row["method"])  # "none (A/A)" for the A/A control.
         if row["method"] != "none" and row.get("pipelining", "default") != "default":
             label += " (pipelining %s)" % row["pipelining"]
         if row.get("rule", "default") != "default":

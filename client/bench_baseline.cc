@@ -21,7 +21,7 @@ std::map<std::pair<int, int>, RoundBest> BestPerRound(const std::vector<Repeated
   std::map<std::pair<int, int>, RoundBest> best;
   for (const RepeatedResult& result : results) {
     for (const ConfigResult& row : result.repeats) {
-      if (!(row.throughput_tok_s > 0)) continue;
+      if (!(row.throughput_tok_s > 0) || row.key.aa_control) continue;
       RoundBest& b = best[{row.key.concurrency, row.round}];
       if (row.key.method == v1::SPECULATION_METHOD_NONE) {
         b.none_tok_s = std::max(b.none_tok_s, row.throughput_tok_s);

@@ -37,7 +37,8 @@ struct BaselineComparison {
 };
 
 // `baseline`: rows of the baseline server (method none, any rounds and concurrency
-// levels); `results`: the benchmarked server's rows grouped by configuration. A round
+// levels); `results`: the benchmarked server's rows grouped by configuration (its A/A
+// controls take no part). A round
 // of a level counts only when both sides measured it with positive throughput; levels
 // without such a round are left out. One entry per level, ascending.
 std::vector<BaselineComparison> CompareWithBaseline(const std::vector<ConfigResult>& baseline,

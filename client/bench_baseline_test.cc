@@ -55,6 +55,21 @@ TEST(BenchBaselineTest, RoundsMeasuredOnOneSideOnlyAreLeftOut) {
   EXPECT_EQ(rows[0].fastest, "none");
 }
 
+TEST(BenchBaselineTest, TheAaControlTakesNoPart) {
+  // A control far faster than anything else would be this server's `none` and its
+  // fastest row if it counted.
+  std::vector<RepeatedResult> results = Results();
+  results.push_back({{kNone, v1::PIPELINING_DEFAULT, 1, v1::ACCEPTANCE_RULE_DEFAULT, true},
+                     {ControlRow(1, 0, 900), ControlRow(1, 1, 900), ControlRow(1, 2, 900)}});
+  const std::vector<ConfigResult> baseline = {BenchRow(kNone, 1, 0, 20), BenchRow(kNone, 1, 1, 20),
+                                              BenchRow(kNone, 1, 2, 40)};
+  const std::vector<BaselineComparison> rows = CompareWithBaseline(baseline, results);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(rows[0].none_ratio.p50, 1.0);
+  EXPECT_DOUBLE_EQ(rows[0].fastest_ratio.max, 1.5);
+  EXPECT_EQ(rows[0].fastest, "draft");
+}
+
 TEST(BenchBaselineTest, TableAndJson) {
   const std::vector<ConfigResult> baseline = {BenchRow(kNone, 1, 0, 20), BenchRow(kNone, 1, 1, 20),
                                               BenchRow(kNone, 1, 2, 40)};

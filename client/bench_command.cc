@@ -1,6 +1,5 @@
 #include "client/bench_command.h"
 
-#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
@@ -26,6 +25,7 @@
 #include "client/cost_terms.h"
 #include "client/http_get.h"
 #include "client/machine_info.h"
+#include "client/model_info_text.h"
 #include "client/prompts.h"
 #include "client/request_options.h"
 #include "client/server_channel.h"
@@ -35,6 +35,7 @@ ABSL_FLAG(std::string, prompts, "bench/prompts/code_completion.jsonl", "Prompts 
 ABSL_FLAG(std::string, concurrency, "1", "Concurrency levels.");
 ABSL_FLAG(int, requests, 8, "Requests per configuration.");
 ABSL_FLAG(int, repeat, 1, "Interleaved rounds over all configurations.");
+ABSL_FLAG(bool, aa_control, false, "Add an A/A control of `none` to every round.");
 ABSL_FLAG(std::string, methods, "none,draft", "Methods to compare.");
 ABSL_FLAG(std::string, lookahead, "", "Lookahead W,N,G for lookahead rows.");
 ABSL_FLAG(std::optional<int>, tree_nodes, std::nullopt,
@@ -62,12 +63,8 @@ nlohmann::json MachineJson() {
           {"allowed_cpus", m.allowed_cpus}, {"memory_gib", m.memory_gib}};
 }
 
-nlohmann::json ProtoJson(const google::protobuf::Message& message) {
-  std::string text;
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  if (!google::protobuf::util::MessageToJsonString(message, &text, options).ok()) return nullptr;
-  return nlohmann::json::parse(text, nullptr, false);
+nlohmann::json InfoJson(const v1::ModelInfo& info) {
+  return nlohmann::json::parse(ModelInfoJson(info), nullptr, false);
 }
 
 // Scrapes /metrics; empty on any failure (warned about once).
@@ -94,6 +91,7 @@ struct BenchArgs {
   std::vector<v1::Pipelining> pipelining;
   std::vector<pid_t> pids;
   int repeat = 1;
+  bool aa_control = false;  // --aa-control: an A/A control of `none` in every round.
   BenchSettings settings;
 };
 
@@ -115,6 +113,11 @@ absl::Status ParseBenchArgs(const Invocation& inv, BenchArgs* args) {
     return absl::InvalidArgumentError("--requests must be >= 1");
   args->repeat = absl::GetFlag(FLAGS_repeat);
   if (args->repeat < 1) return absl::InvalidArgumentError("--repeat must be >= 1");
+  args->aa_control = absl::GetFlag(FLAGS_aa_control);
+  if (args->aa_control &&
+      std::find(methods->begin(), methods->end(), v1::SPECULATION_METHOD_NONE) == methods->end()) {
+    return absl::InvalidArgumentError("--aa-control needs `none` in --methods");
+  }
   for (absl::string_view p : absl::StrSplit(absl::GetFlag(FLAGS_pids), ',', absl::SkipEmpty())) {
     int pid = 0;
     if (!absl::SimpleAtoi(p, &pid) || pid <= 0) {
@@ -142,29 +145,6 @@ absl::Status ParseBenchArgs(const Invocation& inv, BenchArgs* args) {
   return BuildRequest(s.request, "x").status();
 }
 
-// Asks the server for its model info and checks it offers every method. Returns the
-// exit status on failure (1 unreachable, 2 a method it does not offer), 0 when fine.
-int CheckServer(v1::Tandem::Stub* stub, const std::string& server,
-                const std::vector<v1::SpeculationMethod>& methods, v1::ModelInfo* info) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-  ctx.set_wait_for_ready(true);
-  grpc::Status st = stub->GetModelInfo(&ctx, v1::GetModelInfoRequest(), info);
-  if (!st.ok()) {
-    BenchSay(absl::StrCat("cannot reach ", server, ": ", st.error_message()));
-    return 1;
-  }
-  for (v1::SpeculationMethod m : methods) {
-    bool offered = false;
-    for (int served : info->methods()) offered = offered || served == m;
-    if (!offered) {
-      BenchSay(absl::StrCat("the server does not offer method '", MethodName(m), "'"));
-      return 2;
-    }
-  }
-  return 0;
-}
-
 nlohmann::json ReportHeader(const Invocation& inv, const std::string& server,
                             const v1::ModelInfo& info, const BenchArgs& args) {
   const BenchSettings& s = args.settings;
@@ -173,12 +153,13 @@ nlohmann::json ReportHeader(const Invocation& inv, const std::string& server,
       {"command_line", inv.command_line},
       {"started_at", IsoTime(absl::Now())},
       {"machine", MachineJson()},
-      {"server", {{"address", server}, {"model_info", ProtoJson(info)}}},
+      {"server", {{"address", server}, {"model_info", InfoJson(info)}}},
       {"settings",
        {{"prompts_file", absl::GetFlag(FLAGS_prompts)},
         {"prompts", s.prompts.size()},
         {"requests", absl::GetFlag(FLAGS_requests)},
         {"repeat", args.repeat},
+        {"aa_control", args.aa_control},
         {"order", "interleaved rounds, grouped by concurrency within a round"},
         {"max_tokens", s.request.max_tokens},
         {"temperature", s.request.temperature.value_or(0)},
@@ -290,13 +271,14 @@ int RunBench(const Invocation& inv) {
     if (int rc = CheckServer(baseline.get(), baseline_server, {}, &baseline_info); rc != 0)
       return rc;
     report["baseline_server"] = {{"address", baseline_server},
-                                 {"model_info", ProtoJson(baseline_info)}};
+                                 {"model_info", InfoJson(baseline_info)}};
     Warmup(baseline.get(), s, absl::GetFlag(FLAGS_warmup), &g_interrupted);
   }
   std::vector<ConfigRun> runs;
   std::vector<ConfigResult> baseline_rows;
   const std::vector<RepeatedResult> results = RunRounds(
-      stub.get(), s, BenchConfigs(args.methods, args.rules, args.pipelining, args.concurrency),
+      stub.get(), s,
+      BenchConfigs(args.methods, args.rules, args.pipelining, args.concurrency, args.aa_control),
       args.repeat, &runs, baseline.get(), &baseline_rows);
   std::printf("\n%s\n%s", RenderResultsTable(results).c_str(), RenderCostTable(results).c_str());
   if (baseline != nullptr) {
@@ -309,15 +291,13 @@ int RunBench(const Invocation& inv) {
   }
   nlohmann::json check_json;
   int exit_code = PrintOutputCheck(runs, s, args.rules, &check_json);
-  nlohmann::json results_json = nlohmann::json::array();
   for (const RepeatedResult& r : results) {
-    results_json.push_back(ToJson(r));
     for (const ConfigResult& row : r.repeats) {
       if (row.ok == 0) exit_code = 1;
     }
   }
   std::fflush(stdout);
-  report["results"] = results_json;
+  report["results"] = ResultsJson(results);
   report["output_check"] = check_json;
   report["finished_at"] = IsoTime(absl::Now());
   report["interrupted"] = g_interrupted.load();
@@ -346,6 +326,11 @@ Command BenchCommand() {
       "`none` of the same round. A second table gives each speculative row's cost-model\n"
       "terms (alpha, K, and with --metrics c, nu, o) and the speedup they predict,\n"
       "S = E / (K c + nu + o), next to the measured one.\n"
+      "--aa-control adds `none (A/A)`: plain decoding measured exactly like `none`\n"
+      "(same requests, interleaved) but never a baseline, so its speedup over `none` is\n"
+      "the run's noise floor; each speculative row's `vs A/A` then reads faster (its\n"
+      "smallest per-round speedup above the control's largest), slower (its largest\n"
+      "below the control's smallest) or within noise (needs --repeat >= 3).\n"
       "With greedy decoding it checks that every output equals the `none` output for\n"
       "the same prompt and exits with status 1 if one differs (or a\n"
       "configuration had no successful request); with --seed the same check covers\n"
@@ -363,6 +348,9 @@ Command BenchCommand() {
       {"concurrency", "N[,N...]", "Requests in flight at once; one run per level."},
       {"requests", "M", "Requests per configuration and round."},
       {"repeat", "N", "Interleaved rounds over all configurations (median [min-max])."},
+      {"aa_control", "",
+       "A/A control: `none` measured twice per round, the second (`none (A/A)`) never a "
+       "baseline; speculative rows get a verdict against its ratios (needs `none`)."},
       {"methods", "M[,M...]",
        "Speculation methods: none, draft, prompt_lookup, lookahead, auto (also medusa where the "
        "target has heads)."},

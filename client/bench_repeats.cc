@@ -23,6 +23,19 @@ std::string Cell(const RepeatedResult& r, const char* pointer, int digits,
   return FormatSpread(d.p50 * scale, d.min * scale, d.max * scale, digits, suffix);
 }
 
+// Per-round speedups over `none`, by round.
+std::vector<double> Ratios(const RepeatedResult& r) {
+  std::vector<double> ratios;
+  for (const ConfigResult& row : r.repeats) ratios.push_back(row.speedup_vs_none);
+  return ratios;
+}
+
+// The "vs A/A" cell of `r`: its verdict, or "-" for plain decoding and rows without a control.
+std::string VerdictCell(const std::vector<RepeatedResult>& results, const RepeatedResult& r) {
+  const RepeatedResult* control = ControlFor(results, r);
+  return control != nullptr ? VerdictName(VerdictAgainstControl(r, *control)) : "-";
+}
+
 std::string Counts(const RepeatedResult& r) {
   int ok = 0, requests = 0;
   for (const ConfigResult& row : r.repeats) {
@@ -30,6 +43,50 @@ std::string Counts(const RepeatedResult& r) {
     requests += row.requests;
   }
   return absl::StrCat(ok, "/", requests);
+}
+
+// The results table's cells of `r`, from "method" to "target busy".
+std::vector<std::string> ResultCells(const RepeatedResult& r) {
+  return {ConfigLabel(r.key),
+          AcceptanceRuleName(r.key.rule),
+          PipeliningName(r.key.pipelining),
+          absl::StrCat(r.key.concurrency),
+          Counts(r),
+          Cell(r, "/throughput_tok_s", 1),
+          Cell(r, "/requests_per_s", 2),
+          Cell(r, "/ttft_ms/p50", 1),
+          Cell(r, "/ttft_ms/p99", 1),
+          Cell(r, "/tpot_ms/p50", 1),
+          Cell(r, "/tpot_ms/p99", 1),
+          Cell(r, "/acceptance_rate", 1, "%", 100),
+          Cell(r, "/mean_accepted_length", 2),
+          Cell(r, "/speedup_vs_none", 2, "x"),
+          Cell(r, "/cost_terms/predicted_speedup", 2, "x"),
+          Cell(r, "/draft_busy", 1, "%", 100),
+          Cell(r, "/target_busy", 1, "%", 100)};
+}
+
+// The notes under the results table of `rounds` rounds, with or without A/A controls.
+std::string ResultsNotes(int rounds, bool with_control) {
+  std::string notes =
+      "(times in ms; ttft = time to first token, tpot = time per output token, both as the "
+      "client sees them;\n predicted = the cost model's speedup from the row's measured terms, "
+      "see the cost-model table)\n";
+  if (rounds > 1) {
+    absl::StrAppend(&notes, "(", rounds,
+                    " interleaved rounds: median [min-max] over the rounds; speedup = median of "
+                    "the per-round ratios to `none` of the same round)\n");
+  }
+  if (!with_control) return notes;
+  absl::StrAppend(&notes,
+                  "(none (A/A): plain decoding measured like `none`, never a baseline: its "
+                  "speedup range is this run's noise floor;\n vs A/A: ",
+                  VerdictRule(), ";\n");
+  if (rounds < kMinVerdictRounds) return notes + " too few rounds for a verdict)\n";
+  return notes + absl::StrFormat(
+                     " a row as fast as `none` is called faster or slower by chance with "
+                     "probability %.1f%% at %d rounds)\n",
+                     100 * FalseVerdictChance(rounds, rounds), rounds);
 }
 
 }  // namespace
@@ -96,33 +153,40 @@ std::vector<RepeatedResult> GroupByConfig(const std::vector<ConfigKey>& configs,
   return results;
 }
 
+const RepeatedResult* ControlFor(const std::vector<RepeatedResult>& results,
+                                 const RepeatedResult& row) {
+  if (row.key.method == v1::SPECULATION_METHOD_NONE) return nullptr;
+  const RepeatedResult* control = nullptr;
+  for (const RepeatedResult& other : results) {
+    if (!other.key.aa_control || other.key.concurrency != row.key.concurrency) continue;
+    if (control == nullptr || (other.key.rule == row.key.rule && control->key.rule != row.key.rule))
+      control = &other;
+  }
+  return control;
+}
+
+NoiseVerdict VerdictAgainstControl(const RepeatedResult& row, const RepeatedResult& control) {
+  return CompareWithControl(Ratios(row), Ratios(control));
+}
+
 std::string RenderResultsTable(const std::vector<RepeatedResult>& results) {
+  const bool with_control = std::any_of(results.begin(), results.end(),
+                                        [](const RepeatedResult& r) { return r.key.aa_control; });
   TextTable t;
-  t.AddRow({"method", "rule", "pipe", "conc", "ok/req", "tok/s", "req/s", "ttft p50", "p99",
-            "tpot p50", "p99", "accept", "acc.len", "speedup", "predicted", "draft busy",
-            "target busy"});
-  size_t rounds = 0;
+  std::vector<std::string> header = {"method",     "rule",       "pipe",     "conc",    "ok/req",
+                                     "tok/s",      "req/s",      "ttft p50", "p99",     "tpot p50",
+                                     "p99",        "accept",     "acc.len",  "speedup", "predicted",
+                                     "draft busy", "target busy"};
+  if (with_control) header.push_back("vs A/A");
+  t.AddRow(header);
+  int rounds = 0;
   for (const RepeatedResult& r : results) {
-    rounds = std::max(rounds, r.repeats.size());
-    t.AddRow({MethodName(r.key.method), AcceptanceRuleName(r.key.rule),
-              PipeliningName(r.key.pipelining), absl::StrCat(r.key.concurrency), Counts(r),
-              Cell(r, "/throughput_tok_s", 1), Cell(r, "/requests_per_s", 2),
-              Cell(r, "/ttft_ms/p50", 1), Cell(r, "/ttft_ms/p99", 1), Cell(r, "/tpot_ms/p50", 1),
-              Cell(r, "/tpot_ms/p99", 1), Cell(r, "/acceptance_rate", 1, "%", 100),
-              Cell(r, "/mean_accepted_length", 2), Cell(r, "/speedup_vs_none", 2, "x"),
-              Cell(r, "/cost_terms/predicted_speedup", 2, "x"), Cell(r, "/draft_busy", 1, "%", 100),
-              Cell(r, "/target_busy", 1, "%", 100)});
+    rounds = std::max(rounds, static_cast<int>(r.repeats.size()));
+    std::vector<std::string> cells = ResultCells(r);
+    if (with_control) cells.push_back(VerdictCell(results, r));
+    t.AddRow(cells);
   }
-  std::string notes =
-      "(times in ms; ttft = time to first token, tpot = time per output token, both as the "
-      "client sees them;\n predicted = the cost model's speedup from the row's measured terms, "
-      "see the cost-model table)\n";
-  if (rounds > 1) {
-    absl::StrAppend(&notes, "(", rounds,
-                    " interleaved rounds: median [min-max] over the rounds; speedup = median of "
-                    "the per-round ratios to `none` of the same round)\n");
-  }
-  return t.Render() + notes;
+  return t.Render() + ResultsNotes(rounds, with_control);
 }
 
 std::string RenderCostTable(const std::vector<RepeatedResult>& results) {
@@ -157,6 +221,8 @@ std::string RenderCostTable(const std::vector<RepeatedResult>& results) {
 
 nlohmann::json ToJson(const RepeatedResult& result) {
   nlohmann::json j = {{"method", MethodName(result.key.method)},
+                      {"aa_control", result.key.aa_control},
+                      {"label", ConfigLabel(result.key)},
                       {"rule", AcceptanceRuleName(result.key.rule)},
                       {"pipelining", PipeliningName(result.key.pipelining)},
                       {"concurrency", result.key.concurrency},
@@ -188,6 +254,26 @@ nlohmann::json ToJson(const RepeatedResult& result) {
   j["spread"] = spread;
   j["repeats"] = repeats;
   return j;
+}
+
+nlohmann::json ResultsJson(const std::vector<RepeatedResult>& results) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const RepeatedResult& r : results) {
+    nlohmann::json j = ToJson(r);
+    if (const RepeatedResult* control = ControlFor(results, r); control != nullptr) {
+      const Distribution floor = Spread(*control, "/speedup_vs_none");
+      const int n = Spread(r, "/speedup_vs_none").count;
+      j["vs_aa_control"] = {
+          {"verdict", VerdictName(VerdictAgainstControl(r, *control))},
+          {"rule", VerdictRule()},
+          {"control_speedup",
+           {{"median", Number(floor.p50)}, {"min", Number(floor.min)}, {"max", Number(floor.max)}}},
+          {"rounds", {n, floor.count}},
+          {"false_verdict_chance", Number(FalseVerdictChance(n, floor.count))}};
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 }  // namespace tandem::client

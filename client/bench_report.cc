@@ -23,7 +23,7 @@ nlohmann::json ToJson(const Distribution& d) {
 }
 
 std::string Describe(const ConfigKey& k) {
-  return absl::StrCat(MethodName(k.method), " rule=", AcceptanceRuleName(k.rule),
+  return absl::StrCat(ConfigLabel(k), " rule=", AcceptanceRuleName(k.rule),
                       " pipelining=", PipeliningName(k.pipelining), " c=", k.concurrency);
 }
 
@@ -104,8 +104,9 @@ const ConfigResult* NoneBaseline(const std::vector<ConfigResult>& rows, const Co
   const ConfigResult* base = nullptr;
   int best = -1;
   for (const ConfigResult& other : rows) {
-    if (other.key.method != v1::SPECULATION_METHOD_NONE || other.round != row.round ||
-        other.key.concurrency != row.key.concurrency || other.throughput_tok_s <= 0) {
+    if (other.key.method != v1::SPECULATION_METHOD_NONE || other.key.aa_control ||
+        other.round != row.round || other.key.concurrency != row.key.concurrency ||
+        other.throughput_tok_s <= 0) {
       continue;
     }
     const int score =
@@ -130,7 +131,9 @@ OutputCheck CheckOutputsAgainstNone(const std::vector<ConfigRun>& runs,
                                     const std::function<bool(const ConfigKey&)>& compare) {
   std::map<int, const std::string*> baseline;
   for (const ConfigRun& run : runs) {
-    if (run.key.method != v1::SPECULATION_METHOD_NONE || !compare(run.key)) continue;
+    if (run.key.method != v1::SPECULATION_METHOD_NONE || run.key.aa_control || !compare(run.key)) {
+      continue;
+    }
     for (size_t i = 0; i < run.results.size(); ++i) {
       if (run.results[i].code == absl::StatusCode::kOk) {
         baseline.emplace(run.prompt_index[i], &run.results[i].text);
@@ -191,6 +194,8 @@ BusyFractions BusyBetween(const std::vector<PrometheusSample>& before,
 nlohmann::json ToJson(const ConfigResult& r) {
   return {
       {"method", MethodName(r.key.method)},
+      {"aa_control", r.key.aa_control},
+      {"label", ConfigLabel(r.key)},
       {"rule", AcceptanceRuleName(r.key.rule)},
       {"pipelining", PipeliningName(r.key.pipelining)},
       {"concurrency", r.key.concurrency},

@@ -73,7 +73,8 @@ ConfigResult Aggregate(const ConfigRun& run);
 
 // The `none` row `row` is compared with: same round and concurrency, positive
 // throughput, preferably the same acceptance rule and then the same pipelining, else
-// any; nullptr when none.
+// any; never an A/A control (ConfigKey::aa_control), not even for a control row;
+// nullptr when none.
 const ConfigResult* NoneBaseline(const std::vector<ConfigResult>& rows, const ConfigResult& row);
 
 // Sets speedup_vs_none of every row: its throughput over its NoneBaseline's, and adds
@@ -83,7 +84,8 @@ void ComputeSpeedups(std::vector<ConfigResult>* rows);
 // Greedy runs, and seeded runs of the coupled rule (spec/acceptance.h), are lossless
 // token for token: every method must produce, for the same prompt, exactly the text
 // `none` produced. Compares every successful request with the first successful `none`
-// output for its prompt.
+// output for its prompt. A/A control runs are compared like any other run, never used
+// as the `none` output.
 struct OutputCheck {
   int compared = 0;
   std::vector<std::string> mismatches;  // "draft pipelining=on c=4 prompt 3: ..."

@@ -133,6 +133,36 @@ TEST(SpeedupTest, PrefersTheNoneOfTheSameRule) {
   EXPECT_DOUBLE_EQ(rows[2].speedup_vs_none, 1.5);    // 30 / 20.
 }
 
+TEST(SpeedupTest, AaControlIsComparedWithNoneOfItsRoundButNeverABaseline) {
+  std::vector<ConfigResult> rows(7);
+  const auto set = [&rows](int i, v1::SpeculationMethod m, bool control, int c, int round,
+                           double tok_s) {
+    rows[i].key = {m, v1::PIPELINING_DEFAULT, c, v1::ACCEPTANCE_RULE_DEFAULT, control};
+    rows[i].round = round;
+    rows[i].throughput_tok_s = tok_s;
+  };
+  // The control comes first in each round, so a baseline search that took it would
+  // pick it over `none` (same rule, same pipelining).
+  set(0, v1::SPECULATION_METHOD_NONE, true, 1, 0, 12);
+  set(1, v1::SPECULATION_METHOD_NONE, false, 1, 0, 10);
+  set(2, v1::SPECULATION_METHOD_DRAFT, false, 1, 0, 25);
+  set(3, v1::SPECULATION_METHOD_NONE, true, 1, 1, 18);
+  set(4, v1::SPECULATION_METHOD_NONE, false, 1, 1, 20);
+  set(5, v1::SPECULATION_METHOD_DRAFT, false, 1, 1, 30);
+  set(6, v1::SPECULATION_METHOD_NONE, true, 4, 1, 40);  // No `none` at 4.
+  ComputeSpeedups(&rows);
+  EXPECT_EQ(NoneBaseline(rows, rows[0]), &rows[1]);  // Not itself.
+  EXPECT_EQ(NoneBaseline(rows, rows[2]), &rows[1]);
+  EXPECT_EQ(NoneBaseline(rows, rows[5]), &rows[4]);
+  EXPECT_DOUBLE_EQ(rows[0].speedup_vs_none, 1.2);  // 12 / 10, round 0.
+  EXPECT_DOUBLE_EQ(rows[3].speedup_vs_none, 0.9);  // 18 / 20, round 1.
+  EXPECT_DOUBLE_EQ(rows[1].speedup_vs_none, 1.0);
+  EXPECT_DOUBLE_EQ(rows[2].speedup_vs_none, 2.5);
+  EXPECT_DOUBLE_EQ(rows[5].speedup_vs_none, 1.5);
+  EXPECT_EQ(NoneBaseline(rows, rows[6]), nullptr);
+  EXPECT_TRUE(std::isnan(rows[6].speedup_vs_none));
+}
+
 bool All(const ConfigKey&) { return true; }
 
 TEST(OutputCheckTest, EveryMethodMustReproduceNone) {
@@ -159,6 +189,26 @@ TEST(OutputCheckTest, EveryMethodMustReproduceNone) {
   nlohmann::json j = ToJson(bad);
   EXPECT_EQ(j["mismatched"], 1);
   EXPECT_EQ(j["ok"], false);
+}
+
+TEST(OutputCheckTest, AaControlIsCheckedButNeverTheReference) {
+  std::vector<ConfigRun> runs;
+  // An odd round runs the control before `none`; its outputs must still be checked
+  // against `none`'s, not serve as the reference.
+  runs.push_back(MakeRun(v1::SPECULATION_METHOD_NONE, 1, 1, {Ok("alphx", 1, 0, 0, 1, 1, 1)}, {0}));
+  runs.back().key.aa_control = true;
+  runs.push_back(MakeRun(v1::SPECULATION_METHOD_NONE, 1, 1, {Ok("alpha", 1, 0, 0, 1, 1, 1)}, {0}));
+  OutputCheck check = CheckOutputsAgainstNone(runs, All);
+  EXPECT_EQ(check.compared, 1);
+  ASSERT_EQ(check.mismatches.size(), 1u);
+  EXPECT_THAT(check.mismatches[0], HasSubstr("none (A/A) rule=default"));
+  EXPECT_THAT(check.mismatches[0], HasSubstr("none \"alpha\" vs \"alphx\""));
+  runs[0].results[0].text = "alpha";
+  check = CheckOutputsAgainstNone(runs, All);
+  EXPECT_EQ(check.compared, 1);
+  EXPECT_TRUE(check.ok());
+  // A control alone has no reference.
+  EXPECT_EQ(CheckOutputsAgainstNone({runs[0]}, All).compared, 0);
 }
 
 TEST(OutputCheckTest, NothingToCompareIsNotOk) {
@@ -234,6 +284,12 @@ TEST(ToJsonTest, RowWithSpeedupRoundAndCostTerms) {
   EXPECT_TRUE(j["ttft_ms"]["p50"].is_null());
   EXPECT_TRUE(j["cost_terms"]["nu"].is_null());  // No metrics.
   EXPECT_TRUE(j["step_times"].contains("verify_ms"));
+  EXPECT_EQ(j["aa_control"], false);
+  EXPECT_EQ(j["label"], "draft");
+  rows[0].key.aa_control = true;
+  EXPECT_EQ(ToJson(rows[0])["aa_control"], true);
+  EXPECT_EQ(ToJson(rows[0])["label"], "none (A/A)");
+  EXPECT_EQ(ToJson(rows[0])["method"], "none");
 }
 
 TEST(AggregateTest, AcceptanceTermsFromSpeculativeSteps) {

@@ -1,9 +1,12 @@
 #include "client/bench_run.h"
 
+#include <grpcpp/grpcpp.h>
+
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "client/load_runner.h"
 #include "client/progress.h"
 
@@ -36,9 +39,9 @@ ConfigRun RunConfig(v1::Tandem::Stub* stub, const BenchSettings& s, const Config
   run.key = key;
   run.results.resize(requests);
   run.prompt_index.assign(requests, 0);
-  const std::string label = absl::StrFormat("%-13s %-9s pipe=%-7s c=%-3d", MethodName(key.method),
-                                            AcceptanceRuleName(key.rule),
-                                            PipeliningName(key.pipelining), key.concurrency);
+  const std::string label =
+      absl::StrFormat("%-13s %-9s pipe=%-7s c=%-3d", ConfigLabel(key), AcceptanceRuleName(key.rule),
+                      PipeliningName(key.pipelining), key.concurrency);
   ProgressBar bar(stderr, label);
   int done = 0, failed = 0;
   LoadSpec spec;
@@ -80,6 +83,27 @@ void Warmup(v1::Tandem::Stub* stub, const BenchSettings& s, int requests,
         return MakeBenchRequest(s, warm, n, &p);
       },
       [](int, const RequestResult&) {}, interrupted);
+}
+
+int CheckServer(v1::Tandem::Stub* stub, const std::string& server,
+                const std::vector<v1::SpeculationMethod>& methods, v1::ModelInfo* info) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  ctx.set_wait_for_ready(true);
+  grpc::Status st = stub->GetModelInfo(&ctx, v1::GetModelInfoRequest(), info);
+  if (!st.ok()) {
+    BenchSay(absl::StrCat("cannot reach ", server, ": ", st.error_message()));
+    return 1;
+  }
+  for (v1::SpeculationMethod m : methods) {
+    bool offered = false;
+    for (int served : info->methods()) offered = offered || served == m;
+    if (!offered) {
+      BenchSay(absl::StrCat("the server does not offer method '", MethodName(m), "'"));
+      return 2;
+    }
+  }
+  return 0;
 }
 
 }  // namespace tandem::client

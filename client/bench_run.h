@@ -1,5 +1,6 @@
 // Running the load of `tandem bench`: the settings every request is built from, one
-// configuration's run with its progress bar, the warm-up, and the tool's notices.
+// configuration's run with its progress bar, the server check, the warm-up, and the
+// tool's notices.
 #ifndef TANDEM_CLIENT_BENCH_RUN_H_
 #define TANDEM_CLIENT_BENCH_RUN_H_
 
@@ -39,6 +40,13 @@ v1::GenerateRequest MakeBenchRequest(const BenchSettings& s, const ConfigKey& ke
 // stops early when *interrupted turns true (the run then holds what finished).
 ConfigRun RunConfig(v1::Tandem::Stub* stub, const BenchSettings& s, const ConfigKey& key,
                     int requests, std::atomic<bool>* interrupted);
+
+// Asks the server `server` (its address, for messages) for its model info, into
+// *info, and checks it offers every method of `methods`. Returns the exit status on
+// failure, said with BenchSay (1 unreachable within 10 s, 2 a method it does not
+// offer), 0 when fine.
+int CheckServer(v1::Tandem::Stub* stub, const std::string& server,
+                const std::vector<v1::SpeculationMethod>& methods, v1::ModelInfo* info);
 
 // `requests` unmeasured `none` requests, one at a time (no-op for <= 0).
 void Warmup(v1::Tandem::Stub* stub, const BenchSettings& s, int requests,

@@ -27,6 +27,22 @@ TEST(MakeBenchRequestTest, CyclesPromptsAndAppliesTheKey) {
   EXPECT_FALSE(r.sampling().has_seed());
 }
 
+TEST(MakeBenchRequestTest, TheAaControlSendsExactlyWhatNoneSends) {
+  BenchSettings s = Settings();
+  s.seed = 7;
+  const ConfigKey none{v1::SPECULATION_METHOD_NONE, v1::PIPELINING_DEFAULT, 4,
+                       v1::ACCEPTANCE_RULE_COUPLED};
+  ConfigKey control = none;
+  control.aa_control = true;
+  for (int number : {0, 1, 5}) {
+    int none_prompt = -1, control_prompt = -2;
+    const v1::GenerateRequest a = MakeBenchRequest(s, none, number, &none_prompt);
+    const v1::GenerateRequest b = MakeBenchRequest(s, control, number, &control_prompt);
+    EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString()) << number;
+    EXPECT_EQ(none_prompt, control_prompt);
+  }
+}
+
 TEST(MakeBenchRequestTest, NoneDropsTheFixedKAndSeedsFollowThePrompt) {
   BenchSettings s = Settings();
   s.seed = 100;

@@ -2,12 +2,18 @@
 
 #include <algorithm>
 
+#include "client/request_options.h"
+
 namespace tandem::client {
+
+std::string ConfigLabel(const ConfigKey& key) {
+  return key.aa_control ? "none (A/A)" : MethodName(key.method);
+}
 
 std::vector<ConfigKey> BenchConfigs(const std::vector<v1::SpeculationMethod>& methods,
                                     const std::vector<v1::AcceptanceRule>& rules,
                                     const std::vector<v1::Pipelining>& pipelining,
-                                    const std::vector<int>& concurrency) {
+                                    const std::vector<int>& concurrency, bool aa_control) {
   std::vector<ConfigKey> configs;
   for (v1::SpeculationMethod method : methods) {
     for (v1::AcceptanceRule rule : rules) {
@@ -16,6 +22,10 @@ std::vector<ConfigKey> BenchConfigs(const std::vector<v1::SpeculationMethod>& me
         if (plain && p > 0) continue;
         for (int c : concurrency) {
           configs.push_back({method, plain ? v1::PIPELINING_DEFAULT : pipelining[p], c, rule});
+        }
+        if (!plain || !aa_control) continue;
+        for (int c : concurrency) {
+          configs.push_back({method, v1::PIPELINING_DEFAULT, c, rule, /*aa_control=*/true});
         }
       }
     }
@@ -30,12 +40,15 @@ std::vector<ScheduledRun> InterleavedSchedule(const std::vector<ConfigKey>& conf
       levels.push_back(k.concurrency);
     }
   }
-  std::vector<std::vector<int>> groups;  // Per concurrency level, in configs' order.
+  // Per concurrency level, in configs' order with the A/A controls last.
+  std::vector<std::vector<int>> groups;
   for (int level : levels) {
     groups.emplace_back();
     for (size_t i = 0; i < configs.size(); ++i) {
       if (configs[i].concurrency == level) groups.back().push_back(static_cast<int>(i));
     }
+    std::stable_partition(groups.back().begin(), groups.back().end(),
+                          [&configs](int i) { return !configs[i].aa_control; });
   }
   std::vector<ScheduledRun> schedule;
   for (int round = 0; round < std::max(repeats, 1); ++round) {

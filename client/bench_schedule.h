@@ -2,6 +2,7 @@
 #ifndef TANDEM_CLIENT_BENCH_SCHEDULE_H_
 #define TANDEM_CLIENT_BENCH_SCHEDULE_H_
 
+#include <string>
 #include <vector>
 
 #include "tandem/v1/tandem.pb.h"
@@ -13,20 +14,30 @@ struct ConfigKey {
   v1::Pipelining pipelining = v1::PIPELINING_DEFAULT;
   int concurrency = 1;
   v1::AcceptanceRule rule = v1::ACCEPTANCE_RULE_DEFAULT;
+  // The A/A control (`tandem bench --aa-control`): plain decoding (method NONE) sent
+  // exactly like `none`, but a separate configuration that is never any row's baseline;
+  // its ratio to `none` of the same round is the run's own noise floor.
+  bool aa_control = false;
   bool operator==(const ConfigKey& o) const {
     return method == o.method && pipelining == o.pipelining && concurrency == o.concurrency &&
-           rule == o.rule;
+           rule == o.rule && aa_control == o.aa_control;
   }
 };
+
+// The row's name in tables, JSON and messages: the method's ("draft"), or "none (A/A)"
+// for the A/A control.
+std::string ConfigLabel(const ConfigKey& key);
 
 // Every (method, rule, pipelining, concurrency) in the order the results table lists
 // them: method-major, then acceptance rule, then pipelining, then concurrency.
 // Pipelining does not apply to plain decoding, so `none` appears once per rule and
 // concurrency, with PIPELINING_DEFAULT (the rule still applies: `none` samples by it).
+// With `aa_control`, each rule's `none` rows are followed by its A/A control rows, one
+// per concurrency level (only when `methods` has `none`).
 std::vector<ConfigKey> BenchConfigs(const std::vector<v1::SpeculationMethod>& methods,
                                     const std::vector<v1::AcceptanceRule>& rules,
                                     const std::vector<v1::Pipelining>& pipelining,
-                                    const std::vector<int>& concurrency);
+                                    const std::vector<int>& concurrency, bool aa_control = false);
 
 // One measurement: configuration configs[config] in round `round` (0-based).
 struct ScheduledRun {
@@ -41,7 +52,10 @@ struct ScheduledRun {
 // the `none` run it is compared with; inside a group even rounds keep `configs`'
 // order and odd rounds reverse it (A B C, C B A, A B C, ...), so no configuration
 // always runs first or last in its group (a position effect, such as a run that
-// follows a heavier one, cancels over pairs of rounds).
+// follows a heavier one, cancels over pairs of rounds). A/A controls go to the end of
+// their group, the far end from `none` (last when `none` runs first, first when the
+// order is reversed), so no row is further in time from its `none` than the control:
+// the control's spread covers the drift every row of the group sees.
 std::vector<ScheduledRun> InterleavedSchedule(const std::vector<ConfigKey>& configs, int repeats);
 
 }  // namespace tandem::client

@@ -79,6 +79,49 @@ TEST(InterleavedScheduleTest, GroupsByConcurrencySoNoneRunsNextToItsComparisons)
   }
 }
 
+TEST(BenchConfigsTest, AaControlFollowsEachRulesNoneRows) {
+  const auto kCoupled = v1::ACCEPTANCE_RULE_COUPLED;
+  const auto kRejection = v1::ACCEPTANCE_RULE_REJECTION;
+  std::vector<ConfigKey> c =
+      BenchConfigs({kNone, kDraft}, {kCoupled, kRejection}, {v1::PIPELINING_ON}, {1, 4}, true);
+  // Per rule: none c1, none c4, A/A c1, A/A c4; then draft x 2 rules x 2 levels.
+  ASSERT_EQ(c.size(), 12u);
+  for (int i : {2, 3, 6, 7}) {
+    EXPECT_TRUE(c[i].aa_control) << i;
+    EXPECT_EQ(c[i].method, kNone) << i;
+    EXPECT_EQ(c[i].pipelining, v1::PIPELINING_DEFAULT) << i;
+  }
+  EXPECT_EQ(c[2].concurrency, 1);
+  EXPECT_EQ(c[3].concurrency, 4);
+  EXPECT_EQ(c[2].rule, kCoupled);
+  EXPECT_EQ(c[6].rule, kRejection);
+  for (int i : {0, 1, 4, 5, 8, 9, 10, 11}) EXPECT_FALSE(c[i].aa_control) << i;
+  EXPECT_FALSE(c[0] == c[2]);  // Same request, but a configuration of its own.
+  EXPECT_EQ(ConfigLabel(c[0]), "none");
+  EXPECT_EQ(ConfigLabel(c[2]), "none (A/A)");
+  EXPECT_EQ(ConfigLabel(c[8]), "draft");
+  // Without `none` there is nothing to control.
+  EXPECT_EQ(BenchConfigs({kDraft}, kDefaultRule, {v1::PIPELINING_DEFAULT}, {1}, true).size(), 1u);
+}
+
+TEST(InterleavedScheduleTest, AaControlIsInterleavedAtTheFarEndFromNone) {
+  std::vector<ConfigKey> configs =
+      BenchConfigs({kNone, kDraft, kLookup}, kDefaultRule, {v1::PIPELINING_DEFAULT}, {1, 4}, true);
+  // Display order: none c1 (0), none c4 (1), A/A c1 (2), A/A c4 (3), draft (4, 5),
+  // prompt_lookup (6, 7). Each round measures every configuration once, grouped by
+  // concurrency with the control at the end of its group, reversed in odd rounds.
+  std::vector<ScheduledRun> s = InterleavedSchedule(configs, 3);
+  const std::vector<int> round0 = {0, 4, 6, 2, 1, 5, 7, 3};
+  const std::vector<int> round1 = {2, 6, 4, 0, 3, 7, 5, 1};
+  ASSERT_EQ(s.size(), 24u);
+  for (size_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(s[i].config, round0[i]) << i;
+    EXPECT_EQ(s[i + 8].config, round1[i]) << i;
+    EXPECT_EQ(s[i + 16].config, round0[i]) << i;
+    EXPECT_EQ(s[i + 8].round, 1) << i;
+  }
+}
+
 TEST(InterleavedScheduleTest, AtLeastOneRound) {
   std::vector<ConfigKey> configs =
       BenchConfigs({kNone}, kDefaultRule, {v1::PIPELINING_DEFAULT}, {2});

@@ -1,5 +1,5 @@
-// Test helper: a bench row (one configuration of one round) with what the
-// bench_repeats and bench_baseline tests read.
+// Test helper: bench rows (one configuration of one round) with what the bench_repeats
+// and bench_baseline tests read.
 #ifndef TANDEM_CLIENT_BENCH_TEST_ROWS_H_
 #define TANDEM_CLIENT_BENCH_TEST_ROWS_H_
 
@@ -18,6 +18,13 @@ inline ConfigResult BenchRow(v1::SpeculationMethod method, int concurrency, int 
   r.ok = 4;
   r.generated_tokens = 100;
   r.throughput_tok_s = tok_s;
+  return r;
+}
+
+// The A/A control's row (plain decoding, never a baseline) at `concurrency` in `round`.
+inline ConfigResult ControlRow(int concurrency, int round, double tok_s) {
+  ConfigResult r = BenchRow(v1::SPECULATION_METHOD_NONE, concurrency, round, tok_s);
+  r.key.aa_control = true;
   return r;
 }
 

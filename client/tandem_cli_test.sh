@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The `tandem` CLI as a user runs it, against a fake server (no models): help texts,
 # dashed and underscore flags, usage errors, streamed generate with stats on stderr, info,
-# bench with table, cost-model table, --repeat rounds, --rules, --seed, JSON, output check
-# (greedy and seeded coupled), plot, and soak.
+# bench with table, cost-model table, --repeat rounds, --aa-control, --rules, --seed, JSON,
+# output check (greedy and seeded coupled), plot, and soak.
 set -uo pipefail
 TANDEM=client/tandem
 FAKE=client/fake_tandem_server
@@ -143,6 +143,32 @@ ratios = [x["speedup_vs_none"] for x in draft["repeats"]]
 assert abs(draft["speedup_vs_none"] - statistics.median(ratios)) < 1e-12, draft
 assert draft["spread"]["/speedup_vs_none"]["min"] == min(ratios)
 PY
+
+"$TANDEM" bench --server "$ADDR" --prompts "$TMP/prompts.jsonl" --requests 3 --repeat 3 \
+  --methods none,draft --max-tokens 4 --warmup 0 --aa-control --out "$TMP/aa.json" \
+  >"$TMP/table" 2>"$TMP/bench.err"; rc=$?
+[ $rc -eq 0 ] && grep -q "^none (A/A) " "$TMP/table" && grep -q "vs A/A" "$TMP/table" \
+  && grep -q "Output check: all 24 outputs identical" "$TMP/table" \
+  && /usr/bin/python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r['settings']['aa_control'] is True
+rows = [(x['label'], x['aa_control'], x['rounds']) for x in r['results']]
+assert rows == [('none', False, 3), ('none (A/A)', True, 3), ('draft', False, 3)], rows
+control, draft = r['results'][1], r['results'][2]
+assert all(y['aa_control'] for y in control['repeats'])
+assert all(y['speedup_vs_none'] > 0 for y in control['repeats'])
+v = draft['vs_aa_control']
+assert v['verdict'] in ('faster', 'slower', 'within noise'), v
+assert v['rounds'] == [3, 3] and abs(v['false_verdict_chance'] - 0.1) < 1e-12, v
+assert 'vs_aa_control' not in r['results'][0] and 'vs_aa_control' not in control
+" "$TMP/aa.json" && pass "bench --aa-control: control row, verdict, JSON, output check" \
+  || fail "aa-control: rc=$rc $(cat "$TMP/table" "$TMP/bench.err")"
+"$TANDEM" bench --server "$ADDR" --prompts "$TMP/prompts.jsonl" --methods draft --aa-control \
+  >"$TMP/table" 2>"$TMP/bench.err"; rc=$?
+[ $rc -eq 2 ] && grep -q "aa-control needs .none. in --methods" "$TMP/bench.err" \
+  && pass "bench --aa-control without none: usage error" \
+  || fail "aa-control without none: rc=$rc $(cat "$TMP/bench.err")"
 
 "$TANDEM" bench --server "$ADDR" --prompts "$TMP/prompts.jsonl" --requests 3 --methods none,draft \
   --rules rejection,coupled --repeat 2 --seed 7 --temperature 0.8 --max-tokens 2 --warmup 0 \
