@@ -211,7 +211,8 @@ absl::Status DraftEngine::GrowTree(const v1::DraftSequence& seq, int s,
   std::vector<spec::SparseDistribution> top;
   for (const DraftProposal& proposal : rows) {
     if (!proposal.status.ok()) return NoLogitsError(seq, state->next_draft[s].position);
-    top.push_back(proposal.top);
+    top.push_back(state->next_draft[s].coupled ? CoupledChildren(proposal.token, proposal.top)
+                                               : proposal.top);
   }
   DraftTreeBuilder& tree = *state->trees[s];
   tree.Grow(top);

@@ -26,10 +26,11 @@
 // with chains; then each pass feeds every frontier node (draft_tree.h) as one row on its
 // own branch, forked (ModelExecutor::Fork, sharing KV) from its parent's branch or, at
 // depth 1, from the sequence, and asks each row for its tree_width top tokens
-// (DraftRow::top). Branch ids are worker-internal (bit 63 set) and released before the
-// call returns, so the sequence's cache holds start_position + tokens (cached_length
-// says so). The proposals are the tree's nodes, point masses, with proposal_parents and
-// path_probs.
+// (DraftRow::top); under the coupled rule the row's own coupled sample is the first
+// child (draft_tree.h, CoupledChildren), so the tree's spine is the chain's path. Branch ids are
+// worker-internal (bit 63 set) and released before the call returns, so the sequence's cache holds
+// start_position + tokens (cached_length says so). The proposals are the tree's nodes, point
+// masses, with proposal_parents and path_probs.
 //
 // Requests are expected to be valid (see request_validation.h; q sizes must be in
 // [1, kMaxDraftQSize]); the engine still never crashes on bad input (the model rejects

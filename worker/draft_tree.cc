@@ -89,6 +89,19 @@ std::vector<DraftTreeNode> DraftTreeBuilder::Result() const {
   return result;
 }
 
+spec::SparseDistribution CoupledChildren(int32_t coupled_token,
+                                         const spec::SparseDistribution& top) {
+  if (top.ids.empty() || top.ids[0] == coupled_token) return top;
+  spec::SparseDistribution out;
+  out.ids.push_back(coupled_token);
+  for (int32_t id : top.ids) {
+    if (out.ids.size() == top.ids.size()) break;
+    if (id != coupled_token) out.ids.push_back(id);
+  }
+  out.probs.assign(top.probs.begin(), top.probs.begin() + out.ids.size());
+  return out;
+}
+
 void WriteDraftTree(const std::vector<DraftTreeNode>& tree, v1::DraftedSequence* out) {
   out->clear_proposals();
   out->clear_proposal_parents();

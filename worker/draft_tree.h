@@ -7,7 +7,8 @@
 // the depth is below `max_depth`, the frontier (the `width` nodes of the newest depth
 // with the highest path probability, the product of the draft's probabilities along the
 // path) is forwarded in one pass (each node after its parent, see FrontierNode) and
-// each frontier node gets its `width` likeliest tokens as children. The result is the `budget`
+// each frontier node gets its `width` likeliest tokens as children (under the coupled
+// rule the draft's own sample first, CoupledChildren). The result is the `budget`
 // nodes of highest path probability (ties: the node made first), which is ancestor-closed because a
 // child's path probability never exceeds its parent's. Growth stops early once no descendant of the
 // frontier could enter the result. Deterministic: only the distributions decide.
@@ -72,6 +73,17 @@ class DraftTreeBuilder {
   std::vector<int> frontier_;           // Node indices; {-1} = the root.
   std::vector<int> previous_frontier_;  // The frontier the current one grew from.
 };
+
+// The children a node offers under the coupled rule: the draft's own coupled sample
+// `coupled_token` first (the token a chain would propose there; the target's coupled
+// token shares its Gumbel noise, so it is the likeliest match when p is close to q),
+// then `top`'s other tokens in their order, `top.ids.size()` children in all; child r
+// takes `top.probs[r]`, the r-th largest probability, so the tree ranks and prices the
+// coupled path as it ranks the argmax path under greedy (the draft's own chain is the
+// tree's spine either way). `top` itself when the sample is its first token (always at
+// temperature 0).
+spec::SparseDistribution CoupledChildren(int32_t coupled_token,
+                                         const spec::SparseDistribution& top);
 
 // Writes `tree` (a Result) into `out` as point-mass proposals with proposal_parents and
 // path_probs (DraftedSequence's tree form), replacing those fields.

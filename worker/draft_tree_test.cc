@@ -67,6 +67,22 @@ TEST(DraftTreeBuilderTest, ExpandsTheBestFrontierAndKeepsTheBestNodes) {
 
 // Ties rank the node made first; growth stops once the frontier cannot beat the
 // budget-th node; zero-probability tokens make no node.
+// Under the coupled rule the draft's own sample leads, taking the top probability; the
+// other tokens follow in order, one dropping out when the sample was not among them.
+TEST(DraftTreeBuilderTest, CoupledChildrenPutTheCoupledSampleFirst) {
+  const spec::SparseDistribution top = {{5, 6, 7}, {0.5f, 0.3f, 0.1f}};
+  const spec::SparseDistribution same = CoupledChildren(5, top);
+  EXPECT_EQ(same.ids, top.ids);
+  EXPECT_EQ(same.probs, top.probs);
+  const spec::SparseDistribution inside = CoupledChildren(7, top);
+  EXPECT_EQ(inside.ids, (std::vector<int32_t>{7, 5, 6}));
+  EXPECT_EQ(inside.probs, top.probs);
+  const spec::SparseDistribution outside = CoupledChildren(9, top);
+  EXPECT_EQ(outside.ids, (std::vector<int32_t>{9, 5, 6}));
+  EXPECT_EQ(outside.probs, top.probs);
+  EXPECT_TRUE(CoupledChildren(9, {}).ids.empty());
+}
+
 TEST(DraftTreeBuilderTest, TiesAndEarlyStop) {
   DraftTreeBuilder tree(/*width=*/2, /*max_depth=*/8, /*budget=*/3);
   tree.Grow({Top({5, 6}, {0.5f, 0.5f})});
@@ -109,10 +125,13 @@ class DraftEngineTreeTest : public DraftEngineFixture {
     row.sampling = ToSamplingConfig(sampling);
     row.q_size = 1;
     row.coupled = sampling.rule() == v1::ACCEPTANCE_RULE_COUPLED;
+    row.seed = sampling.seed();
+    row.position = context.size();  // The position of the token after `context`.
     row.top = width;
     std::vector<DraftProposal> proposals;
     EXPECT_TRUE(HostSampleDrafts(logits.back(), kVocab, {row}, &proposals).ok());
-    return proposals.at(0).top;
+    const DraftProposal& p = proposals.at(0);
+    return row.coupled ? CoupledChildren(p.token, p.top) : p.top;
   }
 
   // Brute force: every node of every depth is a path; a depth's frontier is its best
