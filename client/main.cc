@@ -3,9 +3,9 @@
 //   tandem up         start a local cluster
 //   tandem bench      benchmark a server
 //   tandem quantize   write a q8_0 copy of a model directory
-//   tandem synth      write a random-weight model directory of a real shape (benchmarks)
 //   tandem health     check a server's health (container probes)
 //   tandem info       show a server's models, limits, stop ids and sampling defaults
+//   tandem synth      write a random-weight model directory of a real shape (benchmarks)
 #include "client/bench_command.h"
 #include "client/command.h"
 #include "client/generate_command.h"

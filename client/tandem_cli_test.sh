@@ -30,6 +30,12 @@ grep -q -- "--ready-file=PATH" "$TMP/help.up" && pass "up help shows --ready-fil
 "$TANDEM" quantize "$TMP/no-model" "$TMP/q8" 2>"$TMP/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "^tandem quantize: .*no-model" "$TMP/err" \
   && pass "quantize of a missing model fails with one line" || fail "quantize: rc=$rc $(cat "$TMP/err")"
+"$TANDEM" frobnicate 2>/dev/null; [ $? -eq 2 ] && pass "unknown command exits 2" || fail "unknown command"
+"$TANDEM" up --dry-run --tp 2 --cpu-affinity --draft-cpus 0 --target-cpus 1 --port 0 \
+  --coordinator-bin /bin/true --worker-bin /bin/true --log-dir "$TMP/logs" >"$TMP/plan" 2>&1
+grep -q "taskset -c 1 /bin/true --role=target --rank=1 --tp_size=2" "$TMP/plan" \
+  && grep -q "taskset -c 0 /bin/true --role=draft" "$TMP/plan" \
+  && pass "up --dry-run plans pinned ranks" || fail "up --dry-run: $(cat "$TMP/plan")"
 "$TANDEM" synth 2>"$TMP/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "give one OUT_DIR" "$TMP/err" \
   && pass "synth needs an output directory" || fail "synth usage: rc=$rc $(cat "$TMP/err")"
@@ -47,12 +53,6 @@ grep -q -- "--ready-file=PATH" "$TMP/help.up" && pass "up help shows --ready-fil
 "$TANDEM" synth --shape tiny "$TMP/s" 2>"$TMP/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "already holds a model" "$TMP/err" \
   && pass "synth does not overwrite a model" || fail "synth overwrite: rc=$rc $(cat "$TMP/err")"
-"$TANDEM" frobnicate 2>/dev/null; [ $? -eq 2 ] && pass "unknown command exits 2" || fail "unknown command"
-"$TANDEM" up --dry-run --tp 2 --cpu-affinity --draft-cpus 0 --target-cpus 1 --port 0 \
-  --coordinator-bin /bin/true --worker-bin /bin/true --log-dir "$TMP/logs" >"$TMP/plan" 2>&1
-grep -q "taskset -c 1 /bin/true --role=target --rank=1 --tp_size=2" "$TMP/plan" \
-  && grep -q "taskset -c 0 /bin/true --role=draft" "$TMP/plan" \
-  && pass "up --dry-run plans pinned ranks" || fail "up --dry-run: $(cat "$TMP/plan")"
 
 # --- against the fake server -------------------------------------------------------
 "$FAKE" "$TMP/addr" 2 &
