@@ -4,9 +4,8 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "client/shared_flags.h"
 #include "model/quantize_model.h"
-
-ABSL_FLAG(std::string, format, "q8_0", "Weight format to write (only q8_0 so far).");
 
 namespace tandem::client {
 namespace {

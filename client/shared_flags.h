@@ -17,5 +17,6 @@ ABSL_DECLARE_FLAG(bool, ignore_eos);
 ABSL_DECLARE_FLAG(double, timeout);
 ABSL_DECLARE_FLAG(std::optional<uint64_t>, seed);
 ABSL_DECLARE_FLAG(bool, json);
+ABSL_DECLARE_FLAG(std::string, format);
 
 #endif  // TANDEM_CLIENT_SHARED_FLAGS_H_

@@ -14,7 +14,7 @@ pass() { echo "ok: $*"; }
 # --- help and usage errors -------------------------------------------------------
 "$TANDEM" --help >"$TMP/help" && grep -q "generate" "$TMP/help" && grep -q "bench" "$TMP/help" \
   && pass "tandem --help lists commands" || fail "tandem --help"
-for cmd in generate up bench quantize health info; do
+for cmd in generate up bench quantize synth health info; do
   "$TANDEM" "$cmd" --help >"$TMP/help.$cmd" 2>&1 && grep -q "^Usage: tandem $cmd" "$TMP/help.$cmd" \
     && pass "tandem $cmd --help" || fail "tandem $cmd --help: $(head -3 "$TMP/help.$cmd")"
 done
@@ -36,6 +36,23 @@ grep -q -- "--ready-file=PATH" "$TMP/help.up" && pass "up help shows --ready-fil
 grep -q "taskset -c 1 /bin/true --role=target --rank=1 --tp_size=2" "$TMP/plan" \
   && grep -q "taskset -c 0 /bin/true --role=draft" "$TMP/plan" \
   && pass "up --dry-run plans pinned ranks" || fail "up --dry-run: $(cat "$TMP/plan")"
+"$TANDEM" synth 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "give one OUT_DIR" "$TMP/err" \
+  && pass "synth needs an output directory" || fail "synth usage: rc=$rc $(cat "$TMP/err")"
+"$TANDEM" synth --format q3 "$TMP/s" 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "unknown weight format \"q3\"" "$TMP/err" \
+  && pass "synth rejects an unknown format" || fail "synth --format: rc=$rc $(cat "$TMP/err")"
+"$TANDEM" synth --shape gpt-2 "$TMP/s" 2>"$TMP/err"; rc=$?
+[ $rc -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^tandem synth: .*unknown model 'gpt-2'" "$TMP/err" \
+  && [ ! -e "$TMP/s" ] && pass "synth of an unknown shape fails with one line" \
+  || fail "synth --shape: rc=$rc $(cat "$TMP/err")"
+"$TANDEM" synth --shape tiny --format q8_0 --seed 3 "$TMP/s" >"$TMP/out" 2>&1 \
+  && grep -q "synthetic tiny (random weights, NOT A MODEL), 2 layers" "$TMP/out" \
+  && [ -s "$TMP/s/model.safetensors" ] && grep -q '"vocab_size": 256' "$TMP/s/config.json" \
+  && pass "synth writes a tiny model directory" || fail "synth: $(cat "$TMP/out")"
+"$TANDEM" synth --shape tiny "$TMP/s" 2>"$TMP/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "already holds a model" "$TMP/err" \
+  && pass "synth does not overwrite a model" || fail "synth overwrite: rc=$rc $(cat "$TMP/err")"
 
 # --- against the fake server -------------------------------------------------------
 "$FAKE" "$TMP/addr" 2 &

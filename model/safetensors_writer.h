@@ -1,14 +1,18 @@
 // Writer for the safetensors format (see safetensors.h), used by tests and tools to
-// produce checkpoints with known contents.
+// produce checkpoints with known contents: whole files in memory, or streamed one
+// tensor at a time (SafetensorsFileWriter).
 #ifndef TANDEM_MODEL_SAFETENSORS_WRITER_H_
 #define TANDEM_MODEL_SAFETENSORS_WRITER_H_
 
 #include <cstdint>
+#include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "model/safetensors.h"
 
@@ -20,6 +24,48 @@ struct SafetensorsTensorData {
   SafetensorsDType dtype = SafetensorsDType::kF32;
   std::vector<int64_t> shape;
   std::string bytes;
+};
+
+// A tensor's header entry, its `bytes` (numel * dtype size) written separately.
+struct SafetensorsTensorEntry {
+  std::string name;
+  SafetensorsDType dtype = SafetensorsDType::kF32;
+  std::vector<int64_t> shape;
+  uint64_t bytes = 0;
+};
+
+// The JSON header of a file holding `entries` back to back in the given order, padded
+// with spaces to a multiple of 8 bytes (as the reference writer does).
+std::string SafetensorsHeaderText(const std::vector<SafetensorsTensorEntry>& entries,
+                                  const std::map<std::string, std::string>& metadata = {});
+
+// Writes a safetensors file one tensor at a time, so that a checkpoint larger than
+// memory can be written from one tensor's buffer: Create writes the header, each Append
+// the bytes of the next entry in order, Finish checks that all were written and closes.
+class SafetensorsFileWriter {
+ public:
+  // Creates (replaces) `path` and writes the header of `entries`. INTERNAL when the
+  // file cannot be created or written.
+  static absl::StatusOr<SafetensorsFileWriter> Create(
+      const std::string& path, std::vector<SafetensorsTensorEntry> entries,
+      const std::map<std::string, std::string>& metadata = {});
+
+  // Writes the next entry's bytes. INVALID_ARGUMENT when `bytes` is not that entry's
+  // size or every entry is already written; INTERNAL on a write failure.
+  absl::Status Append(absl::string_view bytes);
+
+  // Flushes and closes the file. FAILED_PRECONDITION when entries are left unwritten
+  // (the file stays open and incomplete) or it is already closed; INTERNAL on a write
+  // failure.
+  absl::Status Finish();
+
+ private:
+  SafetensorsFileWriter(std::string path, std::vector<SafetensorsTensorEntry> entries, FILE* file);
+
+  std::string path_;
+  std::vector<SafetensorsTensorEntry> entries_;
+  size_t next_ = 0;  // Index of the entry the next Append writes.
+  std::unique_ptr<FILE, int (*)(FILE*)> file_;
 };
 
 // A complete file: tensors stored back to back in the given order, header padded

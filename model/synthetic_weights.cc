@@ -5,7 +5,9 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -77,6 +79,48 @@ absl::StatusOr<std::shared_ptr<std::vector<uint16_t>>> RandomBf16(size_t count, 
   return data;
 }
 
+// A tensor of SyntheticTensors and the field of LlamaWeights it fills.
+struct Slot {
+  SyntheticTensor tensor;
+  HostTensor* field;
+};
+
+// The tensors of `model` in SyntheticTensors' order, each with its field of `w` (whose
+// layers must be sized to the model). Value streams are numbered by first use of each
+// (rows, cols, kind), so tensors of one shape and kind share their values.
+std::vector<Slot> Slots(const SyntheticModel& model, LlamaWeights& w) {
+  using Kind = SyntheticTensor::Kind;
+  const LlamaConfig& c = model.config;
+  const int n = model.tp_size;
+  const int64_t hidden = c.hidden_size, hd = c.head_dim;
+  const int64_t q = c.num_heads / n * hd, kv = c.num_kv_heads / n * hd;
+  const int64_t mlp = c.intermediate_size / n, vocab_local = c.vocab_size / n;
+  std::map<std::tuple<int64_t, int64_t, Kind>, int> streams;
+  std::vector<Slot> slots;
+  auto add = [&](std::string name, int64_t rows, int64_t cols, Kind kind, HostTensor* field) {
+    const int stream =
+        streams.emplace(std::make_tuple(rows, cols, kind), int(streams.size())).first->second;
+    slots.push_back({{std::move(name), rows, cols, kind, stream}, field});
+  };
+  add("model.embed_tokens.weight", c.vocab_size, hidden, Kind::kEmbedding, &w.embed_tokens);
+  add("model.norm.weight", 1, hidden, Kind::kNorm, &w.final_norm);
+  add("lm_head.weight", vocab_local, hidden, Kind::kMatrix, &w.lm_head);
+  for (int i = 0; i < c.num_layers; ++i) {
+    LayerWeights& l = w.layers[i];
+    const std::string prefix = absl::StrCat("model.layers.", i, ".");
+    add(prefix + "input_layernorm.weight", 1, hidden, Kind::kNorm, &l.input_norm);
+    add(prefix + "post_attention_layernorm.weight", 1, hidden, Kind::kNorm, &l.post_attn_norm);
+    add(prefix + "self_attn.q_proj.weight", q, hidden, Kind::kMatrix, &l.q_proj);
+    add(prefix + "self_attn.k_proj.weight", kv, hidden, Kind::kMatrix, &l.k_proj);
+    add(prefix + "self_attn.v_proj.weight", kv, hidden, Kind::kMatrix, &l.v_proj);
+    add(prefix + "self_attn.o_proj.weight", hidden, q, Kind::kMatrix, &l.o_proj);
+    add(prefix + "mlp.gate_proj.weight", mlp, hidden, Kind::kMatrix, &l.gate_proj);
+    add(prefix + "mlp.up_proj.weight", mlp, hidden, Kind::kMatrix, &l.up_proj);
+    add(prefix + "mlp.down_proj.weight", hidden, mlp, Kind::kMatrix, &l.down_proj);
+  }
+  return slots;
+}
+
 }  // namespace
 
 absl::StatusOr<SyntheticModel> ParseSyntheticModel(const std::string& spec) {
@@ -130,56 +174,47 @@ int64_t SyntheticWeightBytes(const SyntheticModel& model) {
   return 2 * values;
 }
 
+std::vector<SyntheticTensor> SyntheticTensors(const SyntheticModel& model) {
+  LlamaWeights unused;
+  unused.layers.resize(model.config.num_layers);
+  std::vector<SyntheticTensor> tensors;
+  for (const Slot& slot : Slots(model, unused)) tensors.push_back(slot.tensor);
+  return tensors;
+}
+
+absl::StatusOr<HostTensor> MakeSyntheticTensor(const SyntheticTensor& tensor, uint64_t seed) {
+  using Kind = SyntheticTensor::Kind;
+  const float bound = tensor.kind == Kind::kMatrix ? std::sqrt(3.0f / float(tensor.cols)) : 1.0f;
+  auto data = RandomBf16(size_t(tensor.rows * tensor.cols), bound, tensor.kind == Kind::kNorm,
+                         seed + uint64_t(tensor.values));
+  if (!data.ok()) return data.status();
+  HostTensor t;
+  t.data = (*data)->data();
+  t.dtype = DType::kBF16;
+  t.rows = tensor.rows;
+  t.cols = tensor.cols;
+  t.owner = *std::move(data);
+  return t;
+}
+
 absl::StatusOr<LlamaWeights> MakeSyntheticWeights(const SyntheticModel& model, uint64_t seed) {
-  const LlamaConfig& c = model.config;
-  const int n = model.tp_size;
-  const int64_t hidden = c.hidden_size, hd = c.head_dim;
-  // One buffer per distinct (rows, cols, kind), shared by every layer.
-  std::map<std::tuple<int64_t, int64_t, int>, HostTensor> cache;
-  absl::Status error;
-  auto tensor = [&](int64_t rows, int64_t cols, int kind) -> HostTensor {
-    // kind: 0 = matrix, 1 = embedding, 2 = norm.
-    auto key = std::make_tuple(rows, cols, kind);
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-    const float bound = kind == 2 ? 1.0f : kind == 1 ? 1.0f : std::sqrt(3.0f / float(cols));
-    auto data = RandomBf16(size_t(rows * cols), bound, kind == 2, seed + cache.size());
-    HostTensor t;
-    if (!data.ok()) {
-      if (error.ok()) error = data.status();
-      return t;
-    }
-    t.data = (*data)->data();
-    t.dtype = DType::kBF16;
-    t.rows = rows;
-    t.cols = cols;
-    t.owner = *std::move(data);
-    cache.emplace(key, t);
-    return t;
-  };
   LlamaWeights w;
-  w.config = c;
+  w.config = model.config;
   w.tp_rank = model.tp_rank;
-  w.tp_size = n;
-  const int64_t q = c.num_heads / n * hd, kv = c.num_kv_heads / n * hd;
-  const int64_t mlp = c.intermediate_size / n, vocab_local = c.vocab_size / n;
-  w.embed_tokens = tensor(c.vocab_size, hidden, 1);
-  w.final_norm = tensor(1, hidden, 2);
-  w.lm_head = tensor(vocab_local, hidden, 0);
-  w.vocab_begin = int64_t(model.tp_rank) * vocab_local;
-  w.layers.resize(c.num_layers);
-  for (LayerWeights& l : w.layers) {
-    l.input_norm = tensor(1, hidden, 2);
-    l.post_attn_norm = l.input_norm;
-    l.q_proj = tensor(q, hidden, 0);
-    l.k_proj = tensor(kv, hidden, 0);
-    l.v_proj = tensor(kv, hidden, 0);  // Same buffer as k_proj (same shape).
-    l.o_proj = tensor(hidden, q, 0);
-    l.gate_proj = tensor(mlp, hidden, 0);
-    l.up_proj = tensor(mlp, hidden, 0);
-    l.down_proj = tensor(hidden, mlp, 0);
+  w.tp_size = model.tp_size;
+  w.vocab_begin = int64_t(model.tp_rank) * (model.config.vocab_size / model.tp_size);
+  w.layers.resize(model.config.num_layers);
+  // One buffer per value stream, shared by every tensor that uses it.
+  std::map<int, HostTensor> made;
+  for (const Slot& slot : Slots(model, w)) {
+    auto it = made.find(slot.tensor.values);
+    if (it == made.end()) {
+      auto tensor = MakeSyntheticTensor(slot.tensor, seed);
+      if (!tensor.ok()) return tensor.status();
+      it = made.emplace(slot.tensor.values, *std::move(tensor)).first;
+    }
+    *slot.field = it->second;
   }
-  if (!error.ok()) return error;
   return w;
 }
 

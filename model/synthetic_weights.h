@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "model/config.h"
@@ -41,6 +42,28 @@ absl::StatusOr<SyntheticModel> ParseSyntheticModel(const std::string& spec);
 // (+-1 for the embedding) and 1 for norm weights, from `seed`. Deterministic.
 // RESOURCE_EXHAUSTED if host memory cannot be allocated.
 absl::StatusOr<LlamaWeights> MakeSyntheticWeights(const SyntheticModel& model, uint64_t seed);
+
+// One tensor of a synthetic model as a checkpoint would name it, with how its values
+// are made. Tensors with the same `values` index hold the same values (all layers
+// share them; MakeSyntheticWeights shares one buffer between them).
+struct SyntheticTensor {
+  enum class Kind { kMatrix, kEmbedding, kNorm };
+  std::string name;  // Hugging Face name, e.g. "model.layers.3.mlp.up_proj.weight".
+  int64_t rows = 0;  // 1 for a norm vector (stored 1-D as [cols]).
+  int64_t cols = 0;
+  Kind kind = Kind::kMatrix;  // kMatrix: a linear layer (q/k/v/o, gate/up/down, lm_head).
+  int values = 0;             // Index of the value stream, in order of first use.
+};
+
+// Every tensor of rank tp_rank (shapes of that rank's slice): the embedding, the final
+// norm, lm_head, then each layer's input_layernorm, post_attention_layernorm, q/k/v/o
+// and gate/up/down projections.
+std::vector<SyntheticTensor> SyntheticTensors(const SyntheticModel& model);
+
+// The bf16 values of one tensor of SyntheticTensors (the values MakeSyntheticWeights
+// gives it for `seed`), in its own buffer. RESOURCE_EXHAUSTED if host memory cannot be
+// allocated.
+absl::StatusOr<HostTensor> MakeSyntheticTensor(const SyntheticTensor& tensor, uint64_t seed);
 
 // Bytes of this rank's weights at 2 bytes per value (embedding included).
 int64_t SyntheticWeightBytes(const SyntheticModel& model);

@@ -82,6 +82,51 @@ TEST(SyntheticWeightsTest, ShardShapesAndDeterminism) {
   EXPECT_NE(std::memcmp(a->lm_head.data, other->lm_head.data, 64), 0);
 }
 
+TEST(SyntheticWeightsTest, TensorListMatchesTheWeightsOneByOne) {
+  auto model = ParseSyntheticModel("tiny:1/2");
+  ASSERT_TRUE(model.ok());
+  auto weights = MakeSyntheticWeights(*model, 3);
+  ASSERT_TRUE(weights.ok());
+  const std::vector<SyntheticTensor> tensors = SyntheticTensors(*model);
+  const LlamaConfig& c = model->config;
+  ASSERT_EQ(tensors.size(), size_t(3 + 9 * c.num_layers));
+  // The tensors in the documented order, each with the values of its weights field.
+  const LayerWeights& last = weights->layers.back();
+  const std::pair<const char*, const HostTensor*> expected[] = {
+      {"model.embed_tokens.weight", &weights->embed_tokens},
+      {"model.norm.weight", &weights->final_norm},
+      {"lm_head.weight", &weights->lm_head},
+      {"model.layers.1.input_layernorm.weight", &last.input_norm},
+      {"model.layers.1.post_attention_layernorm.weight", &last.post_attn_norm},
+      {"model.layers.1.self_attn.q_proj.weight", &last.q_proj},
+      {"model.layers.1.self_attn.k_proj.weight", &last.k_proj},
+      {"model.layers.1.self_attn.v_proj.weight", &last.v_proj},
+      {"model.layers.1.self_attn.o_proj.weight", &last.o_proj},
+      {"model.layers.1.mlp.gate_proj.weight", &last.gate_proj},
+      {"model.layers.1.mlp.up_proj.weight", &last.up_proj},
+      {"model.layers.1.mlp.down_proj.weight", &last.down_proj},
+  };
+  for (int i = 0; i < 12; ++i) {
+    const SyntheticTensor& t = tensors[i < 3 ? i : tensors.size() - 12 + i];
+    const HostTensor& field = *expected[i].second;
+    EXPECT_EQ(t.name, expected[i].first);
+    EXPECT_EQ(t.rows, field.rows) << t.name;
+    EXPECT_EQ(t.cols, field.cols) << t.name;
+    auto made = MakeSyntheticTensor(t, 3);
+    ASSERT_TRUE(made.ok()) << made.status();
+    EXPECT_EQ(made->dtype, DType::kBF16);
+    EXPECT_EQ(std::memcmp(made->data, field.data, size_t(field.numel()) * 2), 0) << t.name;
+  }
+  using Kind = SyntheticTensor::Kind;
+  EXPECT_EQ(tensors[0].kind, Kind::kEmbedding);
+  EXPECT_EQ(tensors[1].kind, Kind::kNorm);
+  EXPECT_EQ(tensors[2].kind, Kind::kMatrix);
+  // Same shape and kind, same values: the norms share one stream, k and v another.
+  EXPECT_EQ(tensors[3].values, tensors[1].values);
+  EXPECT_EQ(tensors[6].values, tensors[7].values);
+  EXPECT_NE(tensors[5].values, tensors[9].values);
+}
+
 TEST(SyntheticWeightsTest, TheModelRunsOnThem) {
   auto model = ParseSyntheticModel("tiny");
   ASSERT_TRUE(model.ok());
