@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -85,9 +86,10 @@ TEST(QuantizeModelTest, QuantizedTargetLoadsWithinHalfAStep) {
   }
 }
 
-// The q8_0 model's logits are bitwise those of a float32 model whose weights are the
-// dequantized values (HostTensor::At), for single rows and a batch of rows.
-TEST(QuantizeModelTest, Q8ModelEqualsFloat32ModelOnDequantizedWeights) {
+// The q8_0 model (integer kernel: activations quantized per 32-block) stays close to a
+// float32 model whose weights are the dequantized values (HostTensor::At): every logit
+// within 2 % of the largest |logit| of its row, and the same top-1 token per row.
+TEST(QuantizeModelTest, Q8ModelCloseToFloat32ModelOnDequantizedWeights) {
   auto quantized = LoadLlamaWeights(QuantizedTarget(), 0, 1);
   ASSERT_TRUE(quantized.ok()) << quantized.status();
   LlamaWeights dequantized = *quantized;
@@ -119,7 +121,20 @@ TEST(QuantizeModelTest, Q8ModelEqualsFloat32ModelOnDequantizedWeights) {
   ASSERT_TRUE(ForwardToHost(**q8_model, {input}, &q8_logits).ok());
   ASSERT_TRUE(ForwardToHost(**f32_model, {input}, &f32_logits).ok());
   ASSERT_EQ(q8_logits.size(), f32_logits.size());
-  EXPECT_EQ(0, std::memcmp(q8_logits.data(), f32_logits.data(), q8_logits.size() * 4));
+  const size_t vocab = q8_logits.size() / input.logit_indices.size();
+  for (size_t row = 0; row < input.logit_indices.size(); ++row) {
+    const float* q8 = q8_logits.data() + row * vocab;
+    const float* f32 = f32_logits.data() + row * vocab;
+    float largest = 0, worst = 0;
+    for (size_t v = 0; v < vocab; ++v) {
+      largest = std::max(largest, std::fabs(f32[v]));
+      worst = std::max(worst, std::fabs(q8[v] - f32[v]));
+    }
+    EXPECT_LE(worst, 0.02f * largest) << "row " << row;
+    EXPECT_EQ(std::max_element(q8, q8 + vocab) - q8, std::max_element(f32, f32 + vocab) - f32)
+        << "row " << row;
+    std::printf("row %zu: max |q8 - f32| %.4f, max |logit| %.3f\n", row, worst, largest);
+  }
 }
 
 // What greedy speculative decoding relies on, at q8_0: verifying K+1 positions in one

@@ -282,8 +282,10 @@ void CpuBackend::GatherRows(const float* x, int dim, const std::vector<int32_t>&
 }
 
 std::string CpuBackend::Description() const {
-  return absl::StrCat("cpu: ", cpu::SimdLevelName(level_), " kernels, ", pool_.num_threads(),
-                      " threads; matmul weights f32, bf16, f16 and q8_0 read as stored");
+  return absl::StrCat(
+      "cpu: ", cpu::SimdLevelName(level_), " kernels, ", pool_.num_threads(),
+      " threads; matmul weights f32, bf16, f16 and q8_0 read as stored (q8_0 by int8 "
+      "dot products)");
 }
 
 std::unique_ptr<Backend> MakeCpuBackend(int threads) {

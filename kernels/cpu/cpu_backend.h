@@ -1,6 +1,7 @@
 // The CPU implementation of Backend: host memory (64-byte aligned, zeroed), weights
 // used in place as stored (f32, bf16, f16 and q8_0 matrices, zero copy: the matmul
-// widens 16-bit values and dequantizes q8_0 in registers; 16-bit vectors, the norm
+// widens 16-bit values in registers and multiplies q8_0 by int8 block dot products on
+// activations quantized per block; 16-bit vectors, the norm
 // weights, are widened once at upload), and threaded
 // kernels with an AVX2+FMA path chosen at run time and a portable C++ path
 // (TANDEM_CPU_SIMD=portable forces the latter). It is the reference backend the CUDA

@@ -1,5 +1,7 @@
 #include "kernels/cpu/matmul.h"
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -133,12 +135,11 @@ StoredWeight MakeStoredWeight(DType dtype, int out_dim, int in_dim, uint32_t see
   return w;
 }
 
-// 16-bit and q8_0 weights give bitwise the float32 MatMul on their widened copy (same
-// accumulation order), on shapes with k tails and partial q8_0 blocks, for every row
-// count and thread count.
-TEST_P(MatMulTest, StoredFormatsEqualFloat32OnWidenedWeightsBitwise) {
+// 16-bit weights give bitwise the float32 MatMul on their widened copy (same
+// accumulation order), on shapes with k tails, for every row count and thread count.
+TEST_P(MatMulTest, SixteenBitFormatsEqualFloat32OnWidenedWeightsBitwise) {
   uint32_t seed = 100;
-  for (DType dtype : {DType::kBF16, DType::kF16, DType::kQ8_0}) {
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
     for (int in_dim : {5, 8, 32, 40, 100, 259}) {
       for (int out_dim : {1, 7, 25, 67}) {
         const StoredWeight w = MakeStoredWeight(dtype, out_dim, in_dim, seed++);
@@ -153,15 +154,47 @@ TEST_P(MatMulTest, StoredFormatsEqualFloat32OnWidenedWeightsBitwise) {
                 << DTypeName(dtype) << " rows=" << rows << " in=" << in_dim << " out=" << out_dim;
           }
         }
-        std::vector<float> row(in_dim);
-        WidenRow(w.matrix(), out_dim - 1, row.data());
-        EXPECT_TRUE(BitwiseEqual(row.data(), &w.widened[size_t(out_dim - 1) * in_dim], in_dim));
       }
     }
   }
 }
 
-// Stored formats stay batch invariant: a row alone equals the same row in any batch.
+// q8_0 goes through the integer kernel (activations quantized per 32-block): within
+// its stated tolerance of the float32 MatMul on the dequantized weights, |error| <=
+// sum_k |w[o, k]| * max|x in k's block| / 254 + 1e-5 * sum_k |w[o, k] x[k]|.
+TEST_P(MatMulTest, Q8WithinToleranceOfFloat32OnDequantizedWeights) {
+  uint32_t seed = 200;
+  for (int in_dim : {5, 40, 259, 688}) {
+    const int out_dim = 25, rows = 5;
+    const StoredWeight w = MakeStoredWeight(DType::kQ8_0, out_dim, in_dim, seed++);
+    const auto x = RandomVector(size_t(rows) * in_dim, seed++);
+    const auto expected = RunMatMul(GetParam(), nullptr, x, rows, w.widened, out_dim, in_dim);
+    ThreadPool pool(2);
+    std::vector<float> out(size_t(rows) * out_dim, -7.0f);
+    MatMul(GetParam(), &pool, x.data(), rows, w.matrix(), out.data());
+    for (int r = 0; r < rows; ++r) {
+      for (int o = 0; o < out_dim; ++o) {
+        double bound = 0;
+        for (int k = 0; k < in_dim; ++k) {
+          float block_max = 0;
+          for (int i = k / 32 * 32; i < std::min(in_dim, k / 32 * 32 + 32); ++i) {
+            block_max = std::max(block_max, std::fabs(x[size_t(r) * in_dim + i]));
+          }
+          const double wx = std::fabs(w.widened[size_t(o) * in_dim + k]);
+          bound += wx * block_max / 254.0 + 1e-5 * wx * std::fabs(x[size_t(r) * in_dim + k]);
+        }
+        const size_t i = size_t(r) * out_dim + o;
+        ASSERT_LE(std::fabs(out[i] - expected[i]), bound) << "in=" << in_dim << " r=" << r;
+      }
+    }
+    std::vector<float> row(in_dim);
+    WidenRow(w.matrix(), out_dim - 1, row.data());
+    EXPECT_TRUE(BitwiseEqual(row.data(), &w.widened[size_t(out_dim - 1) * in_dim], in_dim));
+  }
+}
+
+// Stored formats stay batch invariant: a row alone equals the same row in any batch,
+// at any thread count (q8_0 with a short last block: 296 = 9.25 blocks).
 TEST_P(MatMulTest, StoredFormatsBatchInvariant) {
   const int in_dim = 296, out_dim = 203, total = 13;
   const auto x = RandomVector(size_t(total) * in_dim, 31);
@@ -172,13 +205,15 @@ TEST_P(MatMulTest, StoredFormatsBatchInvariant) {
       MatMul(GetParam(), nullptr, x.data() + size_t(r) * in_dim, 1, w.matrix(),
              alone.data() + size_t(r) * out_dim);
     }
-    ThreadPool pool(2);
-    for (int rows = 2; rows <= total; ++rows) {
-      const int begin = total - rows;
-      std::vector<float> out(size_t(rows) * out_dim);
-      MatMul(GetParam(), &pool, x.data() + size_t(begin) * in_dim, rows, w.matrix(), out.data());
-      ASSERT_TRUE(BitwiseEqual(out.data(), alone.data() + size_t(begin) * out_dim, out.size()))
-          << DTypeName(dtype) << " rows=" << rows;
+    for (int threads : {1, 2, 4}) {
+      ThreadPool pool(threads);
+      for (int rows = 2; rows <= total; ++rows) {
+        const int begin = total - rows;
+        std::vector<float> out(size_t(rows) * out_dim);
+        MatMul(GetParam(), &pool, x.data() + size_t(begin) * in_dim, rows, w.matrix(), out.data());
+        ASSERT_TRUE(BitwiseEqual(out.data(), alone.data() + size_t(begin) * out_dim, out.size()))
+            << DTypeName(dtype) << " rows=" << rows << " threads=" << threads;
+      }
     }
   }
 }
