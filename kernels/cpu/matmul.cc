@@ -202,19 +202,24 @@ void MatMulWith(SimdLevel level, ThreadPool* pool, const float* x, int rows, con
   });
 }
 
-// The integer q8_0 path (kernels/cpu/quantized_matmul.h): x quantized per block once,
-// into a buffer of the calling thread, then the column split.
-void Q8MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const WeightMatrix& w,
-              float* out) {
-  CHECK(w.scales != nullptr) << "MatMul: q8_0 weight without scales";
+// The integer path of q8_0 and q4_0 (kernels/cpu/quantized_matmul.h): x quantized per
+// block once, into a buffer of the calling thread, then the column split.
+void BlockQuantizedMatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows,
+                          const WeightMatrix& w, float* out) {
+  CHECK(w.scales != nullptr) << "MatMul: " << DTypeName(w.dtype) << " weight without scales";
   if (rows <= 0 || w.out_dim <= 0) return;
   // A named reference: inside the lambda a thread_local name would be each worker's own.
   thread_local QuantizedRows buffer;
   QuantizedRows& quantized = buffer;
   QuantizeRows(level, x, rows, w.in_dim, &quantized);
-  const auto* quants = static_cast<const int8_t*>(w.data);
   SplitColumns(pool, rows, w.out_dim, w.in_dim, [&](int col_begin, int col_end) {
-    Q8MatMulRange(level, quantized, quants, w.scales, w.out_dim, col_begin, col_end, out);
+    if (w.dtype == DType::kQ4_0) {
+      Q4MatMulRange(level, quantized, static_cast<const uint8_t*>(w.data), w.scales, w.out_dim,
+                    col_begin, col_end, out);
+    } else {
+      Q8MatMulRange(level, quantized, static_cast<const int8_t*>(w.data), w.scales, w.out_dim,
+                    col_begin, col_end, out);
+    }
   });
 }
 
@@ -232,6 +237,10 @@ void WithReader(const WeightMatrix& w, const Fn& fn) {
       CHECK(w.scales != nullptr) << "MatMul: q8_0 weight without scales";
       return fn(Q8Reader{static_cast<const int8_t*>(w.data), w.scales, w.in_dim,
                          static_cast<int>(Q8BlocksPerRow(w.in_dim))});
+    case DType::kQ4_0:
+      CHECK(w.scales != nullptr) << "MatMul: q4_0 weight without scales";
+      return fn(Q4Reader{static_cast<const uint8_t*>(w.data), w.scales, w.in_dim,
+                         static_cast<int>(Q8BlocksPerRow(w.in_dim)), Q4BytesPerRow(w.in_dim)});
   }
   LOG(FATAL) << "MatMul: unknown weight dtype " << static_cast<int>(w.dtype);
 }
@@ -240,10 +249,11 @@ void WithReader(const WeightMatrix& w, const Fn& fn) {
 
 void MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const WeightMatrix& w,
             float* out) {
-  if (w.dtype == DType::kQ8_0) return Q8MatMul(level, pool, x, rows, w, out);
+  if (IsBlockQuantized(w.dtype)) return BlockQuantizedMatMul(level, pool, x, rows, w, out);
   WithReader(w, [&](const auto& reader) {
-    // q8_0 took the integer path above; its reader only widens (WidenRow).
-    if constexpr (!std::is_same_v<std::decay_t<decltype(reader)>, Q8Reader>) {
+    // q8_0 and q4_0 took the integer path above; their readers only widen (WidenRow).
+    using Reader = std::decay_t<decltype(reader)>;
+    if constexpr (!std::is_same_v<Reader, Q8Reader> && !std::is_same_v<Reader, Q4Reader>) {
       MatMulWith(level, pool, x, rows, reader, w.out_dim, w.in_dim, out);
     }
   });

@@ -97,24 +97,42 @@ TEST_P(MatMulTest, EmptyShapesWriteNothing) {
 }
 
 // A weight in one stored format plus its float32 widening computed here, independently
-// of the kernel's readers (bf16/f16 by half.h, q8_0 as float(q) * float(scale)).
+// of the kernel's readers (bf16/f16 by half.h, q8_0 and q4_0 as float(q) * float(scale),
+// q4_0 packed here by the layout of kernels/backend.h).
 struct StoredWeight {
   DType dtype;
   int out_dim, in_dim;
-  std::vector<uint16_t> half;  // bf16/f16 elements, or q8_0 scales.
-  std::vector<int8_t> quants;  // q8_0 only.
-  std::vector<float> widened;  // [out_dim, in_dim]
+  std::vector<uint16_t> half;   // bf16/f16 elements, or q8_0/q4_0 scales.
+  std::vector<int8_t> quants;   // q8_0 and q4_0 ([out_dim, in_dim], one per value).
+  std::vector<uint8_t> packed;  // q4_0 only.
+  std::vector<float> widened;   // [out_dim, in_dim]
   WeightMatrix matrix() const {
     if (dtype == DType::kQ8_0) return {dtype, quants.data(), half.data(), out_dim, in_dim};
+    if (dtype == DType::kQ4_0) return {dtype, packed.data(), half.data(), out_dim, in_dim};
     return {dtype, half.data(), nullptr, out_dim, in_dim};
   }
 };
 
+// q4_0 nibbles: in a block of n values, value i < h = ceil(n / 2) low in byte i, h + i high.
+std::vector<uint8_t> PackQ4(const std::vector<int8_t>& quants, int out_dim, int in_dim) {
+  const int row_bytes = (in_dim + 1) / 2;
+  std::vector<uint8_t> packed(size_t(out_dim) * row_bytes, 0);
+  for (int o = 0; o < out_dim; ++o) {
+    for (int k = 0; k < in_dim; ++k) {
+      const int k0 = k / 32 * 32, half = (std::min(32, in_dim - k0) + 1) / 2, i = k - k0;
+      const int nibble = quants[size_t(o) * in_dim + k] + 8;
+      packed[size_t(o) * row_bytes + k0 / 2 + (i < half ? i : i - half)] |=
+          uint8_t(i < half ? nibble : nibble << 4);
+    }
+  }
+  return packed;
+}
+
 StoredWeight MakeStoredWeight(DType dtype, int out_dim, int in_dim, uint32_t seed) {
-  StoredWeight w{dtype, out_dim, in_dim, {}, {}, {}};
+  StoredWeight w{dtype, out_dim, in_dim, {}, {}, {}, {}};
   const std::vector<float> values = RandomVector(size_t(out_dim) * in_dim, seed);
   w.widened.resize(values.size());
-  if (dtype != DType::kQ8_0) {
+  if (!IsBlockQuantized(dtype)) {
     w.half.resize(values.size());
     for (size_t i = 0; i < values.size(); ++i) {
       w.half[i] = dtype == DType::kBF16 ? FloatToBf16(values[i]) : FloatToF16(values[i]);
@@ -124,7 +142,8 @@ StoredWeight MakeStoredWeight(DType dtype, int out_dim, int in_dim, uint32_t see
   }
   const int64_t blocks = Q8BlocksPerRow(in_dim);
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> quant(-127, 127);
+  std::uniform_int_distribution<int> quant(dtype == DType::kQ8_0 ? -127 : -8,
+                                           dtype == DType::kQ8_0 ? 127 : 7);
   const std::vector<float> scales = RandomVector(size_t(out_dim) * blocks, seed + 1, 1e-3f, 0.05f);
   for (float scale : scales) w.half.push_back(FloatToF16(scale));
   for (size_t i = 0; i < values.size(); ++i) {
@@ -132,6 +151,7 @@ StoredWeight MakeStoredWeight(DType dtype, int out_dim, int in_dim, uint32_t see
     const size_t o = i / in_dim, k = i % in_dim;
     w.widened[i] = float(w.quants[i]) * F16ToFloat(w.half[o * blocks + k / kQ8BlockSize]);
   }
+  if (dtype == DType::kQ4_0) w.packed = PackQ4(w.quants, out_dim, in_dim);
   return w;
 }
 
@@ -159,14 +179,20 @@ TEST_P(MatMulTest, SixteenBitFormatsEqualFloat32OnWidenedWeightsBitwise) {
   }
 }
 
-// q8_0 goes through the integer kernel (activations quantized per 32-block): within
-// its stated tolerance of the float32 MatMul on the dequantized weights, |error| <=
-// sum_k |w[o, k]| * max|x in k's block| / 254 + 1e-5 * sum_k |w[o, k] x[k]|.
-TEST_P(MatMulTest, Q8WithinToleranceOfFloat32OnDequantizedWeights) {
+// q8_0 and q4_0 go through the integer kernel (activations quantized per 32-block):
+// within its stated tolerance of the float32 MatMul on the dequantized weights,
+// |error| <= sum_k |w[o, k]| * max|x in k's block| / 254 + 1e-5 * sum_k |w[o, k] x[k]|.
+TEST_P(MatMulTest, BlockFormatsWithinToleranceOfFloat32OnDequantizedWeights) {
   uint32_t seed = 200;
-  for (int in_dim : {5, 40, 259, 688}) {
+  for (const auto& [dtype, in_dim] : std::vector<std::pair<DType, int>>{{DType::kQ8_0, 5},
+                                                                        {DType::kQ8_0, 40},
+                                                                        {DType::kQ8_0, 259},
+                                                                        {DType::kQ8_0, 688},
+                                                                        {DType::kQ4_0, 5},
+                                                                        {DType::kQ4_0, 259},
+                                                                        {DType::kQ4_0, 688}}) {
     const int out_dim = 25, rows = 5;
-    const StoredWeight w = MakeStoredWeight(DType::kQ8_0, out_dim, in_dim, seed++);
+    const StoredWeight w = MakeStoredWeight(dtype, out_dim, in_dim, seed++);
     const auto x = RandomVector(size_t(rows) * in_dim, seed++);
     const auto expected = RunMatMul(GetParam(), nullptr, x, rows, w.widened, out_dim, in_dim);
     ThreadPool pool(2);
@@ -184,7 +210,8 @@ TEST_P(MatMulTest, Q8WithinToleranceOfFloat32OnDequantizedWeights) {
           bound += wx * block_max / 254.0 + 1e-5 * wx * std::fabs(x[size_t(r) * in_dim + k]);
         }
         const size_t i = size_t(r) * out_dim + o;
-        ASSERT_LE(std::fabs(out[i] - expected[i]), bound) << "in=" << in_dim << " r=" << r;
+        ASSERT_LE(std::fabs(out[i] - expected[i]), bound)
+            << DTypeName(dtype) << " in=" << in_dim << " r=" << r;
       }
     }
     std::vector<float> row(in_dim);
@@ -194,11 +221,11 @@ TEST_P(MatMulTest, Q8WithinToleranceOfFloat32OnDequantizedWeights) {
 }
 
 // Stored formats stay batch invariant: a row alone equals the same row in any batch,
-// at any thread count (q8_0 with a short last block: 296 = 9.25 blocks).
+// at any thread count (q8_0 and q4_0 with a short last block: 296 = 9.25 blocks).
 TEST_P(MatMulTest, StoredFormatsBatchInvariant) {
   const int in_dim = 296, out_dim = 203, total = 13;
   const auto x = RandomVector(size_t(total) * in_dim, 31);
-  for (DType dtype : {DType::kBF16, DType::kF16, DType::kQ8_0}) {
+  for (DType dtype : {DType::kBF16, DType::kF16, DType::kQ8_0, DType::kQ4_0}) {
     const StoredWeight w = MakeStoredWeight(dtype, out_dim, in_dim, 32);
     std::vector<float> alone(size_t(total) * out_dim);
     for (int r = 0; r < total; ++r) {

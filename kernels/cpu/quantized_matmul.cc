@@ -99,6 +99,9 @@ TANDEM_AVX2 void QuantizeRowAvx2(const float* x, int cols, int8_t* quants, float
 #endif  // TANDEM_HAVE_AVX2_KERNELS
 
 // ---- weight blocks ----
+// Each format: Scale(o, b) and CopyBlock(o, b, out) (kBlock int8 values, zero-padded)
+// for the portable path and short last blocks; ScaleAvx2 and LoadFull (a whole block as
+// 32 int8 lanes) for AVX2.
 
 // A q8_0 weight: block b of row o is kBlock int8 quants (fewer in a row's last block)
 // with one f16 scale.
@@ -121,6 +124,42 @@ struct Q8Blocks {
   }
   TANDEM_AVX2 __m256i LoadFull(size_t o, int b) const {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quants + o * in_dim + b * kBlock));
+  }
+#endif
+};
+
+// A q4_0 weight (layout in kernels/backend.h): block b of row o is the 16 bytes at
+// b * 16 of the row's packed bytes (ceil(n / 2) for a short last block of n values).
+struct Q4Blocks {
+  const uint8_t* packed;
+  const uint16_t* scales;
+  int in_dim;
+  int blocks_per_row;
+  int full_blocks;
+  int64_t row_bytes;
+  float Scale(size_t o, int b) const { return F16ToFloat(scales[o * blocks_per_row + b]); }
+  // Block b of row o as kBlock int8 values in [-8, 7], zero past the row's end.
+  void CopyBlock(size_t o, int b, int8_t* out) const {
+    const int n = std::min(kBlock, in_dim - b * kBlock), half = (n + 1) / 2;
+    const uint8_t* bytes = packed + o * row_bytes + size_t(b) * (kBlock / 2);
+    std::memset(out, 0, kBlock);
+    for (int i = 0; i < half; ++i) {
+      out[i] = static_cast<int8_t>((bytes[i] & 15) - 8);
+      if (half + i < n) out[half + i] = static_cast<int8_t>((bytes[i] >> 4) - 8);
+    }
+  }
+#if defined(TANDEM_HAVE_AVX2_KERNELS)
+  TANDEM_AVX2 float ScaleAvx2(size_t o, int b) const {
+    return _cvtsh_ss(scales[o * blocks_per_row + b]);
+  }
+  // Low nibbles are values 0..15, high nibbles 16..31.
+  TANDEM_AVX2 __m256i LoadFull(size_t o, int b) const {
+    const __m128i bytes = _mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(packed + o * row_bytes + size_t(b) * (kBlock / 2)));
+    const __m128i low_mask = _mm_set1_epi8(15);
+    const __m128i low = _mm_and_si128(bytes, low_mask);
+    const __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), low_mask);
+    return _mm256_sub_epi8(_mm256_set_m128i(high, low), _mm256_set1_epi8(8));
   }
 #endif
 };
@@ -295,6 +334,13 @@ void QuantizeRows(SimdLevel level, const float* x, int rows, int cols, Quantized
 void Q8MatMulRange(SimdLevel level, const QuantizedRows& x, const int8_t* quants,
                    const uint16_t* scales, int out_dim, int col_begin, int col_end, float* out) {
   const Q8Blocks w{quants, scales, x.cols, x.blocks_per_row, x.cols / kBlock};
+  RangeAt(level, x, w, out_dim, col_begin, col_end, out);
+}
+
+void Q4MatMulRange(SimdLevel level, const QuantizedRows& x, const uint8_t* packed,
+                   const uint16_t* scales, int out_dim, int col_begin, int col_end, float* out) {
+  const Q4Blocks w{packed,           scales,          x.cols,
+                   x.blocks_per_row, x.cols / kBlock, Q4BytesPerRow(x.cols)};
   RangeAt(level, x, w, out_dim, col_begin, col_end, out);
 }
 

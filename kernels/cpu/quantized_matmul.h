@@ -1,7 +1,7 @@
-// Integer matrix product for block-quantized weights (q8_0): the activation rows are
+// Integer matrix product for block-quantized weights (q8_0, q4_0): the activation rows are
 // quantized to int8 per block of kQ8BlockSize values, each block's dot product is exact
 // int8 x int8 integer math, and the block sums are scaled by d_weight * d_activation and
-// accumulated in float32. kernels/cpu/matmul.h's MatMul calls it for q8_0 matrices.
+// accumulated in float32. kernels/cpu/matmul.h's MatMul calls it for q8_0 and q4_0.
 #ifndef TANDEM_KERNELS_CPU_QUANTIZED_MATMUL_H_
 #define TANDEM_KERNELS_CPU_QUANTIZED_MATMUL_H_
 
@@ -47,6 +47,12 @@ void QuantizeRows(SimdLevel level, const float* x, int rows, int cols, Quantized
 // row count, the column range or the SIMD level, so results are batch invariant and the
 // AVX2 and portable levels agree bitwise.
 void Q8MatMulRange(SimdLevel level, const QuantizedRows& x, const int8_t* quants,
+                   const uint16_t* scales, int out_dim, int col_begin, int col_end, float* out);
+
+// The same for a q4_0 weight (layout in kernels/backend.h): `packed` [out_dim,
+// Q4BytesPerRow(x.cols)], `scales` f16 [out_dim, Q8BlocksPerRow(x.cols)]. The nibbles are
+// unpacked to int8 in [-8, 7] and go through the same integer math and order as q8_0.
+void Q4MatMulRange(SimdLevel level, const QuantizedRows& x, const uint8_t* packed,
                    const uint16_t* scales, int out_dim, int col_begin, int col_end, float* out);
 
 }  // namespace cpu

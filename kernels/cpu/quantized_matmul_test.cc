@@ -39,20 +39,39 @@ void ReferenceQuantizeBlock(const float* x, int n, int8_t* q, float* scale) {
   for (int i = 0; i < n; ++i) q[i] = static_cast<int8_t>(std::nearbyint(x[i] * inverse));
 }
 
-struct Q8Weight {
+// A random q8_0 or q4_0 weight; Quant(o, k) decodes the stored layout of
+// kernels/backend.h directly (q4_0: value i < h = ceil(n / 2) of a block of n values is
+// the low nibble of its byte i, value h + i the high nibble, minus 8).
+struct BlockWeight {
+  DType dtype;
   int out_dim, in_dim, blocks;
-  std::vector<int8_t> quants;     // [out_dim, in_dim]
-  std::vector<uint16_t> scales;   // f16 [out_dim, blocks]
+  std::vector<int8_t> quants;    // q8_0: [out_dim, in_dim]
+  std::vector<uint8_t> packed;   // q4_0: [out_dim, (in_dim + 1) / 2]
+  std::vector<uint16_t> scales;  // f16 [out_dim, blocks]
+  int Quant(int o, int k) const {
+    if (dtype == DType::kQ8_0) return quants[size_t(o) * in_dim + k];
+    const int k0 = k / 32 * 32, half = (std::min(32, in_dim - k0) + 1) / 2, i = k - k0;
+    const uint8_t byte =
+        packed[size_t(o) * ((in_dim + 1) / 2) + k0 / 2 + (i < half ? i : i - half)];
+    return (i < half ? byte & 15 : byte >> 4) - 8;
+  }
   float Value(int o, int k) const {
-    return float(quants[size_t(o) * in_dim + k]) * F16ToFloat(scales[size_t(o) * blocks + k / 32]);
+    return float(Quant(o, k)) * F16ToFloat(scales[size_t(o) * blocks + k / 32]);
   }
 };
 
-Q8Weight RandomQ8Weight(int out_dim, int in_dim, uint32_t seed) {
-  Q8Weight w{out_dim, in_dim, (in_dim + 31) / 32, {}, {}};
+BlockWeight RandomWeight(DType dtype, int out_dim, int in_dim, uint32_t seed) {
+  BlockWeight w{dtype, out_dim, in_dim, (in_dim + 31) / 32, {}, {}, {}};
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> quant(-127, 127);
-  for (int64_t i = 0; i < int64_t(out_dim) * in_dim; ++i) w.quants.push_back(int8_t(quant(rng)));
+  if (dtype == DType::kQ8_0) {
+    std::uniform_int_distribution<int> quant(-127, 127);
+    for (int64_t i = 0; i < int64_t(out_dim) * in_dim; ++i) w.quants.push_back(int8_t(quant(rng)));
+  } else {
+    std::uniform_int_distribution<int> byte(0, 255);  // Nibbles 0..15: quants -8..7.
+    for (int64_t i = 0; i < int64_t(out_dim) * ((in_dim + 1) / 2); ++i) {
+      w.packed.push_back(uint8_t(byte(rng)));
+    }
+  }
   for (float s : RandomVector(size_t(out_dim) * w.blocks, seed + 1, 1e-3f, 0.05f)) {
     w.scales.push_back(FloatToF16(s));
   }
@@ -61,7 +80,7 @@ Q8Weight RandomQ8Weight(int out_dim, int in_dim, uint32_t seed) {
 
 // out[r, o] by the documented order: per block, lane j sums the products at 4j..4j+3;
 // acc_j = fma(lane sum, d_w * d_x, acc_j); then (a0+a4 + a1+a5) + (a2+a6 + a3+a7).
-std::vector<float> ReferenceMatMul(const std::vector<float>& x, int rows, const Q8Weight& w) {
+std::vector<float> ReferenceMatMul(const std::vector<float>& x, int rows, const BlockWeight& w) {
   std::vector<float> out(size_t(rows) * w.out_dim);
   std::vector<int8_t> xq(32);
   for (int r = 0; r < rows; ++r) {
@@ -75,7 +94,7 @@ std::vector<float> ReferenceMatMul(const std::vector<float>& x, int rows, const 
         for (int j = 0; j < 8; ++j) {
           int sum = 0;
           for (int i = 4 * j; i < 4 * j + 4 && i < n; ++i) {
-            sum += int(w.quants[size_t(o) * w.in_dim + k0 + i]) * int(xq[i]);
+            sum += w.Quant(o, k0 + i) * int(xq[i]);
           }
           acc[j] = std::fma(float(sum), d, acc[j]);
         }
@@ -87,15 +106,27 @@ std::vector<float> ReferenceMatMul(const std::vector<float>& x, int rows, const 
   return out;
 }
 
-std::vector<float> RunQ8(SimdLevel level, const std::vector<float>& x, int rows,
-                         const Q8Weight& w) {
+std::vector<float> RunRange(SimdLevel level, const QuantizedRows& x, const BlockWeight& w,
+                            int col_begin, int col_end, std::vector<float>* out) {
+  if (w.dtype == DType::kQ8_0) {
+    Q8MatMulRange(level, x, w.quants.data(), w.scales.data(), w.out_dim, col_begin, col_end,
+                  out->data());
+  } else {
+    Q4MatMulRange(level, x, w.packed.data(), w.scales.data(), w.out_dim, col_begin, col_end,
+                  out->data());
+  }
+  return *out;
+}
+
+std::vector<float> RunMatMul(SimdLevel level, const std::vector<float>& x, int rows,
+                             const BlockWeight& w) {
   QuantizedRows quantized;
   QuantizeRows(level, x.data(), rows, w.in_dim, &quantized);
   std::vector<float> out(size_t(rows) * w.out_dim, -7.0f);
-  Q8MatMulRange(level, quantized, w.quants.data(), w.scales.data(), w.out_dim, 0, w.out_dim,
-                out.data());
-  return out;
+  return RunRange(level, quantized, w, 0, w.out_dim, &out);
 }
+
+constexpr DType kFormats[] = {DType::kQ8_0, DType::kQ4_0};
 
 class QuantizedMatMulTest : public ::testing::TestWithParam<SimdLevel> {};
 
@@ -144,23 +175,29 @@ TEST_P(QuantizedMatMulTest, ZeroAndNonFiniteBlocks) {
   QuantizeRows(GetParam(), x.data(), 1, 64, &q);
   EXPECT_TRUE(std::isnan(q.scales[1]));
   // A non-finite block makes the outputs NaN, as the float32 product would.
-  const Q8Weight w = RandomQ8Weight(3, 64, 5);
-  for (float v : RunQ8(GetParam(), x, 1, w)) EXPECT_TRUE(std::isnan(v));
+  for (DType dtype : kFormats) {
+    for (float v : RunMatMul(GetParam(), x, 1, RandomWeight(dtype, 3, 64, 5))) {
+      EXPECT_TRUE(std::isnan(v));
+    }
+  }
 }
 
 // Bitwise the naive reference, on shapes with a short last block (688 = 21.5 blocks, the
-// bundled target's down_proj width), odd column counts and every tile shape.
+// bundled target's down_proj width), odd column counts and every tile shape, for q8_0
+// and q4_0 (its short blocks of odd length too).
 TEST_P(QuantizedMatMulTest, MatchesNaiveReferenceBitwise) {
   uint32_t seed = 7;
-  for (int in_dim : {1, 5, 32, 40, 100, 259, 688}) {
-    for (int out_dim : {1, 3, 9, 25}) {
-      const Q8Weight w = RandomQ8Weight(out_dim, in_dim, seed++);
-      for (int rows : {1, 2, 3, 4, 5, 7}) {
-        const auto x = RandomVector(size_t(rows) * in_dim, seed++);
-        const auto expected = ReferenceMatMul(x, rows, w);
-        const auto got = RunQ8(GetParam(), x, rows, w);
-        ASSERT_TRUE(BitwiseEqual(got.data(), expected.data(), got.size()))
-            << "rows=" << rows << " in=" << in_dim << " out=" << out_dim;
+  for (DType dtype : kFormats) {
+    for (int in_dim : {1, 5, 32, 40, 100, 259, 688}) {
+      for (int out_dim : {1, 3, 9, 25}) {
+        const BlockWeight w = RandomWeight(dtype, out_dim, in_dim, seed++);
+        for (int rows : {1, 2, 3, 4, 5, 7}) {
+          const auto x = RandomVector(size_t(rows) * in_dim, seed++);
+          const auto expected = ReferenceMatMul(x, rows, w);
+          const auto got = RunMatMul(GetParam(), x, rows, w);
+          ASSERT_TRUE(BitwiseEqual(got.data(), expected.data(), got.size()))
+              << DTypeName(dtype) << " rows=" << rows << " in=" << in_dim << " out=" << out_dim;
+        }
       }
     }
   }
@@ -171,60 +208,66 @@ TEST_P(QuantizedMatMulTest, MatchesNaiveReferenceBitwise) {
 // accumulation (1e-5 of sum |w x|).
 TEST_P(QuantizedMatMulTest, CloseToExactProductOnDequantizedWeights) {
   const int rows = 5, in_dim = 688, out_dim = 40;
-  const Q8Weight w = RandomQ8Weight(out_dim, in_dim, 3);
-  const auto x = RandomVector(size_t(rows) * in_dim, 4, -2.0f, 2.0f);
-  const auto got = RunQ8(GetParam(), x, rows, w);
-  QuantizedRows q;
-  QuantizeRows(GetParam(), x.data(), rows, in_dim, &q);
-  double worst_share = 0;
-  for (int r = 0; r < rows; ++r) {
-    for (int o = 0; o < out_dim; ++o) {
-      double exact = 0, magnitude = 0, bound = 0;
-      for (int k = 0; k < in_dim; ++k) {
-        const double wv = w.Value(o, k), xv = x[size_t(r) * in_dim + k];
-        exact += wv * xv;
-        magnitude += std::fabs(wv * xv);
-        bound += std::fabs(wv) * q.RowScales(r)[k / 32] * 0.5;
+  for (DType dtype : kFormats) {
+    const BlockWeight w = RandomWeight(dtype, out_dim, in_dim, 3);
+    const auto x = RandomVector(size_t(rows) * in_dim, 4, -2.0f, 2.0f);
+    const auto got = RunMatMul(GetParam(), x, rows, w);
+    QuantizedRows q;
+    QuantizeRows(GetParam(), x.data(), rows, in_dim, &q);
+    double worst_share = 0;
+    for (int r = 0; r < rows; ++r) {
+      for (int o = 0; o < out_dim; ++o) {
+        double exact = 0, magnitude = 0, bound = 0;
+        for (int k = 0; k < in_dim; ++k) {
+          const double wv = w.Value(o, k), xv = x[size_t(r) * in_dim + k];
+          exact += wv * xv;
+          magnitude += std::fabs(wv * xv);
+          bound += std::fabs(wv) * q.RowScales(r)[k / 32] * 0.5;
+        }
+        bound += 1e-5 * magnitude;
+        const double err = std::fabs(got[size_t(r) * out_dim + o] - exact);
+        ASSERT_LE(err, bound) << DTypeName(dtype) << " r=" << r << " o=" << o;
+        worst_share = std::max(worst_share, err / magnitude);
       }
-      bound += 1e-5 * magnitude;
-      const double err = std::fabs(got[size_t(r) * out_dim + o] - exact);
-      ASSERT_LE(err, bound) << "r=" << r << " o=" << o;
-      worst_share = std::max(worst_share, err / magnitude);
     }
+    // Random signs make the rounding errors cancel: well under 1 % of sum |w x| here.
+    EXPECT_LT(worst_share, 0.01) << DTypeName(dtype);
   }
-  // Random signs make the rounding errors cancel: well under 1 % of sum |w x| here.
-  EXPECT_LT(worst_share, 0.01);
 }
 
 // A column range writes exactly its columns, with the values of the full call.
 TEST_P(QuantizedMatMulTest, ColumnRangesComposeToTheFullProduct) {
   const int rows = 6, in_dim = 259, out_dim = 37;
-  const Q8Weight w = RandomQ8Weight(out_dim, in_dim, 8);
-  const auto x = RandomVector(size_t(rows) * in_dim, 9);
-  const auto full = RunQ8(GetParam(), x, rows, w);
-  QuantizedRows q;
-  QuantizeRows(GetParam(), x.data(), rows, in_dim, &q);
-  std::vector<float> pieces(full.size(), -7.0f);
-  for (int c = 0; c < out_dim; c += 5) {
-    Q8MatMulRange(GetParam(), q, w.quants.data(), w.scales.data(), out_dim, c,
-                  std::min(out_dim, c + 5), pieces.data());
+  for (DType dtype : kFormats) {
+    const BlockWeight w = RandomWeight(dtype, out_dim, in_dim, 8);
+    const auto x = RandomVector(size_t(rows) * in_dim, 9);
+    const auto full = RunMatMul(GetParam(), x, rows, w);
+    QuantizedRows q;
+    QuantizeRows(GetParam(), x.data(), rows, in_dim, &q);
+    std::vector<float> pieces(full.size(), -7.0f);
+    for (int c = 0; c < out_dim; c += 5) {
+      RunRange(GetParam(), q, w, c, std::min(out_dim, c + 5), &pieces);
+    }
+    EXPECT_TRUE(BitwiseEqual(pieces.data(), full.data(), full.size())) << DTypeName(dtype);
   }
-  EXPECT_TRUE(BitwiseEqual(pieces.data(), full.data(), full.size()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, QuantizedMatMulTest, ::testing::ValuesIn(AvailableSimdLevels()),
                          [](const auto& info) { return std::string(SimdLevelName(info.param)); });
 
-// The AVX2 level gives bitwise the portable level's quants and products.
+// The AVX2 level gives bitwise the portable level's products (q8_0 and q4_0).
 TEST(QuantizedMatMulLevelsTest, Avx2EqualsPortableBitwise) {
   if (!CpuHasAvx2Fma()) GTEST_SKIP() << "no AVX2 on this CPU";
-  for (int in_dim : {40, 688, 2048}) {
-    const int rows = 9, out_dim = 19;
-    const Q8Weight w = RandomQ8Weight(out_dim, in_dim, in_dim);
-    const auto x = RandomVector(size_t(rows) * in_dim, in_dim + 1, -4.0f, 4.0f);
-    const auto avx2 = RunQ8(SimdLevel::kAvx2, x, rows, w);
-    const auto portable = RunQ8(SimdLevel::kPortable, x, rows, w);
-    EXPECT_TRUE(BitwiseEqual(avx2.data(), portable.data(), avx2.size())) << "in=" << in_dim;
+  for (DType dtype : kFormats) {
+    for (int in_dim : {40, 688, 2048, 2049}) {
+      const int rows = 9, out_dim = 19;
+      const BlockWeight w = RandomWeight(dtype, out_dim, in_dim, in_dim);
+      const auto x = RandomVector(size_t(rows) * in_dim, in_dim + 1, -4.0f, 4.0f);
+      const auto avx2 = RunMatMul(SimdLevel::kAvx2, x, rows, w);
+      const auto portable = RunMatMul(SimdLevel::kPortable, x, rows, w);
+      EXPECT_TRUE(BitwiseEqual(avx2.data(), portable.data(), avx2.size()))
+          << DTypeName(dtype) << " in=" << in_dim;
+    }
   }
 }
 
