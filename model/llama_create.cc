@@ -101,6 +101,17 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const LlamaWeight
   return model;
 }
 
+absl::StatusOr<Weight> UploadHostTensor(Backend* backend, const HostTensor& t) {
+  switch (t.dtype) {
+    case DType::kQ8_0:
+      return backend->UploadQ8Weight(t.data, t.scales, t.rows, t.cols, t.owner);
+    case DType::kQ4_0:
+      return backend->UploadQ4Weight(t.data, t.scales, t.rows, t.cols, t.owner);
+    default:
+      return backend->UploadWeight(t.data, t.dtype, t.rows, t.cols, t.owner);
+  }
+}
+
 absl::Status LlamaModel::UploadWeights(const LlamaWeights& w) {
   const LlamaConfig& c = config_;
   const int64_t hidden = c.hidden_size, hd = c.head_dim;

@@ -338,17 +338,6 @@ float HostTensor::At(int64_t i, int64_t j) const {
   return std::numeric_limits<float>::quiet_NaN();
 }
 
-absl::StatusOr<Weight> UploadHostTensor(Backend* backend, const HostTensor& t) {
-  switch (t.dtype) {
-    case DType::kQ8_0:
-      return backend->UploadQ8Weight(t.data, t.scales, t.rows, t.cols, t.owner);
-    case DType::kQ4_0:
-      return backend->UploadQ4Weight(t.data, t.scales, t.rows, t.cols, t.owner);
-    default:
-      return backend->UploadWeight(t.data, t.dtype, t.rows, t.cols, t.owner);
-  }
-}
-
 absl::StatusOr<HostTensor> WholeTensor(SafetensorsTensorView view, const std::string& where,
                                        const std::vector<int64_t>& shape) {
   absl::StatusOr<CheckedTensor> tensor = CheckTensor(std::move(view), where, shape);

@@ -86,10 +86,6 @@ int FirstKvHead(const LlamaConfig& config, int tp_rank, int tp_size);
 absl::StatusOr<LlamaWeights> LoadLlamaWeights(const std::string& model_dir, int tp_rank,
                                               int tp_size);
 
-// Uploads `t` to `backend` in its stored format (UploadWeight, or UploadQ8Weight /
-// UploadQ4Weight with its scales for the block formats); the backend's errors.
-absl::StatusOr<Weight> UploadHostTensor(Backend* backend, const HostTensor& t);
-
 // The whole tensor `view` as a HostTensor (a view of the mapping when aligned, else an
 // owned copy), checked to be F32, F16 or BF16 of exactly `shape` (1-D: rows = 1).
 // INVALID_ARGUMENT "<where>: ..." otherwise. For tensors outside a Llama checkpoint
