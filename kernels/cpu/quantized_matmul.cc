@@ -20,7 +20,8 @@ static_assert(kBlock == 32, "the kernels below handle blocks of 32 values");
 // ---- activation quantization ----
 
 // The scale and reciprocal of a block with max |x| = `max_abs`; NaN scale when the block
-// holds a non-finite value.
+// holds a non-finite value; a zero block (scale and reciprocal 0) when max_abs is zero
+// or so small (below about 1e-36) that 1 / scale overflows.
 struct BlockScale {
   float scale;
   float inverse;
@@ -28,7 +29,9 @@ struct BlockScale {
 inline BlockScale ScaleOf(float max_abs, bool finite) {
   if (!finite) return {std::numeric_limits<float>::quiet_NaN(), 0.0f};
   const float scale = max_abs / 127.0f;
-  return {scale, max_abs != 0.0f ? 1.0f / scale : 0.0f};
+  const float inverse = max_abs != 0.0f ? 1.0f / scale : 0.0f;
+  if (!(inverse <= std::numeric_limits<float>::max())) return {0.0f, 0.0f};
+  return {scale, inverse};
 }
 
 inline int8_t QuantOf(float value, float inverse) {

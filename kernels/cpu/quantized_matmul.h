@@ -18,7 +18,8 @@ namespace cpu {
 // max |x| = m has the float32 scale d = m / 127 and quants q = round(x * (1 / d)) (round
 // to nearest, ties to even; all zero when m = 0), so x ~ q * d with |q| <= 127. A block
 // holding a NaN or an infinity gets d = NaN and zero quants (the outputs it reaches are
-// NaN). Every row is padded with zero quants to a whole number of blocks.
+// NaN); one with m below about 1e-36 (1 / d would overflow) counts as zero (d = 0).
+// Every row is padded with zero quants to a whole number of blocks.
 struct QuantizedRows {
   int rows = 0;
   int cols = 0;

@@ -35,7 +35,8 @@ void ReferenceQuantizeBlock(const float* x, int n, int8_t* q, float* scale) {
     return;
   }
   *scale = m / 127.0f;
-  const float inverse = m == 0.0f ? 0.0f : 1.0f / *scale;
+  float inverse = m == 0.0f ? 0.0f : 1.0f / *scale;
+  if (std::isinf(inverse)) *scale = inverse = 0.0f;  // Too small to invert: a zero block.
   for (int i = 0; i < n; ++i) q[i] = static_cast<int8_t>(std::nearbyint(x[i] * inverse));
 }
 
@@ -171,6 +172,12 @@ TEST_P(QuantizedMatMulTest, ZeroAndNonFiniteBlocks) {
   EXPECT_EQ(q.scales[0], 0.0f);
   EXPECT_TRUE(std::isnan(q.scales[1]));
   for (int8_t v : q.quants) EXPECT_EQ(v, 0);
+  // Values so small that 1 / d overflows: a zero block, not infinities.
+  std::vector<float> tiny(32, 1e-40f);
+  QuantizedRows t;
+  QuantizeRows(GetParam(), tiny.data(), 1, 32, &t);
+  EXPECT_EQ(t.scales[0], 0.0f);
+  for (int8_t v : t.quants) EXPECT_EQ(v, 0);
   x[40] = std::numeric_limits<float>::quiet_NaN();
   QuantizeRows(GetParam(), x.data(), 1, 64, &q);
   EXPECT_TRUE(std::isnan(q.scales[1]));
