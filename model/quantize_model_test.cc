@@ -261,12 +261,15 @@ TEST(QuantizeModelTest, BadQuantizedFilesFailAtLoadWithOneClearMessage) {
     EXPECT_THAT(weights.status().message(), HasSubstr("up_proj.weight")) << c.name;
   }
   // Scales truncated in the file: the header promises more bytes than the file holds.
-  const std::string dir = EditedCopy("truncated", [](auto*) {});
-  const auto size = std::filesystem::file_size(dir + "/model.safetensors");
-  std::filesystem::resize_file(dir + "/model.safetensors", size - 100);
-  auto truncated = LoadLlamaWeights(dir, 0, 1);
-  ASSERT_FALSE(truncated.ok());
-  EXPECT_EQ(truncated.status().code(), absl::StatusCode::kInvalidArgument);
+  for (DType format : kFormats) {
+    const std::string dir = EditedCopy(
+        absl::StrCat("truncated_", DTypeName(format)), [](auto*) {}, format);
+    const auto size = std::filesystem::file_size(dir + "/model.safetensors");
+    std::filesystem::resize_file(dir + "/model.safetensors", size - 100);
+    auto truncated = LoadLlamaWeights(dir, 0, 1);
+    ASSERT_FALSE(truncated.ok()) << DTypeName(format);
+    EXPECT_EQ(truncated.status().code(), absl::StatusCode::kInvalidArgument);
+  }
   // q8_0 row-parallel slices must cut on blocks: down_proj has 688 columns, 344 per rank.
   auto tp2 = LoadLlamaWeights(QuantizedTarget(), 0, 2);
   ASSERT_FALSE(tp2.ok());
