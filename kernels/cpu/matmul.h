@@ -1,6 +1,6 @@
 // Matrix product with a row-major weight: out[r, o] = sum_k x[r, k] * w[o, k], for
 // float32 weights and for weights kept in their stored format: bf16 and f16 widened to
-// float32 in registers, q8_0 by int8 block dot products.
+// float32 in registers, q8_0 and q4_0 by int8 block dot products.
 #ifndef TANDEM_KERNELS_CPU_MATMUL_H_
 #define TANDEM_KERNELS_CPU_MATMUL_H_
 
@@ -39,11 +39,11 @@ struct WeightMatrix {
 // vec_math.h, over the float32 value of each weight element (see WeightMatrix), so a
 // 16-bit weight gives bitwise the result of the float32 MatMul on its widened copy; the
 // AVX2 path uses fused multiply-adds, the portable path separate ones, so the two differ
-// in the last bits. q8_0 and q4_0: the integer kernel of kernels/cpu/quantized_matmul.h (each row
-// of x quantized to int8 per 32-value block, exact integer block dot products, float32
-// accumulation in a fixed order); the AVX2 and portable paths agree bitwise, and the
-// result is within sum_k |w[o, k]| * max|x in k's block| / 254 (+ float32 rounding) of
-// the float32 MatMul on the dequantized weights.
+// in the last bits. q8_0 and q4_0: the integer kernel of kernels/cpu/quantized_matmul.h
+// (each row of x quantized to int8 per 32-value block, exact integer block dot products,
+// float32 accumulation in a fixed order); the AVX2 and portable paths agree bitwise, and
+// the result is within sum_k |w[o, k]| * max|x in k's block| / 254 (+ float32 rounding)
+// of the float32 MatMul on the dequantized weights.
 void MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const WeightMatrix& w,
             float* out);
 
