@@ -157,8 +157,8 @@ absl::Status CudaBackend::Synchronize() {
 absl::StatusOr<Weight> CudaBackend::UploadWeight(const void* data, DType dtype, int64_t rows,
                                                  int64_t cols, std::shared_ptr<const void> owner) {
   if (IsBlockQuantized(dtype)) {
-    return absl::UnimplementedError(absl::StrCat("cuda: ", DTypeName(dtype),
-                                                 " weights are not supported by this backend yet"));
+    return absl::UnimplementedError(
+        absl::StrCat("cuda: ", DTypeName(dtype), " weights are not supported by this backend yet"));
   }
   if (rows < 0 || cols < 0) {
     return absl::InvalidArgumentError(
