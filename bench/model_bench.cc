@@ -44,7 +44,7 @@ ABSL_FLAG(std::string, synthetic, "",
           "Comma-separated synthetic models (model/synthetic_weights.h, e.g. llama-1b) to "
           "bench instead of --models");
 ABSL_FLAG(std::string, weight_format, "",
-          "Comma-separated formats (f32, f16, bf16, q8_0) the linear matrices are converted "
+          "Comma-separated formats (f32, f16, bf16, q8_0, q4_0) the linear matrices are converted "
           "to, one run each; empty = as stored (bf16 for --synthetic)");
 ABSL_FLAG(std::string, kv_dtype, "f32", "KV cache element type: f32, f16 or bf16");
 ABSL_FLAG(int, bandwidth_mb, 256, "Array size in MiB of the memory-bandwidth measurement");
@@ -161,8 +161,7 @@ void Profile(const LlamaWeights& weights, Backend* inner, int context, int k,
 // from the fastest call (the least disturbed by other load).
 double MatMulGflops(Backend* backend, int rows, const HostTensor& t) {
   const int64_t out = t.rows, cols = t.cols;
-  auto w = t.dtype == DType::kQ8_0 ? backend->UploadQ8Weight(t.data, t.scales, out, cols, t.owner)
-                                   : backend->UploadWeight(t.data, t.dtype, out, cols, t.owner);
+  auto w = UploadHostTensor(backend, t);
   auto x = backend->Allocate(size_t(rows) * cols * sizeof(float));
   auto y = backend->Allocate(size_t(rows) * out * sizeof(float));
   if (!w.ok() || !x.ok() || !y.ok()) return 0;
@@ -307,8 +306,8 @@ void BenchModel(const std::string& name, const LlamaWeights& w, int threads, dou
     std::printf("  rows %d: %.2f", rows, gflops);
   }
   // One row reads each weight once per 2 flops.
-  const double bytes_per_weight =
-      up.dtype == DType::kQ8_0 ? 1.0 + 2.0 / kQ8BlockSize : double(DTypeSize(up.dtype));
+  const double bytes_per_weight = double(StoredRowBytes(up.dtype, up.cols)) / up.cols +
+                                  (IsBlockQuantized(up.dtype) ? 2.0 / kQ8BlockSize : 0.0);
   std::printf("\n  rows 1 streams %.1f GB/s of weights\n", rows1_gflops / 2 * bytes_per_weight);
 }
 

@@ -71,6 +71,10 @@ class TimingBackend : public Backend {
                                         int64_t cols, std::shared_ptr<const void> owner) override {
     return inner_->UploadQ8Weight(quants, scales, rows, cols, std::move(owner));
   }
+  absl::StatusOr<Weight> UploadQ4Weight(const void* packed, const void* scales, int64_t rows,
+                                        int64_t cols, std::shared_ptr<const void> owner) override {
+    return inner_->UploadQ4Weight(packed, scales, rows, cols, std::move(owner));
+  }
   bool SupportsKvDType(DType dtype) const override { return inner_->SupportsKvDType(dtype); }
   absl::StatusOr<std::unique_ptr<PreparedStep>> Prepare(const StepPlan& plan) override {
     return Time(kPrepare, [&] { return inner_->Prepare(plan); });

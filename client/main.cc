@@ -2,7 +2,7 @@
 //   tandem generate   stream a completion
 //   tandem up         start a local cluster
 //   tandem bench      benchmark a server
-//   tandem quantize   write a q8_0 copy of a model directory
+//   tandem quantize   write a q8_0 or q4_0 copy of a model directory
 //   tandem health     check a server's health (container probes)
 //   tandem info       show a server's models, limits, stop ids and sampling defaults
 //   tandem synth      write a random-weight model directory of a real shape (benchmarks)

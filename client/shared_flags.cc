@@ -14,4 +14,6 @@ ABSL_FLAG(double, timeout, 600, "Per-request deadline, seconds.");
 ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt,
           "Sampling seed (bench: requests for prompt i use seed + i).");
 ABSL_FLAG(bool, json, false, "Print JSON instead of text.");
-ABSL_FLAG(std::string, format, "q8_0", "Weight format to write (quantize, synth).");
+ABSL_FLAG(std::string, format, "q8_0",
+          "Weight format to write: quantize q8_0 (default) or q4_0; synth f32, f16, bf16 or "
+          "q8_0.");

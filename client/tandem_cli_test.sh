@@ -30,6 +30,9 @@ grep -q -- "--ready-file=PATH" "$TMP/help.up" && pass "up help shows --ready-fil
 "$TANDEM" quantize "$TMP/no-model" "$TMP/q8" 2>"$TMP/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "^tandem quantize: .*no-model" "$TMP/err" \
   && pass "quantize of a missing model fails with one line" || fail "quantize: rc=$rc $(cat "$TMP/err")"
+"$TANDEM" quantize --format=q5_0 "$TMP/no-model" "$TMP/q5" 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "unknown --format=q5_0 (q8_0 or q4_0)" "$TMP/err" \
+  && pass "quantize names its formats" || fail "quantize --format: rc=$rc $(cat "$TMP/err")"
 "$TANDEM" frobnicate 2>/dev/null; [ $? -eq 2 ] && pass "unknown command exits 2" || fail "unknown command"
 "$TANDEM" up --dry-run --tp 2 --cpu-affinity --draft-cpus 0 --target-cpus 1 --port 0 \
   --coordinator-bin /bin/true --worker-bin /bin/true --log-dir "$TMP/logs" >"$TMP/plan" 2>&1

@@ -15,8 +15,14 @@ size_t DTypeSize(DType dtype) {
       return 2;
     case DType::kQ8_0:
       return 1;
+    case DType::kQ4_0:
+      return 0;
   }
   return 0;
+}
+
+int64_t StoredRowBytes(DType dtype, int64_t cols) {
+  return dtype == DType::kQ4_0 ? Q4BytesPerRow(cols) : cols * int64_t(DTypeSize(dtype));
 }
 
 const char* DTypeName(DType dtype) {
@@ -29,6 +35,8 @@ const char* DTypeName(DType dtype) {
       return "bf16";
     case DType::kQ8_0:
       return "q8_0";
+    case DType::kQ4_0:
+      return "q4_0";
   }
   return "unknown";
 }
@@ -37,6 +45,12 @@ absl::StatusOr<Weight> Backend::UploadQ8Weight(const void*, const void*, int64_t
                                                std::shared_ptr<const void>) {
   return absl::UnimplementedError(
       absl::StrCat(name(), ": q8_0 weights are not supported by this backend yet"));
+}
+
+absl::StatusOr<Weight> Backend::UploadQ4Weight(const void*, const void*, int64_t, int64_t,
+                                               std::shared_ptr<const void>) {
+  return absl::UnimplementedError(
+      absl::StrCat(name(), ": q4_0 weights are not supported by this backend yet"));
 }
 
 absl::Status ValidateStepPlan(const StepPlan& plan) {

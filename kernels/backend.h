@@ -6,9 +6,11 @@
 // Conventions for every op:
 //  * Activations are row-major float32 arrays in backend memory (host memory for cpu,
 //    device memory for cuda), addressed by raw pointers obtained from Buffer::f32().
-//  * Weights are uploaded once (UploadWeight, UploadQ8Weight) and may be stored in
-//    another dtype (cuda keeps bf16; cpu keeps bf16/f16/q8_0 matrices as stored and
-//    widens them in registers); results are always float32 with float32 accumulation.
+//  * Weights are uploaded once (UploadWeight, UploadQ8Weight, UploadQ4Weight) and may
+//    be stored in another dtype (cuda keeps bf16; cpu keeps bf16/f16/q8_0/q4_0 matrices
+//    as stored, widens 16-bit ones in registers and multiplies q8_0/q4_0 by int8 block
+//    dot products on activations quantized per block); results are always float32
+//    with float32 accumulation.
 //  * Index metadata (tokens, positions, KV slots, block tables, masks) lives in a host
 //    StepPlan that is prepared once per forward pass (Prepare) and reused by every
 //    layer, so a GPU backend uploads it once per step.
@@ -35,21 +37,37 @@
 
 namespace tandem {
 
-// Weight element formats. kQ8_0 is block-quantized: each row is cut into blocks of
-// kQ8BlockSize consecutive values (the last block of a row may be shorter), stored as
-// int8 quants q (one per value, row-major [rows, cols]) plus one f16 scale d per block
-// ([rows, Q8BlocksPerRow(cols)]); value = float(q) * float(d), |q| <= 127.
-enum class DType { kF32, kF16, kBF16, kQ8_0 };
+// Weight element formats. kQ8_0 and kQ4_0 are block-quantized: each row is cut into
+// blocks of kQ8BlockSize consecutive values (the last block of a row may be shorter)
+// with one f16 scale d per block ([rows, Q8BlocksPerRow(cols)]).
+//  * kQ8_0: int8 quants q, one per value (row-major [rows, cols]); value =
+//    float(q) * float(d), |q| <= 127.
+//  * kQ4_0: 4-bit quants q in [-8, 7] stored as the nibble q + 8, two per byte
+//    ([rows, Q4BytesPerRow(cols)]; a row's blocks are consecutive, 16 bytes each but
+//    for a short last block of n values, ceil(n / 2) bytes). In a block of n values,
+//    value i < h = ceil(n / 2) is the low nibble of the block's byte i and value h + i
+//    its high nibble (an unused high nibble is 0); value = float(q) * float(d).
+enum class DType { kF32, kF16, kBF16, kQ8_0, kQ4_0 };
 
 constexpr int kQ8BlockSize = 32;
 
-// Scale blocks of one kQ8_0 row of `cols` values.
+// Scale blocks of one kQ8_0 or kQ4_0 row of `cols` values.
 inline int64_t Q8BlocksPerRow(int64_t cols) { return (cols + kQ8BlockSize - 1) / kQ8BlockSize; }
 
-// Bytes per element of `dtype` (kQ8_0: the int8 quant; its scales are extra).
+// Bytes of the packed quants of one kQ4_0 row of `cols` values.
+inline int64_t Q4BytesPerRow(int64_t cols) { return (cols + 1) / 2; }
+
+// True for the block-quantized formats (kQ8_0, kQ4_0): they carry scales.
+inline bool IsBlockQuantized(DType dtype) { return dtype == DType::kQ8_0 || dtype == DType::kQ4_0; }
+
+// Bytes per element of `dtype` (kQ8_0: the int8 quant; its scales are extra). kQ4_0
+// has half a byte per element: 0 here, use StoredRowBytes.
 size_t DTypeSize(DType dtype);
 
-// "f32", "f16", "bf16" or "q8_0".
+// Bytes of one stored row of `cols` values of `dtype`, scales not included.
+int64_t StoredRowBytes(DType dtype, int64_t cols);
+
+// "f32", "f16", "bf16", "q8_0" or "q4_0".
 const char* DTypeName(DType dtype);
 
 // A contiguous allocation in backend memory. Move-only; frees on destruction.
@@ -74,7 +92,7 @@ class Buffer {
 struct Weight {
   const void* data = nullptr;
   DType dtype = DType::kF32;
-  const void* scales = nullptr;  // kQ8_0 only: f16 [rows, Q8BlocksPerRow(cols)].
+  const void* scales = nullptr;  // kQ8_0/kQ4_0 only: f16 [rows, Q8BlocksPerRow(cols)].
   int64_t rows = 0;
   int64_t cols = 0;
   std::shared_ptr<const void> owner;
@@ -165,6 +183,12 @@ class Backend {
   // Q8BlocksPerRow(cols)] in host memory, kept alive by `owner`. The default answers
   // UNIMPLEMENTED "<name>: q8_0 weights are not supported by this backend yet".
   virtual absl::StatusOr<Weight> UploadQ8Weight(const void* quants, const void* scales,
+                                                int64_t rows, int64_t cols,
+                                                std::shared_ptr<const void> owner);
+  // The same for a kQ4_0 weight: `packed` [rows, Q4BytesPerRow(cols)] and `scales` f16
+  // [rows, Q8BlocksPerRow(cols)]. The default answers UNIMPLEMENTED "<name>: q4_0
+  // weights are not supported by this backend yet".
+  virtual absl::StatusOr<Weight> UploadQ4Weight(const void* packed, const void* scales,
                                                 int64_t rows, int64_t cols,
                                                 std::shared_ptr<const void> owner);
 

@@ -30,6 +30,14 @@ TEST(DTypeSizeTest, Sizes) {
   EXPECT_EQ(Q8BlocksPerRow(32), 1);
   EXPECT_EQ(Q8BlocksPerRow(33), 2);
   EXPECT_EQ(Q8BlocksPerRow(688), 22);
+  EXPECT_STREQ(DTypeName(DType::kQ4_0), "q4_0");
+  EXPECT_EQ(StoredRowBytes(DType::kF32, 5), 20);
+  EXPECT_EQ(StoredRowBytes(DType::kBF16, 5), 10);
+  EXPECT_EQ(StoredRowBytes(DType::kQ8_0, 5), 5);
+  EXPECT_EQ(StoredRowBytes(DType::kQ4_0, 688), 344);
+  EXPECT_EQ(StoredRowBytes(DType::kQ4_0, 33), 17);
+  EXPECT_TRUE(IsBlockQuantized(DType::kQ4_0) && IsBlockQuantized(DType::kQ8_0));
+  EXPECT_FALSE(IsBlockQuantized(DType::kBF16));
 }
 
 // Two sequences: a 3-row chain after 5 cached keys (blocks 2, 0) and a 2-row tree.

@@ -40,6 +40,10 @@
 
 namespace tandem {
 
+// Uploads `t` to `backend` in its stored format (UploadWeight, or UploadQ8Weight /
+// UploadQ4Weight with its scales for the block formats); the backend's errors.
+absl::StatusOr<Weight> UploadHostTensor(Backend* backend, const HostTensor& t);
+
 struct LlamaModelOptions {
   // KV cache memory of this rank in bytes (K and V of all layers); rounded down to
   // whole blocks of KvBytesPerBlock(layers, block_size, local KV heads, head_dim,

@@ -67,7 +67,7 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const LlamaWeight
                                                    options.max_batch_tokens, ") must be >= 1"));
   }
   const int kv_local = LocalKvHeads(c, tp);  // Replicated when tp > KV heads.
-  if (options.kv_dtype == DType::kQ8_0 || !backend->SupportsKvDType(options.kv_dtype)) {
+  if (IsBlockQuantized(options.kv_dtype) || !backend->SupportsKvDType(options.kv_dtype)) {
     return absl::InvalidArgumentError(absl::StrCat("LlamaModel: the ", backend->name(),
                                                    " backend does not keep a ",
                                                    DTypeName(options.kv_dtype), " KV cache"));
@@ -101,6 +101,17 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const LlamaWeight
   return model;
 }
 
+absl::StatusOr<Weight> UploadHostTensor(Backend* backend, const HostTensor& t) {
+  switch (t.dtype) {
+    case DType::kQ8_0:
+      return backend->UploadQ8Weight(t.data, t.scales, t.rows, t.cols, t.owner);
+    case DType::kQ4_0:
+      return backend->UploadQ4Weight(t.data, t.scales, t.rows, t.cols, t.owner);
+    default:
+      return backend->UploadWeight(t.data, t.dtype, t.rows, t.cols, t.owner);
+  }
+}
+
 absl::Status LlamaModel::UploadWeights(const LlamaWeights& w) {
   const LlamaConfig& c = config_;
   const int64_t hidden = c.hidden_size, hd = c.head_dim;
@@ -108,9 +119,7 @@ absl::Status LlamaModel::UploadWeights(const LlamaWeights& w) {
                     Weight* out) -> absl::Status {
     absl::Status status = CheckShape(t, rows, cols, name);
     if (!status.ok()) return status;
-    auto weight = t.dtype == DType::kQ8_0
-                      ? backend_->UploadQ8Weight(t.data, t.scales, t.rows, t.cols, t.owner)
-                      : backend_->UploadWeight(t.data, t.dtype, t.rows, t.cols, t.owner);
+    auto weight = UploadHostTensor(backend_, t);
     if (!weight.ok()) {
       return absl::Status(weight.status().code(), absl::StrCat("LlamaModel: uploading ", name, ": ",
                                                                weight.status().message()));

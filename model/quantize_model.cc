@@ -14,6 +14,7 @@
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/float16.h"
+#include "model/q4_0.h"
 #include "model/q8_0.h"
 
 namespace tandem {
@@ -53,28 +54,36 @@ void WidenRow(const SafetensorsTensorView& view, int64_t row, std::vector<float>
   }
 }
 
-// Quantizes a whole matrix view into quants and scales.
-void QuantizeMatrix(const SafetensorsTensorView& view, std::vector<int8_t>* quants,
+// Quantizes a whole matrix view to `format` (q8_0 or q4_0) into the stored quant bytes
+// and scales.
+void QuantizeMatrix(const SafetensorsTensorView& view, DType format, std::vector<uint8_t>* quants,
                     std::vector<uint16_t>* scales) {
   const int64_t rows = view.shape[0], cols = view.shape[1], blocks = Q8BlocksPerRow(cols);
-  quants->resize(rows * cols);
+  const int64_t row_bytes = StoredRowBytes(format, cols);
+  quants->resize(rows * row_bytes);
   scales->resize(rows * blocks);
   std::vector<float> row;
   for (int64_t r = 0; r < rows; ++r) {
     WidenRow(view, r, &row);
-    QuantizeQ8Row(row.data(), cols, quants->data() + r * cols, scales->data() + r * blocks);
+    uint8_t* out = quants->data() + r * row_bytes;
+    if (format == DType::kQ4_0) {
+      QuantizeQ4Row(row.data(), cols, out, scales->data() + r * blocks);
+    } else {
+      QuantizeQ8Row(row.data(), cols, reinterpret_cast<int8_t*>(out), scales->data() + r * blocks);
+    }
   }
 }
 
-absl::StatusOr<std::vector<OutputTensor>> PlanOutput(const Checkpoint& checkpoint,
+absl::StatusOr<std::vector<OutputTensor>> PlanOutput(const Checkpoint& checkpoint, DType format,
                                                      QuantizeReport* report) {
   std::vector<OutputTensor> plan;
   for (const std::string& name : checkpoint.TensorNames()) {
     auto view = checkpoint.Find(name);
     if (!view.ok()) return view.status();
-    if (view->dtype == SafetensorsDType::kI8) {
+    if (view->dtype == SafetensorsDType::kI8 || view->dtype == SafetensorsDType::kU8) {
       return absl::InvalidArgumentError(absl::StrCat(checkpoint.FileOf(name), ": tensor \"", name,
-                                                     "\" is I8: the model is already quantized"));
+                                                     "\" is ", SafetensorsDTypeName(view->dtype),
+                                                     ": the model is already quantized"));
     }
     report->input_bytes += view->size_bytes;
     const bool floating = view->dtype == SafetensorsDType::kF32 ||
@@ -86,7 +95,12 @@ absl::StatusOr<std::vector<OutputTensor>> PlanOutput(const Checkpoint& checkpoin
       continue;
     }
     const int64_t rows = view->shape[0], cols = view->shape[1];
-    plan.push_back({name, SafetensorsDType::kI8, view->shape, uint64_t(rows * cols), name,
+    const int64_t row_bytes = StoredRowBytes(format, cols);
+    plan.push_back({name,
+                    format == DType::kQ4_0 ? SafetensorsDType::kU8 : SafetensorsDType::kI8,
+                    {rows, row_bytes},
+                    uint64_t(rows * row_bytes),
+                    name,
                     OutputTensor::kQuants});
     plan.push_back({name + "_scale",
                     SafetensorsDType::kF16,
@@ -99,11 +113,11 @@ absl::StatusOr<std::vector<OutputTensor>> PlanOutput(const Checkpoint& checkpoin
   return plan;
 }
 
-std::string Header(const std::vector<OutputTensor>& plan) {
+std::string Header(const std::vector<OutputTensor>& plan, DType format) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   header["__metadata__"] = {{"format", "pt"},
-                            {"tandem_weight_format", "q8_0"},
-                            {"tandem_q8_block_size", std::to_string(kQ8BlockSize)}};
+                            {"tandem_weight_format", DTypeName(format)},
+                            {"tandem_block_size", std::to_string(kQ8BlockSize)}};
   uint64_t offset = 0;
   for (const OutputTensor& t : plan) {
     header[t.name] = {{"dtype", SafetensorsDTypeName(t.dtype)},
@@ -117,18 +131,18 @@ std::string Header(const std::vector<OutputTensor>& plan) {
 }
 
 absl::Status WriteCheckpoint(const Checkpoint& checkpoint, const std::vector<OutputTensor>& plan,
-                             const std::string& path, QuantizeReport* report) {
+                             DType format, const std::string& path, QuantizeReport* report) {
   std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "wb"), &std::fclose);
   auto fail = [&] { return absl::InternalError(absl::StrCat("cannot write ", path)); };
   if (file == nullptr) return fail();
-  const std::string header = Header(plan);
+  const std::string header = Header(plan, format);
   uint8_t length[8];
   for (int i = 0; i < 8; ++i) length[i] = uint8_t((uint64_t(header.size()) >> (8 * i)) & 0xff);
   auto write = [&](const void* data, size_t bytes) {
     return bytes == 0 || std::fwrite(data, 1, bytes, file.get()) == bytes;
   };
   if (!write(length, 8) || !write(header.data(), header.size())) return fail();
-  std::vector<int8_t> quants;
+  std::vector<uint8_t> quants;
   std::vector<uint16_t> scales;
   for (const OutputTensor& t : plan) {
     auto view = checkpoint.Find(t.source);
@@ -137,7 +151,7 @@ absl::Status WriteCheckpoint(const Checkpoint& checkpoint, const std::vector<Out
     if (t.part == OutputTensor::kCopy) {
       ok = write(view->data, t.bytes);
     } else if (t.part == OutputTensor::kQuants) {
-      QuantizeMatrix(*view, &quants, &scales);  // Kept for the _scale entry that follows.
+      QuantizeMatrix(*view, format, &quants, &scales);  // Kept for the _scale entry that follows.
       ok = write(quants.data(), quants.size());
     } else {
       ok = write(scales.data(), scales.size() * 2);
@@ -174,7 +188,11 @@ absl::Status CopyOtherFiles(const std::string& in_dir, const std::string& out_di
 }  // namespace
 
 absl::StatusOr<QuantizeReport> QuantizeModelDir(const std::string& in_dir,
-                                                const std::string& out_dir) {
+                                                const std::string& out_dir, DType format) {
+  if (!IsBlockQuantized(format)) {
+    return absl::InvalidArgumentError(absl::StrCat("quantize: format ", DTypeName(format),
+                                                   " is not a block format (q8_0 or q4_0)"));
+  }
   std::error_code error;
   if (fs::exists(out_dir, error) && fs::equivalent(in_dir, out_dir, error)) {
     return absl::InvalidArgumentError("quantize: the output directory is the input directory");
@@ -184,7 +202,7 @@ absl::StatusOr<QuantizeReport> QuantizeModelDir(const std::string& in_dir,
   auto checkpoint = Checkpoint::Open(in_dir);
   if (!checkpoint.ok()) return checkpoint.status();
   QuantizeReport report;
-  auto plan = PlanOutput(*checkpoint, &report);
+  auto plan = PlanOutput(*checkpoint, format, &report);
   if (!plan.ok()) return plan.status();
   fs::create_directories(out_dir, error);
   if (error) {
@@ -192,7 +210,7 @@ absl::StatusOr<QuantizeReport> QuantizeModelDir(const std::string& in_dir,
   }
   if (absl::Status status = CopyOtherFiles(in_dir, out_dir); !status.ok()) return status;
   absl::Status status =
-      WriteCheckpoint(*checkpoint, *plan, out_dir + "/model.safetensors", &report);
+      WriteCheckpoint(*checkpoint, *plan, format, out_dir + "/model.safetensors", &report);
   if (!status.ok()) return status;
   return report;
 }

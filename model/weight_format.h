@@ -13,17 +13,17 @@
 
 namespace tandem {
 
-// "f32", "f16", "bf16" or "q8_0" (DTypeName's spelling); INVALID_ARGUMENT otherwise.
+// "f32", "f16", "bf16", "q8_0" or "q4_0" (DTypeName's spelling); INVALID_ARGUMENT otherwise.
 absl::StatusOr<DType> ParseWeightFormat(const std::string& name);
 
 // A copy of `weights` whose linear matrices (q/k/v/o, gate/up/down of every layer, and
 // lm_head) are in `format`, each in its own owned buffer (so layers that shared a
 // buffer no longer do): f32/f16/bf16 by rounding to nearest even from the float value
-// (HostTensor::At), q8_0 by QuantizeQ8Row. The embedding, norms and the rest are shared
-// with `weights`. RESOURCE_EXHAUSTED when memory runs out.
+// (HostTensor::At), q8_0 by QuantizeQ8Row, q4_0 by QuantizeQ4Row. The embedding, norms and the rest
+// are shared with `weights`. RESOURCE_EXHAUSTED when memory runs out.
 absl::StatusOr<LlamaWeights> ConvertLinearWeights(const LlamaWeights& weights, DType format);
 
-// Bytes of the linear matrices (q8_0: quants plus scales) plus the embedding and norms,
+// Bytes of the linear matrices (q8_0/q4_0: quants plus scales) plus the embedding and norms,
 // as stored: what a decode step streams, and what the model keeps resident.
 int64_t WeightBytes(const LlamaWeights& weights);
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "model/checkpoint.h"
 #include "model/float16.h"
+#include "model/q4_0.h"
 
 namespace tandem {
 namespace {
@@ -20,14 +21,15 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
-// The checkpoint tensor `name`, checked to be f32/f16/bf16 (or a q8_0 matrix: I8 quants
-// plus its F16 "<name>_scale" tensor) of exactly `shape`.
+// The checkpoint tensor `name`, checked to be f32/f16/bf16 of exactly `shape`, or a
+// block-quantized matrix told by its dtype (I8: q8_0 quants [rows, cols]; U8: q4_0
+// packed nibbles [rows, Q4BytesPerRow(cols)]) plus its F16 "<name>_scale" tensor.
 struct CheckedTensor {
   SafetensorsTensorView view;
   DType dtype = DType::kF32;
   int64_t rows = 1;  // 1 for vectors.
   int64_t cols = 0;
-  SafetensorsTensorView scales;  // kQ8_0 only: F16 [rows, Q8BlocksPerRow(cols)].
+  SafetensorsTensorView scales;  // kQ8_0/kQ4_0 only: F16 [rows, Q8BlocksPerRow(cols)].
   std::string where;             // For error messages.
 };
 
@@ -45,20 +47,29 @@ absl::StatusOr<CheckedTensor> CheckTensor(SafetensorsTensorView view, const std:
       tensor.dtype = DType::kBF16;
       break;
     case SafetensorsDType::kI8:
+    case SafetensorsDType::kU8:
+      tensor.dtype = view.dtype == SafetensorsDType::kI8 ? DType::kQ8_0 : DType::kQ4_0;
       if (shape.size() != 2) {
         return absl::InvalidArgumentError(
-            absl::StrCat(where, ": dtype I8 (q8_0 quants) is only supported for matrices"));
+            absl::StrCat(where, ": dtype ", SafetensorsDTypeName(view.dtype), " (",
+                         DTypeName(tensor.dtype), " quants) is only supported for matrices"));
       }
-      tensor.dtype = DType::kQ8_0;
       break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": dtype ", SafetensorsDTypeName(view.dtype),
-                       " is not supported (expected F32, F16, BF16 or I8 for q8_0)"));
+                       " is not supported (expected F32, F16, BF16, I8 for q8_0 or U8 for q4_0)"));
   }
-  if (view.shape != shape) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": expected shape ", ShapeString(shape),
-                                                   ", found ", ShapeString(view.shape)));
+  // q4_0 stores two values per byte: [rows, ceil(cols / 2)].
+  const std::vector<int64_t> stored_shape =
+      tensor.dtype == DType::kQ4_0 ? std::vector<int64_t>{shape[0], Q4BytesPerRow(shape[1])}
+                                   : shape;
+  if (view.shape != stored_shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": expected shape ", ShapeString(stored_shape),
+        tensor.dtype == DType::kQ4_0 ? absl::StrCat(" (q4_0 packing of ", ShapeString(shape), ")")
+                                     : "",
+        ", found ", ShapeString(view.shape)));
   }
   tensor.rows = shape.size() == 2 ? shape[0] : 1;
   tensor.cols = shape.back();
@@ -67,19 +78,21 @@ absl::StatusOr<CheckedTensor> CheckTensor(SafetensorsTensorView view, const std:
   return tensor;
 }
 
-// Attaches the scales of a q8_0 tensor `name`: "<name>_scale", F16 [rows, blocks].
-absl::Status AttachQ8Scales(const Checkpoint& checkpoint, const std::string& name,
-                            CheckedTensor* tensor) {
+// Attaches the scales of a q8_0/q4_0 tensor `name`: "<name>_scale", F16 [rows, blocks].
+absl::Status AttachScales(const Checkpoint& checkpoint, const std::string& name,
+                          CheckedTensor* tensor) {
   const std::string scale_name = name + "_scale";
+  const char* format = DTypeName(tensor->dtype);
   const std::vector<int64_t> shape = {tensor->rows, Q8BlocksPerRow(tensor->cols)};
   auto view = checkpoint.Find(scale_name);
   if (!view.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(tensor->where, " is I8 (q8_0 quants) but its",
-                                                   " scales \"", scale_name, "\" are missing"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(tensor->where, " is ", SafetensorsDTypeName(tensor->view.dtype), " (", format,
+                     " quants) but its scales \"", scale_name, "\" are missing"));
   }
   if (view->dtype != SafetensorsDType::kF16 || view->shape != shape) {
     return absl::InvalidArgumentError(absl::StrCat(
-        checkpoint.FileOf(scale_name), ": q8_0 scales \"", scale_name, "\": expected F16 ",
+        checkpoint.FileOf(scale_name), ": ", format, " scales \"", scale_name, "\": expected F16 ",
         ShapeString(shape), " (one scale per block of ", kQ8BlockSize, " values of a row), found ",
         SafetensorsDTypeName(view->dtype), " ", ShapeString(view->shape)));
   }
@@ -93,8 +106,8 @@ absl::StatusOr<CheckedTensor> GetTensor(const Checkpoint& checkpoint, const std:
   if (!view.ok()) return view.status();
   auto tensor = CheckTensor(
       *std::move(view), absl::StrCat(checkpoint.FileOf(name), ": tensor \"", name, "\""), shape);
-  if (tensor.ok() && tensor->dtype == DType::kQ8_0) {
-    if (absl::Status status = AttachQ8Scales(checkpoint, name, &*tensor); !status.ok()) {
+  if (tensor.ok() && IsBlockQuantized(tensor->dtype)) {
+    if (absl::Status status = AttachScales(checkpoint, name, &*tensor); !status.ok()) {
       return status;
     }
   }
@@ -107,7 +120,7 @@ std::shared_ptr<uint8_t> Allocate(size_t bytes) {
                                   std::default_delete<uint8_t[]>());
 }
 
-// An owner keeping both `a` and `b` alive (a q8_0 tensor's quants and scales).
+// An owner keeping both `a` and `b` alive (a q8_0/q4_0 tensor's quants and scales).
 std::shared_ptr<const void> BothOwners(std::shared_ptr<const void> a,
                                        std::shared_ptr<const void> b) {
   if (a == b) return a;
@@ -130,16 +143,18 @@ const void* AlignedView(const void* source, size_t element_size, size_t count,
 // Rows [row_begin, row_begin + row_count) of `tensor`: a view into the mapping, or an
 // aligned copy when the file does not align the data to the element size.
 HostTensor RowSlice(const CheckedTensor& tensor, int64_t row_begin, int64_t row_count) {
-  const size_t element_size = DTypeSize(tensor.dtype);
-  const size_t row_bytes = static_cast<size_t>(tensor.cols) * element_size;
+  // Block formats are read byte-wise: no alignment needed for their quants.
+  const size_t element_size = IsBlockQuantized(tensor.dtype) ? 1 : DTypeSize(tensor.dtype);
+  const size_t row_bytes = StoredRowBytes(tensor.dtype, tensor.cols);
   const auto* source = static_cast<const uint8_t*>(tensor.view.data) + row_begin * row_bytes;
   HostTensor slice;
   slice.dtype = tensor.dtype;
   slice.rows = row_count;
   slice.cols = tensor.cols;
   slice.owner = tensor.view.owner;
-  slice.data = AlignedView(source, element_size, row_count * tensor.cols, &slice.owner);
-  if (tensor.dtype == DType::kQ8_0) {
+  slice.data =
+      AlignedView(source, element_size, row_count * row_bytes / element_size, &slice.owner);
+  if (IsBlockQuantized(tensor.dtype)) {
     const int64_t blocks = Q8BlocksPerRow(tensor.cols);
     std::shared_ptr<const void> scales_owner = tensor.scales.owner;
     slice.scales =
@@ -150,43 +165,46 @@ HostTensor RowSlice(const CheckedTensor& tensor, int64_t row_begin, int64_t row_
   return slice;
 }
 
-// Copies columns [begin, begin + count) of each of `rows` rows of `row_elements`
-// elements of `element_size` bytes into owned memory.
-std::shared_ptr<uint8_t> CopyColumns(const void* source, int64_t rows, int64_t row_elements,
-                                     int64_t begin, int64_t count, size_t element_size) {
-  auto copy = Allocate(rows * count * element_size);
+// Copies bytes [begin, begin + count) of each of `rows` rows of `row_bytes` bytes into
+// owned memory.
+std::shared_ptr<uint8_t> CopyColumns(const void* source, int64_t rows, int64_t row_bytes,
+                                     int64_t begin, int64_t count) {
+  auto copy = Allocate(rows * count);
   for (int64_t row = 0; row < rows; ++row) {
-    std::memcpy(copy.get() + row * count * element_size,
-                static_cast<const uint8_t*>(source) + (row * row_elements + begin) * element_size,
-                count * element_size);
+    std::memcpy(copy.get() + row * count,
+                static_cast<const uint8_t*>(source) + row * row_bytes + begin, count);
   }
   return copy;
 }
 
 // Columns [col_begin, col_begin + col_count) of every row, copied into owned memory
-// (a view when the slice is the whole tensor). A q8_0 slice must cut on block
-// boundaries (INVALID_ARGUMENT otherwise).
+// (a view when the slice is the whole tensor). A q8_0/q4_0 slice must cut on block
+// boundaries (INVALID_ARGUMENT otherwise); its blocks are copied whole (a q4_0 block
+// of 32 values is 16 bytes, the row's short last block ends the row either way).
 absl::StatusOr<HostTensor> ColumnSlice(const CheckedTensor& tensor, int64_t col_begin,
                                        int64_t col_count) {
   if (col_begin == 0 && col_count == tensor.cols) return RowSlice(tensor, 0, tensor.rows);
-  if (tensor.dtype == DType::kQ8_0 &&
-      (col_begin % kQ8BlockSize != 0 ||
-       (col_count % kQ8BlockSize != 0 && col_begin + col_count != tensor.cols))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        tensor.where, ": the tensor-parallel column slice [", col_begin, ", ",
-        col_begin + col_count, ") does not cut q8_0 rows on blocks of ", kQ8BlockSize, " values"));
+  const bool blocks = IsBlockQuantized(tensor.dtype);
+  if (blocks && (col_begin % kQ8BlockSize != 0 ||
+                 (col_count % kQ8BlockSize != 0 && col_begin + col_count != tensor.cols))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(tensor.where, ": the tensor-parallel column slice [", col_begin, ", ",
+                     col_begin + col_count, ") does not cut ", DTypeName(tensor.dtype),
+                     " rows on blocks of ", kQ8BlockSize, " values"));
   }
   HostTensor slice;
   slice.dtype = tensor.dtype;
   slice.rows = tensor.rows;
   slice.cols = col_count;
-  auto copy = CopyColumns(tensor.view.data, tensor.rows, tensor.cols, col_begin, col_count,
-                          DTypeSize(tensor.dtype));
+  // Byte offsets: col_begin is a block boundary for the block formats.
+  auto copy =
+      CopyColumns(tensor.view.data, tensor.rows, StoredRowBytes(tensor.dtype, tensor.cols),
+                  StoredRowBytes(tensor.dtype, col_begin), StoredRowBytes(tensor.dtype, col_count));
   slice.data = copy.get();
   slice.owner = std::move(copy);
-  if (tensor.dtype != DType::kQ8_0) return slice;
-  auto scales = CopyColumns(tensor.scales.data, tensor.rows, Q8BlocksPerRow(tensor.cols),
-                            col_begin / kQ8BlockSize, Q8BlocksPerRow(col_count), sizeof(uint16_t));
+  if (!blocks) return slice;
+  auto scales = CopyColumns(tensor.scales.data, tensor.rows, Q8BlocksPerRow(tensor.cols) * 2,
+                            col_begin / kQ8BlockSize * 2, Q8BlocksPerRow(col_count) * 2);
   slice.scales = scales.get();
   slice.owner = BothOwners(std::move(slice.owner), std::move(scales));
   return slice;
@@ -307,11 +325,14 @@ float HostTensor::At(int64_t i, int64_t j) const {
       std::memcpy(&bits, static_cast<const uint8_t*>(data) + index * 2, 2);
       return dtype == DType::kF16 ? HalfToFloat(bits) : BFloat16ToFloat(bits);
     }
-    case DType::kQ8_0: {
-      const auto* quants = static_cast<const int8_t*>(data);
+    case DType::kQ8_0:
+    case DType::kQ4_0: {
       const auto* block_scales = static_cast<const uint16_t*>(scales);
-      return float(quants[index]) *
-             HalfToFloat(block_scales[i * Q8BlocksPerRow(cols) + j / kQ8BlockSize]);
+      const int quant =
+          dtype == DType::kQ8_0
+              ? static_cast<const int8_t*>(data)[index]
+              : Q4QuantAt(static_cast<const uint8_t*>(data) + i * Q4BytesPerRow(cols), cols, j);
+      return float(quant) * HalfToFloat(block_scales[i * Q8BlocksPerRow(cols) + j / kQ8BlockSize]);
     }
   }
   return std::numeric_limits<float>::quiet_NaN();
@@ -321,8 +342,9 @@ absl::StatusOr<HostTensor> WholeTensor(SafetensorsTensorView view, const std::st
                                        const std::vector<int64_t>& shape) {
   absl::StatusOr<CheckedTensor> tensor = CheckTensor(std::move(view), where, shape);
   if (!tensor.ok()) return tensor.status();
-  if (tensor->dtype == DType::kQ8_0) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": q8_0 is not supported here"));
+  if (IsBlockQuantized(tensor->dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": ", DTypeName(tensor->dtype), " is not supported here"));
   }
   return RowSlice(*tensor, 0, tensor->rows);
 }

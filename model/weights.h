@@ -28,14 +28,14 @@ namespace tandem {
 // A row-major host tensor [rows, cols] of `dtype` (1-D tensors have rows = 1). Either
 // a view into a mapped checkpoint file (zero copy) or an owned copy (slices that are
 // not contiguous, e.g. row-parallel columns). `owner` keeps the memory alive (for
-// kQ8_0 both the int8 quants in `data` and the f16 `scales`).
+// kQ8_0/kQ4_0 both the quants in `data` and the f16 `scales`).
 struct HostTensor {
   const void* data = nullptr;
   DType dtype = DType::kF32;
   int64_t rows = 0;
   int64_t cols = 0;
   std::shared_ptr<const void> owner;
-  const void* scales = nullptr;  // kQ8_0 only: f16 [rows, Q8BlocksPerRow(cols)].
+  const void* scales = nullptr;  // kQ8_0/kQ4_0 only: f16 [rows, Q8BlocksPerRow(cols)].
 
   int64_t numel() const { return rows * cols; }
   // Element (i, j) converted to float (for tests and tools; not a hot path).
@@ -75,12 +75,14 @@ int FirstKvHead(const LlamaConfig& config, int tp_rank, int tp_size);
 // Loads rank `tp_rank` of `tp_size` from a Hugging Face model directory (config.json
 // plus model.safetensors, or model.safetensors.index.json with its shards), reading
 // only this rank's slices. Tensors keep their stored dtype (f32, f16 or bf16), or are
-// q8_0 matrices: an I8 tensor "<name>" of the matrix shape plus an F16 tensor
-// "<name>_scale" [rows, Q8BlocksPerRow(cols)] (docs/architecture.md "Weight formats").
+// block-quantized matrices told by their dtype: q8_0, an I8 tensor "<name>" of the
+// matrix shape, or q4_0, a U8 tensor "<name>" [rows, Q4BytesPerRow(cols)] of packed
+// nibbles, each plus an F16 tensor "<name>_scale" [rows, Q8BlocksPerRow(cols)]
+// (docs/architecture.md "Weight formats").
 // Errors (INVALID_ARGUMENT / NOT_FOUND) name the file and tensor: missing or
 // truncated files, bad headers, missing tensors, wrong shapes or dtypes, missing or
-// misshapen q8_0 scales (e.g. another block size), q8_0 row-parallel slices that do not
-// cut on blocks, and shapes not divisible by tp_size.
+// misshapen q8_0/q4_0 scales (e.g. another block size), block-format row-parallel
+// slices that do not cut on blocks, and shapes not divisible by tp_size.
 absl::StatusOr<LlamaWeights> LoadLlamaWeights(const std::string& model_dir, int tp_rank,
                                               int tp_size);
 

@@ -260,7 +260,7 @@ TEST(WeightsTest, MissingTensorWrongShapeAndDtype) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(),
               HasSubstr("\"model.layers.0.mlp.gate_proj.weight\": dtype I32 is not "
-                        "supported (expected F32, F16, BF16 or I8 for q8_0)"));
+                        "supported (expected F32, F16, BF16, I8 for q8_0 or U8 for q4_0)"));
 }
 
 TEST(WeightsTest, TensorParallelArgumentErrors) {

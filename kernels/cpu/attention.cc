@@ -384,6 +384,7 @@ void PagedAttention(SimdLevel level, ThreadPool* pool, const StepPlan& plan,
                                       static_cast<const uint16_t*>(k_cache),
                                       static_cast<const uint16_t*>(v_cache), num_heads, scale, out);
     case DType::kQ8_0:
+    case DType::kQ4_0:
       break;
   }
   LOG(FATAL) << "PagedAttention: KV dtype " << DTypeName(layout.dtype) << " is not supported";

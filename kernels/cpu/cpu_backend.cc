@@ -150,8 +150,9 @@ absl::StatusOr<Weight> CpuBackend::UploadWeight(const void* data, DType dtype, i
     return absl::InvalidArgumentError(
         absl::StrCat("UploadWeight: null data for a [", rows, ", ", cols, "] weight"));
   }
-  if (dtype == DType::kQ8_0) {
-    return absl::InvalidArgumentError("UploadWeight: q8_0 weights go through UploadQ8Weight");
+  if (IsBlockQuantized(dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "UploadWeight: ", DTypeName(dtype), " weights go through UploadQ8Weight/UploadQ4Weight"));
   }
   Weight weight;
   weight.dtype = dtype;
@@ -177,20 +178,33 @@ absl::StatusOr<Weight> CpuBackend::UploadWeight(const void* data, DType dtype, i
 absl::StatusOr<Weight> CpuBackend::UploadQ8Weight(const void* quants, const void* scales,
                                                   int64_t rows, int64_t cols,
                                                   std::shared_ptr<const void> owner) {
+  return UploadBlockQuantized(DType::kQ8_0, quants, scales, rows, cols, std::move(owner));
+}
+
+absl::StatusOr<Weight> CpuBackend::UploadQ4Weight(const void* packed, const void* scales,
+                                                  int64_t rows, int64_t cols,
+                                                  std::shared_ptr<const void> owner) {
+  return UploadBlockQuantized(DType::kQ4_0, packed, scales, rows, cols, std::move(owner));
+}
+
+absl::StatusOr<Weight> CpuBackend::UploadBlockQuantized(DType dtype, const void* quants,
+                                                        const void* scales, int64_t rows,
+                                                        int64_t cols,
+                                                        std::shared_ptr<const void> owner) {
+  const std::string what = absl::StrCat("Upload", dtype == DType::kQ4_0 ? "Q4" : "Q8", "Weight");
   if (rows < 0 || cols < 0 || (cols > 0 && rows > std::numeric_limits<int32_t>::max() / cols)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("UploadQ8Weight: bad shape [", rows, ", ", cols, "]"));
+    return absl::InvalidArgumentError(absl::StrCat(what, ": bad shape [", rows, ", ", cols, "]"));
   }
   if (rows * cols > 0 && (quants == nullptr || scales == nullptr)) {
-    return absl::InvalidArgumentError(absl::StrCat("UploadQ8Weight: null quants or scales for a [",
-                                                   rows, ", ", cols, "] weight"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": null quants or scales for a [", rows, ", ", cols, "] weight"));
   }
   if (reinterpret_cast<uintptr_t>(scales) % alignof(uint16_t) != 0) {
-    return absl::InvalidArgumentError("UploadQ8Weight: scales are not 2-byte aligned");
+    return absl::InvalidArgumentError(absl::StrCat(what, ": scales are not 2-byte aligned"));
   }
   Weight weight;
   weight.data = quants;
-  weight.dtype = DType::kQ8_0;
+  weight.dtype = dtype;
   weight.scales = scales;
   weight.rows = rows;
   weight.cols = cols;
@@ -282,8 +296,10 @@ void CpuBackend::GatherRows(const float* x, int dim, const std::vector<int32_t>&
 }
 
 std::string CpuBackend::Description() const {
-  return absl::StrCat("cpu: ", cpu::SimdLevelName(level_), " kernels, ", pool_.num_threads(),
-                      " threads; matmul weights f32, bf16, f16 and q8_0 read as stored");
+  return absl::StrCat(
+      "cpu: ", cpu::SimdLevelName(level_), " kernels, ", pool_.num_threads(),
+      " threads; matmul weights f32, bf16, f16, q8_0 and q4_0 read as stored (q8_0 and "
+      "q4_0 by int8 dot products)");
 }
 
 std::unique_ptr<Backend> MakeCpuBackend(int threads) {

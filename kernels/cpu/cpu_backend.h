@@ -1,6 +1,7 @@
 // The CPU implementation of Backend: host memory (64-byte aligned, zeroed), weights
 // used in place as stored (f32, bf16, f16 and q8_0 matrices, zero copy: the matmul
-// widens 16-bit values and dequantizes q8_0 in registers; 16-bit vectors, the norm
+// widens 16-bit values in registers and multiplies q8_0 by int8 block dot products on
+// activations quantized per block; 16-bit vectors, the norm
 // weights, are widened once at upload), and threaded
 // kernels with an AVX2+FMA path chosen at run time and a portable C++ path
 // (TANDEM_CPU_SIMD=portable forces the latter). It is the reference backend the CUDA
@@ -50,6 +51,8 @@ class CpuBackend : public Backend {
                                       std::shared_ptr<const void> owner) override;
   absl::StatusOr<Weight> UploadQ8Weight(const void* quants, const void* scales, int64_t rows,
                                         int64_t cols, std::shared_ptr<const void> owner) override;
+  absl::StatusOr<Weight> UploadQ4Weight(const void* packed, const void* scales, int64_t rows,
+                                        int64_t cols, std::shared_ptr<const void> owner) override;
 
   absl::StatusOr<std::unique_ptr<PreparedStep>> Prepare(const StepPlan& plan) override;
 
@@ -65,12 +68,17 @@ class CpuBackend : public Backend {
                  const void* k_cache, const void* v_cache, int num_heads, float scale,
                  float* out) override;
   // f32, f16 and bf16 caches.
-  bool SupportsKvDType(DType dtype) const override { return dtype != DType::kQ8_0; }
+  bool SupportsKvDType(DType dtype) const override { return !IsBlockQuantized(dtype); }
   void SiluMul(const float* gate, const float* up, size_t n, float* out) override;
   void Add(float* x, const float* y, size_t n) override;
   void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows, float* out) override;
 
  private:
+  // The checks and Weight of UploadQ8Weight / UploadQ4Weight (`dtype` kQ8_0 / kQ4_0).
+  absl::StatusOr<Weight> UploadBlockQuantized(DType dtype, const void* quants, const void* scales,
+                                              int64_t rows, int64_t cols,
+                                              std::shared_ptr<const void> owner);
+
   cpu::SimdLevel level_;
   cpu::ThreadPool pool_;
 };

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "glog/logging.h"
+#include "kernels/cpu/quantized_matmul.h"
 #include "kernels/cpu/vec_math.h"
 #include "kernels/cpu/weight_readers.h"
 
@@ -57,30 +59,6 @@ TANDEM_AVX2 inline void Chunk(const float* x, const Reader& w, const typename Re
   }
 }
 
-// Writes each accumulator's ReduceTree8 (Reduce4 per group of four columns) to
-// out[r * out_dim + c].
-template <int RB, int CB>
-TANDEM_AVX2 inline void StoreTile(const __m256 (&acc)[RB][CB], float* out, int out_dim) {
-  const __m256 zero = _mm256_setzero_ps();
-#pragma GCC unroll 8
-  for (int r = 0; r < RB; ++r) {
-    float* o = out + size_t(r) * out_dim;
-#pragma GCC unroll 8
-    for (int c = 0; c < CB; c += 4) {
-      const __m128 sums =
-          Reduce4(acc[r][c], c + 1 < CB ? acc[r][c + 1] : zero, c + 2 < CB ? acc[r][c + 2] : zero,
-                  c + 3 < CB ? acc[r][c + 3] : zero);
-      if (c + 4 <= CB) {
-        _mm_storeu_ps(o + c, sums);
-      } else {
-        alignas(16) float tmp[4];
-        _mm_store_ps(tmp, sums);
-        for (int i = 0; c + i < CB; ++i) o[c + i] = tmp[i];
-      }
-    }
-  }
-}
-
 // RB rows x CB output columns starting at column `col`: RB*CB 8-lane accumulators over
 // k, then StoreTile. Every instantiation performs the same operations per element.
 template <int RB, int CB, typename Reader>
@@ -92,8 +70,8 @@ TANDEM_AVX2 inline void Tile(const float* x, const Reader& w, int col, int in_di
 #pragma GCC unroll 8
     for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_setzero_ps();
   }
-  // Steps of Reader::kStep values of k (one q8_0 block, else 8) whose per-column state
-  // (row pointer, block scale) is fetched once; then whole chunks of 8 of a last partial
+  // Steps of Reader::kStep values of k whose per-column state (row pointer) is fetched
+  // once; then whole chunks of 8 of a last partial
   // step; then the masked tail. The chunks of 8 run in k order either way.
   typename Reader::Block blocks[CB];
   int k = 0;
@@ -189,14 +167,31 @@ TANDEM_AVX2 void MatMulRangeAvx2(const float* x, int rows, const Reader& w, int 
 
 #endif  // TANDEM_HAVE_AVX2_KERNELS
 
-// Runs the kernel of `level` over `reader`, split over output columns across `pool`.
+// Calls range(col_begin, col_end) over output columns [0, out_dim) split across `pool`
+// in units of kColumnsPerUnit columns; rows * in_dim multiply-adds per column.
+template <typename RangeFn>
+void SplitColumns(ThreadPool* pool, int rows, int out_dim, int in_dim, const RangeFn& range) {
+  if (rows <= 0 || out_dim <= 0) return;
+  auto units_range = [&](int64_t unit_begin, int64_t unit_end) {
+    range(static_cast<int>(unit_begin * kColumnsPerUnit),
+          static_cast<int>(std::min<int64_t>(out_dim, unit_end * kColumnsPerUnit)));
+  };
+  const int64_t units = (out_dim + kColumnsPerUnit - 1) / kColumnsPerUnit;
+  const int64_t fma_per_unit = int64_t(rows) * in_dim * kColumnsPerUnit;
+  const int64_t min_units =
+      std::max<int64_t>(1, kMinFmaPerThread / std::max<int64_t>(1, fma_per_unit));
+  if (pool == nullptr) {
+    units_range(0, units);
+  } else {
+    pool->ParallelFor(units, units_range, min_units);
+  }
+}
+
+// Runs the float kernel of `level` over `reader`, split over output columns.
 template <typename Reader>
 void MatMulWith(SimdLevel level, ThreadPool* pool, const float* x, int rows, const Reader& w,
                 int out_dim, int in_dim, float* out) {
-  if (rows <= 0 || out_dim <= 0) return;
-  auto range = [&](int64_t unit_begin, int64_t unit_end) {
-    const int col_begin = static_cast<int>(unit_begin * kColumnsPerUnit);
-    const int col_end = static_cast<int>(std::min<int64_t>(out_dim, unit_end * kColumnsPerUnit));
+  SplitColumns(pool, rows, out_dim, in_dim, [&](int col_begin, int col_end) {
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
     if (level == SimdLevel::kAvx2) {
       MatMulRangeAvx2(x, rows, w, out_dim, in_dim, col_begin, col_end, out);
@@ -204,16 +199,28 @@ void MatMulWith(SimdLevel level, ThreadPool* pool, const float* x, int rows, con
     }
 #endif
     MatMulRangePortable(x, rows, w, out_dim, in_dim, col_begin, col_end, out);
-  };
-  const int64_t units = (out_dim + kColumnsPerUnit - 1) / kColumnsPerUnit;
-  const int64_t fma_per_unit = int64_t(rows) * in_dim * kColumnsPerUnit;
-  const int64_t min_units =
-      std::max<int64_t>(1, kMinFmaPerThread / std::max<int64_t>(1, fma_per_unit));
-  if (pool == nullptr) {
-    range(0, units);
-  } else {
-    pool->ParallelFor(units, range, min_units);
-  }
+  });
+}
+
+// The integer path of q8_0 and q4_0 (kernels/cpu/quantized_matmul.h): x quantized per
+// block once, into a buffer of the calling thread, then the column split.
+void BlockQuantizedMatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows,
+                          const WeightMatrix& w, float* out) {
+  CHECK(w.scales != nullptr) << "MatMul: " << DTypeName(w.dtype) << " weight without scales";
+  if (rows <= 0 || w.out_dim <= 0) return;
+  // A named reference: inside the lambda a thread_local name would be each worker's own.
+  thread_local QuantizedRows buffer;
+  QuantizedRows& quantized = buffer;
+  QuantizeRows(level, x, rows, w.in_dim, &quantized);
+  SplitColumns(pool, rows, w.out_dim, w.in_dim, [&](int col_begin, int col_end) {
+    if (w.dtype == DType::kQ4_0) {
+      Q4MatMulRange(level, quantized, static_cast<const uint8_t*>(w.data), w.scales, w.out_dim,
+                    col_begin, col_end, out);
+    } else {
+      Q8MatMulRange(level, quantized, static_cast<const int8_t*>(w.data), w.scales, w.out_dim,
+                    col_begin, col_end, out);
+    }
+  });
 }
 
 // Calls fn(reader) with the reader of w's format.
@@ -230,6 +237,10 @@ void WithReader(const WeightMatrix& w, const Fn& fn) {
       CHECK(w.scales != nullptr) << "MatMul: q8_0 weight without scales";
       return fn(Q8Reader{static_cast<const int8_t*>(w.data), w.scales, w.in_dim,
                          static_cast<int>(Q8BlocksPerRow(w.in_dim))});
+    case DType::kQ4_0:
+      CHECK(w.scales != nullptr) << "MatMul: q4_0 weight without scales";
+      return fn(Q4Reader{static_cast<const uint8_t*>(w.data), w.scales, w.in_dim,
+                         static_cast<int>(Q8BlocksPerRow(w.in_dim)), Q4BytesPerRow(w.in_dim)});
   }
   LOG(FATAL) << "MatMul: unknown weight dtype " << static_cast<int>(w.dtype);
 }
@@ -238,8 +249,13 @@ void WithReader(const WeightMatrix& w, const Fn& fn) {
 
 void MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const WeightMatrix& w,
             float* out) {
+  if (IsBlockQuantized(w.dtype)) return BlockQuantizedMatMul(level, pool, x, rows, w, out);
   WithReader(w, [&](const auto& reader) {
-    MatMulWith(level, pool, x, rows, reader, w.out_dim, w.in_dim, out);
+    // q8_0 and q4_0 took the integer path above; their readers only widen (WidenRow).
+    using Reader = std::decay_t<decltype(reader)>;
+    if constexpr (!std::is_same_v<Reader, Q8Reader> && !std::is_same_v<Reader, Q4Reader>) {
+      MatMulWith(level, pool, x, rows, reader, w.out_dim, w.in_dim, out);
+    }
   });
 }
 

@@ -1,6 +1,6 @@
 // Matrix product with a row-major weight: out[r, o] = sum_k x[r, k] * w[o, k], for
-// float32 weights and for weights kept in their stored format (bf16, f16, q8_0) and
-// widened to float32 in registers.
+// float32 weights and for weights kept in their stored format: bf16 and f16 widened to
+// float32 in registers, q8_0 and q4_0 by int8 block dot products.
 #ifndef TANDEM_KERNELS_CPU_MATMUL_H_
 #define TANDEM_KERNELS_CPU_MATMUL_H_
 
@@ -14,15 +14,17 @@ namespace tandem {
 namespace cpu {
 
 // A weight matrix [out_dim, in_dim] in one of the formats of kernels/backend.h's DType:
-// `data` holds float32, bf16 or f16 elements (row-major), or for kQ8_0 int8 quants
-// [out_dim, in_dim] with `scales` the f16 scale of each block of kQ8BlockSize values of
-// a row, [out_dim, Q8BlocksPerRow(in_dim)] (the last block of a row may be shorter).
-// Element (o, k) in float32 is the exact widening of the stored value, for kQ8_0 the
-// float32 product float(q[o, k]) * float(scale[o, k / kQ8BlockSize]). Not owning.
+// `data` holds float32, bf16 or f16 elements (row-major), for kQ8_0 int8 quants
+// [out_dim, in_dim], for kQ4_0 packed nibbles [out_dim, Q4BytesPerRow(in_dim)]; the
+// block formats have `scales`, the f16 scale of each block of kQ8BlockSize values of a
+// row, [out_dim, Q8BlocksPerRow(in_dim)] (the last block of a row may be shorter).
+// Element (o, k) in float32 is the exact widening of the stored value, for the block
+// formats the float32 product float(q[o, k]) * float(scale[o, k / kQ8BlockSize]).
+// Not owning.
 struct WeightMatrix {
   DType dtype = DType::kF32;
   const void* data = nullptr;
-  const uint16_t* scales = nullptr;  // kQ8_0 only.
+  const uint16_t* scales = nullptr;  // kQ8_0 and kQ4_0 only.
   int out_dim = 0;
   int in_dim = 0;
 };
@@ -32,12 +34,16 @@ struct WeightMatrix {
 // `pool` (nullptr = calling thread only).
 //
 // Batch invariant: every out[r, o] is accumulated in the same order whatever `rows`, the
-// thread count, the other rows and the weight format: 8 interleaved partial sums over k
+// thread count and the other rows. f32, bf16 and f16: 8 interleaved partial sums over k
 // (lane j takes k = j mod 8; in_dim tails read as zero), then the fixed tree of
-// vec_math.h, over the float32 value of each weight element (see WeightMatrix). So a
-// 16-bit or q8_0 weight gives bitwise the result of the float32 MatMul on its widened
-// (dequantized) copy. The AVX2 path uses fused multiply-adds, the portable path separate
-// ones, so the two differ in the last bits.
+// vec_math.h, over the float32 value of each weight element (see WeightMatrix), so a
+// 16-bit weight gives bitwise the result of the float32 MatMul on its widened copy; the
+// AVX2 path uses fused multiply-adds, the portable path separate ones, so the two differ
+// in the last bits. q8_0 and q4_0: the integer kernel of kernels/cpu/quantized_matmul.h
+// (each row of x quantized to int8 per 32-value block, exact integer block dot products,
+// float32 accumulation in a fixed order); the AVX2 and portable paths agree bitwise, and
+// the result is within sum_k |w[o, k]| * max|x in k's block| / 254 (+ float32 rounding)
+// of the float32 MatMul on the dequantized weights.
 void MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const WeightMatrix& w,
             float* out);
 

@@ -1,5 +1,7 @@
 #include "kernels/cpu/matmul.h"
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -95,24 +97,42 @@ TEST_P(MatMulTest, EmptyShapesWriteNothing) {
 }
 
 // A weight in one stored format plus its float32 widening computed here, independently
-// of the kernel's readers (bf16/f16 by half.h, q8_0 as float(q) * float(scale)).
+// of the kernel's readers (bf16/f16 by half.h, q8_0 and q4_0 as float(q) * float(scale),
+// q4_0 packed here by the layout of kernels/backend.h).
 struct StoredWeight {
   DType dtype;
   int out_dim, in_dim;
-  std::vector<uint16_t> half;  // bf16/f16 elements, or q8_0 scales.
-  std::vector<int8_t> quants;  // q8_0 only.
-  std::vector<float> widened;  // [out_dim, in_dim]
+  std::vector<uint16_t> half;   // bf16/f16 elements, or q8_0/q4_0 scales.
+  std::vector<int8_t> quants;   // q8_0 and q4_0 ([out_dim, in_dim], one per value).
+  std::vector<uint8_t> packed;  // q4_0 only.
+  std::vector<float> widened;   // [out_dim, in_dim]
   WeightMatrix matrix() const {
     if (dtype == DType::kQ8_0) return {dtype, quants.data(), half.data(), out_dim, in_dim};
+    if (dtype == DType::kQ4_0) return {dtype, packed.data(), half.data(), out_dim, in_dim};
     return {dtype, half.data(), nullptr, out_dim, in_dim};
   }
 };
 
+// q4_0 nibbles: in a block of n values, value i < h = ceil(n / 2) low in byte i, h + i high.
+std::vector<uint8_t> PackQ4(const std::vector<int8_t>& quants, int out_dim, int in_dim) {
+  const int row_bytes = (in_dim + 1) / 2;
+  std::vector<uint8_t> packed(size_t(out_dim) * row_bytes, 0);
+  for (int o = 0; o < out_dim; ++o) {
+    for (int k = 0; k < in_dim; ++k) {
+      const int k0 = k / 32 * 32, half = (std::min(32, in_dim - k0) + 1) / 2, i = k - k0;
+      const int nibble = quants[size_t(o) * in_dim + k] + 8;
+      packed[size_t(o) * row_bytes + k0 / 2 + (i < half ? i : i - half)] |=
+          uint8_t(i < half ? nibble : nibble << 4);
+    }
+  }
+  return packed;
+}
+
 StoredWeight MakeStoredWeight(DType dtype, int out_dim, int in_dim, uint32_t seed) {
-  StoredWeight w{dtype, out_dim, in_dim, {}, {}, {}};
+  StoredWeight w{dtype, out_dim, in_dim, {}, {}, {}, {}};
   const std::vector<float> values = RandomVector(size_t(out_dim) * in_dim, seed);
   w.widened.resize(values.size());
-  if (dtype != DType::kQ8_0) {
+  if (!IsBlockQuantized(dtype)) {
     w.half.resize(values.size());
     for (size_t i = 0; i < values.size(); ++i) {
       w.half[i] = dtype == DType::kBF16 ? FloatToBf16(values[i]) : FloatToF16(values[i]);
@@ -122,7 +142,8 @@ StoredWeight MakeStoredWeight(DType dtype, int out_dim, int in_dim, uint32_t see
   }
   const int64_t blocks = Q8BlocksPerRow(in_dim);
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> quant(-127, 127);
+  std::uniform_int_distribution<int> quant(dtype == DType::kQ8_0 ? -127 : -8,
+                                           dtype == DType::kQ8_0 ? 127 : 7);
   const std::vector<float> scales = RandomVector(size_t(out_dim) * blocks, seed + 1, 1e-3f, 0.05f);
   for (float scale : scales) w.half.push_back(FloatToF16(scale));
   for (size_t i = 0; i < values.size(); ++i) {
@@ -130,15 +151,15 @@ StoredWeight MakeStoredWeight(DType dtype, int out_dim, int in_dim, uint32_t see
     const size_t o = i / in_dim, k = i % in_dim;
     w.widened[i] = float(w.quants[i]) * F16ToFloat(w.half[o * blocks + k / kQ8BlockSize]);
   }
+  if (dtype == DType::kQ4_0) w.packed = PackQ4(w.quants, out_dim, in_dim);
   return w;
 }
 
-// 16-bit and q8_0 weights give bitwise the float32 MatMul on their widened copy (same
-// accumulation order), on shapes with k tails and partial q8_0 blocks, for every row
-// count and thread count.
-TEST_P(MatMulTest, StoredFormatsEqualFloat32OnWidenedWeightsBitwise) {
+// 16-bit weights give bitwise the float32 MatMul on their widened copy (same
+// accumulation order), on shapes with k tails, for every row count and thread count.
+TEST_P(MatMulTest, SixteenBitFormatsEqualFloat32OnWidenedWeightsBitwise) {
   uint32_t seed = 100;
-  for (DType dtype : {DType::kBF16, DType::kF16, DType::kQ8_0}) {
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
     for (int in_dim : {5, 8, 32, 40, 100, 259}) {
       for (int out_dim : {1, 7, 25, 67}) {
         const StoredWeight w = MakeStoredWeight(dtype, out_dim, in_dim, seed++);
@@ -153,32 +174,73 @@ TEST_P(MatMulTest, StoredFormatsEqualFloat32OnWidenedWeightsBitwise) {
                 << DTypeName(dtype) << " rows=" << rows << " in=" << in_dim << " out=" << out_dim;
           }
         }
-        std::vector<float> row(in_dim);
-        WidenRow(w.matrix(), out_dim - 1, row.data());
-        EXPECT_TRUE(BitwiseEqual(row.data(), &w.widened[size_t(out_dim - 1) * in_dim], in_dim));
       }
     }
   }
 }
 
-// Stored formats stay batch invariant: a row alone equals the same row in any batch.
+// q8_0 and q4_0 go through the integer kernel (activations quantized per 32-block):
+// within its stated tolerance of the float32 MatMul on the dequantized weights,
+// |error| <= sum_k |w[o, k]| * max|x in k's block| / 254 + 1e-5 * sum_k |w[o, k] x[k]|.
+TEST_P(MatMulTest, BlockFormatsWithinToleranceOfFloat32OnDequantizedWeights) {
+  uint32_t seed = 200;
+  for (const auto& [dtype, in_dim] : std::vector<std::pair<DType, int>>{{DType::kQ8_0, 5},
+                                                                        {DType::kQ8_0, 40},
+                                                                        {DType::kQ8_0, 259},
+                                                                        {DType::kQ8_0, 688},
+                                                                        {DType::kQ4_0, 5},
+                                                                        {DType::kQ4_0, 259},
+                                                                        {DType::kQ4_0, 688}}) {
+    const int out_dim = 25, rows = 5;
+    const StoredWeight w = MakeStoredWeight(dtype, out_dim, in_dim, seed++);
+    const auto x = RandomVector(size_t(rows) * in_dim, seed++);
+    const auto expected = RunMatMul(GetParam(), nullptr, x, rows, w.widened, out_dim, in_dim);
+    ThreadPool pool(2);
+    std::vector<float> out(size_t(rows) * out_dim, -7.0f);
+    MatMul(GetParam(), &pool, x.data(), rows, w.matrix(), out.data());
+    for (int r = 0; r < rows; ++r) {
+      for (int o = 0; o < out_dim; ++o) {
+        double bound = 0;
+        for (int k = 0; k < in_dim; ++k) {
+          float block_max = 0;
+          for (int i = k / 32 * 32; i < std::min(in_dim, k / 32 * 32 + 32); ++i) {
+            block_max = std::max(block_max, std::fabs(x[size_t(r) * in_dim + i]));
+          }
+          const double wx = std::fabs(w.widened[size_t(o) * in_dim + k]);
+          bound += wx * block_max / 254.0 + 1e-5 * wx * std::fabs(x[size_t(r) * in_dim + k]);
+        }
+        const size_t i = size_t(r) * out_dim + o;
+        ASSERT_LE(std::fabs(out[i] - expected[i]), bound)
+            << DTypeName(dtype) << " in=" << in_dim << " r=" << r;
+      }
+    }
+    std::vector<float> row(in_dim);
+    WidenRow(w.matrix(), out_dim - 1, row.data());
+    EXPECT_TRUE(BitwiseEqual(row.data(), &w.widened[size_t(out_dim - 1) * in_dim], in_dim));
+  }
+}
+
+// Stored formats stay batch invariant: a row alone equals the same row in any batch,
+// at any thread count (q8_0 and q4_0 with a short last block: 296 = 9.25 blocks).
 TEST_P(MatMulTest, StoredFormatsBatchInvariant) {
   const int in_dim = 296, out_dim = 203, total = 13;
   const auto x = RandomVector(size_t(total) * in_dim, 31);
-  for (DType dtype : {DType::kBF16, DType::kF16, DType::kQ8_0}) {
+  for (DType dtype : {DType::kBF16, DType::kF16, DType::kQ8_0, DType::kQ4_0}) {
     const StoredWeight w = MakeStoredWeight(dtype, out_dim, in_dim, 32);
     std::vector<float> alone(size_t(total) * out_dim);
     for (int r = 0; r < total; ++r) {
       MatMul(GetParam(), nullptr, x.data() + size_t(r) * in_dim, 1, w.matrix(),
              alone.data() + size_t(r) * out_dim);
     }
-    ThreadPool pool(2);
-    for (int rows = 2; rows <= total; ++rows) {
-      const int begin = total - rows;
-      std::vector<float> out(size_t(rows) * out_dim);
-      MatMul(GetParam(), &pool, x.data() + size_t(begin) * in_dim, rows, w.matrix(), out.data());
-      ASSERT_TRUE(BitwiseEqual(out.data(), alone.data() + size_t(begin) * out_dim, out.size()))
-          << DTypeName(dtype) << " rows=" << rows;
+    for (int threads : {1, 2, 4}) {
+      ThreadPool pool(threads);
+      for (int rows = 2; rows <= total; ++rows) {
+        const int begin = total - rows;
+        std::vector<float> out(size_t(rows) * out_dim);
+        MatMul(GetParam(), &pool, x.data() + size_t(begin) * in_dim, rows, w.matrix(), out.data());
+        ASSERT_TRUE(BitwiseEqual(out.data(), alone.data() + size_t(begin) * out_dim, out.size()))
+            << DTypeName(dtype) << " rows=" << rows << " threads=" << threads;
+      }
     }
   }
 }

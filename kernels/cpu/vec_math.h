@@ -9,6 +9,7 @@
 #define TANDEM_KERNELS_CPU_VEC_MATH_H_
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #if defined(__x86_64__)
@@ -81,6 +82,30 @@ TANDEM_AVX2 inline float Reduce1(__m256 a) {
   s = _mm_hadd_ps(s, s);
   s = _mm_hadd_ps(s, s);
   return _mm_cvtss_f32(s);
+}
+
+// Writes each accumulator's ReduceTree8 (Reduce4 per group of four columns) to
+// out[r * out_dim + c].
+template <int RB, int CB>
+TANDEM_AVX2 inline void StoreTile(const __m256 (&acc)[RB][CB], float* out, int out_dim) {
+  const __m256 zero = _mm256_setzero_ps();
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) {
+    float* o = out + size_t(r) * out_dim;
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; c += 4) {
+      const __m128 sums =
+          Reduce4(acc[r][c], c + 1 < CB ? acc[r][c + 1] : zero, c + 2 < CB ? acc[r][c + 2] : zero,
+                  c + 3 < CB ? acc[r][c + 3] : zero);
+      if (c + 4 <= CB) {
+        _mm_storeu_ps(o + c, sums);
+      } else {
+        alignas(16) float tmp[4];
+        _mm_store_ps(tmp, sums);
+        for (int i = 0; c + i < CB; ++i) o[c + i] = tmp[i];
+      }
+    }
+  }
 }
 
 // exp(x) per lane (Cephes polynomial, ~2 ulp). Results below FLT_MIN flush to 0,

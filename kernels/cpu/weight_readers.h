@@ -3,12 +3,13 @@
 // float32 value from its scalar At() and from its 8-lane loads, so the portable and AVX2
 // kernels, templated on the reader, share one accumulation order for every format.
 // AVX2 interface: the kernel walks k in steps of kStep values (a multiple of 8, starting
-// at k = 0); BlockAt(o, k) fetches the step's per-row state once (a pointer, for q8_0
-// also the block scale) and Load8(block, offset) widens the 8 values at k + offset;
-// LoadTail(o, k, n) reads the last n < 8 values of a row (the rest zero).
+// at k = 0); BlockAt(o, k) fetches the step's per-row state once (a pointer) and
+// Load8(block, offset) widens the 8 values at k + offset; LoadTail(o, k, n) reads the
+// last n < 8 values of a row (the rest zero).
 #ifndef TANDEM_KERNELS_CPU_WEIGHT_READERS_H_
 #define TANDEM_KERNELS_CPU_WEIGHT_READERS_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -72,34 +73,33 @@ struct F16Reader {
 #endif
 };
 
-// q8_0: float(q) * float(scale of the block), one float32 multiply. A chunk of 8 never
-// straddles two blocks because kQ8BlockSize is a multiple of 8.
+// q8_0: float(q) * float(scale of the block), one float32 multiply (WidenRow only: q8_0
+// matrices are multiplied by the integer kernel of kernels/cpu/quantized_matmul.h).
 struct Q8Reader {
-  static_assert(kQ8BlockSize % 8 == 0, "chunks of 8 must stay inside one block");
   const int8_t* q;
   const uint16_t* scales;
   int in_dim;
   int blocks_per_row;
-  float Scale(size_t o, int k) const {
-    return F16ToFloat(scales[o * blocks_per_row + k / kQ8BlockSize]);
+  float At(size_t o, int k) const {
+    return float(q[o * in_dim + k]) * F16ToFloat(scales[o * blocks_per_row + k / kQ8BlockSize]);
   }
-  float At(size_t o, int k) const { return float(q[o * in_dim + k]) * Scale(o, k); }
-#if defined(TANDEM_HAVE_AVX2_KERNELS)
-  static constexpr int kStep = kQ8BlockSize;
-  struct Block {
-    const int8_t* q;  // The block's first quant.
-    __m256 scale;     // Its scale in every lane.
-  };
-  TANDEM_AVX2 Block BlockAt(size_t o, int k) const {
-    return {q + o * in_dim + k,
-            _mm256_set1_ps(_cvtsh_ss(scales[o * blocks_per_row + k / kQ8BlockSize]))};
+};
+
+// q4_0 (layout in kernels/backend.h): the nibble of value k minus 8, times the block
+// scale (WidenRow only, like Q8Reader).
+struct Q4Reader {
+  const uint8_t* packed;
+  const uint16_t* scales;
+  int in_dim;
+  int blocks_per_row;
+  int64_t row_bytes;
+  float At(size_t o, int k) const {
+    const int block = k / kQ8BlockSize, k0 = block * kQ8BlockSize;
+    const int half = (std::min(kQ8BlockSize, in_dim - k0) + 1) / 2, i = k - k0;
+    const uint8_t byte = packed[o * row_bytes + k0 / 2 + (i < half ? i : i - half)];
+    const int nibble = i < half ? (byte & 15) : (byte >> 4);
+    return float(nibble - 8) * F16ToFloat(scales[o * blocks_per_row + block]);
   }
-  TANDEM_AVX2 static __m256 Load8(const Block& b, int offset) {
-    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.q + offset));
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), b.scale);
-  }
-  TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const { return WidenTail(*this, o, k, n); }
-#endif
 };
 
 }  // namespace cpu

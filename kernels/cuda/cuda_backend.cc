@@ -156,8 +156,9 @@ absl::Status CudaBackend::Synchronize() {
 
 absl::StatusOr<Weight> CudaBackend::UploadWeight(const void* data, DType dtype, int64_t rows,
                                                  int64_t cols, std::shared_ptr<const void> owner) {
-  if (dtype == DType::kQ8_0) {
-    return absl::UnimplementedError("cuda: q8_0 weights are not supported by this backend yet");
+  if (IsBlockQuantized(dtype)) {
+    return absl::UnimplementedError(
+        absl::StrCat("cuda: ", DTypeName(dtype), " weights are not supported by this backend yet"));
   }
   if (rows < 0 || cols < 0) {
     return absl::InvalidArgumentError(

@@ -1,0 +1,62 @@
+// Integer matrix product for block-quantized weights (q8_0, q4_0): the activation rows are
+// quantized to int8 per block of kQ8BlockSize values, each block's dot product is exact
+// int8 x int8 integer math, and the block sums are scaled by d_weight * d_activation and
+// accumulated in float32. kernels/cpu/matmul.h's MatMul calls it for q8_0 and q4_0.
+#ifndef TANDEM_KERNELS_CPU_QUANTIZED_MATMUL_H_
+#define TANDEM_KERNELS_CPU_QUANTIZED_MATMUL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/simd.h"
+
+namespace tandem {
+namespace cpu {
+
+// Activation rows [rows, cols] quantized per block of kQ8BlockSize values: a block with
+// max |x| = m has the float32 scale d = m / 127 and quants q = round(x * (1 / d)) (round
+// to nearest, ties to even; all zero when m = 0), so x ~ q * d with |q| <= 127. A block
+// holding a NaN or an infinity gets d = NaN and zero quants (the outputs it reaches are
+// NaN); one with m below about 1e-36 (1 / d would overflow) counts as zero (d = 0).
+// Every row is padded with zero quants to a whole number of blocks.
+struct QuantizedRows {
+  int rows = 0;
+  int cols = 0;
+  int blocks_per_row = 0;
+  std::vector<int8_t> quants;  // [rows, blocks_per_row * kQ8BlockSize]
+  std::vector<float> scales;   // [rows, blocks_per_row]
+  const int8_t* RowQuants(int r) const {
+    return quants.data() + size_t(r) * blocks_per_row * kQ8BlockSize;
+  }
+  const float* RowScales(int r) const { return scales.data() + size_t(r) * blocks_per_row; }
+};
+
+// Quantizes x [rows, cols] (float32, row-major) into `out` (its vectors are reused). The
+// AVX2 and portable levels give bitwise the same quants and scales, and a row's result
+// depends on that row only.
+void QuantizeRows(SimdLevel level, const float* x, int rows, int cols, QuantizedRows* out);
+
+// out[r, o] for every row r of x and the output columns o in [col_begin, col_end) of a
+// q8_0 weight [out_dim, x.cols]: `quants` int8 row-major, `scales` f16 [out_dim,
+// Q8BlocksPerRow(x.cols)]. `out` is [x.rows, out_dim] row-major. Not owning.
+//
+// Per output element: for block b, the integer dot product of the weight and activation
+// quants is split into 8 partial sums, lane j taking block positions 4j..4j+3; each lane
+// accumulates fma(float(partial_j), d_w(b) * d_x(b), acc_j) over b in order from zero;
+// the 8 lanes are summed by vec_math.h's fixed tree. The order does not depend on the
+// row count, the column range or the SIMD level, so results are batch invariant and the
+// AVX2 and portable levels agree bitwise.
+void Q8MatMulRange(SimdLevel level, const QuantizedRows& x, const int8_t* quants,
+                   const uint16_t* scales, int out_dim, int col_begin, int col_end, float* out);
+
+// The same for a q4_0 weight (layout in kernels/backend.h): `packed` [out_dim,
+// Q4BytesPerRow(x.cols)], `scales` f16 [out_dim, Q8BlocksPerRow(x.cols)]. The nibbles are
+// unpacked to int8 in [-8, 7] and go through the same integer math and order as q8_0.
+void Q4MatMulRange(SimdLevel level, const QuantizedRows& x, const uint8_t* packed,
+                   const uint16_t* scales, int out_dim, int col_begin, int col_end, float* out);
+
+}  // namespace cpu
+}  // namespace tandem
+
+#endif  // TANDEM_KERNELS_CPU_QUANTIZED_MATMUL_H_
