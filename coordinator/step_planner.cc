@@ -2,106 +2,10 @@
 
 #include <algorithm>
 
-#include "spec/speculation_controller.h"
+#include "coordinator/step_choice.h"
 
 namespace tandem::coordinator {
 namespace {
-
-// The proposer a sequence uses this phase: a slot of its chain (-1 = none) and K.
-struct Choice {
-  int slot = -1;
-  int k = 0;
-  // Why the preferred proposer is not used this step (nullptr: it is, or none was
-  // requested): a proposer's Unusable() reason or "batch_limit".
-  const char* fallback = nullptr;
-};
-
-// The controller's view of each chain entry this step: usable or not, K cap, costs.
-spec::ControllerInputs ControllerView(const Sequence& s, int cap, const PlannerOptions& o,
-                                      const WorkerAvailability& workers,
-                                      const char** preferred_unusable) {
-  spec::ControllerInputs in;
-  in.verify_cost = workers.verify_cost;
-  in.tokens_left = s.remaining();
-  for (int slot = 0; slot < s.chain_size(); ++slot) {
-    const Proposer& p = s.proposer(slot);
-    const char* unusable = p.Unusable(s, s.proposer_state(slot), workers, o);
-    if (slot == 0) *preferred_unusable = unusable;
-    const bool on_draft_worker = p.capabilities().site == ProposerSite::kDraftWorker;
-    spec::ControllerOption option;
-    option.usable = unusable == nullptr;
-    option.max_k = std::max(0, std::min(cap, p.MaxK(s, o)));
-    option.draft_cost = on_draft_worker ? workers.draft_worker_cost : 0.0;
-    option.overhead = on_draft_worker ? workers.draft_worker_overhead : 0.0;
-    option.cost_factor =
-        on_draft_worker ? workers.draft_worker_cost_factor : workers.other_cost_factor;
-    option.server = s.server_acceptance(slot);
-    option.nodes_per_depth = s.nodes_per_depth(slot);
-    if (on_draft_worker) {
-      option.switch_cost =
-          p.CatchUpTokens(s, s.proposer_state(slot)) * workers.draft_worker_feed_cost;
-    }
-    in.options.push_back(option);
-  }
-  return in;
-}
-
-// A fixed K: the first usable chain entry, K capped by it.
-Choice FixedChoice(const spec::ControllerInputs& in, int k) {
-  Choice c;
-  for (int slot = 0; slot < static_cast<int>(in.options.size()); ++slot) {
-    if (in.options[slot].usable) return {slot, std::min(k, in.options[slot].max_k)};
-  }
-  return c;
-}
-
-Choice Decide(Sequence& s, int running, const PlannerOptions& o, const WorkerAvailability& workers,
-              PlannedStep* planned) {
-  const ResolvedSpeculation& spec = s.request().speculation;
-  const int length = static_cast<int>(s.tokens().size());
-  // Proposals past the last token we may generate, or past the context, are useless.
-  const int cap = std::min({o.max_k, s.remaining() - 1, o.context_length - length});
-  if (s.chain_size() == 0) {
-    planned->off_reason = "not_requested";
-    return {};
-  }
-  if (cap <= 0) {
-    planned->off_reason = "length";
-    return {};
-  }
-  if (!spec.fixed_k.has_value() && running > o.speculation_max_batch) {
-    planned->off_reason = "batch_limit";
-    return {-1, 0, "batch_limit"};
-  }
-  const char* preferred_unusable = nullptr;
-  const spec::ControllerInputs in = ControllerView(s, cap, o, workers, &preferred_unusable);
-  Choice c;
-  if (spec.fixed_k.has_value()) {
-    c = FixedChoice(in, *spec.fixed_k);
-  } else {
-    planned->choice = s.controller().Choose(in);
-    planned->from_controller = true;
-    c.slot = planned->choice.option;
-    c.k = planned->choice.k;
-  }
-  c.fallback = preferred_unusable;
-  if (c.slot < 0 || c.k <= 0) {
-    c.slot = -1;
-    c.k = 0;
-    planned->off_reason = planned->choice.off_by_model    ? "controller"
-                          : preferred_unusable != nullptr ? preferred_unusable
-                                                          : "length";
-  }
-  return c;
-}
-
-Choice ChooseProposer(Sequence& s, int running, const PlannerOptions& o,
-                      const WorkerAvailability& workers) {
-  PlannedStep planned;
-  const Choice c = Decide(s, running, o, workers, &planned);
-  s.SetPlannedStep(planned);
-  return c;
-}
 
 int Uncached(const Sequence& s) { return static_cast<int>(s.tokens().size()) - s.target_cached; }
 
@@ -114,7 +18,7 @@ bool HasDraftWorkerCandidates(const Sequence& s) {
 // depth choice.k, nodes within what one verify may carry for `s` (max_k, the most
 // proposals the target takes and KV admission reserves, and the context left).
 // Returns whether it proposed.
-bool ProposeOnCoordinator(Sequence* s, const Choice& choice, const PlannerOptions& o) {
+bool ProposeOnCoordinator(Sequence* s, const StepChoice& choice, const PlannerOptions& o) {
   if (!s->candidates.empty() || choice.slot < 0 ||
       s->proposer(choice.slot).capabilities().site != ProposerSite::kCoordinator) {
     return false;
@@ -145,58 +49,13 @@ void AddVerify(Sequence* s, PhasePlan* plan) {
 struct Groups {
   std::vector<Sequence*> prefill;  // Target prefill chunks.
   std::vector<Sequence*> ready;    // Verifiable now.
-  std::vector<Choice> ready_choice;
+  std::vector<StepChoice> ready_choice;
   std::vector<Sequence*> need_work;  // Waiting for draft-worker candidates.
-  std::vector<Choice> need_choice;
+  std::vector<StepChoice> need_choice;
   // Decoding plain while their draft-worker proposer is fed what it lacks.
   std::vector<Sequence*> catch_up;
-  std::vector<Choice> catch_up_choice;
+  std::vector<StepChoice> catch_up_choice;
 };
-
-// Whether `s`'s chosen draft-worker proposer is too far behind to draft this step.
-bool NeedsCatchUp(Sequence& s, const Choice& c, const PlannerOptions& o) {
-  return s.proposer(c.slot).CatchUpTokens(s, s.proposer_state(c.slot)) > o.catch_up_min_tokens;
-}
-
-// The step runs plain while the chosen proposer gets ready (`reason`: a draft catching
-// up, or a target-leader method whose candidates come with this step's verify): the
-// controller's choice is deferred (docs/architecture.md §3).
-void DeferChoice(Sequence& s, const char* reason) {
-  PlannedStep planned = s.planned_step();
-  planned.choice.deferred = true;
-  planned.off_reason = reason;
-  s.SetPlannedStep(planned);
-}
-
-// Whether `c` makes `s` draft on the draft worker this phase (not a catch-up feed).
-bool DraftsThisPhase(Sequence& s, const Choice& c, const PlannerOptions& o) {
-  return c.slot >= 0 && s.proposer(c.slot).capabilities().site == ProposerSite::kDraftWorker &&
-         s.candidates.empty() && !NeedsCatchUp(s, c, o);
-}
-
-// Every sequence's choice. In a sequential phase a draft phase holds up the whole batch,
-// so when only some sequences would draft, they decide again with the draft's fixed
-// cost o shared among them alone (o * n / drafting): a lone drafter in a batch of
-// plain sequences pays the others' wait (docs/architecture.md §3).
-std::vector<Choice> ChooseAll(const std::vector<Sequence*>& running, const PlannerOptions& o,
-                              const WorkerAvailability& workers, bool sequential) {
-  const int n = static_cast<int>(running.size());
-  std::vector<Choice> choices;
-  int drafting = 0;
-  for (Sequence* s : running) {
-    choices.push_back(ChooseProposer(*s, n, o, workers));
-    drafting += DraftsThisPhase(*s, choices.back(), o);
-  }
-  if (!sequential || drafting == 0 || drafting == n) return choices;
-  WorkerAvailability shared = workers;
-  shared.draft_worker_overhead *= static_cast<double>(n) / drafting;
-  for (int i = 0; i < n; ++i) {
-    if (DraftsThisPhase(*running[i], choices[i], o)) {
-      choices[i] = ChooseProposer(*running[i], n, o, shared);
-    }
-  }
-  return choices;
-}
 
 // Candidates a target-leader proposer returned with the last verify are verified only
 // when the controller (or a fixed K) chose that proposer with K > 0 for this step, and
@@ -205,7 +64,7 @@ std::vector<Choice> ChooseAll(const std::vector<Sequence*>& running, const Plann
 // only when the proposer is the choice (PhasePlan::verify_slots), so a choice that
 // finds none (the sequence's first step, or the first after the method was off) runs
 // plain, deferred, and fetches them for the next step.
-void PrepareTargetCandidates(Sequence* s, const Choice& c, const WorkerAvailability& workers) {
+void PrepareTargetCandidates(Sequence* s, const StepChoice& c, const WorkerAvailability& workers) {
   const bool chosen = c.slot >= 0 && c.k > 0;
   if (!s->candidates.empty() && s->candidates.site == ProposerSite::kTargetLeader &&
       !(chosen && s->proposer(c.slot).method() == s->candidates.method)) {
@@ -223,10 +82,10 @@ Groups Classify(const std::vector<Sequence*>& running, const PlannerOptions& o,
                 const WorkerAvailability& workers, PhasePlan* plan) {
   Groups g;
   const bool sequential = !plan->pipelined || workers.pipeline_mode == PipelineMode::kSequential;
-  const std::vector<Choice> choices = ChooseAll(running, o, workers, sequential);
+  const std::vector<StepChoice> choices = ChooseSteps(running, o, workers, sequential);
   for (size_t i = 0; i < running.size(); ++i) {
     Sequence* s = running[i];
-    const Choice& c = choices[i];
+    const StepChoice& c = choices[i];
     s->skip_draft_once = false;
     PrepareTargetCandidates(s, c, workers);
     if (c.fallback != nullptr) {
@@ -243,7 +102,7 @@ Groups Classify(const std::vector<Sequence*>& running, const PlannerOptions& o,
       g.catch_up_choice.push_back(c);
       if (!needs_prefill) {
         g.ready.push_back(s);
-        g.ready_choice.push_back(Choice());
+        g.ready_choice.push_back(StepChoice());
       }
     } else if (worker_proposer && s->candidates.empty()) {
       g.need_work.push_back(s);
@@ -305,7 +164,7 @@ void ChooseMode(const Groups& g, int n, const PlannerOptions& o, const WorkerAva
 // `chosen` gets, parallel to plan->verify_sequences, the choice made for each this
 // phase (what a continuation drafted meanwhile should propose).
 void PlanTarget(const Groups& g, const std::vector<bool>& verify_now, const PlannerOptions& o,
-                PhasePlan* plan, std::vector<Choice>* chosen) {
+                PhasePlan* plan, std::vector<StepChoice>* chosen) {
   int prefill_left = std::min(o.prefill_budget, o.target_max_batch_tokens);
   int target_rows = 0;
   for (Sequence* s : g.prefill) {
@@ -367,9 +226,9 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
   std::vector<bool> verify_now, work_now;
   bool continuations = false;
   ChooseMode(g, n, o, workers, &plan, &verify_now, &work_now, &continuations);
-  std::vector<Choice> chosen;
+  std::vector<StepChoice> chosen;
   PlanTarget(g, verify_now, o, &plan, &chosen);
-  for (const Choice& c : chosen) plan.verify_slots.push_back(c.k > 0 ? c.slot : -1);
+  for (const StepChoice& c : chosen) plan.verify_slots.push_back(c.k > 0 ? c.slot : -1);
 
   // Draft worker: continuations of what is being verified, then fresh work.
   DraftBudget budget;

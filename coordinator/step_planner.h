@@ -17,8 +17,9 @@
 //    while the target verifies d1..dK the otherwise idle draft proposes K+1 more tokens
 //    assuming all are accepted; they are used when the guess holds, else a short draft
 //    phase follows. Sequences needing no draft work are verified during a draft phase.
-// Every sequence's proposer and K are chosen per phase: a fixed-K request takes the
-// first usable entry of its chain; otherwise the sequence's speculation controller
+// Every sequence's proposer and K are chosen per phase (coordinator/step_choice.h): a
+// fixed-K request takes the first usable entry of its chain; otherwise the sequence's
+// speculation controller
 // (spec/speculation_controller.h) picks among the usable entries (AUTO: any of them),
 // K = 0 included, from their K caps (tokens left, both contexts, the proposer's MaxK)
 // and the phase's cost terms (WorkerAvailability: nu(K), and c, o of draft-worker

@@ -7,7 +7,6 @@
 #include <numeric>
 
 #include "coordinator/proposers/test_util.h"
-#include "spec/cost_model.h"
 
 namespace tandem::coordinator {
 namespace {
@@ -343,41 +342,6 @@ TEST(StepPlannerTest, AFarBehindDraftIsFedWhileTheSequenceDecodesPlain) {
   ASSERT_EQ(p.draft.sequences_size(), 1);
   EXPECT_EQ(p.draft.sequences(0).tokens_size(), 16);
   EXPECT_EQ(p.draft_prefill.sequences_size(), 0);
-}
-
-TEST(StepPlannerTest, ALoneDrafterInASequentialPhasePaysTheBatchsWait) {
-  // Costs under which drafting pays when the whole batch drafts (S about 1.37 at the
-  // prior's acceptance 0.6) but not for one sequence of four: its draft phase holds up
-  // the other three, so it is charged o * 4 (S about 0.8) and decodes plain.
-  WorkerAvailability w = kNoGain;
-  w.draft_worker_cost = 0.02;
-  w.draft_worker_overhead = 0.4;
-  w.verify_cost = spec::LinearVerifyCost(0.05);
-  const std::optional<int> adaptive;  // K chosen by the controller.
-  {
-    Fixture f;
-    f.Add(v1::SPECULATION_METHOD_DRAFT, 8, 64, adaptive);
-    for (int i = 0; i < 3; ++i) f.Add(v1::SPECULATION_METHOD_NONE, 8, 64, adaptive);
-    const PhasePlan p = PlanPhase(f.running, Options(true), w);
-    EXPECT_EQ(p.draft.sequences_size(), 0);
-    EXPECT_EQ(p.verify.sequences_size(), 4);
-    EXPECT_EQ(f.running[0]->planned_step().off_reason, std::string("controller"));
-  }
-  {  // The whole batch drafts: o is shared by all four.
-    Fixture f;
-    for (int i = 0; i < 4; ++i) f.Add(v1::SPECULATION_METHOD_DRAFT, 8, 64, adaptive);
-    EXPECT_EQ(PlanPhase(f.running, Options(true), w).draft.sequences_size(), 4);
-  }
-  {  // Lockstep verifies the plain sequences during the draft phase: nobody waits.
-    Fixture f;
-    f.Add(v1::SPECULATION_METHOD_DRAFT, 8, 64, adaptive);
-    for (int i = 0; i < 3; ++i) f.Add(v1::SPECULATION_METHOD_NONE, 8, 64, adaptive);
-    WorkerAvailability lockstep = w;
-    lockstep.pipeline_mode = PipelineMode::kLockstep;
-    const PhasePlan p = PlanPhase(f.running, Options(true), lockstep);
-    EXPECT_EQ(p.draft.sequences_size(), 1);
-    EXPECT_EQ(p.verify.sequences_size(), 3);
-  }
 }
 
 TEST(StepPlannerTest, NothingWhenTargetIsDown) {

@@ -1,0 +1,141 @@
+#include "coordinator/step_choice.h"
+
+#include <algorithm>
+
+#include "spec/speculation_controller.h"
+
+namespace tandem::coordinator {
+
+// Whether `s`'s chosen draft-worker proposer is too far behind to draft this step.
+bool NeedsCatchUp(Sequence& s, const StepChoice& c, const PlannerOptions& o) {
+  return s.proposer(c.slot).CatchUpTokens(s, s.proposer_state(c.slot)) > o.catch_up_min_tokens;
+}
+
+// The step runs plain while the chosen proposer gets ready (`reason`: a draft catching
+// up, or a target-leader method whose candidates come with this step's verify): the
+// controller's choice is deferred (docs/architecture.md §3).
+void DeferChoice(Sequence& s, const char* reason) {
+  PlannedStep planned = s.planned_step();
+  planned.choice.deferred = true;
+  planned.off_reason = reason;
+  s.SetPlannedStep(planned);
+}
+
+namespace {
+
+// The controller's view of each chain entry this step: usable or not, K cap, costs.
+spec::ControllerInputs ControllerView(const Sequence& s, int cap, const PlannerOptions& o,
+                                      const WorkerAvailability& workers,
+                                      const char** preferred_unusable) {
+  spec::ControllerInputs in;
+  in.verify_cost = workers.verify_cost;
+  in.tokens_left = s.remaining();
+  for (int slot = 0; slot < s.chain_size(); ++slot) {
+    const Proposer& p = s.proposer(slot);
+    const char* unusable = p.Unusable(s, s.proposer_state(slot), workers, o);
+    if (slot == 0) *preferred_unusable = unusable;
+    const bool on_draft_worker = p.capabilities().site == ProposerSite::kDraftWorker;
+    spec::ControllerOption option;
+    option.usable = unusable == nullptr;
+    option.max_k = std::max(0, std::min(cap, p.MaxK(s, o)));
+    option.draft_cost = on_draft_worker ? workers.draft_worker_cost : 0.0;
+    option.overhead = on_draft_worker ? workers.draft_worker_overhead : 0.0;
+    option.cost_factor =
+        on_draft_worker ? workers.draft_worker_cost_factor : workers.other_cost_factor;
+    option.server = s.server_acceptance(slot);
+    option.nodes_per_depth = s.nodes_per_depth(slot);
+    if (on_draft_worker) {
+      option.switch_cost =
+          p.CatchUpTokens(s, s.proposer_state(slot)) * workers.draft_worker_feed_cost;
+    }
+    in.options.push_back(option);
+  }
+  return in;
+}
+
+// A fixed K: the first usable chain entry, K capped by it.
+StepChoice FixedChoice(const spec::ControllerInputs& in, int k) {
+  StepChoice c;
+  for (int slot = 0; slot < static_cast<int>(in.options.size()); ++slot) {
+    if (in.options[slot].usable) return {slot, std::min(k, in.options[slot].max_k)};
+  }
+  return c;
+}
+
+StepChoice Decide(Sequence& s, int running, const PlannerOptions& o,
+                  const WorkerAvailability& workers, PlannedStep* planned) {
+  const ResolvedSpeculation& spec = s.request().speculation;
+  const int length = static_cast<int>(s.tokens().size());
+  // Proposals past the last token we may generate, or past the context, are useless.
+  const int cap = std::min({o.max_k, s.remaining() - 1, o.context_length - length});
+  if (s.chain_size() == 0) {
+    planned->off_reason = "not_requested";
+    return {};
+  }
+  if (cap <= 0) {
+    planned->off_reason = "length";
+    return {};
+  }
+  if (!spec.fixed_k.has_value() && running > o.speculation_max_batch) {
+    planned->off_reason = "batch_limit";
+    return {-1, 0, "batch_limit"};
+  }
+  const char* preferred_unusable = nullptr;
+  const spec::ControllerInputs in = ControllerView(s, cap, o, workers, &preferred_unusable);
+  StepChoice c;
+  if (spec.fixed_k.has_value()) {
+    c = FixedChoice(in, *spec.fixed_k);
+  } else {
+    planned->choice = s.controller().Choose(in);
+    planned->from_controller = true;
+    c.slot = planned->choice.option;
+    c.k = planned->choice.k;
+  }
+  c.fallback = preferred_unusable;
+  if (c.slot < 0 || c.k <= 0) {
+    c.slot = -1;
+    c.k = 0;
+    planned->off_reason = planned->choice.off_by_model    ? "controller"
+                          : preferred_unusable != nullptr ? preferred_unusable
+                                                          : "length";
+  }
+  return c;
+}
+
+StepChoice ChooseProposer(Sequence& s, int running, const PlannerOptions& o,
+                          const WorkerAvailability& workers) {
+  PlannedStep planned;
+  const StepChoice c = Decide(s, running, o, workers, &planned);
+  s.SetPlannedStep(planned);
+  return c;
+}
+
+// Whether `c` makes `s` draft on the draft worker this phase (not a catch-up feed).
+bool DraftsThisPhase(Sequence& s, const StepChoice& c, const PlannerOptions& o) {
+  return c.slot >= 0 && s.proposer(c.slot).capabilities().site == ProposerSite::kDraftWorker &&
+         s.candidates.empty() && !NeedsCatchUp(s, c, o);
+}
+
+}  // namespace
+
+std::vector<StepChoice> ChooseSteps(const std::vector<Sequence*>& running, const PlannerOptions& o,
+                                    const WorkerAvailability& workers, bool sequential) {
+  const int n = static_cast<int>(running.size());
+  std::vector<StepChoice> choices;
+  int drafting = 0;
+  for (Sequence* s : running) {
+    choices.push_back(ChooseProposer(*s, n, o, workers));
+    drafting += DraftsThisPhase(*s, choices.back(), o);
+  }
+  if (!sequential || drafting == 0 || drafting == n) return choices;
+  WorkerAvailability shared = workers;
+  shared.draft_worker_overhead *= static_cast<double>(n) / drafting;
+  for (int i = 0; i < n; ++i) {
+    if (DraftsThisPhase(*running[i], choices[i], o)) {
+      choices[i] = ChooseProposer(*running[i], n, o, shared);
+    }
+  }
+  return choices;
+}
+
+}  // namespace tandem::coordinator

@@ -1,0 +1,115 @@
+// Each sequence's proposer and K (ChooseSteps) on plain Sequence objects: fixed K within
+// its caps, method none, the batch limit, deferral, and the lone drafter's shared wait.
+#include "coordinator/step_choice.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <string>
+
+#include "coordinator/proposers/test_util.h"
+#include "spec/cost_model.h"
+
+namespace tandem::coordinator {
+namespace {
+
+std::unique_ptr<Sequence> Make(uint64_t id, v1::SpeculationMethod method, int max_new,
+                               std::optional<int> fixed_k) {
+  ValidatedRequest r;
+  r.speculation.method = method;
+  r.speculation.fixed_k = fixed_k;
+  r.max_new_tokens = max_new;
+  std::vector<int32_t> prompt(8);
+  std::iota(prompt.begin(), prompt.end(), 10);
+  return testing::MakeSequence(id, r, prompt, max_new);
+}
+
+WorkerAvailability BothWorkers() {
+  WorkerAvailability w;
+  w.draft = true;
+  w.target = true;
+  return w;
+}
+
+TEST(StepChoiceTest, FixedKTakesTheFirstUsableEntryWithinItsCaps) {
+  auto nearly_done = Make(1, v1::SPECULATION_METHOD_PROMPT_LOOKUP, 2, 8);
+  auto roomy = Make(2, v1::SPECULATION_METHOD_PROMPT_LOOKUP, 64, 20);
+  auto none = Make(3, v1::SPECULATION_METHOD_NONE, 64, std::nullopt);
+  PlannerOptions o;
+  const std::vector<StepChoice> c =
+      ChooseSteps({nearly_done.get(), roomy.get(), none.get()}, o, BothWorkers(), true);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].slot, 0);
+  EXPECT_EQ(c[0].k, 1);  // 2 tokens left: one proposal at most.
+  EXPECT_EQ(c[1].slot, 0);
+  EXPECT_EQ(c[1].k, o.max_k);  // K 20 capped by --max_k.
+  EXPECT_EQ(c[2].slot, -1);
+  EXPECT_EQ(c[2].k, 0);
+  EXPECT_STREQ(none->planned_step().off_reason, "not_requested");
+  EXPECT_EQ(nearly_done->planned_step().off_reason, nullptr);
+}
+
+TEST(StepChoiceTest, AdaptiveRequestsDoNotSpeculateAboveTheBatchLimit) {
+  auto adaptive = Make(1, v1::SPECULATION_METHOD_PROMPT_LOOKUP, 64, std::nullopt);
+  auto fixed = Make(2, v1::SPECULATION_METHOD_PROMPT_LOOKUP, 64, 3);
+  PlannerOptions o;
+  o.speculation_max_batch = 1;
+  const std::vector<StepChoice> c =
+      ChooseSteps({adaptive.get(), fixed.get()}, o, BothWorkers(), true);
+  EXPECT_EQ(c[0].slot, -1);
+  EXPECT_EQ(c[0].k, 0);
+  EXPECT_STREQ(c[0].fallback, "batch_limit");
+  EXPECT_STREQ(adaptive->planned_step().off_reason, "batch_limit");
+  EXPECT_EQ(c[1].k, 3);  // A fixed K is the client's choice.
+}
+
+TEST(StepChoiceTest, DeferChoiceMarksTheControllersChoiceDeferred) {
+  auto s = Make(1, v1::SPECULATION_METHOD_PROMPT_LOOKUP, 64, std::nullopt);
+  ChooseSteps({s.get()}, PlannerOptions(), BothWorkers(), true);
+  EXPECT_FALSE(s->planned_step().choice.deferred);
+  DeferChoice(*s, "candidates_pending");
+  EXPECT_TRUE(s->planned_step().choice.deferred);
+  EXPECT_STREQ(s->planned_step().off_reason, "candidates_pending");
+}
+
+// Costs under which drafting pays when the whole batch drafts (S about 1.37 at the
+// prior's acceptance 0.6) but not for one sequence of four in a sequential phase: its
+// draft phase holds up the other three, so it is charged o * 4 (S about 0.8).
+TEST(StepChoiceTest, ALoneDrafterInASequentialPhasePaysTheBatchsWait) {
+  WorkerAvailability w = BothWorkers();
+  w.draft_worker_cost = 0.02;
+  w.draft_worker_overhead = 0.4;
+  w.verify_cost = spec::LinearVerifyCost(0.05);
+  const std::optional<int> adaptive;
+  const auto batch = [&](int drafters, std::vector<std::unique_ptr<Sequence>>* owned) {
+    std::vector<Sequence*> running;
+    for (int i = 0; i < 4; ++i) {
+      owned->push_back(
+          Make(i + 1, i < drafters ? v1::SPECULATION_METHOD_DRAFT : v1::SPECULATION_METHOD_NONE, 64,
+               adaptive));
+      running.push_back(owned->back().get());
+    }
+    return running;
+  };
+  {
+    std::vector<std::unique_ptr<Sequence>> owned;
+    const std::vector<Sequence*> running = batch(1, &owned);
+    EXPECT_EQ(ChooseSteps(running, PlannerOptions(), w, /*sequential=*/true)[0].k, 0);
+    EXPECT_EQ(running[0]->planned_step().off_reason, std::string("controller"));
+  }
+  {  // The whole batch drafts: o is shared by all four.
+    std::vector<std::unique_ptr<Sequence>> owned;
+    for (const StepChoice& c : ChooseSteps(batch(4, &owned), PlannerOptions(), w, true)) {
+      EXPECT_GT(c.k, 0);
+    }
+  }
+  {  // Not sequential (lockstep verifies the others meanwhile): nobody waits.
+    std::vector<std::unique_ptr<Sequence>> owned;
+    EXPECT_GT(ChooseSteps(batch(1, &owned), PlannerOptions(), w, false)[0].k, 0);
+  }
+}
+
+}  // namespace
+}  // namespace tandem::coordinator
