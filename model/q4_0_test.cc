@@ -7,23 +7,16 @@
 
 #include "gtest/gtest.h"
 #include "model/float16.h"
+#include "model/test_data.h"
 
 namespace tandem {
 namespace {
-
-std::vector<float> RandomRow(int64_t n, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> row(n);
-  for (float& v : row) v = dist(rng);
-  return row;
-}
 
 // Round trip: every value comes back within half a step of its block, the largest
 // magnitude of each block maps to +-7, and partial last blocks (odd too) work.
 TEST(Q4_0Test, RoundTripWithinHalfAStep) {
   for (int64_t n : {1, 7, 31, 32, 33, 100, 688}) {
-    const std::vector<float> row = RandomRow(n, static_cast<uint32_t>(n), 0.02f);
+    const std::vector<float> row = testing::NormalRow(n, static_cast<uint32_t>(n), 0.02f);
     std::vector<uint8_t> packed(Q4BytesPerRow(n));
     std::vector<uint16_t> scales(Q8BlocksPerRow(n));
     QuantizeQ4Row(row.data(), n, packed.data(), scales.data());

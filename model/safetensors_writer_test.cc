@@ -11,22 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "model/test_data.h"
+
 namespace tandem {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 std::vector<SafetensorsTensorData> SomeTensors() {
   return {
@@ -49,13 +39,13 @@ std::vector<SafetensorsTensorEntry> EntriesOf(const std::vector<SafetensorsTenso
 TEST(SafetensorsWriterTest, StreamedFileEqualsTheInMemoryFileAndReadsBack) {
   const auto tensors = SomeTensors();
   const std::map<std::string, std::string> metadata = {{"format", "pt"}, {"k", "v"}};
-  const std::string path = TempPath("streamed.safetensors");
+  const std::string path = testing::TempPath("streamed.safetensors");
   auto writer = SafetensorsFileWriter::Create(path, EntriesOf(tensors), metadata);
   ASSERT_TRUE(writer.ok()) << writer.status();
   for (const auto& t : tensors) ASSERT_TRUE(writer->Append(t.bytes).ok()) << t.name;
   ASSERT_TRUE(writer->Finish().ok());
 
-  const std::string bytes = ReadFile(path);
+  const std::string bytes = testing::ReadFile(path);
   EXPECT_EQ(bytes, SerializeSafetensors(tensors, metadata));
   auto header = ParseSafetensorsHeader(bytes, bytes.size(), path);
   ASSERT_TRUE(header.ok()) << header.status();
@@ -68,7 +58,7 @@ TEST(SafetensorsWriterTest, StreamedFileEqualsTheInMemoryFileAndReadsBack) {
 
 TEST(SafetensorsWriterTest, MisuseIsAClearError) {
   const auto tensors = SomeTensors();
-  const std::string path = TempPath("misuse.safetensors");
+  const std::string path = testing::TempPath("misuse.safetensors");
   auto writer = SafetensorsFileWriter::Create(path, EntriesOf(tensors));
   ASSERT_TRUE(writer.ok()) << writer.status();
   absl::Status wrong_size = writer->Append("abc");
@@ -87,7 +77,7 @@ TEST(SafetensorsWriterTest, MisuseIsAClearError) {
   ASSERT_TRUE(writer->Finish().ok());
   EXPECT_EQ(writer->Finish().code(), absl::StatusCode::kFailedPrecondition);
 
-  auto bad_path = SafetensorsFileWriter::Create(TempPath("no/such/dir/x.safetensors"), {});
+  auto bad_path = SafetensorsFileWriter::Create(testing::TempPath("no/such/dir/x.safetensors"), {});
   EXPECT_EQ(bad_path.status().code(), absl::StatusCode::kInternal);
   EXPECT_THAT(bad_path.status().message(), HasSubstr("cannot create"));
 }

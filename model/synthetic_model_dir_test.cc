@@ -14,6 +14,7 @@
 #include <string>
 
 #include "model/synthetic_weights.h"
+#include "model/test_data.h"
 #include "model/tokenizer.h"
 #include "model/weight_format.h"
 #include "model/weights.h"
@@ -23,18 +24,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
-
-std::string TempDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 void ExpectSameTensor(const HostTensor& loaded, const HostTensor& expected,
                       const std::string& what) {
@@ -91,7 +80,7 @@ TEST(SyntheticModelDirTest, LoadsAsTheInMemoryModelInEveryFormat) {
     options.shape = "tiny";
     options.format = format;
     options.seed = 5;
-    const std::string dir = TempDir(std::string("tiny_") + DTypeName(format));
+    const std::string dir = testing::TempPath(std::string("tiny_") + DTypeName(format));
     auto report = WriteSyntheticModelDir(options, dir);
     ASSERT_TRUE(report.ok()) << report.status();
     EXPECT_EQ(report->tensors, 3 + 9 * 2 + (format == DType::kQ8_0 ? 1 + 7 * 2 : 0));
@@ -110,7 +99,7 @@ TEST(SyntheticModelDirTest, LoadsAsTheInMemoryModelInEveryFormat) {
     EXPECT_EQ(WeightBytes(*loaded), WeightBytes(Expected(256, format, 5)));
     EXPECT_GE(int64_t(std::filesystem::file_size(dir + "/model.safetensors")),
               report->tensor_bytes);
-    EXPECT_THAT(ReadFile(dir + "/config.json"), HasSubstr("NOT A MODEL"));
+    EXPECT_THAT(testing::ReadFile(dir + "/config.json"), HasSubstr("NOT A MODEL"));
   }
 }
 
@@ -118,13 +107,13 @@ TEST(SyntheticModelDirTest, DeterministicFromTheSeed) {
   SyntheticModelDirOptions options;
   options.shape = "tiny";
   options.format = DType::kQ8_0;
-  ASSERT_TRUE(WriteSyntheticModelDir(options, TempDir("seed_a")).ok());
-  ASSERT_TRUE(WriteSyntheticModelDir(options, TempDir("seed_b")).ok());
+  ASSERT_TRUE(WriteSyntheticModelDir(options, testing::TempPath("seed_a")).ok());
+  ASSERT_TRUE(WriteSyntheticModelDir(options, testing::TempPath("seed_b")).ok());
   options.seed = 1;
-  ASSERT_TRUE(WriteSyntheticModelDir(options, TempDir("seed_c")).ok());
-  const std::string a = ReadFile(TempDir("seed_a/model.safetensors"));
-  EXPECT_EQ(a, ReadFile(TempDir("seed_b/model.safetensors")));
-  EXPECT_NE(a, ReadFile(TempDir("seed_c/model.safetensors")));
+  ASSERT_TRUE(WriteSyntheticModelDir(options, testing::TempPath("seed_c")).ok());
+  const std::string a = testing::ReadFile(testing::TempPath("seed_a/model.safetensors"));
+  EXPECT_EQ(a, testing::ReadFile(testing::TempPath("seed_b/model.safetensors")));
+  EXPECT_NE(a, testing::ReadFile(testing::TempPath("seed_c/model.safetensors")));
 }
 
 TEST(SyntheticModelDirTest, TakesTheTokenizerAndVocabularyOfAModelDirectory) {
@@ -132,13 +121,14 @@ TEST(SyntheticModelDirTest, TakesTheTokenizerAndVocabularyOfAModelDirectory) {
   options.shape = "tiny";
   options.tokenizer_from = "models/target";
   options.format = DType::kBF16;
-  const std::string dir = TempDir("with_tokenizer");
+  const std::string dir = testing::TempPath("with_tokenizer");
   auto report = WriteSyntheticModelDir(options, dir);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_THAT(report->copied_files, UnorderedElementsAre("tokenizer.model", "tokenizer_config.json",
                                                          "generation_config.json"));
   EXPECT_EQ(report->config.vocab_size, 2048);
-  EXPECT_EQ(ReadFile(dir + "/tokenizer.model"), ReadFile("models/target/tokenizer.model"));
+  EXPECT_EQ(testing::ReadFile(dir + "/tokenizer.model"),
+            testing::ReadFile("models/target/tokenizer.model"));
   auto tokenizer = Tokenizer::Load(dir);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   EXPECT_EQ(tokenizer->vocab_size(), 2048);
@@ -149,7 +139,7 @@ TEST(SyntheticModelDirTest, TakesTheTokenizerAndVocabularyOfAModelDirectory) {
   ExpectSameWeights(*loaded, Expected(2048, DType::kBF16, 0));
   // The same vocabulary given explicitly is accepted.
   options.vocab_size = 2048;
-  EXPECT_TRUE(WriteSyntheticModelDir(options, TempDir("with_tokenizer_2048")).ok());
+  EXPECT_TRUE(WriteSyntheticModelDir(options, testing::TempPath("with_tokenizer_2048")).ok());
 }
 
 TEST(SyntheticModelDirTest, BadArgumentsAreOneClearErrorAndWriteNothing) {
@@ -174,7 +164,7 @@ TEST(SyntheticModelDirTest, BadArgumentsAreOneClearErrorAndWriteNothing) {
     options.shape = c.shape;
     options.vocab_size = c.vocab;
     options.tokenizer_from = c.tokenizer_from;
-    const std::string dir = TempDir("bad_" + c.shape + std::to_string(c.vocab));
+    const std::string dir = testing::TempPath("bad_" + c.shape + std::to_string(c.vocab));
     auto report = WriteSyntheticModelDir(options, dir);
     EXPECT_EQ(report.status().code(), c.code) << report.status();
     EXPECT_THAT(report.status().message(), HasSubstr(c.message));
@@ -183,7 +173,7 @@ TEST(SyntheticModelDirTest, BadArgumentsAreOneClearErrorAndWriteNothing) {
   // A directory that holds a model is not overwritten.
   SyntheticModelDirOptions options;
   options.shape = "tiny";
-  const std::string dir = TempDir("taken");
+  const std::string dir = testing::TempPath("taken");
   ASSERT_TRUE(WriteSyntheticModelDir(options, dir).ok());
   auto again = WriteSyntheticModelDir(options, dir);
   EXPECT_EQ(again.status().code(), absl::StatusCode::kInvalidArgument);

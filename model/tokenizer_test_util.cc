@@ -9,13 +9,6 @@
 namespace tandem {
 namespace testing {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 std::string Stream(const Tokenizer& tokenizer, const std::vector<int>& ids, int max_chunk,
                    std::mt19937* random, int* empty_deltas) {
   IncrementalDetokenizer detokenizer(&tokenizer);

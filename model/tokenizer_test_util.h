@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/test_data.h"  // ReadFile
 #include "model/tokenizer.h"
 
 namespace tandem {
@@ -19,9 +20,6 @@ inline constexpr char kMultilingual[] =
     "русский, "
     "עברית, "
     "日本語のテキスト 😀\n";
-
-// The whole file at `path` ("" when it cannot be read).
-std::string ReadFile(const std::string& path);
 
 // Streams `ids` through a detokenizer in chunks of 1..max_chunk ids (sizes drawn from
 // `random`); expects each delta to be valid UTF-8 and returns the concatenation (with
