@@ -123,6 +123,7 @@ const std::vector<Figure>& RowFigures() {
       {"/cost_terms/predicted_speedup", [](R r) { return r.cost.predicted_speedup; }},
       {"/controller_predicted_speedup", [](R r) { return r.controller_speedup; }},
       {"/speculation_off_share", [](R r) { return r.off_share; }},
+      {"/tree_step_share", [](R r) { return r.tree_share; }},
   };
   return figures;
 }

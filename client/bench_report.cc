@@ -51,7 +51,8 @@ ConfigResult Aggregate(const ConfigRun& run) {
   row.requests = static_cast<int>(run.results.size());
   std::vector<double> ttft, tpot, latency;
   row.round = run.round;
-  long long proposed = 0, accepted = 0, steps = 0, decode_tokens = 0, speculative = 0;
+  long long proposed = 0, accepted = 0, steps = 0, decode_tokens = 0, speculative = 0,
+            tree_steps = 0;
   double predicted_sum = 0, predicted_steps = 0;
   for (const RequestResult& r : run.results) {
     if (r.code != absl::StatusCode::kOk) {
@@ -67,6 +68,7 @@ ConfigResult Aggregate(const ConfigRun& run) {
     proposed += r.stats.draft_tokens_proposed();
     accepted += r.stats.draft_tokens_accepted();
     speculative += r.stats.speculative_steps();
+    tree_steps += r.stats.tree_steps();
     if (r.stats.predicted_speedup() > 0) {
       predicted_sum += r.stats.predicted_speedup() * r.stats.target_steps();
       predicted_steps += r.stats.target_steps();
@@ -89,6 +91,7 @@ ConfigResult Aggregate(const ConfigRun& run) {
     row.requests_per_s = row.ok / run.wall_s;
   }
   if (proposed > 0) row.acceptance_rate = static_cast<double>(accepted) / proposed;
+  if (speculative > 0) row.tree_share = static_cast<double>(tree_steps) / speculative;
   if (steps > 0) row.mean_accepted_length = static_cast<double>(decode_tokens) / steps;
   row.cost = AcceptanceTerms(proposed, accepted, speculative, steps);
   if (predicted_steps > 0) row.controller_speedup = predicted_sum / predicted_steps;
@@ -234,6 +237,7 @@ nlohmann::json ToJson(const ConfigResult& r) {
       {"speculation_off_steps", r.off_steps},
       {"speculation_off_share", Number(r.off_share)},
       {"steps_by_k", r.steps_by_k},
+      {"tree_step_share", Number(r.tree_share)},
   };
 }
 

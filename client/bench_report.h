@@ -64,6 +64,9 @@ struct ConfigResult {
   // steps_by_k[K]: target steps that verified K proposals, summed over the requests'
   // stats (index 0 = plain steps); the distribution of the K the server chose.
   std::vector<long long> steps_by_k;
+  // Share of the speculative steps that verified a draft tree the controller chose over
+  // the chain (RequestStats.tree_steps; NaN without speculative steps).
+  double tree_share = NAN;
 };
 
 // Lower-case status code name, as the server's metrics label it ("ok", "unavailable").

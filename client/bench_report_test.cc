@@ -295,10 +295,13 @@ TEST(ToJsonTest, RowWithSpeedupRoundAndCostTerms) {
 TEST(AggregateTest, AcceptanceTermsFromSpeculativeSteps) {
   RequestResult a = Ok("a", 30, 40, 15, 12, 1, 1);
   a.stats.set_speculative_steps(10);
+  a.stats.set_tree_steps(4);
   ConfigResult r = Aggregate(MakeRun(v1::SPECULATION_METHOD_DRAFT, 1, 1.0, {a}, {0}));
   EXPECT_DOUBLE_EQ(r.cost.k_mean, 4.0);
   EXPECT_DOUBLE_EQ(r.cost.alpha, AcceptanceFromAcceptedPerStep(1.5, 4));
   EXPECT_DOUBLE_EQ(r.cost.speculative_share, 10.0 / 12.0);  // 12 target steps.
+  EXPECT_DOUBLE_EQ(r.tree_share, 0.4);
+  EXPECT_DOUBLE_EQ(ToJson(r)["tree_step_share"].get<double>(), 0.4);
 }
 
 TEST(AggregateTest, ControllerPredictionAndOffStepsFromTheStats) {

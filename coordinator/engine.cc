@@ -35,8 +35,10 @@ void Engine::ServeProposers(const std::vector<v1::SpeculationMethod>& target_met
   proposers_ = ProposerRegistry(config);
   for (v1::SpeculationMethod m : proposers_.served_methods()) {
     if (server_acceptance_.count(m) > 0) continue;
-    server_acceptance_[m] = std::make_unique<spec::PositionAcceptance>(
-        options_.controller.max_k, options_.controller.server_forgetting);
+    for (auto& shape : server_acceptance_[m]) {
+      shape = std::make_unique<spec::PositionAcceptance>(options_.controller.max_k,
+                                                         options_.controller.server_forgetting);
+    }
   }
 }
 
@@ -89,8 +91,11 @@ absl::StatusOr<std::shared_ptr<Sequence>> Engine::Submit(ValidatedRequest reques
   // The map is fixed after construction; the estimates are read and fed on the engine
   // thread only.
   const std::vector<const Proposer*> chain = proposers_.ChainFor(seq->request().speculation.method);
-  std::vector<spec::PositionAcceptance*> priors;
-  for (const Proposer* p : chain) priors.push_back(server_acceptance_.at(p->method()).get());
+  std::vector<Sequence::ServerAcceptance> priors;
+  for (const Proposer* p : chain) {
+    const auto& shapes = server_acceptance_.at(p->method());
+    priors.push_back({shapes[0].get(), shapes[1].get()});
+  }
   seq->AttachProposers(chain, priors);
   absl::Status pushed = queue_.TryPush(id, std::shared_ptr<Sequence>(seq));
   if (!pushed.ok()) return pushed;

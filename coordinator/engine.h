@@ -29,6 +29,7 @@
 #ifndef TANDEM_COORDINATOR_ENGINE_H_
 #define TANDEM_COORDINATOR_ENGINE_H_
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -253,13 +254,17 @@ class Engine {
   // Drafted-ahead lookups and hits, exponentially forgotten (the lockstep hit rate).
   double ahead_lookups_ = 0, ahead_hits_ = 0;
   double ahead_fanout_ = 0;  // Outcomes pre-drafted per lookup, moving average (0: none yet).
-  // Server-wide acceptance per served method, the controllers' prior (engine thread).
-  std::map<v1::SpeculationMethod, std::unique_ptr<spec::PositionAcceptance>> server_acceptance_;
-  // Call time against size (verify: sequences and rows; draft: proposals; draft
-  // prefill: tokens fed),
-  // for the cost terms.
+  // Server-wide acceptance per served method, of its chains and of its tree option, the
+  // controllers' prior (engine thread).
+  std::map<v1::SpeculationMethod, std::array<std::unique_ptr<spec::PositionAcceptance>, 2>>
+      server_acceptance_;
+  // Call time against size (verify: sequences and rows; draft: proposals of chain calls;
+  // draft prefill: tokens fed), for the cost terms.
   spec::BatchCallFit verify_fit_{0.98, 1.0, 0.0, 0.05};
   spec::LinearCostFit draft_fit_{0.98, 0.3, 0.1};
+  // How much longer a draft call that builds trees takes than draft_fit_ predicts for its
+  // depth (the tree option's draft cost factor; chain calls are the reference).
+  RelativeSlowdown draft_tree_cost_{{4, 0.95, 0.995, 32.0}};
   spec::LinearCostFit draft_feed_fit_{0.98, 0.5, 0.01, 2.0, 256.0};
   // How much slower verify / draft calls run while the other worker has work.
   RelativeSlowdown verify_overlap_, draft_overlap_;

@@ -1,7 +1,8 @@
 // The speculation controller inside the engine, against fake workers
 // (coordinator/fake_worker.h): its K reaches the planner (the verified proposals) and
 // the per-request stats and metrics; it turns speculation off when the draft never
-// agrees with the target; the batch limit and fixed K bypass it. Output stays
+// agrees with the target; the batch limit and fixed K bypass it; a server tree budget
+// is used where trees pay. Output stays
 // identical to target-only decoding throughout.
 #include <gtest/gtest.h>
 
@@ -25,9 +26,10 @@ class EngineControllerTest : public EngineTest {
     options_.fixed_costs = {0.1, spec::LinearVerifyCost(0.05), 0.05};
   }
 
-  void Start(double draft_error_rate) {
+  void Start(double draft_error_rate, bool top_has_target = false) {
     FakeWorkerOptions draft;
     draft.draft_error_rate = draft_error_rate;
+    draft.top_has_target = top_has_target;
     StartEngine({}, draft);
   }
 
@@ -111,6 +113,33 @@ TEST_F(EngineControllerTest, BatchLimitAndFixedKBypassTheController) {
   EXPECT_EQ(fixed.stats.predicted_speedup(), 0.0f);  // Not the controller's choice.
   const Result none = Run(v1::SPECULATION_METHOD_NONE, std::nullopt, 10, 2);
   EXPECT_EQ(Off(none.stats, "not_requested"), static_cast<int>(none.stats.target_steps()));
+}
+
+// A server tree budget reaches the controller as the draft's tree option: with a draft
+// that ranks the target's token second (a width-3 tree holds it beside each rejected
+// node), trees are chosen on most speculative steps, accounted as such, and commit
+// more per target step than the same server without a tree budget; the output stays
+// target-only. (Where trees do not pay, the option loses to the chain:
+// step_choice_test.)
+TEST_F(EngineControllerTest, AServerTreeBudgetIsUsedWhereTreesPay) {
+  options_.planner.draft_tree_width = 3;
+  uint32_t target_steps[2] = {0, 0};
+  for (int tree_nodes : {0, 8}) {
+    options_.planner.draft_tree_nodes = tree_nodes;
+    Start(/*draft_error_rate=*/0.5, /*top_has_target=*/true);
+    const Result r = Run(v1::SPECULATION_METHOD_DRAFT, std::nullopt, 150);
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    target_steps[tree_nodes > 0] = r.stats.target_steps();
+    if (tree_nodes == 0) {
+      EXPECT_EQ(r.stats.tree_steps(), 0u);
+    } else {
+      EXPECT_GT(r.stats.tree_steps(), r.stats.speculative_steps() / 2);
+    }
+    engine_->Stop();
+    TearDown();
+    engine_.reset();
+  }
+  EXPECT_LT(target_steps[1], target_steps[0]);
 }
 
 }  // namespace

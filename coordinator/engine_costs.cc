@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "absl/algorithm/container.h"
 #include "coordinator/engine.h"
 
 namespace tandem::coordinator {
@@ -73,7 +74,18 @@ void Engine::ObserveVerifyCall(const PhasePlan& plan, int rows, double ms) {
 void Engine::ObserveDraftCall(const PhasePlan& plan, int proposals, double ms) {
   const bool overlapped =
       plan.verify.sequences_size() > 0 || plan.target_prefill.sequences_size() > 0;
-  ObserveCall(overlapped, ms, draft_fit_, draft_overlap_, static_cast<double>(proposals));
+  const bool trees = absl::c_any_of(plan.draft.sequences(),
+                                    [](const v1::DraftSequence& d) { return d.tree_nodes() > 0; });
+  // Chain calls fit the draft's cost per proposal; a call that builds trees (several
+  // rows per depth) measures only how much more it costs than a chain of its depth.
+  if (draft_fit_.observations() >= kMinPipelineObservations) {
+    const double chain_ms = draft_fit_.Predict(static_cast<double>(proposals)) *
+                            (overlapped ? draft_overlap_.Factor() : 1.0);
+    if (trees || !overlapped) draft_tree_cost_.Observe(trees, ms, chain_ms);
+  }
+  if (!trees) {
+    ObserveCall(overlapped, ms, draft_fit_, draft_overlap_, static_cast<double>(proposals));
+  }
 }
 
 void Engine::ObserveRealized(const PhasePlan& plan, bool draft_involved,
@@ -167,6 +179,10 @@ void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
                            planner_.optimistic && batch <= planner_.optimistic_max_batch;
   const double exposed = options_.measured_costs && predrafting ? 1 - AheadHitRate() : 1.0;
   workers->draft_worker_cost = costs.draft_cost * exposed;
+  // Fixed costs have no tree term: a tree's draft call is priced as a chain's then.
+  workers->draft_worker_tree_factor =
+      (options_.measured_costs ? draft_tree_cost_.Factor() : 1.0) / exposed;
+  workers->draft_worker_tree_overhead = costs.overhead;
   workers->draft_worker_overhead = costs.overhead * exposed;
   // Feeding the draft (a switch cost, per token): measured only.
   const double step =

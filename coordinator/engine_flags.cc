@@ -33,8 +33,10 @@ ABSL_FLAG(int, draft_tree_nodes, 0,
           "Dynamic draft-model trees for greedy and coupled requests (EAGLE-2 expansion on "
           "the draft worker): the node budget per step, 0..256 (a request's "
           "speculation.draft_tree_nodes overrides it), within the workers' "
-          "max_speculative_tokens; nodes beyond K are kept only when their path probability "
-          "pays for their verify row (measured nu); 0 = chains (or --draft_tree_siblings).");
+          "max_speculative_tokens; the controller drafts a tree instead of the chain on the "
+          "steps where its measured acceptance pays for its draft and verify cost, and nodes "
+          "beyond K are kept only when their path probability pays for their verify row "
+          "(measured nu); 0 = chains (or --draft_tree_siblings).");
 ABSL_FLAG(int, draft_tree_width, 4,
           "Dynamic draft trees: nodes expanded per depth and children per node, 1..16.");
 ABSL_FLAG(std::string, pipeline_mode, "auto",

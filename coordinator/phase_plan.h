@@ -65,6 +65,11 @@ struct WorkerAvailability {
   double draft_worker_cost = 0;       // c per proposed token.
   double draft_worker_overhead = 0;   // o per speculative step.
   double draft_worker_feed_cost = 0;  // Per token fed to the draft (prefill); 0 = unknown.
+  // A draft tree's c against a chain's (>= 1, measured; 1 before any tree call): the
+  // tree option's draft cost is draft_worker_cost times it. Trees are never pre-drafted,
+  // so their c is not discounted by the speculation cache's hit rate.
+  double draft_worker_tree_factor = 1;
+  double draft_worker_tree_overhead = 0;  // The tree option's o (not pre-drafted either).
   // Measured factors (>= 1) by which a speculative step costs more than its modelled
   // c, nu and o at this batch size, for draft-worker proposers and for the others
   // (RealizedSpeedup, docs/architecture.md §3).

@@ -31,11 +31,12 @@ Sequence::Sequence(uint64_t id, ValidatedRequest request, std::vector<int32_t> p
 }
 
 void Sequence::AttachProposers(const std::vector<const Proposer*>& chain,
-                               const std::vector<spec::PositionAcceptance*>& server_acceptance) {
+                               const std::vector<ServerAcceptance>& server_acceptance) {
   chain_.clear();
   for (size_t i = 0; i < chain.size(); ++i) {
-    chain_.push_back({chain[i], chain[i]->NewState(*this),
-                      i < server_acceptance.size() ? server_acceptance[i] : nullptr});
+    chain_.push_back(
+        {chain[i], chain[i]->NewState(*this),
+         i < server_acceptance.size() ? server_acceptance[i] : ServerAcceptance{nullptr, nullptr}});
   }
 }
 
@@ -44,14 +45,19 @@ void Sequence::AccountStep(const Candidates& verified, int proposed, int accepte
   for (int slot = 0; slot < chain_size() && proposed > 0; ++slot) {
     if (chain_[slot].proposer->method() == verified.method) used = slot;
   }
-  if (chain_size() > 0) controller_.Observe(planned_.choice, used, proposed, accepted);
-  if (used >= 0 && chain_[used].server_acceptance != nullptr) {
-    chain_[used].server_acceptance->Observe(proposed, accepted);
+  const bool tree = verified.tree_option;
+  if (chain_size() > 0) {
+    controller_.Observe(planned_.choice, used < 0 ? -1 : ControllerOptionOf(used, tree), proposed,
+                        accepted);
+  }
+  if (used >= 0 && chain_[used].server_acceptance[tree] != nullptr) {
+    chain_[used].server_acceptance[tree]->Observe(proposed, accepted);
   }
   if (used >= 0) {
-    double& ratio = chain_[used].nodes_per_depth;
+    double& ratio = chain_[used].nodes_per_depth[tree];
     ratio = 0.9 * ratio + 0.1 * verified.size() / proposed;
   }
+  if (used >= 0 && tree) stats_.tree_steps += 1;
   if (static_cast<int>(stats_.steps_by_k.size()) <= proposed) {
     stats_.steps_by_k.resize(proposed + 1, 0);
   }
@@ -216,6 +222,7 @@ v1::RequestStats Sequence::PublicStats(absl::Time now) const {
   s.mutable_steps_by_k()->Add(stats_.steps_by_k.begin(), stats_.steps_by_k.end());
   s.set_probe_steps(stats_.probe_steps);
   s.set_predrafted_steps(stats_.predrafted_steps);
+  s.set_tree_steps(stats_.tree_steps);
   s.set_predicted_speedup(
       stats_.predicted_steps > 0
           ? static_cast<float>(stats_.predicted_speedup_sum / stats_.predicted_steps)

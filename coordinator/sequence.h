@@ -9,6 +9,7 @@
 #define TANDEM_COORDINATOR_SEQUENCE_H_
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -44,6 +45,7 @@ struct SequenceStats {
   std::vector<int> steps_by_k;       // [K] = steps that verified K proposals.
   int probe_steps = 0;               // Steps the controller ran as probes.
   int predrafted_steps = 0;          // Steps whose candidates were pre-drafted.
+  int tree_steps = 0;                // Steps that verified a proposer's tree option.
   double predicted_speedup_sum = 0;  // Modelled S of the controller's choices, summed.
   int predicted_steps = 0;           // Steps with a controller choice.
   absl::Time arrival;
@@ -67,6 +69,13 @@ struct PlannedStep {
   // context), "not_requested" (method NONE). nullptr when a proposer was chosen.
   const char* off_reason = nullptr;
 };
+
+// The speculation controller's options: two per chain slot, the slot's chain (or only
+// shape) and its tree when the proposer offers the choice (Proposer::OffersTreeChoice).
+constexpr int kShapesPerSlot = 2;
+inline int ControllerOptionOf(int slot, bool tree) {
+  return slot * kShapesPerSlot + (tree ? 1 : 0);
+}
 
 class Sequence {
  public:
@@ -107,20 +116,23 @@ class Sequence {
   // The proposers this sequence may use, in preference order, each with its state
   // (coordinator/proposers/proposer.h). Set once, before the first step.
   // `server_acceptance[slot]` (may be shorter than the chain, or hold nulls) is the
-  // server-wide acceptance of that proposer's method, which OnVerified feeds and the
-  // controller uses as prior; it must outlive the sequence.
+  // server-wide acceptance of that proposer's method, chains first then trees (the tree
+  // option of a proposer that offers one), which OnVerified feeds and the controller uses
+  // as prior; it must outlive the sequence.
+  using ServerAcceptance = std::array<spec::PositionAcceptance*, 2>;
   void AttachProposers(const std::vector<const Proposer*>& chain,
-                       const std::vector<spec::PositionAcceptance*>& server_acceptance = {});
+                       const std::vector<ServerAcceptance>& server_acceptance = {});
   int chain_size() const { return static_cast<int>(chain_.size()); }
   const Proposer& proposer(int slot) const { return *chain_[slot].proposer; }
   ProposerState& proposer_state(int slot) const { return *chain_[slot].state; }
-  // The server-wide acceptance of slot's method (null when none was attached).
-  const spec::PositionAcceptance* server_acceptance(int slot) const {
-    return chain_[slot].server_acceptance;
+  // The server-wide acceptance of slot's method, of its chains or of its tree option
+  // (null when none was attached).
+  const spec::PositionAcceptance* server_acceptance(int slot, bool tree) const {
+    return chain_[slot].server_acceptance[tree];
   }
-  // Candidate nodes per unit of depth in slot's verified steps (moving average; 1 for
-  // chains and before any step), the controller's nodes_per_depth.
-  double nodes_per_depth(int slot) const { return chain_[slot].nodes_per_depth; }
+  // Candidate nodes per unit of depth in slot's verified steps of that shape (moving
+  // average; 1 for chains and before any step), the controller's nodes_per_depth.
+  double nodes_per_depth(int slot, bool tree) const { return chain_[slot].nodes_per_depth[tree]; }
   // Proposed for the current tokens() and not yet verified (empty: none).
   Candidates candidates;
   // False when the draft worker cannot hold this sequence's KV (admission decided so):
@@ -180,8 +192,8 @@ class Sequence {
   struct ProposerSlot {
     const Proposer* proposer;
     std::unique_ptr<ProposerState> state;
-    spec::PositionAcceptance* server_acceptance;  // Not owned; may be null.
-    double nodes_per_depth = 1.0;
+    ServerAcceptance server_acceptance;  // Chains, trees; not owned; may be null.
+    std::array<double, 2> nodes_per_depth = {1.0, 1.0};
   };
   // Feeds the controller, the server-wide acceptance and the stats with a verified step.
   void AccountStep(const Candidates& verified, int proposed, int accepted);

@@ -160,7 +160,7 @@ TEST_F(SequenceTest, ATreeCountsItsDepthAsProposedAndTracksNodesPerDepth) {
   auto s = Make(100);
   const PromptLookupProposer trees(/*max_branches=*/2);
   s->AttachProposers({&trees});
-  EXPECT_DOUBLE_EQ(s->nodes_per_depth(0), 1.0);
+  EXPECT_DOUBLE_EQ(s->nodes_per_depth(0, false), 1.0);
   // Two paths of depth 2 (4 nodes); the target accepts 1 along a path, then corrects.
   s->candidates.method = v1::SPECULATION_METHOD_PROMPT_LOOKUP;
   for (int t : {11, 12, 13, 14}) s->candidates.tokens.push_back(PointMassProposal(t));
@@ -169,7 +169,28 @@ TEST_F(SequenceTest, ATreeCountsItsDepthAsProposedAndTracksNodesPerDepth) {
   const v1::RequestStats st = s->PublicStats(absl::Now());
   EXPECT_EQ(st.draft_tokens_proposed(), 2u);
   EXPECT_EQ(st.draft_tokens_accepted(), 1u);
-  EXPECT_DOUBLE_EQ(s->nodes_per_depth(0), 0.9 + 0.1 * 2);
+  EXPECT_DOUBLE_EQ(s->nodes_per_depth(0, false), 0.9 + 0.1 * 2);
+  EXPECT_DOUBLE_EQ(s->nodes_per_depth(0, true), 1.0);  // Not the tree option's steps.
+  EXPECT_EQ(st.tree_steps(), 0u);
+}
+
+TEST_F(SequenceTest, ATreeOptionStepIsItsOwnEvidence) {
+  auto s = Make(100);
+  const PromptLookupProposer trees(/*max_branches=*/2);
+  spec::PositionAcceptance chains_prior(8, 1.0), trees_prior(8, 1.0);
+  s->AttachProposers({&trees}, {{&chains_prior, &trees_prior}});
+  s->candidates.method = v1::SPECULATION_METHOD_PROMPT_LOOKUP;
+  s->candidates.tree_option = true;
+  for (int t : {11, 12, 13, 14}) s->candidates.tokens.push_back(PointMassProposal(t));
+  s->candidates.parents = {-1, 0, -1, 2};
+  s->OnVerified(Verified({13, 14, 99}, 2, 0), s->candidates.depth(), absl::Now());
+  EXPECT_EQ(s->PublicStats(absl::Now()).tree_steps(), 1u);
+  EXPECT_DOUBLE_EQ(s->nodes_per_depth(0, true), 0.9 + 0.1 * 2);
+  EXPECT_DOUBLE_EQ(s->nodes_per_depth(0, false), 1.0);
+  EXPECT_DOUBLE_EQ(trees_prior.accepts(2), 1.0);  // The server-wide tree evidence.
+  EXPECT_DOUBLE_EQ(chains_prior.trials(1), 0.0);
+  EXPECT_GT(s->controller().Acceptance(ControllerOptionOf(0, true), 1, &trees_prior),
+            s->controller().Acceptance(ControllerOptionOf(0, false), 1, &chains_prior));
 }
 
 TEST_F(SequenceTest, AcceptedCountsOnlyWhatReachedTheOutput) {

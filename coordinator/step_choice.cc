@@ -42,22 +42,37 @@ spec::ControllerInputs ControllerView(const Sequence& s, int cap, const PlannerO
     option.overhead = on_draft_worker ? workers.draft_worker_overhead : 0.0;
     option.cost_factor =
         on_draft_worker ? workers.draft_worker_cost_factor : workers.other_cost_factor;
-    option.server = s.server_acceptance(slot);
-    option.nodes_per_depth = s.nodes_per_depth(slot);
+    option.server = s.server_acceptance(slot, false);
+    option.nodes_per_depth = s.nodes_per_depth(slot, false);
     if (on_draft_worker) {
       option.switch_cost =
           p.CatchUpTokens(s, s.proposer_state(slot)) * workers.draft_worker_feed_cost;
     }
     in.options.push_back(option);
+    // The tree option: the same proposer and worker, its own acceptance and node count,
+    // and a draft call that costs draft_worker_tree_factor times a chain's.
+    spec::ControllerOption tree = option;
+    tree.usable = option.usable && p.OffersTreeChoice(s, o);
+    tree.nodes_per_depth = s.nodes_per_depth(slot, true);
+    // Its draft call costs the factor times a chain's of the same depth, whatever the
+    // nodes kept; the controller charges c per verified node.
+    tree.draft_cost =
+        option.draft_cost * workers.draft_worker_tree_factor / std::max(1.0, tree.nodes_per_depth);
+    if (on_draft_worker) tree.overhead = workers.draft_worker_tree_overhead;
+    tree.server = s.server_acceptance(slot, true);
+    in.options.push_back(tree);
   }
   return in;
 }
 
-// A fixed K: the first usable chain entry, K capped by it.
+// A fixed K: the first usable chain entry, K capped by it (its tree when it offers one,
+// as the server's tree budget asks).
 StepChoice FixedChoice(const spec::ControllerInputs& in, int k) {
   StepChoice c;
-  for (int slot = 0; slot < static_cast<int>(in.options.size()); ++slot) {
-    if (in.options[slot].usable) return {slot, std::min(k, in.options[slot].max_k)};
+  for (int option = 0; option < static_cast<int>(in.options.size()); option += kShapesPerSlot) {
+    if (!in.options[option].usable) continue;
+    const bool tree = in.options[option + 1].usable;
+    return {option / kShapesPerSlot, std::min(k, in.options[option].max_k), tree};
   }
   return c;
 }
@@ -78,7 +93,7 @@ StepChoice Decide(Sequence& s, int running, const PlannerOptions& o,
   }
   if (!spec.fixed_k.has_value() && running > o.speculation_max_batch) {
     planned->off_reason = "batch_limit";
-    return {-1, 0, "batch_limit"};
+    return {-1, 0, false, "batch_limit"};
   }
   const char* preferred_unusable = nullptr;
   const spec::ControllerInputs in = ControllerView(s, cap, o, workers, &preferred_unusable);
@@ -88,13 +103,15 @@ StepChoice Decide(Sequence& s, int running, const PlannerOptions& o,
   } else {
     planned->choice = s.controller().Choose(in);
     planned->from_controller = true;
-    c.slot = planned->choice.option;
+    c.slot = planned->choice.option < 0 ? -1 : planned->choice.option / kShapesPerSlot;
+    c.tree = planned->choice.option >= 0 && planned->choice.option % kShapesPerSlot == 1;
     c.k = planned->choice.k;
   }
   c.fallback = preferred_unusable;
   if (c.slot < 0 || c.k <= 0) {
     c.slot = -1;
     c.k = 0;
+    c.tree = false;
     planned->off_reason = planned->choice.off_by_model    ? "controller"
                           : preferred_unusable != nullptr ? preferred_unusable
                                                           : "length";
@@ -130,6 +147,7 @@ std::vector<StepChoice> ChooseSteps(const std::vector<Sequence*>& running, const
   if (!sequential || drafting == 0 || drafting == n) return choices;
   WorkerAvailability shared = workers;
   shared.draft_worker_overhead *= static_cast<double>(n) / drafting;
+  shared.draft_worker_tree_overhead *= static_cast<double>(n) / drafting;
   for (int i = 0; i < n; ++i) {
     if (DraftsThisPhase(*running[i], choices[i], o)) {
       choices[i] = ChooseProposer(*running[i], n, o, shared);

@@ -3,7 +3,9 @@
 // usable entry of its chain with K capped by it; otherwise the sequence's speculation
 // controller (spec/speculation_controller.h) picks among the usable entries, K = 0
 // included, from their K caps (tokens left before max_new_tokens, both contexts, the
-// proposer's MaxK) and the phase's cost terms (WorkerAvailability). Adaptive requests do
+// proposer's MaxK) and the phase's cost terms (WorkerAvailability); a proposer that
+// offers a chain or a tree is two options, the tree with its own acceptance, node count
+// and draft cost (draft_worker_tree_factor). Adaptive requests do
 // not speculate above speculation_max_batch running sequences. Each decision, and why a
 // step does not speculate, is recorded in the sequence's PlannedStep.
 #ifndef TANDEM_COORDINATOR_STEP_CHOICE_H_
@@ -16,10 +18,12 @@
 
 namespace tandem::coordinator {
 
-// The proposer a sequence uses this phase: a slot of its chain (-1 = none) and K.
+// The proposer a sequence uses this phase: a slot of its chain (-1 = none), K and, for
+// a proposer that offers the choice, whether it proposes a tree.
 struct StepChoice {
   int slot = -1;
   int k = 0;
+  bool tree = false;
   // Why the preferred proposer is not used this step (nullptr: it is, or none was
   // requested): a proposer's Unusable() reason or "batch_limit".
   const char* fallback = nullptr;

@@ -1,5 +1,6 @@
 // Each sequence's proposer and K (ChooseSteps) on plain Sequence objects: fixed K within
-// its caps, method none, the batch limit, deferral, and the lone drafter's shared wait.
+// its caps, method none, the batch limit, deferral, the lone drafter's shared wait, and
+// the server tree budget's tree option.
 #include "coordinator/step_choice.h"
 
 #include <gtest/gtest.h>
@@ -109,6 +110,41 @@ TEST(StepChoiceTest, ALoneDrafterInASequentialPhasePaysTheBatchsWait) {
     std::vector<std::unique_ptr<Sequence>> owned;
     EXPECT_GT(ChooseSteps(batch(1, &owned), PlannerOptions(), w, false)[0].k, 0);
   }
+}
+
+// The server's tree budget makes the draft's tree an option of its own: chosen where
+// its acceptance pays for its draft cost, not where a tree call costs 40 chains.
+TEST(StepChoiceTest, AServerTreeBudgetIsAnOptionWeighedAgainstTheChain) {
+  spec::PositionAcceptance chains(8, 1.0), trees(8, 1.0);
+  for (int i = 0; i < 50; ++i) {
+    chains.Observe(8, i % 2 == 0 ? 0 : 8);  // Chains: half the first proposals rejected.
+    trees.Observe(8, 8);                    // Trees: every path accepted.
+  }
+  PlannerOptions o;
+  o.draft_tree_nodes = 16;
+  WorkerAvailability w = BothWorkers();
+  w.draft_worker_cost = 0.02;
+  w.draft_worker_overhead = w.draft_worker_tree_overhead = 0.1;
+  w.verify_cost = spec::LinearVerifyCost(0.05);
+  const auto choose = [&](std::optional<int> fixed_k, double tree_factor) {
+    auto s = Make(1, v1::SPECULATION_METHOD_DRAFT, 64, fixed_k);
+    s->AttachProposers(testing::TestRegistry().ChainFor(v1::SPECULATION_METHOD_DRAFT),
+                       {{&chains, &trees}});
+    WorkerAvailability costs = w;
+    costs.draft_worker_tree_factor = tree_factor;
+    return ChooseSteps({s.get()}, o, costs, true)[0];
+  };
+  const StepChoice cheap = choose(std::nullopt, 1.0);
+  EXPECT_EQ(cheap.slot, 0);
+  EXPECT_TRUE(cheap.tree);
+  EXPECT_GT(cheap.k, 3);
+  const StepChoice dear = choose(std::nullopt, 40.0);
+  EXPECT_EQ(dear.slot, 0);
+  EXPECT_FALSE(dear.tree);
+  EXPECT_GT(dear.k, 0);
+  EXPECT_TRUE(choose(4, 40.0).tree);  // A fixed K takes the server's tree as it is.
+  o.draft_tree_nodes = 0;             // No tree budget: no tree option.
+  EXPECT_FALSE(choose(std::nullopt, 1.0).tree);
 }
 
 }  // namespace

@@ -238,8 +238,9 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
     for (size_t i = 0; i < plan.verify_sequences.size(); ++i) {
       Sequence* s = plan.verify_sequences[i];
       const int slot = HasDraftWorkerCandidates(*s) ? CandidateSlot(*s) : -1;
-      // The step after continues with this proposer only if it is still the choice.
-      const int next_k = chosen[i].slot == slot ? chosen[i].k : 0;
+      // The step after continues with this proposer only if it is still the choice (and
+      // as a chain: trees are not pre-drafted).
+      const int next_k = chosen[i].slot == slot && !chosen[i].tree ? chosen[i].k : 0;
       if (slot >= 0 && next_k > 0) {
         s->proposer(slot).AddContinuation(s, s->proposer_state(slot), slot, next_k, o, &budget,
                                           &plan);
@@ -250,14 +251,14 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
     if (!work_now[i]) continue;
     Sequence* s = g.need_work[i];
     const int slot = g.need_choice[i].slot;
-    s->proposer(slot).AddWork(s, s->proposer_state(slot), slot, g.need_choice[i].k, o, &budget,
-                              &plan);
+    s->proposer(slot).AddWork(s, s->proposer_state(slot), slot, g.need_choice[i].k,
+                              g.need_choice[i].tree, o, &budget, &plan);
   }
   for (size_t i = 0; i < g.catch_up.size(); ++i) {
     Sequence* s = g.catch_up[i];
     const int slot = g.catch_up_choice[i].slot;
-    s->proposer(slot).AddWork(s, s->proposer_state(slot), slot, g.catch_up_choice[i].k, o, &budget,
-                              &plan);
+    s->proposer(slot).AddWork(s, s->proposer_state(slot), slot, g.catch_up_choice[i].k,
+                              g.catch_up_choice[i].tree, o, &budget, &plan);
   }
   return plan;
 }

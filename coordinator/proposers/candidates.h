@@ -28,6 +28,9 @@ struct Candidates {
   // Drafted while the step before was verified (a speculation-cache hit), not on the
   // critical path.
   bool predrafted = false;
+  // The tree option of a proposer that offers a chain or a tree (OffersTreeChoice):
+  // its steps are that option's evidence, apart from the proposer's chains.
+  bool tree_option = false;
   // -1 = every node may be accepted. Else nodes [0, acceptable) may be (their parents
   // lie among them) and the rest are computed only (Lookahead's window: rows the
   // target-leader half reads, never accepted; VerifySequence.num_acceptable).

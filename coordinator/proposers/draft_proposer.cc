@@ -94,6 +94,7 @@ struct DraftState : ProposerState {
   // asked for (the nodes kept whatever their value).
   int tree_nodes = 0;
   int tree_depth = 0;
+  bool tree_option = false;  // That tree is the controller's tree option.
 
   // Length of the common prefix of cache and the sequence's tokens.
   int ValidLength(const std::vector<int32_t>& tokens) const {
@@ -167,7 +168,11 @@ int DraftProposer::MaxK(const Sequence& s, const PlannerOptions& o) const {
   return std::min(o.draft_max_k, o.draft_context_length - static_cast<int>(s.tokens().size()));
 }
 
-void DraftProposer::AddWork(Sequence* s, ProposerState& state, int slot, int k,
+bool DraftProposer::OffersTreeChoice(const Sequence& s, const PlannerOptions& o) const {
+  return DynamicTreeNodes(s, o) > 0 && !s.request().speculation.draft_tree_nodes.has_value();
+}
+
+void DraftProposer::AddWork(Sequence* s, ProposerState& state, int slot, int k, bool tree,
                             const PlannerOptions& o, DraftBudget* budget, PhasePlan* plan) const {
   const std::vector<int32_t>& tokens = s->tokens();
   const int length = static_cast<int>(tokens.size());
@@ -189,7 +194,10 @@ void DraftProposer::AddWork(Sequence* s, ProposerState& state, int slot, int k,
     return;
   }
   DraftState& d = Of(state);
-  d.tree_nodes = DynamicTreeNodes(*s, o);
+  // A server-priced tree only when the controller chose it; a request-sized one always.
+  const bool sized_by_request = s->request().speculation.draft_tree_nodes.has_value();
+  d.tree_nodes = tree || sized_by_request ? DynamicTreeNodes(*s, o) : 0;
+  d.tree_option = tree && d.tree_nodes > 0 && !sized_by_request;
   d.tree_depth = k;
   // A tree's passes feed up to tree_width frontier nodes.
   const int rows = std::max(fed, d.tree_nodes > 0 ? o.draft_tree_width : 0);
@@ -199,9 +207,9 @@ void DraftProposer::AddWork(Sequence* s, ProposerState& state, int slot, int k,
   d.max_nodes = o.max_k;
   // Nodes beyond the chain pay for their verify rows, except in a tree whose size the
   // request set (it gets that many nodes, as a fixed K gets K).
-  const bool sized_by_request = d.tree_nodes > 0 && s->request().speculation.draft_tree_nodes;
-  d.node_value_threshold =
-      sized_by_request ? 0 : spec::NodeValueThreshold(s->PlannedRate(), plan->verify_cost, k);
+  d.node_value_threshold = d.tree_nodes > 0 && sized_by_request
+                               ? 0
+                               : spec::NodeValueThreshold(s->PlannedRate(), plan->verify_cost, k);
   v1::DraftSequence* entry =
       AddDraftEntry(s, WorkerId(s->id(), d.main_slot), slot, start, tokens.data() + start,
                     tokens.data() + length, k, false, o, plan);
@@ -323,6 +331,7 @@ std::optional<Candidates> DraftProposer::OnDrafted(const Sequence& s, ProposerSt
   c.site = ProposerSite::kDraftWorker;
   c.tokens = std::move(drafted);
   if (tree) {
+    c.tree_option = d.tree_option;
     PruneDraftTree(response, d.tree_depth, d.node_value_threshold, &c);
   } else if (d.tree_siblings > 0 && TakesDeterministicSiblings(s)) {
     AttachSiblings(d.top, d.tree_siblings, d.max_nodes, d.node_value_threshold, &c);

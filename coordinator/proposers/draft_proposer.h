@@ -35,8 +35,12 @@ class DraftProposer final : public Proposer {
                        const PlannerOptions& options) const override;
   int MaxK(const Sequence& s, const PlannerOptions& options) const override;
   int CatchUpTokens(const Sequence& s, const ProposerState& state) const override;
-  void AddWork(Sequence* s, ProposerState& state, int slot, int k, const PlannerOptions& options,
-               DraftBudget* budget, PhasePlan* plan) const override;
+  // True for a server-priced dynamic tree (--draft_tree_nodes, point-mass rules): the
+  // controller weighs it against the chain each step. A tree the request sized is
+  // always used (false here).
+  bool OffersTreeChoice(const Sequence& s, const PlannerOptions& options) const override;
+  void AddWork(Sequence* s, ProposerState& state, int slot, int k, bool tree,
+               const PlannerOptions& options, DraftBudget* budget, PhasePlan* plan) const override;
   void AddContinuation(Sequence* s, ProposerState& state, int slot, int next_k,
                        const PlannerOptions& options, DraftBudget* budget,
                        PhasePlan* plan) const override;

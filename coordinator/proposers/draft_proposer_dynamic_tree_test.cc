@@ -1,5 +1,6 @@
 // Dynamic draft trees from the draft proposer: asked for greedy and coupled requests
-// with the server's or the request's node budget (within the workers' limits), pruned
+// with the server's node budget when the controller chose the tree option, or the
+// request's budget always (within the workers' limits), pruned
 // by value (a budget the request set is not), not pre-drafted, and the cache mirror holds only the
 // committed tokens.
 #include <gtest/gtest.h>
@@ -30,15 +31,18 @@ TEST_F(DraftProposerTest, DynamicTreesAreAskedForPointMassRulesWithinTheBudget) 
     v1::AcceptanceRule rule;
     std::optional<int> request_nodes;
     int max_tree_nodes;
-    uint32_t nodes;  // Asked of the draft worker (0 = a chain).
+    bool tree_chosen;  // The controller's tree option (the server's budget).
+    uint32_t nodes;    // Asked of the draft worker (0 = a chain).
+    bool offers_choice;
   };
   const Case cases[] = {
-      {0, v1::ACCEPTANCE_RULE_GREEDY, std::nullopt, 16, 12},
-      {0.8f, v1::ACCEPTANCE_RULE_COUPLED, std::nullopt, 16, 12},
-      {0.8f, v1::ACCEPTANCE_RULE_REJECTION, std::nullopt, 16, 0},
-      {0, v1::ACCEPTANCE_RULE_GREEDY, 0, 16, 0},  // The request asks for a chain.
-      {0, v1::ACCEPTANCE_RULE_GREEDY, 5, 16, 5},
-      {0, v1::ACCEPTANCE_RULE_GREEDY, std::nullopt, 10, 10},  // The verify's limit.
+      {0, v1::ACCEPTANCE_RULE_GREEDY, std::nullopt, 16, true, 12, true},
+      {0, v1::ACCEPTANCE_RULE_GREEDY, std::nullopt, 16, false, 0, true},  // Chain chosen.
+      {0.8f, v1::ACCEPTANCE_RULE_COUPLED, std::nullopt, 16, true, 12, true},
+      {0.8f, v1::ACCEPTANCE_RULE_REJECTION, std::nullopt, 16, true, 0, false},
+      {0, v1::ACCEPTANCE_RULE_GREEDY, 0, 16, true, 0, false},   // The request asks for a chain.
+      {0, v1::ACCEPTANCE_RULE_GREEDY, 5, 16, false, 5, false},  // Sized by the request: always.
+      {0, v1::ACCEPTANCE_RULE_GREEDY, std::nullopt, 10, true, 10, true},  // The verify's limit.
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.nodes);
@@ -57,7 +61,8 @@ TEST_F(DraftProposerTest, DynamicTreesAreAskedForPointMassRulesWithinTheBudget) 
     o.predraft_branches = 3;
     DraftBudget budget{0, 512};
     PhasePlan plan;
-    draft_.AddWork(s.get(), s->proposer_state(slot), slot, 4, o, &budget, &plan);
+    EXPECT_EQ(draft_.OffersTreeChoice(*s, o), c.offers_choice);
+    draft_.AddWork(s.get(), s->proposer_state(slot), slot, 4, c.tree_chosen, o, &budget, &plan);
     ASSERT_EQ(plan.draft.sequences_size(), 1);
     const v1::DraftSequence& d = plan.draft.sequences(0);
     EXPECT_EQ(d.tree_nodes(), c.nodes);
@@ -95,13 +100,15 @@ TEST_F(DraftProposerTest, DynamicTreesArePrunedByValueAndNotPreDrafted) {
     DraftBudget budget{0, 512};
     PhasePlan plan;
     plan.verify_cost = spec::LinearVerifyCost(c.slope);
-    draft_.AddWork(s.get(), s->proposer_state(slot), slot, 2, o, &budget, &plan);
+    draft_.AddWork(s.get(), s->proposer_state(slot), slot, 2, /*tree=*/true, o, &budget, &plan);
     ASSERT_EQ(plan.draft.sequences_size(), 1);
     std::optional<Candidates> got = draft_.OnDrafted(*s, s->proposer_state(slot),
                                                      plan.draft.sequences(0), DraftedTree(), false);
     ASSERT_TRUE(got.has_value());
     EXPECT_EQ(TokenIds(*got), c.tokens);
     EXPECT_EQ(got->parents, c.parents);
+    // The controller's tree option is evidence apart; a request-sized tree is the method's.
+    EXPECT_EQ(got->tree_option, !c.request_nodes.has_value());
     EXPECT_EQ(Cache(*s), s->tokens());  // The draft keeps only the committed tokens.
     s->candidates = *std::move(got);
     PhasePlan next;

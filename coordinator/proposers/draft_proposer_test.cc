@@ -22,7 +22,7 @@ TEST_F(DraftProposerTest, MirrorsTheDraftCacheAndFeedsOnlyWhatItLacks) {
   DraftBudget budget{0, 512};
   PhasePlan plan;
   const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
-  draft_.AddWork(s.get(), s->proposer_state(slot), slot, 4, o, &budget, &plan);
+  draft_.AddWork(s.get(), s->proposer_state(slot), slot, 4, false, o, &budget, &plan);
   ASSERT_EQ(plan.draft.sequences_size(), 1);
   EXPECT_EQ(plan.draft.sequences(0).start_position(), 9u);  // Prompt + 11 are cached.
   ASSERT_EQ(plan.draft.sequences(0).tokens_size(), 1);
@@ -40,7 +40,7 @@ TEST_F(DraftProposerTest, LongPromptsArePrefilledWithinThePhaseBudget) {
     seqs.push_back(Make(1500, 10));
     Sequence* s = seqs.back().get();
     const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
-    draft_.AddWork(s, s->proposer_state(slot), slot, 4, o, &budget, &plan);
+    draft_.AddWork(s, s->proposer_state(slot), slot, 4, false, o, &budget, &plan);
   }
   // 256 + 144, then nothing: the third waits for the next phase.
   ASSERT_EQ(plan.draft_prefill.sequences_size(), 2);

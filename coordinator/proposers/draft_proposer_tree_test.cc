@@ -31,7 +31,7 @@ TEST_F(DraftProposerTest, TreeSiblingsForGreedyAndCoupledWithinTheNodeBudget) {
     o.max_k = c.max_k;
     DraftBudget budget{0, 512};
     PhasePlan plan;
-    draft_.AddWork(s.get(), s->proposer_state(slot), slot, 3, o, &budget, &plan);
+    draft_.AddWork(s.get(), s->proposer_state(slot), slot, 3, false, o, &budget, &plan);
     ASSERT_EQ(plan.draft.sequences_size(), 1);
     EXPECT_EQ(plan.draft.sequences(0).num_top(), 4u);
     const std::optional<Candidates> got = draft_.OnDrafted(
@@ -69,7 +69,7 @@ TEST_F(DraftProposerTest, TreeSiblingsOnlyWhereTheirValuePaysForTheirRow) {
     DraftBudget budget{0, 512};
     PhasePlan plan;
     plan.verify_cost = spec::LinearVerifyCost(c.slope);
-    draft_.AddWork(s.get(), s->proposer_state(slot), slot, 3, o, &budget, &plan);
+    draft_.AddWork(s.get(), s->proposer_state(slot), slot, 3, false, o, &budget, &plan);
     ASSERT_EQ(plan.draft.sequences_size(), 1);
     const std::optional<Candidates> got = draft_.OnDrafted(
         *s, s->proposer_state(slot), plan.draft.sequences(0), DraftedWithTop({21, 22, 23}), false);
@@ -91,7 +91,7 @@ TEST_F(DraftProposerTest, TreeLeavesArePreDraftedAsPathOutcomes) {
   DraftBudget budget{0, 512};
   PhasePlan plan;
   plan.verify_cost = spec::LinearVerifyCost(0.2);  // Only 121 (0.3) pays for its row.
-  draft_.AddWork(s.get(), s->proposer_state(slot), slot, 3, o, &budget, &plan);
+  draft_.AddWork(s.get(), s->proposer_state(slot), slot, 3, false, o, &budget, &plan);
   s->candidates = *draft_.OnDrafted(*s, s->proposer_state(slot), plan.draft.sequences(0),
                                     DraftedWithTop({21, 22, 23}), false);
   ASSERT_EQ(s->candidates.parents, (std::vector<int32_t>{-1, 0, 1, -1}));

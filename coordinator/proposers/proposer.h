@@ -85,11 +85,20 @@ class Proposer {
     return {};
   }
 
+  // Whether `s` may get either a chain or a tree from it this step, as the controller
+  // chooses (the tree is then a controller option of its own, with its own acceptance
+  // and costs: docs/architecture.md §3, "Chain or tree"). False: one shape, whatever
+  // the proposer makes (a Medusa tree, a tree whose size the request set, a chain).
+  virtual bool OffersTreeChoice(const Sequence& s, const PlannerOptions& options) const {
+    return false;
+  }
+
   // kDraftWorker: adds the work that yields `k` candidates for `s` (or, when more than
   // catch_up_min_tokens are to be fed, a prefill chunk towards it) to `plan` within
-  // `budget`, recording `slot` with it. May add nothing (budget spent: the sequence
-  // waits for the next phase).
-  virtual void AddWork(Sequence* s, ProposerState& state, int slot, int k,
+  // `budget`, recording `slot` with it; `tree`: the controller chose the tree option
+  // (OffersTreeChoice). May add nothing (budget spent: the sequence waits for the next
+  // phase).
+  virtual void AddWork(Sequence* s, ProposerState& state, int slot, int k, bool tree,
                        const PlannerOptions& options, DraftBudget* budget, PhasePlan* plan) const {}
   // kDraftWorker: while `s`'s candidates (from this proposer) are verified, pre-drafts
   // the step after them for likely verification outcomes, with up to `next_k`

@@ -31,7 +31,7 @@ Candidates Obtain(Sequence* s, int slot, int k, PhasePlan* plan_out = nullptr) {
       PlannerOptions o;
       DraftBudget budget{0, 512};
       PhasePlan plan;
-      p.AddWork(s, s->proposer_state(slot), slot, k, o, &budget, &plan);
+      p.AddWork(s, s->proposer_state(slot), slot, k, false, o, &budget, &plan);
       EXPECT_EQ(plan.draft.sequences_size(), 1);
       if (plan.draft.sequences_size() != 1) return {};
       const v1::DraftSequence& req = plan.draft.sequences(0);
