@@ -199,12 +199,16 @@ class Engine {
   void ObserveVerifyCall(const PhasePlan& plan, int rows, double ms);
   void ObserveDraftCall(const PhasePlan& plan, int proposals, double ms);
   // A decode phase (no target prefill) took `wall_ms`; `generated_before`, parallel to
-  // plan.verify_sequences, is what each had generated before it (`draft_involved`: the
-  // phase had draft work or draft candidates): feeds the realized speedup.
-  void ObserveRealized(const PhasePlan& plan, bool draft_involved,
+  // plan.verify_sequences, is what each had generated before it (`draft_kind`: how the
+  // draft worker took part, empty when not at all): feeds the realized speedup.
+  void ObserveRealized(const PhasePlan& plan, std::optional<SpeculationKind> draft_kind,
                        const std::vector<int>& generated_before, double wall_ms);
   // The cost terms of a step over `batch` sequences (measured or fixed).
   void SetCostTerms(int batch, WorkerAvailability* workers) const;
+  // The tree option's draft terms from the tree calls' own fit, relative to the chain's
+  // terms `chain_costs` (of which the exposed share `exposed` is charged in lockstep).
+  void SetTreeCostTerms(int batch, const spec::CostModel& chain_costs, double exposed,
+                        WorkerAvailability* workers) const;
   // Resets the state of `s`'s proposers that run at `site` (their worker lost it).
   // Candidates already proposed stay valid: the target can still verify them.
   void ResetProposers(Sequence& s, ProposerSite site);
@@ -262,9 +266,9 @@ class Engine {
   // draft prefill: tokens fed), for the cost terms.
   spec::BatchCallFit verify_fit_{0.98, 1.0, 0.0, 0.05};
   spec::LinearCostFit draft_fit_{0.98, 0.3, 0.1};
-  // How much longer a draft call that builds trees takes than draft_fit_ predicts for its
-  // depth (the tree option's draft cost factor; chain calls are the reference).
-  RelativeSlowdown draft_tree_cost_{{4, 0.95, 0.995, 32.0}};
+  // Draft calls that build trees (time against their proposals' depth): the tree
+  // option's own c and o.
+  spec::LinearCostFit draft_tree_fit_{0.98, 0.3, 0.1};
   spec::LinearCostFit draft_feed_fit_{0.98, 0.5, 0.01, 2.0, 256.0};
   // How much slower verify / draft calls run while the other worker has work.
   RelativeSlowdown verify_overlap_, draft_overlap_;

@@ -76,19 +76,13 @@ void Engine::ObserveDraftCall(const PhasePlan& plan, int proposals, double ms) {
       plan.verify.sequences_size() > 0 || plan.target_prefill.sequences_size() > 0;
   const bool trees = absl::c_any_of(plan.draft.sequences(),
                                     [](const v1::DraftSequence& d) { return d.tree_nodes() > 0; });
-  // Chain calls fit the draft's cost per proposal; a call that builds trees (several
-  // rows per depth) measures only how much more it costs than a chain of its depth.
-  if (draft_fit_.observations() >= kMinPipelineObservations) {
-    const double chain_ms = draft_fit_.Predict(static_cast<double>(proposals)) *
-                            (overlapped ? draft_overlap_.Factor() : 1.0);
-    if (trees || !overlapped) draft_tree_cost_.Observe(trees, ms, chain_ms);
-  }
-  if (!trees) {
-    ObserveCall(overlapped, ms, draft_fit_, draft_overlap_, static_cast<double>(proposals));
-  }
+  // Chain calls and calls that build trees (several rows per depth) have their own fits,
+  // so that neither prices the other.
+  ObserveCall(overlapped, ms, trees ? draft_tree_fit_ : draft_fit_, draft_overlap_,
+              static_cast<double>(proposals));
 }
 
-void Engine::ObserveRealized(const PhasePlan& plan, bool draft_involved,
+void Engine::ObserveRealized(const PhasePlan& plan, std::optional<SpeculationKind> draft_kind,
                              const std::vector<int>& generated_before, double wall_ms) {
   bool proposed = false;
   int tokens = 0, modelled_steps = 0;
@@ -103,12 +97,8 @@ void Engine::ObserveRealized(const PhasePlan& plan, bool draft_involved,
       modelled_steps += 1;
     }
   }
-  std::optional<SpeculationKind> kind;
-  if (draft_involved) {
-    kind = SpeculationKind::kDraftWorker;
-  } else if (proposed) {
-    kind = SpeculationKind::kOther;
-  }
+  std::optional<SpeculationKind> kind = draft_kind;
+  if (!kind.has_value() && proposed) kind = SpeculationKind::kOther;
   realized_.Observe(static_cast<int>(running_.size()), kind, tokens, wall_ms, modelled_sum,
                     modelled_steps);
 }
@@ -161,6 +151,23 @@ int Engine::PredraftTokenBudget(int batch) const {
   return static_cast<int>(std::clamp(tokens, 0.0, 1e6));
 }
 
+void Engine::SetTreeCostTerms(int batch, const spec::CostModel& chain_costs, double exposed,
+                              WorkerAvailability* workers) const {
+  // Until its own fit has data (and with fixed costs, which have no tree term) a tree's
+  // draft call is priced as a chain's of its depth: optimistic, so that the tree option
+  // is tried and measured.
+  workers->draft_worker_tree_factor = 1 / exposed;
+  workers->draft_worker_tree_overhead = chain_costs.overhead;
+  if (!options_.measured_costs || draft_tree_fit_.observations() < kMinPipelineObservations ||
+      !(chain_costs.draft_cost > 0)) {
+    return;
+  }
+  const spec::CostModel tree = spec::BatchCostModel(verify_fit_, draft_tree_fit_, batch,
+                                                    chain_costs, phase_overhead_ms_ema_);
+  workers->draft_worker_tree_factor = tree.draft_cost / chain_costs.draft_cost / exposed;
+  workers->draft_worker_tree_overhead = tree.overhead;
+}
+
 double Engine::AheadHitRate() const {
   return (ahead_hits_ + kAheadPriorHits) / (ahead_lookups_ + kAheadPriorLookups);
 }
@@ -179,10 +186,7 @@ void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
                            planner_.optimistic && batch <= planner_.optimistic_max_batch;
   const double exposed = options_.measured_costs && predrafting ? 1 - AheadHitRate() : 1.0;
   workers->draft_worker_cost = costs.draft_cost * exposed;
-  // Fixed costs have no tree term: a tree's draft call is priced as a chain's then.
-  workers->draft_worker_tree_factor =
-      (options_.measured_costs ? draft_tree_cost_.Factor() : 1.0) / exposed;
-  workers->draft_worker_tree_overhead = costs.overhead;
+  SetTreeCostTerms(batch, costs, exposed, workers);
   workers->draft_worker_overhead = costs.overhead * exposed;
   // Feeding the draft (a switch cost, per token): measured only.
   const double step =
@@ -192,6 +196,8 @@ void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
       options_.measured_costs ? realized_.Factor(batch, SpeculationKind::kDraftWorker) : 1.0;
   workers->other_cost_factor =
       options_.measured_costs ? realized_.Factor(batch, SpeculationKind::kOther) : 1.0;
+  workers->draft_worker_tree_cost_factor =
+      options_.measured_costs ? realized_.Factor(batch, SpeculationKind::kDraftTree) : 1.0;
   workers->draft_worker_feed_cost =
       options_.measured_costs && draft_feed_fit_.observations() >= kMinFeedObservations && step > 0
           ? draft_feed_fit_.slope() / step

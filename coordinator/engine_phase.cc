@@ -93,12 +93,20 @@ void AddProposerFields(const PlannerOptions& options, PhasePlan& plan) {
 }
 
 // Whether `plan` involves the draft worker: draft work, or the verify of its candidates.
-bool DraftInvolved(const PhasePlan& plan) {
-  if (plan.draft.sequences_size() > 0 || plan.draft_prefill.sequences_size() > 0) return true;
+// How the draft worker takes part in the phase, for the calibration on outcomes:
+// kDraftTree when it drafts or its candidates verified are the tree option, kDraftWorker
+// for any other draft work or draft candidates, nothing else.
+std::optional<SpeculationKind> DraftKind(const PhasePlan& plan) {
+  bool involved = plan.draft.sequences_size() > 0 || plan.draft_prefill.sequences_size() > 0;
+  bool tree = plan.draft_tree_option;
   for (const Sequence* s : plan.verify_sequences) {
-    if (!s->candidates.empty() && s->candidates.site == ProposerSite::kDraftWorker) return true;
+    if (s->candidates.empty() || s->candidates.site != ProposerSite::kDraftWorker) continue;
+    involved = true;
+    tree = tree || s->candidates.tree_option;
   }
-  return false;
+  if (tree) return SpeculationKind::kDraftTree;
+  if (involved) return SpeculationKind::kDraftWorker;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -127,7 +135,7 @@ Sequence* Engine::FindRunning(uint64_t id) const {
 
 void Engine::RunPhase(PhasePlan& plan) {
   const absl::Time phase_start = absl::Now();
-  const bool draft_involved = DraftInvolved(plan);
+  const std::optional<SpeculationKind> draft_kind = DraftKind(plan);
   std::vector<int> generated_before;
   for (const Sequence* s : plan.verify_sequences) generated_before.push_back(s->generated());
   AddProposerFields(planner_, plan);
@@ -189,7 +197,7 @@ void Engine::RunPhase(PhasePlan& plan) {
   UpdateEma(&phase_overhead_ms_ema_,
             std::max(absl::ZeroDuration(), absl::Now() - phase_start - workers_wall));
   if (plan.target_prefill.sequences_size() == 0) {
-    ObserveRealized(plan, draft_involved, generated_before, Ms(absl::Now() - phase_start));
+    ObserveRealized(plan, draft_kind, generated_before, Ms(absl::Now() - phase_start));
   }
   if (metrics_) {
     const double phase_ms = Ms(absl::Now() - phase_start);

@@ -65,9 +65,10 @@ struct WorkerAvailability {
   double draft_worker_cost = 0;       // c per proposed token.
   double draft_worker_overhead = 0;   // o per speculative step.
   double draft_worker_feed_cost = 0;  // Per token fed to the draft (prefill); 0 = unknown.
-  // A draft tree's c against a chain's (>= 1, measured; 1 before any tree call): the
-  // tree option's draft cost is draft_worker_cost times it. Trees are never pre-drafted,
-  // so their c is not discounted by the speculation cache's hit rate.
+  // A draft tree's c per unit of depth against draft_worker_cost (measured by the tree
+  // calls' own fit; 1 before it has data): the tree option's draft cost is
+  // draft_worker_cost times it, per unit of depth. Trees are never pre-drafted, so their
+  // c is not discounted by the speculation cache's hit rate.
   double draft_worker_tree_factor = 1;
   double draft_worker_tree_overhead = 0;  // The tree option's o (not pre-drafted either).
   // Measured factors (>= 1) by which a speculative step costs more than its modelled
@@ -75,6 +76,7 @@ struct WorkerAvailability {
   // (RealizedSpeedup, docs/architecture.md §3).
   double draft_worker_cost_factor = 1;
   double other_cost_factor = 1;
+  double draft_worker_tree_cost_factor = 1;  // The draft's tree option.
   // Draft tokens the phase's pre-drafting (the speculation cache) may add and still be
   // predicted to finish within the phase's verify (from the measured fits); -1 = no
   // limit (fits not ready). The likeliest outcome of each sequence is always drafted.
@@ -96,7 +98,9 @@ struct PhasePlan {
   // target-leader proposer is asked for next candidates only when it is the choice,
   // so its work (Medusa heads, Lookahead's window) is never paid on plain steps.
   std::vector<int> verify_slots;
-  // Draft side (normal drafts and continuations in one call).
+  // Draft side (normal drafts and continuations in one call). draft_tree_option: an
+  // entry is a tree the controller chose over the chain (calibrated apart).
+  bool draft_tree_option = false;
   v1::PrefillRequest draft_prefill;
   v1::DraftRequest draft;
   std::vector<Sequence*> draft_sequences;  // Parallel to draft.sequences().

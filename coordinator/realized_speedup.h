@@ -1,14 +1,13 @@
 // What speculation really gains, measured on outcomes (docs/architecture.md §3,
 // "Calibration"): per batch-size bucket and kind of speculation, committed tokens per
 // millisecond of the phases that speculated that way (kDraftWorker: the draft worker
-// worked or its candidates were verified; kOther: only proposals of the coordinator or
-// the target leader were verified) against the phases in which nothing speculated
-// (plain phases), next to the mean speedup the speculation controller modelled for the
-// speculative steps. Kinds are measured apart so that a draft that loses does not make
-// prompt lookup look expensive. Whatever the cost terms
-// miss (cores shared by the draft and the target, thread wake-ups, a verify row that
-// costs more in a mixed batch than the fit says) shows up here as a realized ratio R
-// below the modelled S, and the calibration factor
+// worked or its candidates were verified; kDraftTree: the same for the draft's tree option;
+// kOther: only proposals of the coordinator or the target leader were verified) against the phases
+// in which nothing speculated (plain phases), next to the mean speedup the speculation controller
+// modelled for the speculative steps. Kinds are measured apart so that a draft that loses does not
+// make prompt lookup look expensive. Whatever the cost terms miss (cores shared by the draft and
+// the target, thread wake-ups, a verify row that costs more in a mixed batch than the fit says)
+// shows up here as a realized ratio R below the modelled S, and the calibration factor
 //   kappa = S_modelled / R, clamped to [1, max_factor],
 // shrunk towards 1 by `prior_phases` (kappa = 1 + (raw - 1) w / (w + prior_phases),
 // w the smaller discounted phase count of the two kinds), makes the controller charge
@@ -33,8 +32,10 @@ struct RealizedSpeedupOptions {
   double max_factor = 4;      // >= 1.
 };
 
-// The kind of a speculative phase.
-enum class SpeculationKind { kDraftWorker = 0, kOther = 1 };
+// The kind of a speculative phase. kDraftTree: the phase drafted or verified a draft
+// tree the controller chose over the chain (its tree option), which is calibrated apart
+// so that trees that lose do not make the draft's chains look expensive.
+enum class SpeculationKind { kDraftWorker = 0, kOther = 1, kDraftTree = 2 };
 
 class RealizedSpeedup {
  public:
@@ -70,7 +71,7 @@ class RealizedSpeedup {
   };
   struct BucketSums {
     Sums plain;
-    std::array<KindSums, 2> kinds{};
+    std::array<KindSums, 3> kinds{};
   };
   RealizedSpeedupOptions options_;
   std::array<BucketSums, kBuckets> buckets_{};

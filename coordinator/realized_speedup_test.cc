@@ -75,6 +75,12 @@ TEST(RealizedSpeedupTest, KindsAreMeasuredApart) {
   EXPECT_GT(r.Factor(4, kDraft), 2.0);
   EXPECT_DOUBLE_EQ(r.Factor(4, kOther), 1.0);
   EXPECT_NEAR(r.Ratio(4, kOther), 1.25, 1e-9);
+  // The draft's tree option that loses does not tax its chains either.
+  RealizedSpeedup trees(o);
+  Feed(trees, 4, 100, 4, 2.0, 1.2, SpeculationKind::kDraftTree);
+  Feed(trees, 4, 100, 6, 1.2, 1.2, kDraft);
+  EXPECT_GT(trees.Factor(4, SpeculationKind::kDraftTree), 2.0);
+  EXPECT_DOUBLE_EQ(trees.Factor(4, kDraft), 1.0);
 }
 
 TEST(RealizedSpeedupTest, ThinEvidenceIsShrunkAndOldEvidenceRelaxes) {

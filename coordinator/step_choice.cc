@@ -58,7 +58,10 @@ spec::ControllerInputs ControllerView(const Sequence& s, int cap, const PlannerO
     // nodes kept; the controller charges c per verified node.
     tree.draft_cost =
         option.draft_cost * workers.draft_worker_tree_factor / std::max(1.0, tree.nodes_per_depth);
-    if (on_draft_worker) tree.overhead = workers.draft_worker_tree_overhead;
+    if (on_draft_worker) {
+      tree.overhead = workers.draft_worker_tree_overhead;
+      tree.cost_factor = workers.draft_worker_tree_cost_factor;
+    }
     tree.server = s.server_acceptance(slot, true);
     in.options.push_back(tree);
   }

@@ -213,6 +213,7 @@ void DraftProposer::AddWork(Sequence* s, ProposerState& state, int slot, int k, 
   v1::DraftSequence* entry =
       AddDraftEntry(s, WorkerId(s->id(), d.main_slot), slot, start, tokens.data() + start,
                     tokens.data() + length, k, false, o, plan);
+  plan->draft_tree_option = plan->draft_tree_option || d.tree_option;
   if (d.tree_nodes > 0) {
     entry->set_tree_nodes(d.tree_nodes);
     entry->set_tree_width(o.draft_tree_width);
