@@ -53,7 +53,7 @@ TANDEM_AVX2 inline void Chunk(const float* x, const Reader& w, const typename Re
   for (int c = 0; c < CB; ++c) wv[c] = w.Load8(blocks[c], offset);
 #pragma GCC unroll 8
   for (int r = 0; r < RB; ++r) {
-    const __m256 xv = _mm256_loadu_ps(x + size_t(r) * in_dim + k);
+    const __m256 xv = InRegister(_mm256_loadu_ps(x + size_t(r) * in_dim + k));
 #pragma GCC unroll 8
     for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
   }
@@ -70,14 +70,24 @@ TANDEM_AVX2 inline void Tile(const float* x, const Reader& w, int col, int in_di
 #pragma GCC unroll 8
     for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_setzero_ps();
   }
-  // Steps of Reader::kStep values of k whose per-column state (row pointer) is fetched
-  // once; then whole chunks of 8 of a last partial
-  // step; then the masked tail. The chunks of 8 run in k order either way.
+  // Steps of Reader::kStep values of k (a cache line of each weight row) whose
+  // per-column state (row pointer) is fetched once; then whole chunks of 8 of a last
+  // partial step; then the masked tail. The chunks of 8 run in k order either way.
+  // With several rows each weight line is used longer than one row's streams take to
+  // bring the next in, so every step also asks for the same line of the next tile's
+  // columns (clamped to the matrix): that tile is in L2 when its turn comes.
+  size_t next[CB];
+#pragma GCC unroll 8
+  for (int c = 0; c < CB; ++c) next[c] = size_t(std::min(col + CB + c, out_dim - 1));
   typename Reader::Block blocks[CB];
   int k = 0;
   for (; k + Reader::kStep <= in_dim; k += Reader::kStep) {
 #pragma GCC unroll 8
     for (int c = 0; c < CB; ++c) blocks[c] = w.BlockAt(size_t(col) + c, k);
+    if constexpr (RB > 1) {
+#pragma GCC unroll 8
+      for (int c = 0; c < CB; ++c) w.Prefetch(next[c], k);
+    }
 #pragma GCC unroll 4
     for (int s = 0; s < Reader::kStep; s += 8) Chunk<RB, CB>(x, w, blocks, in_dim, k + s, s, acc);
   }
@@ -136,32 +146,46 @@ TANDEM_AVX2 void Sweep(const float* x, const Reader& w, int out_dim, int in_dim,
   if (c < col_end) TileAnyWidth<RB>(col_end - c, x, w, c, in_dim, out + c, out_dim);
 }
 
+// Sweep over rows [0, rb) of x for rb in 1..kMaxTileRows, with the tile width that keeps
+// rb * width accumulators, the width's weight vectors and one x vector in the 16 AVX2
+// registers: every weight vector is loaded (and widened) once for all rb rows.
+constexpr int kMaxTileRows = 6;
+
+template <typename Reader>
+TANDEM_AVX2 void SweepRows(int rb, const float* x, const Reader& w, int out_dim, int in_dim,
+                           int col_begin, int col_end, float* out) {
+  switch (rb) {
+    case 1:
+      return Sweep<1, 8>(x, w, out_dim, in_dim, col_begin, col_end, out);
+    case 2:
+      return Sweep<2, 4>(x, w, out_dim, in_dim, col_begin, col_end, out);
+    case 3:
+      return Sweep<3, 3>(x, w, out_dim, in_dim, col_begin, col_end, out);
+    case 4:
+      return Sweep<4, 3>(x, w, out_dim, in_dim, col_begin, col_end, out);
+    case 5:
+      return Sweep<5, 2>(x, w, out_dim, in_dim, col_begin, col_end, out);
+    default:
+      return Sweep<6, 2>(x, w, out_dim, in_dim, col_begin, col_end, out);
+  }
+}
+
+// Up to kMaxTileRows rows: one sweep, so the weights are streamed once for all rows.
+// More rows: column panels sized so a panel of w stays in cache while every row block
+// passes over it, in blocks of 4 rows and a last block of 3..6.
 template <typename Reader>
 TANDEM_AVX2 void MatMulRangeAvx2(const float* x, int rows, const Reader& w, int out_dim, int in_dim,
                                  int col_begin, int col_end, float* out) {
-  // Column panels sized so a panel of w stays in L1 while every row block passes over it.
+  if (rows <= kMaxTileRows) return SweepRows(rows, x, w, out_dim, in_dim, col_begin, col_end, out);
   const int panel = std::max(24, (8192 / std::max(in_dim, 1)) / 24 * 24);
   for (int p = col_begin; p < col_end; p += panel) {
     const int pe = std::min(col_end, p + panel);
     int r = 0;
-    for (; r + 4 <= rows; r += 4) {
-      Sweep<4, 3>(x + size_t(r) * in_dim, w, out_dim, in_dim, p, pe, out + size_t(r) * out_dim);
+    for (; rows - r > kMaxTileRows; r += 4) {
+      SweepRows(4, x + size_t(r) * in_dim, w, out_dim, in_dim, p, pe, out + size_t(r) * out_dim);
     }
-    const float* xr = x + size_t(r) * in_dim;
-    float* outr = out + size_t(r) * out_dim;
-    switch (rows - r) {
-      case 3:
-        Sweep<3, 4>(xr, w, out_dim, in_dim, p, pe, outr);
-        break;
-      case 2:
-        Sweep<2, 4>(xr, w, out_dim, in_dim, p, pe, outr);
-        break;
-      case 1:
-        Sweep<1, 8>(xr, w, out_dim, in_dim, p, pe, outr);
-        break;
-      default:
-        break;
-    }
+    SweepRows(rows - r, x + size_t(r) * in_dim, w, out_dim, in_dim, p, pe,
+              out + size_t(r) * out_dim);
   }
 }
 

@@ -245,6 +245,44 @@ TEST_P(MatMulTest, StoredFormatsBatchInvariant) {
   }
 }
 
+// Every tile height (1-6 rows in one sweep, 7-13 rows in panels of 4-row blocks) gives
+// each row bitwise its one-row result, for f32, bf16 and f16, with whole cache-line
+// steps, a partial step and a masked k tail (in_dim 61 = 32 + 3 x 8 + 5; 300), tail
+// tiles of every width and next-tile prefetches at the matrix end (out_dim 1, 19, 67),
+// at 1 and 2 threads; and within tolerance of the naive reference.
+TEST_P(MatMulTest, EveryRowCountMatchesOneRowCallsBitwise) {
+  uint32_t seed = 300;
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (int in_dim : {61, 300}) {
+      for (int out_dim : {1, 19, 67}) {
+        const StoredWeight w = MakeStoredWeight(dtype, out_dim, in_dim, seed++);
+        const WeightMatrix matrix =
+            dtype == DType::kF32 ? WeightMatrix{dtype, w.widened.data(), nullptr, out_dim, in_dim}
+                                 : w.matrix();
+        const int total = 13;
+        const auto x = RandomVector(size_t(total) * in_dim, seed++);
+        std::vector<float> alone(size_t(total) * out_dim), expected(alone.size());
+        reference::MatMul(x.data(), total, w.widened.data(), out_dim, in_dim, expected.data());
+        for (int r = 0; r < total; ++r) {
+          MatMul(GetParam(), nullptr, x.data() + size_t(r) * in_dim, 1, matrix,
+                 alone.data() + size_t(r) * out_dim);
+        }
+        ASSERT_TRUE(AllClose(alone, expected, 1e-5f, 1e-6f * in_dim)) << DTypeName(dtype);
+        for (int threads : {1, 2}) {
+          ThreadPool pool(threads);
+          for (int rows = 1; rows <= total; ++rows) {
+            std::vector<float> out(size_t(rows) * out_dim, -7.0f);
+            MatMul(GetParam(), &pool, x.data(), rows, matrix, out.data());
+            ASSERT_TRUE(BitwiseEqual(out.data(), alone.data(), out.size()))
+                << DTypeName(dtype) << " rows=" << rows << " in=" << in_dim << " out=" << out_dim
+                << " threads=" << threads;
+          }
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, MatMulTest, ::testing::ValuesIn(AvailableSimdLevels()),
                          [](const auto& info) { return std::string(SimdLevelName(info.param)); });
 

@@ -54,6 +54,19 @@ TANDEM_AVX2 inline void StorePartial(float* p, int64_t n, __m256 v) {
   }
 }
 
+// Asks for the cache line holding p into L2 (a hint: never faults).
+TANDEM_AVX2 inline void PrefetchLine(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
+}
+
+// Returns v, which the compiler must hold in a register: a value used by several
+// multiply-adds is then loaded once instead of folded into each of them as a memory
+// operand (more loads than the load ports sustain in the row-blocked matmul tiles).
+TANDEM_AVX2 inline __m256 InRegister(__m256 v) {
+  asm("" : "+x"(v));
+  return v;
+}
+
 // 8 bfloat16 values at p widened to float32 (exact: a zero-extend and a 16-bit shift).
 TANDEM_AVX2 inline __m256 LoadBf16x8(const uint16_t* p) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));

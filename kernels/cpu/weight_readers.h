@@ -3,9 +3,10 @@
 // float32 value from its scalar At() and from its 8-lane loads, so the portable and AVX2
 // kernels, templated on the reader, share one accumulation order for every format.
 // AVX2 interface: the kernel walks k in steps of kStep values (a multiple of 8, starting
-// at k = 0); BlockAt(o, k) fetches the step's per-row state once (a pointer) and
-// Load8(block, offset) widens the 8 values at k + offset; LoadTail(o, k, n) reads the
-// last n < 8 values of a row (the rest zero).
+// at k = 0: one 64-byte cache line of the row); BlockAt(o, k) fetches the step's per-row
+// state once (a pointer) and Load8(block, offset) widens the 8 values at k + offset;
+// Prefetch(o, k) asks for the line holding (o, k); LoadTail(o, k, n) reads the last n < 8
+// values of a row (the rest zero).
 #ifndef TANDEM_KERNELS_CPU_WEIGHT_READERS_H_
 #define TANDEM_KERNELS_CPU_WEIGHT_READERS_H_
 
@@ -35,9 +36,10 @@ struct F32Reader {
   int in_dim;
   float At(size_t o, int k) const { return w[o * in_dim + k]; }
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
-  static constexpr int kStep = 8;
+  static constexpr int kStep = 16;
   using Block = const float*;
   Block BlockAt(size_t o, int k) const { return w + o * in_dim + k; }
+  TANDEM_AVX2 void Prefetch(size_t o, int k) const { PrefetchLine(w + o * in_dim + k); }
   TANDEM_AVX2 static __m256 Load8(Block b, int offset) { return _mm256_loadu_ps(b + offset); }
   TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const {
     return _mm256_maskload_ps(w + o * in_dim + k, TailMask(n));
@@ -51,9 +53,10 @@ struct Bf16Reader {
   int in_dim;
   float At(size_t o, int k) const { return Bf16ToFloat(w[o * in_dim + k]); }
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
-  static constexpr int kStep = 8;
+  static constexpr int kStep = 32;
   using Block = const uint16_t*;
   Block BlockAt(size_t o, int k) const { return w + o * in_dim + k; }
+  TANDEM_AVX2 void Prefetch(size_t o, int k) const { PrefetchLine(w + o * in_dim + k); }
   TANDEM_AVX2 static __m256 Load8(Block b, int offset) { return LoadBf16x8(b + offset); }
   TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const { return WidenTail(*this, o, k, n); }
 #endif
@@ -65,9 +68,10 @@ struct F16Reader {
   int in_dim;
   float At(size_t o, int k) const { return F16ToFloat(w[o * in_dim + k]); }
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
-  static constexpr int kStep = 8;
+  static constexpr int kStep = 32;
   using Block = const uint16_t*;
   Block BlockAt(size_t o, int k) const { return w + o * in_dim + k; }
+  TANDEM_AVX2 void Prefetch(size_t o, int k) const { PrefetchLine(w + o * in_dim + k); }
   TANDEM_AVX2 static __m256 Load8(Block b, int offset) { return LoadF16x8(b + offset); }
   TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const { return WidenTail(*this, o, k, n); }
 #endif
