@@ -41,7 +41,9 @@ void BuildMedusaTree(const std::vector<std::vector<int>>& choices,
       std::tie(parent, value) = it->second;
     }
     if (depth - 1 < static_cast<int>(probs.size())) value *= probs[depth - 1][path.back()];
-    if (!(value > min_value)) continue;
+    // The first path is kept whatever its value, so that a step always offers the
+    // controller a candidate to weigh (as a draft tree keeps its chain).
+    if (i > 0 && !(value > min_value)) continue;
     const int node = static_cast<int>(parents.size());
     chain &= parent == node - 1;
     index[path] = {node, value};

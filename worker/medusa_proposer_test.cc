@@ -69,9 +69,9 @@ TEST(MedusaProposerTest, NodesNotWorthTheirRowAreLeftOutWithTheirSubtrees) {
   BuildMedusaTree({{0}, {1}, {1, 0}}, top, {{0.6f, 0.3f}, {1.0f}}, 100, 0.31, &pruned);
   EXPECT_EQ(Tokens(pruned), (std::vector<int32_t>{10}));
   EXPECT_TRUE(pruned.parents().empty());
-  v1::NextCandidates none;
-  BuildMedusaTree(choices, top, probs, 100, 0.7, &none);
-  EXPECT_EQ(none.proposals_size(), 0);
+  v1::NextCandidates root_only;  // Nothing is worth 0.7, but the first path is kept.
+  BuildMedusaTree(choices, top, probs, 100, 0.7, &root_only);
+  EXPECT_EQ(Tokens(root_only), (std::vector<int32_t>{10}));
   const std::vector<float> logits = {0.0f, std::log(3.0f), -100.0f};
   const std::vector<float> p = SoftmaxAt(logits.data(), 3, {1, 0});
   EXPECT_NEAR(p[0], 0.75, 1e-6);
