@@ -11,10 +11,13 @@ constexpr int kUnknowns = TwoRateCostFit::kMaxFeatures + 1;
 using Augmented = std::array<std::array<double, kUnknowns + 1>, kUnknowns>;
 
 // Solves the `n` normal equations `a` (augmented with the right-hand side) with the
-// unknowns in `fixed_zero` held at 0, by Gaussian elimination with partial pivoting;
-// without information (a singular system) every unknown is 0.
+// unknowns in `fixed_zero` held at 0, by Gaussian elimination with partial pivoting.
+// *min_pivot becomes the smallest ratio of a pivot to its unknown's diagonal entry
+// (1 - R^2 of that unknown's column on the ones before it: 0 when the data cannot tell
+// it apart); a singular system (a pivot under 1e-300) gives every unknown 0.
 TwoRateCostFit::Coefficients SolveWithZeros(const Augmented& a, int n,
-                                            const std::array<bool, kUnknowns>& fixed_zero) {
+                                            const std::array<bool, kUnknowns>& fixed_zero,
+                                            double* min_pivot) {
   int free[kUnknowns], m = 0;
   for (int i = 0; i < n; ++i) {
     if (!fixed_zero[i]) free[m++] = i;
@@ -25,12 +28,15 @@ TwoRateCostFit::Coefficients SolveWithZeros(const Augmented& a, int n,
     b[i][m] = a[free[i]][n];
   }
   TwoRateCostFit::Coefficients theta{};
+  *min_pivot = m > 0 ? HUGE_VAL : 0;
   for (int col = 0; col < m; ++col) {
     int pivot = col;
     for (int row = col + 1; row < m; ++row) {
       if (std::abs(b[row][col]) > std::abs(b[pivot][col])) pivot = row;
     }
-    if (std::abs(b[pivot][col]) < 1e-12) return TwoRateCostFit::Coefficients{};
+    const double diagonal = a[free[col]][free[col]];
+    if (diagonal > 0) *min_pivot = std::min(*min_pivot, std::abs(b[pivot][col]) / diagonal);
+    if (std::abs(b[pivot][col]) < 1e-300) return TwoRateCostFit::Coefficients{};
     std::swap(b[col], b[pivot]);
     for (int row = 0; row < m; ++row) {
       if (row == col) continue;
@@ -76,6 +82,9 @@ TwoRateCostFit::TwoRateCostFit(int features, double forgetting, const std::vecto
     }
     slow_.Add(x, y, 1.0 / corners.size(), features_);
   }
+  for (int i = 0; i <= features_; ++i) {
+    anchor_[i] = std::max(i < static_cast<int>(prior.size()) ? prior[i] : 0.0, 0.0);
+  }
   fit_ = Solve();
 }
 
@@ -104,10 +113,12 @@ void TwoRateCostFit::Observe(const Sizes& sizes, double y) {
   slow_.Scale(slow_forgetting_);
   slow_.Add(x, y, 1.0, features_);
   ++observations_;
-  fit_ = Solve();
+  bool well_conditioned = false;
+  fit_ = Solve(&well_conditioned);
+  if (well_conditioned) anchor_ = fit_;
 }
 
-TwoRateCostFit::Coefficients TwoRateCostFit::Solve() const {
+TwoRateCostFit::Coefficients TwoRateCostFit::Solve(bool* well_conditioned) const {
   const int n = features_ + 1;
   // The fast sums plus the long memory's, normalised to prior_weight calls.
   const double slow_weight = slow_.xx[0][0] > 0 ? prior_weight_ / slow_.xx[0][0] : 0.0;
@@ -116,9 +127,22 @@ TwoRateCostFit::Coefficients TwoRateCostFit::Solve() const {
     for (int j = 0; j < n; ++j) a[i][j] = fast_.xx[i][j] + slow_weight * slow_.xx[i][j];
     a[i][n] = fast_.xy[i] + slow_weight * slow_.xy[i];
   }
+  if (well_conditioned != nullptr) {
+    double min_pivot = 0;
+    SolveWithZeros(a, n, {false, false, false}, &min_pivot);
+    *well_conditioned = min_pivot > kWellConditioned;
+  }
+  // The anchor: a ridge towards the last well-conditioned fit, each unknown weighed
+  // relative to its own diagonal entry (the sizes have different scales).
+  for (int i = 0; i < n; ++i) {
+    const double ridge = kRidge * std::max(a[i][i], 1e-12);
+    a[i][i] += ridge;
+    a[i][n] += ridge * anchor_[i];
+  }
   std::array<bool, kUnknowns> fixed_zero{false, false, false};
   for (int round = 0; round < n; ++round) {
-    const Coefficients theta = SolveWithZeros(a, n, fixed_zero);
+    double min_pivot = 0;
+    const Coefficients theta = SolveWithZeros(a, n, fixed_zero, &min_pivot);
     int worst = -1;
     for (int i = 0; i < n; ++i) {
       if (!fixed_zero[i] && theta[i] < 0 && (worst < 0 || theta[i] < theta[worst])) worst = i;

@@ -18,7 +18,14 @@
 //    residual is clipped, so a real change of cost is followed within tens of calls
 //    while a call delayed by the scheduler moves the fit by a bounded amount;
 //  * non-negative coefficients: a negative one is noise, fixed at 0 with the others
-//    refitted (least squares under that constraint).
+//    refitted (least squares under that constraint);
+//  * an anchor for what the calls cannot tell: a ridge of relative weight kRidge pulls
+//    the fit towards its last well-conditioned solution (at first the prior). After a
+//    very long run of one shape even the long memory holds only that shape, and the
+//    normal equations are singular along the other directions: without the anchor the
+//    fit fell to zero there (every coefficient 0, a verify "free", speculation priced
+//    13 steps and turned off for good); with it the data fix the level at that shape
+//    and the anchor keeps the rest.
 #ifndef TANDEM_SPEC_COST_FIT_H_
 #define TANDEM_SPEC_COST_FIT_H_
 
@@ -38,6 +45,11 @@ class TwoRateCostFit {
   static constexpr double kClipScales = 3.0;
   static constexpr double kMinScale = 0.05;
   static constexpr double kSlowerMemory = 20;  // The long memory forgets this much slower.
+  static constexpr double kRidge = 1e-7;       // The anchor's weight, relative to the data.
+  // A solve in which every unknown's column keeps more than this share of its weight
+  // once the columns before it are accounted for (1 - R^2) is well-conditioned: it
+  // becomes the anchor.
+  static constexpr double kWellConditioned = 1e-4;
   using Sizes = std::array<double, kMaxFeatures>;
   using Coefficients = std::array<double, kMaxFeatures + 1>;
 
@@ -71,8 +83,11 @@ class TwoRateCostFit {
   int observations_ = 0;
   Sums fast_, slow_;
   Coefficients fit_{};
+  Coefficients anchor_{};  // The last well-conditioned fit (at first the prior).
 
-  Coefficients Solve() const;  // The constrained least squares of fast_ and slow_.
+  // The constrained least squares of fast_ and slow_, anchored; *well_conditioned (may
+  // be null) says whether the data alone determine every coefficient.
+  Coefficients Solve(bool* well_conditioned = nullptr) const;
 };
 
 // y = a + b x: draft-call time against the tokens proposed, draft prefill time against
