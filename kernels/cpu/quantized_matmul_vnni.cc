@@ -9,6 +9,7 @@
 // lane j ends at exactly sum_{i=4j..4j+3} w_i * x_i: the int32 partial sums of the AVX2
 // path (maddubs + madd). The float part (convert, d_w * d_x, FMA into lane j, the fixed
 // tree) is the AVX2 path's, so the two agree bitwise.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -25,12 +26,34 @@ namespace cpu {
 namespace quantized_internal {
 namespace {
 
-// Adds block b of rows [row0, row0 + RB) times the unsigned weight blocks wu (scales dw)
-// of CB columns. Per row: the lanes' start -kBias * sum(x) (one vpdpbusd with the bias
-// bytes and -x), then per column one vpdpbusd, a convert and an FMA by d_w * d_x.
+// The scale products d_w(col + c, b) * d_x(row0 + r, b) of the n <= 8 blocks
+// [b0, b0 + n) as table[r][c][b - b0]: one multiply per (row, column) for 8 blocks (the
+// float32 product of the AVX2 path, computed 8 lanes at a time; lanes past n are 0).
+template <int RB, int CB, typename Blocks>
+TANDEM_VNNI inline void ScaleProducts(const QuantizedRows& x, int row0, const Blocks& w, int col,
+                                      int b0, int n, float (&table)[RB][CB][8]) {
+  const __mmask8 mask = static_cast<__mmask8>((1u << n) - 1);
+  __m256 dw[CB];
+#pragma GCC unroll 8
+  for (int c = 0; c < CB; ++c) {
+    const uint16_t* scales = w.scales + (size_t(col) + c) * w.blocks_per_row + b0;
+    dw[c] = _mm256_cvtph_ps(_mm_maskz_loadu_epi16(mask, scales));
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) {
+    const __m256 dx = _mm256_maskz_loadu_ps(mask, x.RowScales(row0 + r) + b0);
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) _mm256_store_ps(table[r][c], _mm256_mul_ps(dw[c], dx));
+  }
+}
+
+// Adds block b of rows [row0, row0 + RB) times the unsigned weight blocks wu of CB
+// columns, with the scale products d[r][c][j]. Per row: the lanes' start -kBias * sum(x)
+// (one vpdpbusd with the bias bytes and -x); per (row, column): one vpdpbusd, a convert
+// and an FMA whose scale operand is a broadcast load from the table.
 template <int RB, int CB, int kBias>
 TANDEM_VNNI inline void AccumulateBlock(const QuantizedRows& x, int row0, int b,
-                                        const __m256i (&wu)[CB], const __m256 (&dw)[CB],
+                                        const __m256i (&wu)[CB], const float (&d)[RB][CB][8], int j,
                                         __m256 (&acc)[RB][CB]) {
   const __m256i bias = _mm256_set1_epi8(kBias), zero = _mm256_setzero_si256();
 #pragma GCC unroll 8
@@ -38,17 +61,33 @@ TANDEM_VNNI inline void AccumulateBlock(const QuantizedRows& x, int row0, int b,
     const __m256i xv = _mm256_loadu_si256(
         reinterpret_cast<const __m256i*>(x.RowQuants(row0 + r) + size_t(b) * kBlock));
     const __m256i start = _mm256_dpbusd_epi32(zero, bias, _mm256_sub_epi8(zero, xv));
-    const __m256 dx = _mm256_broadcast_ss(x.RowScales(row0 + r) + b);
 #pragma GCC unroll 8
     for (int c = 0; c < CB; ++c) {
       const __m256 partial = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(start, wu[c], xv));
-      acc[r][c] = _mm256_fmadd_ps(partial, _mm256_mul_ps(dw[c], dx), acc[r][c]);
+      acc[r][c] = _mm256_fmadd_ps(partial, _mm256_set1_ps(d[r][c][j]), acc[r][c]);
     }
   }
 }
 
-// Rows [row0, row0 + RB) against columns [col, col + CB): the whole blocks, then a row's
-// short last block from a zero-padded copy; then the fixed reduction.
+// The CB unsigned weight blocks b of columns [col, col + CB); a row's short last block
+// from a zero-padded copy (padding 0 + kBias meets x's zero padding).
+template <int CB, typename Blocks>
+TANDEM_VNNI inline void LoadWeights(const Blocks& w, int col, int b, __m256i (&wu)[CB]) {
+  if (b < w.full_blocks) {
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) wu[c] = w.LoadUnsigned(size_t(col) + c, b);
+    return;
+  }
+  alignas(32) int8_t tail[kBlock];
+  for (int c = 0; c < CB; ++c) {
+    w.CopyBlock(size_t(col) + c, b, tail);
+    wu[c] = _mm256_add_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(tail)),
+                            _mm256_set1_epi8(static_cast<char>(Blocks::kBias)));
+  }
+}
+
+// Rows [row0, row0 + RB) against columns [col, col + CB): blocks in order, in groups of 8
+// sharing one table of scale products; then the fixed reduction.
 template <int RB, int CB, typename Blocks>
 TANDEM_VNNI inline void Tile(const QuantizedRows& x, int row0, const Blocks& w, int col, float* out,
                              int out_dim) {
@@ -58,27 +97,16 @@ TANDEM_VNNI inline void Tile(const QuantizedRows& x, int row0, const Blocks& w, 
 #pragma GCC unroll 8
     for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_setzero_ps();
   }
+  alignas(32) float d[RB][CB][8];
   __m256i wu[CB];
-  __m256 dw[CB];
-  for (int b = 0; b < w.full_blocks; ++b) {
-#pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) {
-      wu[c] = w.LoadUnsigned(size_t(col) + c, b);
-      dw[c] = _mm256_set1_ps(w.ScaleAvx2(size_t(col) + c, b));
+  for (int b0 = 0; b0 < x.blocks_per_row; b0 += 8) {
+    const int n = std::min(8, x.blocks_per_row - b0);
+    ScaleProducts(x, row0, w, col, b0, n, d);
+#pragma GCC unroll 1
+    for (int j = 0; j < n; ++j) {
+      LoadWeights(w, col, b0 + j, wu);
+      AccumulateBlock<RB, CB, Blocks::kBias>(x, row0, b0 + j, wu, d, j, acc);
     }
-    AccumulateBlock<RB, CB, Blocks::kBias>(x, row0, b, wu, dw, acc);
-  }
-  if (w.full_blocks < x.blocks_per_row) {
-    const int b = w.full_blocks;
-    alignas(32) int8_t tail[kBlock];
-#pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) {
-      w.CopyBlock(size_t(col) + c, b, tail);  // Padding 0 + kBias meets x's zero padding.
-      wu[c] = _mm256_add_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(tail)),
-                              _mm256_set1_epi8(static_cast<char>(Blocks::kBias)));
-      dw[c] = _mm256_set1_ps(w.ScaleAvx2(size_t(col) + c, b));
-    }
-    AccumulateBlock<RB, CB, Blocks::kBias>(x, row0, b, wu, dw, acc);
   }
   StoreTile(acc, out + size_t(row0) * out_dim + col, out_dim);
 }
@@ -102,8 +130,8 @@ TANDEM_VNNI void Sweep(const QuantizedRows& x, int row0, const Blocks& w, int co
 }
 
 // Rows [row0, row0 + rb) for rb in 1..kMaxTileRows, each with the tile width that keeps
-// rb * width accumulators, the width's weight and scale vectors and one row's x, start
-// and scale in the 32 registers of AVX-512VL.
+// rb * width accumulators, the width's weight vectors and one row's x and start in the 32
+// registers of AVX-512VL.
 constexpr int kMaxTileRows = 6;
 
 template <typename Blocks>
@@ -113,15 +141,15 @@ TANDEM_VNNI void SweepRows(int rb, const QuantizedRows& x, int row0, const Block
     case 1:
       return Sweep<1, 8>(x, row0, w, col_begin, col_end, out, out_dim);
     case 2:
-      return Sweep<2, 6>(x, row0, w, col_begin, col_end, out, out_dim);
+      return Sweep<2, 8>(x, row0, w, col_begin, col_end, out, out_dim);
     case 3:
-      return Sweep<3, 4>(x, row0, w, col_begin, col_end, out, out_dim);
+      return Sweep<3, 6>(x, row0, w, col_begin, col_end, out, out_dim);
     case 4:
-      return Sweep<4, 4>(x, row0, w, col_begin, col_end, out, out_dim);
+      return Sweep<4, 5>(x, row0, w, col_begin, col_end, out, out_dim);
     case 5:
-      return Sweep<5, 3>(x, row0, w, col_begin, col_end, out, out_dim);
+      return Sweep<5, 4>(x, row0, w, col_begin, col_end, out, out_dim);
     default:
-      return Sweep<6, 3>(x, row0, w, col_begin, col_end, out, out_dim);
+      return Sweep<6, 4>(x, row0, w, col_begin, col_end, out, out_dim);
   }
 }
 
