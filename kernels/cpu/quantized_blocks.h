@@ -47,8 +47,10 @@ struct Q8Blocks {
   TANDEM_AVX2 float ScaleAvx2(size_t o, int b) const {
     return _cvtsh_ss(scales[o * blocks_per_row + b]);
   }
+  static constexpr int kBlockBytes = kBlock;
+  const void* BlockPointer(size_t o, int b) const { return quants + o * in_dim + b * kBlock; }
   TANDEM_AVX2 __m256i LoadFull(size_t o, int b) const {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quants + o * in_dim + b * kBlock));
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(BlockPointer(o, b)));
   }
   TANDEM_AVX2 __m256i LoadUnsigned(size_t o, int b) const {
     return _mm256_xor_si256(LoadFull(o, b), _mm256_set1_epi8(-128));
@@ -82,9 +84,12 @@ struct Q4Blocks {
     return _cvtsh_ss(scales[o * blocks_per_row + b]);
   }
   // The nibbles as bytes 0..15: low nibbles are values 0..15, high nibbles 16..31.
+  static constexpr int kBlockBytes = kBlock / 2;
+  const void* BlockPointer(size_t o, int b) const {
+    return packed + o * row_bytes + size_t(b) * kBlockBytes;
+  }
   TANDEM_AVX2 __m256i LoadUnsigned(size_t o, int b) const {
-    const __m128i bytes = _mm_loadu_si128(
-        reinterpret_cast<const __m128i*>(packed + o * row_bytes + size_t(b) * (kBlock / 2)));
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(BlockPointer(o, b)));
     const __m128i low_mask = _mm_set1_epi8(15);
     const __m128i low = _mm_and_si128(bytes, low_mask);
     const __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), low_mask);
