@@ -24,7 +24,9 @@
 
 ABSL_FLAG(int, threads, 0, "Threads for the multi-threaded columns (0 = hardware threads).");
 ABSL_FLAG(double, seconds, 0.1, "Approximate measuring time per figure.");
-ABSL_FLAG(std::string, simd, "", "Force a SIMD level: avx2 or portable (default: detected).");
+ABSL_FLAG(std::string, simd, "",
+          "Force a SIMD level: avx512vnni, avx2 or portable (default: detected; a level\n"
+          "the CPU lacks falls back to the highest one it has).");
 ABSL_FLAG(std::string, only, "", "Run one section only: matmul or attention (default: both).");
 
 namespace tandem {
@@ -163,7 +165,10 @@ int Main() {
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
   cpu::SimdLevel level = cpu::DetectSimdLevel();
   if (absl::GetFlag(FLAGS_simd) == "portable") level = cpu::SimdLevel::kPortable;
-  if (absl::GetFlag(FLAGS_simd) == "avx2" && cpu::CpuHasAvx2Fma()) level = cpu::SimdLevel::kAvx2;
+  if (absl::GetFlag(FLAGS_simd) == "avx2") level = cpu::SupportedSimdLevel(cpu::SimdLevel::kAvx2);
+  if (absl::GetFlag(FLAGS_simd) == "avx512vnni") {
+    level = cpu::SupportedSimdLevel(cpu::SimdLevel::kAvx512Vnni);
+  }
   const double seconds = absl::GetFlag(FLAGS_seconds);
 
   const PeakFlops peak = MeasurePeakFlops(threads, std::max(0.2, seconds));

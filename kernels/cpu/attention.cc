@@ -344,7 +344,7 @@ void PagedAttentionOf(SimdLevel level, ThreadPool* pool, const StepPlan& plan,
       t.acc_stride = acc_stride;
       t.out = out + first_head * head_dim;
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
-      if (level == SimdLevel::kAvx2) {
+      if (UsesAvx2(level)) {
         if (head_dim % 8 == 0) {
           AttendAvx2<true, KV>(t);
         } else {

@@ -28,11 +28,6 @@ int ResolveThreads(int threads) {
   return hw == 0 ? 1 : static_cast<int>(hw);
 }
 
-cpu::SimdLevel Supported(cpu::SimdLevel level) {
-  return level == cpu::SimdLevel::kAvx2 && !cpu::CpuHasAvx2Fma() ? cpu::SimdLevel::kPortable
-                                                                 : level;
-}
-
 // A StepPlan copy plus what the kernels derive from it once per step.
 class CpuPreparedStep : public PreparedStep {
  public:
@@ -99,7 +94,7 @@ size_t PhysicalMemoryBytes() {
 CpuBackend::CpuBackend(int threads) : CpuBackend(threads, cpu::DetectSimdLevel()) {}
 
 CpuBackend::CpuBackend(int threads, cpu::SimdLevel level)
-    : level_(Supported(level)), pool_(ResolveThreads(threads)) {}
+    : level_(cpu::SupportedSimdLevel(level)), pool_(ResolveThreads(threads)) {}
 
 absl::StatusOr<Buffer> CpuBackend::Allocate(size_t bytes) {
   static const size_t physical = PhysicalMemoryBytes();
@@ -299,7 +294,8 @@ std::string CpuBackend::Description() const {
   return absl::StrCat(
       "cpu: ", cpu::SimdLevelName(level_), " kernels, ", pool_.num_threads(),
       " threads; matmul weights f32, bf16, f16, q8_0 and q4_0 read as stored (q8_0 and "
-      "q4_0 by int8 dot products)");
+      "q4_0 by int8 dot products",
+      level_ == cpu::SimdLevel::kAvx512Vnni ? ", vpdpbusd; the other kernels avx2)" : ")");
 }
 
 std::unique_ptr<Backend> MakeCpuBackend(int threads) {

@@ -28,8 +28,8 @@ namespace tandem {
 class CpuBackend : public Backend {
  public:
   // `threads` counts the calling thread; <= 0 means one per hardware thread.
-  // `level` defaults to cpu::DetectSimdLevel(); kAvx2 on a CPU without it falls back to
-  // kPortable.
+  // `level` defaults to cpu::DetectSimdLevel(); a level this CPU lacks falls back to the
+  // highest one it has (cpu::SupportedSimdLevel).
   explicit CpuBackend(int threads);
   CpuBackend(int threads, cpu::SimdLevel level);
 

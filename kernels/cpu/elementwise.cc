@@ -45,7 +45,7 @@ void SiluMul(SimdLevel level, ThreadPool* pool, const float* gate, const float* 
              float* out) {
   Split(pool, n, [&](int64_t begin, int64_t end) {
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
-    if (level == SimdLevel::kAvx2) return SiluMulAvx2(gate, up, begin, end, out);
+    if (UsesAvx2(level)) return SiluMulAvx2(gate, up, begin, end, out);
 #endif
     SiluMulPortable(gate, up, begin, end, out);
   });

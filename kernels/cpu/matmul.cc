@@ -217,7 +217,7 @@ void MatMulWith(SimdLevel level, ThreadPool* pool, const float* x, int rows, con
                 int out_dim, int in_dim, float* out) {
   SplitColumns(pool, rows, out_dim, in_dim, [&](int col_begin, int col_end) {
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
-    if (level == SimdLevel::kAvx2) {
+    if (UsesAvx2(level)) {
       MatMulRangeAvx2(x, rows, w, out_dim, in_dim, col_begin, col_end, out);
       return;
     }

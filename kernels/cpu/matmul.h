@@ -41,7 +41,7 @@ struct WeightMatrix {
 // AVX2 path uses fused multiply-adds, the portable path separate ones, so the two differ
 // in the last bits. q8_0 and q4_0: the integer kernel of kernels/cpu/quantized_matmul.h
 // (each row of x quantized to int8 per 32-value block, exact integer block dot products,
-// float32 accumulation in a fixed order); the AVX2 and portable paths agree bitwise, and
+// float32 accumulation in a fixed order); every SIMD level agrees bitwise, and
 // the result is within sum_k |w[o, k]| * max|x in k's block| / 254 (+ float32 rounding)
 // of the float32 MatMul on the dequantized weights.
 void MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const WeightMatrix& w,

@@ -8,14 +8,16 @@
 #include <limits>
 
 #include "kernels/cpu/half.h"
+#include "kernels/cpu/quantized_blocks.h"
 #include "kernels/cpu/vec_math.h"
 
 namespace tandem {
 namespace cpu {
 namespace {
 
-constexpr int kBlock = kQ8BlockSize;
-static_assert(kBlock == 32, "the kernels below handle blocks of 32 values");
+using quantized_internal::kBlock;
+using quantized_internal::Q4Blocks;
+using quantized_internal::Q8Blocks;
 
 // ---- activation quantization ----
 
@@ -100,72 +102,6 @@ TANDEM_AVX2 void QuantizeRowAvx2(const float* x, int cols, int8_t* quants, float
 }
 
 #endif  // TANDEM_HAVE_AVX2_KERNELS
-
-// ---- weight blocks ----
-// Each format: Scale(o, b) and CopyBlock(o, b, out) (kBlock int8 values, zero-padded)
-// for the portable path and short last blocks; ScaleAvx2 and LoadFull (a whole block as
-// 32 int8 lanes) for AVX2.
-
-// A q8_0 weight: block b of row o is kBlock int8 quants (fewer in a row's last block)
-// with one f16 scale.
-struct Q8Blocks {
-  const int8_t* quants;
-  const uint16_t* scales;
-  int in_dim;
-  int blocks_per_row;
-  int full_blocks;  // Blocks of exactly kBlock values per row.
-  float Scale(size_t o, int b) const { return F16ToFloat(scales[o * blocks_per_row + b]); }
-  // Block b of row o as kBlock int8 values, zero past the row's end.
-  void CopyBlock(size_t o, int b, int8_t* out) const {
-    const int k0 = b * kBlock, n = std::min(kBlock, in_dim - k0);
-    std::memset(out, 0, kBlock);
-    std::memcpy(out, quants + o * in_dim + k0, n);
-  }
-#if defined(TANDEM_HAVE_AVX2_KERNELS)
-  TANDEM_AVX2 float ScaleAvx2(size_t o, int b) const {
-    return _cvtsh_ss(scales[o * blocks_per_row + b]);
-  }
-  TANDEM_AVX2 __m256i LoadFull(size_t o, int b) const {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quants + o * in_dim + b * kBlock));
-  }
-#endif
-};
-
-// A q4_0 weight (layout in kernels/backend.h): block b of row o is the 16 bytes at
-// b * 16 of the row's packed bytes (ceil(n / 2) for a short last block of n values).
-struct Q4Blocks {
-  const uint8_t* packed;
-  const uint16_t* scales;
-  int in_dim;
-  int blocks_per_row;
-  int full_blocks;
-  int64_t row_bytes;
-  float Scale(size_t o, int b) const { return F16ToFloat(scales[o * blocks_per_row + b]); }
-  // Block b of row o as kBlock int8 values in [-8, 7], zero past the row's end.
-  void CopyBlock(size_t o, int b, int8_t* out) const {
-    const int n = std::min(kBlock, in_dim - b * kBlock), half = (n + 1) / 2;
-    const uint8_t* bytes = packed + o * row_bytes + size_t(b) * (kBlock / 2);
-    std::memset(out, 0, kBlock);
-    for (int i = 0; i < half; ++i) {
-      out[i] = static_cast<int8_t>((bytes[i] & 15) - 8);
-      if (half + i < n) out[half + i] = static_cast<int8_t>((bytes[i] >> 4) - 8);
-    }
-  }
-#if defined(TANDEM_HAVE_AVX2_KERNELS)
-  TANDEM_AVX2 float ScaleAvx2(size_t o, int b) const {
-    return _cvtsh_ss(scales[o * blocks_per_row + b]);
-  }
-  // Low nibbles are values 0..15, high nibbles 16..31.
-  TANDEM_AVX2 __m256i LoadFull(size_t o, int b) const {
-    const __m128i bytes = _mm_loadu_si128(
-        reinterpret_cast<const __m128i*>(packed + o * row_bytes + size_t(b) * (kBlock / 2)));
-    const __m128i low_mask = _mm_set1_epi8(15);
-    const __m128i low = _mm_and_si128(bytes, low_mask);
-    const __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), low_mask);
-    return _mm256_sub_epi8(_mm256_set_m128i(high, low), _mm256_set1_epi8(8));
-  }
-#endif
-};
 
 // ---- portable dot products ----
 
@@ -274,28 +210,19 @@ TANDEM_AVX2 void Sweep(const QuantizedRows& x, int row0, const Blocks& w, int co
   if (c < col_end) TileUpTo<RB, CB>(col_end - c, x, row0, w, c, out, out_dim);
 }
 
+// Rows [row0, row0 + rb) for rb in 1..4 over columns [col_begin, col_end).
 template <typename Blocks>
-TANDEM_AVX2 void RangeAvx2(const QuantizedRows& x, const Blocks& w, int out_dim, int col_begin,
-                           int col_end, float* out) {
-  // Column panels of about 16 KB of weights, reused by every row block from L1.
-  const int panel = std::max(8, (16384 / std::max(w.in_dim, 1)) / 8 * 8);
-  for (int p = col_begin; p < col_end; p += panel) {
-    const int pe = std::min(col_end, p + panel);
-    int r = 0;
-    for (; r + 4 <= x.rows; r += 4) Sweep<4, 2>(x, r, w, p, pe, out, out_dim);
-    switch (x.rows - r) {
-      case 3:
-        Sweep<3, 2>(x, r, w, p, pe, out, out_dim);
-        break;
-      case 2:
-        Sweep<2, 4>(x, r, w, p, pe, out, out_dim);
-        break;
-      case 1:
-        Sweep<1, 4>(x, r, w, p, pe, out, out_dim);
-        break;
-      default:
-        break;
-    }
+TANDEM_AVX2 void SweepRowsAvx2(int rb, const QuantizedRows& x, int row0, const Blocks& w,
+                               int col_begin, int col_end, float* out, int out_dim) {
+  switch (rb) {
+    case 1:
+      return Sweep<1, 4>(x, row0, w, col_begin, col_end, out, out_dim);
+    case 2:
+      return Sweep<2, 4>(x, row0, w, col_begin, col_end, out, out_dim);
+    case 3:
+      return Sweep<3, 2>(x, row0, w, col_begin, col_end, out, out_dim);
+    default:
+      return Sweep<4, 2>(x, row0, w, col_begin, col_end, out, out_dim);
   }
 }
 
@@ -306,7 +233,15 @@ void RangeAt(SimdLevel level, const QuantizedRows& x, const Blocks& w, int out_d
              int col_end, float* out) {
   if (col_begin >= col_end || x.rows <= 0) return;
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
-  if (level == SimdLevel::kAvx2) return RangeAvx2(x, w, out_dim, col_begin, col_end, out);
+  if (level == SimdLevel::kAvx512Vnni) {
+    return quantized_internal::RangeVnni(x, w, out_dim, col_begin, col_end, out);
+  }
+  if (UsesAvx2(level)) {
+    return quantized_internal::ForEachRowBlock(
+        x.rows, x.cols, 4, col_begin, col_end, [&](int rb, int row0, int c0, int c1) {
+          SweepRowsAvx2(rb, x, row0, w, c0, c1, out, out_dim);
+        });
+  }
 #endif
   RangePortable(x, w, out_dim, col_begin, col_end, out);
 }
@@ -325,7 +260,7 @@ void QuantizeRows(SimdLevel level, const float* x, int rows, int cols, Quantized
     int8_t* quants = out->quants.data() + size_t(r) * stride;
     float* scales = out->scales.data() + size_t(r) * out->blocks_per_row;
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
-    if (level == SimdLevel::kAvx2) {
+    if (UsesAvx2(level)) {
       QuantizeRowAvx2(row, cols, quants, scales);
       continue;
     }

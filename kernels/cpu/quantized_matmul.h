@@ -32,9 +32,9 @@ struct QuantizedRows {
   const float* RowScales(int r) const { return scales.data() + size_t(r) * blocks_per_row; }
 };
 
-// Quantizes x [rows, cols] (float32, row-major) into `out` (its vectors are reused). The
-// AVX2 and portable levels give bitwise the same quants and scales, and a row's result
-// depends on that row only.
+// Quantizes x [rows, cols] (float32, row-major) into `out` (its vectors are reused). Every
+// level gives bitwise the same quants and scales (kAvx512Vnni uses the AVX2 code), and a
+// row's result depends on that row only.
 void QuantizeRows(SimdLevel level, const float* x, int rows, int cols, QuantizedRows* out);
 
 // out[r, o] for every row r of x and the output columns o in [col_begin, col_end) of a
@@ -46,7 +46,8 @@ void QuantizeRows(SimdLevel level, const float* x, int rows, int cols, Quantized
 // accumulates fma(float(partial_j), d_w(b) * d_x(b), acc_j) over b in order from zero;
 // the 8 lanes are summed by vec_math.h's fixed tree. The order does not depend on the
 // row count, the column range or the SIMD level, so results are batch invariant and the
-// AVX2 and portable levels agree bitwise.
+// portable, AVX2 and AVX-512 VNNI levels agree bitwise (VNNI: vpdpbusd on unsigned
+// weights w + bias, lanes started at -bias * the lane sums of x: the same int32 sums).
 void Q8MatMulRange(SimdLevel level, const QuantizedRows& x, const int8_t* quants,
                    const uint16_t* scales, int out_dim, int col_begin, int col_end, float* out);
 

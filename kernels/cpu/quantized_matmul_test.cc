@@ -278,6 +278,53 @@ TEST(QuantizedMatMulLevelsTest, Avx2EqualsPortableBitwise) {
   }
 }
 
+// The AVX-512 VNNI level (vpdpbusd: unsigned weights + bias, the bias times the lane sums
+// of x subtracted in int32) gives bitwise the AVX2 level's products: same int32 block
+// sums, same float order. Every tile height (1-6 rows in one sweep, 7-13 in panels), odd
+// and short-block widths, column sub-ranges. Skipped on a CPU without AVX-512 VNNI.
+TEST(QuantizedMatMulLevelsTest, Avx512VnniEqualsAvx2Bitwise) {
+  if (!CpuHasAvx512Vnni()) GTEST_SKIP() << "no AVX-512 VNNI+VL+BW on this CPU";
+  uint32_t seed = 40;
+  for (DType dtype : kFormats) {
+    for (int in_dim : {5, 61, 296, 2048, 2049}) {
+      const int out_dim = 23;
+      const BlockWeight w = RandomWeight(dtype, out_dim, in_dim, seed++);
+      const auto x = RandomVector(size_t(13) * in_dim, seed++, -4.0f, 4.0f);
+      for (int rows = 1; rows <= 13; ++rows) {
+        QuantizedRows q;
+        QuantizeRows(SimdLevel::kAvx512Vnni, x.data(), rows, in_dim, &q);
+        std::vector<float> vnni(size_t(rows) * out_dim, -7.0f), avx2(vnni);
+        for (int c = 0; c < out_dim; c += 9) {  // Column ranges 9, 9, 5.
+          RunRange(SimdLevel::kAvx512Vnni, q, w, c, std::min(out_dim, c + 9), &vnni);
+        }
+        RunRange(SimdLevel::kAvx2, q, w, 0, out_dim, &avx2);
+        ASSERT_TRUE(BitwiseEqual(vnni.data(), avx2.data(), vnni.size()))
+            << DTypeName(dtype) << " rows=" << rows << " in=" << in_dim;
+      }
+    }
+  }
+}
+
+// Extreme quants: |x| = 127 and weights at the ends of their ranges (q8_0 -127 and 127,
+// q4_0 nibbles 0 and 15), where the bias trick's int32 lanes are largest; every level
+// equals the reference bitwise.
+TEST(QuantizedMatMulLevelsTest, ExtremeQuantsExactOnEveryLevel) {
+  const int in_dim = 64, out_dim = 4, rows = 2;
+  std::vector<float> x(size_t(rows) * in_dim);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 3 == 0) ? -1.0f : 1.0f;
+  for (DType dtype : kFormats) {
+    BlockWeight w = RandomWeight(dtype, out_dim, in_dim, 11);
+    for (auto& q : w.quants) q = q < 0 ? -127 : 127;
+    for (auto& p : w.packed) p = (p & 1) ? 0xf0 : 0x0f;
+    const auto expected = ReferenceMatMul(x, rows, w);
+    for (SimdLevel level : AvailableSimdLevels()) {
+      const auto got = RunMatMul(level, x, rows, w);
+      EXPECT_TRUE(BitwiseEqual(got.data(), expected.data(), got.size()))
+          << DTypeName(dtype) << " " << SimdLevelName(level);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cpu
 }  // namespace tandem

@@ -51,7 +51,7 @@ void RmsNorm(SimdLevel level, ThreadPool* pool, const float* x, const float* wei
       const float* xr = x + size_t(r) * dim;
       float* outr = out + size_t(r) * dim;
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
-      if (level == SimdLevel::kAvx2) {
+      if (UsesAvx2(level)) {
         RmsNormRowAvx2(xr, weight, dim, eps, outr);
         continue;
       }

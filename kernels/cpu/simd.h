@@ -1,6 +1,8 @@
 // Instruction-set selection for the CPU kernels. Every kernel has a portable C++ path
 // and an AVX2+FMA+F16C path (F16C widens f16 weights; every AVX2 CPU has it); the
-// caller passes the level explicitly so tests can run both.
+// q8_0/q4_0 integer matmul also has an AVX-512 VNNI path (vpdpbusd on 256-bit registers,
+// AVX-512VL; every other kernel runs its AVX2 path at that level). The caller passes the
+// level explicitly so tests can run each one.
 #ifndef TANDEM_KERNELS_CPU_SIMD_H_
 #define TANDEM_KERNELS_CPU_SIMD_H_
 
@@ -9,19 +11,30 @@
 namespace tandem {
 namespace cpu {
 
-enum class SimdLevel { kPortable, kAvx2 };
+// Ordered: each level includes the instructions of the ones before it.
+enum class SimdLevel { kPortable, kAvx2, kAvx512Vnni };
 
-// "portable" or "avx2".
+// "portable", "avx2" or "avx512vnni".
 const char* SimdLevelName(SimdLevel level);
+
+// True when kernels at `level` take their AVX2 path (kAvx2 and kAvx512Vnni).
+inline bool UsesAvx2(SimdLevel level) { return level != SimdLevel::kPortable; }
 
 // True when this CPU executes AVX2, FMA and F16C instructions.
 bool CpuHasAvx2Fma();
 
-// The level kernels should use on this machine: kAvx2 when the CPU supports it, unless
-// the environment variable TANDEM_CPU_SIMD is set to "portable".
+// True when this CPU executes AVX2+FMA+F16C and AVX-512 F, BW, VL and VNNI instructions.
+bool CpuHasAvx512Vnni();
+
+// The highest level this CPU supports, or a lower one forced by the environment variable
+// TANDEM_CPU_SIMD: "portable", or "avx2" (kAvx2 if the CPU has it). Other values are
+// ignored.
 SimdLevel DetectSimdLevel();
 
-// Every level this CPU can execute (kPortable first); tests iterate over it.
+// `level`, lowered to the highest level this CPU supports if it does not support it.
+SimdLevel SupportedSimdLevel(SimdLevel level);
+
+// Every level this CPU can execute, in order (kPortable first); tests iterate over it.
 std::vector<SimdLevel> AvailableSimdLevels();
 
 }  // namespace cpu

@@ -57,7 +57,7 @@ TANDEM_AVX2 void SoftmaxRowAvx2(const float* x, int n, float* out) {
 
 void SoftmaxRow(SimdLevel level, const float* x, int n, float* out) {
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
-  if (level == SimdLevel::kAvx2) return SoftmaxRowAvx2(x, n, out);
+  if (UsesAvx2(level)) return SoftmaxRowAvx2(x, n, out);
 #endif
   SoftmaxRowPortable(x, n, out);
 }
