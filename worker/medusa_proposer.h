@@ -38,8 +38,9 @@ std::vector<int32_t> TopKIndices(const float* row, int n, int k);
 // of the probabilities along its path (the heads' estimate that the path is accepted),
 // and a path whose value is not above `min_value`, or whose parent was left out, is left
 // out, except the first path (choices[0], normally head 0's top token), which is always
-// kept: whether a step speculates at all is the coordinator's controller's decision. Fills out->proposals (point masses) and, unless the tree is a single chain from
-// the root, out->parents.
+// kept: whether a step speculates at all is the coordinator's controller's decision.
+// Fills out->proposals (point masses) and, unless the tree is a single chain from the
+// root, out->parents.
 void BuildMedusaTree(const std::vector<std::vector<int>>& choices,
                      const std::vector<std::vector<int32_t>>& top,
                      const std::vector<std::vector<float>>& probs, int max_nodes, double min_value,
