@@ -213,7 +213,12 @@ void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
                        << verify_overlap_.Factor() << "/" << draft_overlap_.Factor()
                        << ", speculation cost factor "
                        << realized_.Factor(static_cast<int>(running_.size()),
-                                           SpeculationKind::kDraftWorker);
+                                           SpeculationKind::kDraftWorker)
+                       << "; tree option: draft x" << workers->draft_worker_tree_factor << ", o "
+                       << workers->draft_worker_tree_overhead << ", cost factor "
+                       << workers->draft_worker_tree_cost_factor << " (realized "
+                       << realized_.Ratio(batch, SpeculationKind::kDraftTree) << ", chains "
+                       << realized_.Ratio(batch, SpeculationKind::kDraftWorker) << ")";
 }
 
 }  // namespace tandem::coordinator
