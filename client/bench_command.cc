@@ -38,8 +38,8 @@ ABSL_FLAG(int, repeat, 1, "Interleaved rounds over all configurations.");
 ABSL_FLAG(bool, aa_control, false, "Add an A/A control of `none` to every round.");
 ABSL_FLAG(std::string, methods, "none,draft", "Methods to compare.");
 ABSL_FLAG(std::string, lookahead, "", "Lookahead W,N,G for lookahead rows.");
-ABSL_FLAG(std::optional<int>, tree_nodes, std::nullopt,
-          "Dynamic draft tree node budget for draft rows (0 = chains).");
+ABSL_FLAG(std::string, tree_nodes, "",
+          "Dynamic draft tree node budgets for draft rows (0 = chains, server).");
 ABSL_FLAG(std::string, rules, "default", "Acceptance rules to compare.");
 ABSL_FLAG(std::string, out, "", "JSON results file.");
 ABSL_FLAG(std::string, plot, "", "PNG plot file.");
@@ -92,6 +92,8 @@ struct BenchArgs {
   std::vector<pid_t> pids;
   int repeat = 1;
   bool aa_control = false;  // --aa-control: an A/A control of `none` in every round.
+  // --tree-nodes with several budgets: one draft row per budget (else empty).
+  std::vector<int> draft_tree_nodes;
   BenchSettings settings;
 };
 
@@ -137,7 +139,17 @@ absl::Status ParseBenchArgs(const Invocation& inv, BenchArgs* args) {
   s.request.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature).value_or(0));
   s.request.k = absl::GetFlag(FLAGS_k);
   s.request.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
-  s.request.tree_nodes = absl::GetFlag(FLAGS_tree_nodes);
+  if (!absl::GetFlag(FLAGS_tree_nodes).empty()) {
+    auto trees = ParseTreeNodesList(absl::GetFlag(FLAGS_tree_nodes));
+    if (!trees.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--tree-nodes: ", trees.status().message()));
+    // One budget applies to every draft row; several make one draft row each.
+    if (trees->size() == 1 && trees->front() != kServerTreeNodes) {
+      s.request.tree_nodes = trees->front();
+    } else if (trees->size() > 1) {
+      args->draft_tree_nodes = *std::move(trees);
+    }
+  }
   absl::Status lookahead = ParseLookahead(absl::GetFlag(FLAGS_lookahead), &s.request);
   if (!lookahead.ok()) return lookahead;
   s.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
@@ -164,8 +176,9 @@ nlohmann::json ReportHeader(const Invocation& inv, const std::string& server,
         {"max_tokens", s.request.max_tokens},
         {"temperature", s.request.temperature.value_or(0)},
         {"k", s.request.k.has_value() ? nlohmann::json(*s.request.k) : nlohmann::json("adaptive")},
-        {"tree_nodes", s.request.tree_nodes.has_value() ? nlohmann::json(*s.request.tree_nodes)
-                                                        : nlohmann::json("server")},
+        {"tree_nodes", !args.draft_tree_nodes.empty()     ? nlohmann::json(args.draft_tree_nodes)
+                       : s.request.tree_nodes.has_value() ? nlohmann::json(*s.request.tree_nodes)
+                                                          : nlohmann::json("server")},
         {"seed", s.seed.has_value() ? nlohmann::json(*s.seed) : nlohmann::json(nullptr)},
         {"ignore_eos", s.request.ignore_eos},
         {"warmup", absl::GetFlag(FLAGS_warmup)},
@@ -276,10 +289,11 @@ int RunBench(const Invocation& inv) {
   }
   std::vector<ConfigRun> runs;
   std::vector<ConfigResult> baseline_rows;
-  const std::vector<RepeatedResult> results = RunRounds(
-      stub.get(), s,
-      BenchConfigs(args.methods, args.rules, args.pipelining, args.concurrency, args.aa_control),
-      args.repeat, &runs, baseline.get(), &baseline_rows);
+  const std::vector<RepeatedResult> results =
+      RunRounds(stub.get(), s,
+                BenchConfigs(args.methods, args.rules, args.pipelining, args.concurrency,
+                             args.aa_control, args.draft_tree_nodes),
+                args.repeat, &runs, baseline.get(), &baseline_rows);
   std::printf("\n%s\n%s", RenderResultsTable(results).c_str(), RenderCostTable(results).c_str());
   if (baseline != nullptr) {
     const std::vector<BaselineComparison> compared = CompareWithBaseline(baseline_rows, results);
@@ -355,9 +369,11 @@ Command BenchCommand() {
        "Speculation methods: none, draft, prompt_lookup, lookahead, auto (also medusa where the "
        "target has heads)."},
       {"lookahead", "W,N,G", "Lookahead's window, n-gram length, guesses (unset: server's)."},
-      {"tree_nodes", "N",
+      {"tree_nodes", "N[,N...]",
        "Draft rows: the dynamic draft tree's node budget per step, used whole (0 = chains; "
-       "unset: the server's --draft_tree_nodes, priced per node)."},
+       "server or unset: the server's --draft_tree_nodes, priced per node). Several "
+       "budgets (e.g. server,0) make one draft row each, `draft tree=N`, measured in the "
+       "same rounds."},
       {"rules", "R[,R...]",
        "Acceptance rules: default, rejection, coupled, ...; one run per rule "
        "(`none` too: its sampling follows the rule)."},

@@ -196,8 +196,8 @@ std::string RenderCostTable(const std::vector<RepeatedResult>& results) {
             "S predicted", "S measured", "S ctl", "off"});
   for (const RepeatedResult& r : results) {
     if (r.key.method == v1::SPECULATION_METHOD_NONE) continue;
-    t.AddRow({MethodName(r.key.method), AcceptanceRuleName(r.key.rule),
-              PipeliningName(r.key.pipelining), absl::StrCat(r.key.concurrency),
+    t.AddRow({ConfigLabel(r.key), AcceptanceRuleName(r.key.rule), PipeliningName(r.key.pipelining),
+              absl::StrCat(r.key.concurrency),
               Cell(r, "/cost_terms/speculative_share", 1, "%", 100),
               Cell(r, "/cost_terms/alpha", 2), Cell(r, "/cost_terms/k_mean", 2),
               Cell(r, "/cost_terms/c", 3), Cell(r, "/cost_terms/nu", 2),

@@ -28,6 +28,10 @@ v1::GenerateRequest MakeBenchRequest(const BenchSettings& s, const ConfigKey& ke
   o.pipelining = key.pipelining;
   o.accept = key.rule;
   if (key.method == v1::SPECULATION_METHOD_NONE) o.k.reset();  // A fixed K contradicts none.
+  if (key.tree_nodes.has_value()) {
+    o.tree_nodes.reset();
+    if (*key.tree_nodes != kServerTreeNodes) o.tree_nodes = *key.tree_nodes;
+  }
   *prompt_index = number % static_cast<int>(s.prompts.size());
   if (s.seed.has_value()) o.seed = *s.seed + *prompt_index;
   return *BuildRequest(o, s.prompts[*prompt_index]);  // Options were checked up front.
@@ -40,7 +44,7 @@ ConfigRun RunConfig(v1::Tandem::Stub* stub, const BenchSettings& s, const Config
   run.results.resize(requests);
   run.prompt_index.assign(requests, 0);
   const std::string label =
-      absl::StrFormat("%-13s %-9s pipe=%-7s c=%-3d", ConfigLabel(key), AcceptanceRuleName(key.rule),
+      absl::StrFormat("%-17s %-9s pipe=%-7s c=%-3d", ConfigLabel(key), AcceptanceRuleName(key.rule),
                       PipeliningName(key.pipelining), key.concurrency);
   ProgressBar bar(stderr, label);
   int done = 0, failed = 0;

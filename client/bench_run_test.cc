@@ -54,6 +54,20 @@ TEST(MakeBenchRequestTest, NoneDropsTheFixedKAndSeedsFollowThePrompt) {
   EXPECT_EQ(r.sampling().seed(), 102u);
 }
 
+TEST(MakeBenchRequestTest, ARowsTreeBudgetReplacesTheSettingsOne) {
+  BenchSettings s = Settings();
+  s.request.tree_nodes = 16;
+  ConfigKey key{v1::SPECULATION_METHOD_DRAFT};
+  int prompt = -1;
+  EXPECT_EQ(MakeBenchRequest(s, key, 0, &prompt).speculation().draft_tree_nodes(), 16);
+  key.tree_nodes = 0;
+  const v1::GenerateRequest chains = MakeBenchRequest(s, key, 0, &prompt);
+  ASSERT_TRUE(chains.speculation().has_draft_tree_nodes());
+  EXPECT_EQ(chains.speculation().draft_tree_nodes(), 0);
+  key.tree_nodes = kServerTreeNodes;
+  EXPECT_FALSE(MakeBenchRequest(s, key, 0, &prompt).speculation().has_draft_tree_nodes());
+}
+
 TEST(IsoTimeTest, FormatsUtc) {
   EXPECT_EQ(IsoTime(absl::FromUnixSeconds(86400 + 3661)), "1970-01-02T01:01:01Z");
 }

@@ -2,26 +2,40 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "client/request_options.h"
 
 namespace tandem::client {
 
 std::string ConfigLabel(const ConfigKey& key) {
-  return key.aa_control ? "none (A/A)" : MethodName(key.method);
+  if (key.aa_control) return "none (A/A)";
+  if (!key.tree_nodes.has_value()) return MethodName(key.method);
+  return absl::StrCat(
+      MethodName(key.method), " tree=",
+      *key.tree_nodes == kServerTreeNodes ? std::string("server") : absl::StrCat(*key.tree_nodes));
 }
 
 std::vector<ConfigKey> BenchConfigs(const std::vector<v1::SpeculationMethod>& methods,
                                     const std::vector<v1::AcceptanceRule>& rules,
                                     const std::vector<v1::Pipelining>& pipelining,
-                                    const std::vector<int>& concurrency, bool aa_control) {
+                                    const std::vector<int>& concurrency, bool aa_control,
+                                    const std::vector<int>& draft_tree_nodes) {
   std::vector<ConfigKey> configs;
   for (v1::SpeculationMethod method : methods) {
+    std::vector<std::optional<int>> trees = {std::nullopt};
+    if (method == v1::SPECULATION_METHOD_DRAFT && draft_tree_nodes.size() > 1) {
+      trees.assign(draft_tree_nodes.begin(), draft_tree_nodes.end());
+    }
     for (v1::AcceptanceRule rule : rules) {
       for (size_t p = 0; p < pipelining.size(); ++p) {
         const bool plain = method == v1::SPECULATION_METHOD_NONE;
         if (plain && p > 0) continue;
-        for (int c : concurrency) {
-          configs.push_back({method, plain ? v1::PIPELINING_DEFAULT : pipelining[p], c, rule});
+        for (const std::optional<int>& tree : trees) {
+          for (int c : concurrency) {
+            ConfigKey key{method, plain ? v1::PIPELINING_DEFAULT : pipelining[p], c, rule};
+            key.tree_nodes = tree;
+            configs.push_back(key);
+          }
         }
         if (!plain || !aa_control) continue;
         for (int c : concurrency) {

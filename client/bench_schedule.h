@@ -2,9 +2,11 @@
 #ifndef TANDEM_CLIENT_BENCH_SCHEDULE_H_
 #define TANDEM_CLIENT_BENCH_SCHEDULE_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "client/request_options.h"
 #include "tandem/v1/tandem.pb.h"
 
 namespace tandem::client {
@@ -18,13 +20,18 @@ struct ConfigKey {
   // exactly like `none`, but a separate configuration that is never any row's baseline;
   // its ratio to `none` of the same round is the run's own noise floor.
   bool aa_control = false;
+  // Draft rows of a `--tree-nodes` list of several budgets: this row's dynamic tree node
+  // budget (0 = chains, kServerTreeNodes = the server's); unset otherwise (a single
+  // --tree-nodes value applies to every draft row).
+  std::optional<int> tree_nodes;
   bool operator==(const ConfigKey& o) const {
     return method == o.method && pipelining == o.pipelining && concurrency == o.concurrency &&
-           rule == o.rule && aa_control == o.aa_control;
+           rule == o.rule && aa_control == o.aa_control && tree_nodes == o.tree_nodes;
   }
 };
 
-// The row's name in tables, JSON and messages: the method's ("draft"), or "none (A/A)"
+// The row's name in tables, JSON and messages: the method's ("draft"), with its tree
+// budget where the key has one ("draft tree=0", "draft tree=server"), or "none (A/A)"
 // for the A/A control.
 std::string ConfigLabel(const ConfigKey& key);
 
@@ -33,11 +40,14 @@ std::string ConfigLabel(const ConfigKey& key);
 // Pipelining does not apply to plain decoding, so `none` appears once per rule and
 // concurrency, with PIPELINING_DEFAULT (the rule still applies: `none` samples by it).
 // With `aa_control`, each rule's `none` rows are followed by its A/A control rows, one
-// per concurrency level (only when `methods` has `none`).
+// per concurrency level (only when `methods` has `none`). With two or more
+// `draft_tree_nodes` budgets, each draft row is measured once per budget (in their order,
+// innermost after pipelining); other methods ignore them.
 std::vector<ConfigKey> BenchConfigs(const std::vector<v1::SpeculationMethod>& methods,
                                     const std::vector<v1::AcceptanceRule>& rules,
                                     const std::vector<v1::Pipelining>& pipelining,
-                                    const std::vector<int>& concurrency, bool aa_control = false);
+                                    const std::vector<int>& concurrency, bool aa_control = false,
+                                    const std::vector<int>& draft_tree_nodes = {});
 
 // One measurement: configuration configs[config] in round `round` (0-based).
 struct ScheduledRun {

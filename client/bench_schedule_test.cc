@@ -24,6 +24,25 @@ TEST(BenchConfigsTest, NoneOncePerConcurrencyOthersPerPipeliningMode) {
   EXPECT_EQ(c[5].concurrency, 4);
 }
 
+TEST(BenchConfigsTest, SeveralTreeBudgetsMakeOneDraftRowEach) {
+  const std::vector<ConfigKey> c =
+      BenchConfigs({kNone, kDraft, kLookup}, kDefaultRule, {v1::PIPELINING_DEFAULT}, {1, 4},
+                   /*aa_control=*/false, {kServerTreeNodes, 0});
+  // none x 2 levels, draft x 2 budgets x 2 levels, prompt lookup x 2 levels.
+  ASSERT_EQ(c.size(), 8u);
+  EXPECT_FALSE(c[0].tree_nodes.has_value());
+  EXPECT_EQ(ConfigLabel(c[2]), "draft tree=server");
+  EXPECT_EQ(c[3].concurrency, 4);
+  EXPECT_EQ(ConfigLabel(c[4]), "draft tree=0");
+  EXPECT_FALSE(c[2] == c[4]);
+  EXPECT_EQ(ConfigLabel(c[6]), "prompt_lookup");
+  // One budget is a setting of every draft row, not a row of its own.
+  const std::vector<ConfigKey> one =
+      BenchConfigs({kDraft}, kDefaultRule, {v1::PIPELINING_DEFAULT}, {1}, false, {0});
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(ConfigLabel(one[0]), "draft");
+}
+
 TEST(BenchConfigsTest, EveryRuleForEveryMethodNoneIncluded) {
   const auto kCoupled = v1::ACCEPTANCE_RULE_COUPLED;
   const auto kRejection = v1::ACCEPTANCE_RULE_REJECTION;

@@ -134,6 +134,18 @@ absl::StatusOr<std::vector<int>> ParsePositiveIntList(const std::string& list) {
   });
 }
 
+absl::StatusOr<std::vector<int>> ParseTreeNodesList(const std::string& list) {
+  return ParseList<int>(list, [&list](const std::string& item) -> absl::StatusOr<int> {
+    if (Lower(item) == "server") return kServerTreeNodes;
+    int v = 0;
+    if (!absl::SimpleAtoi(item, &v) || v < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", item, "' in '", list, "' is neither a node count >= 0 nor 'server'"));
+    }
+    return v;
+  });
+}
+
 absl::StatusOr<v1::GenerateRequest> BuildRequest(const RequestOptions& o,
                                                  const std::string& prompt) {
   if (prompt.empty()) return absl::InvalidArgumentError("the prompt is empty");

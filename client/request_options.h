@@ -32,6 +32,11 @@ absl::StatusOr<std::vector<v1::Pipelining>> ParsePipeliningList(const std::strin
 absl::StatusOr<std::vector<v1::AcceptanceRule>> ParseAcceptanceRuleList(const std::string& list);
 // Comma-separated positive integers ("1,2,4").
 absl::StatusOr<std::vector<int>> ParsePositiveIntList(const std::string& list);
+// Comma-separated draft tree node budgets ("server,0,32"): integers >= 0 (0 = chains) or
+// "server" (the request leaves it unset: the server's --draft_tree_nodes), as
+// kServerTreeNodes. Errors name the bad item.
+inline constexpr int kServerTreeNodes = -1;
+absl::StatusOr<std::vector<int>> ParseTreeNodesList(const std::string& list);
 
 struct RequestOptions {
   int max_tokens = 128;  // 1.. (the server checks its own limit)

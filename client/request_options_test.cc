@@ -53,6 +53,13 @@ TEST(ParseTest, Lists) {
   auto pipes = ParsePipeliningList("on,off");
   ASSERT_TRUE(pipes.ok());
   EXPECT_THAT(*pipes, ElementsAre(v1::PIPELINING_ON, v1::PIPELINING_OFF));
+  auto trees = ParseTreeNodesList("server,0,32");
+  ASSERT_TRUE(trees.ok());
+  EXPECT_THAT(*trees, ElementsAre(kServerTreeNodes, 0, 32));
+  for (const char* bad : {"", "-1", "server,x", "4,,8"}) {
+    EXPECT_FALSE(ParseTreeNodesList(bad).ok()) << bad;
+  }
+  EXPECT_THAT(std::string(ParseTreeNodesList("0,x").status().message()), HasSubstr("'x'"));
 }
 
 TEST(BuildRequestTest, CarriesEveryOption) {
