@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "absl/flags/flag.h"
@@ -35,6 +36,7 @@ ABSL_FLAG(std::string, prompts, "bench/prompts/code_completion.jsonl", "Prompts 
 ABSL_FLAG(std::string, concurrency, "1", "Concurrency levels.");
 ABSL_FLAG(int, requests, 8, "Requests per configuration.");
 ABSL_FLAG(int, repeat, 1, "Interleaved rounds over all configurations.");
+ABSL_FLAG(int, chunks, 1, "Chunks each configuration's requests of a round are run in.");
 ABSL_FLAG(bool, aa_control, false, "Add an A/A control of `none` to every round.");
 ABSL_FLAG(std::string, methods, "none,draft", "Methods to compare.");
 ABSL_FLAG(std::string, lookahead, "", "Lookahead W,N,G for lookahead rows.");
@@ -115,6 +117,15 @@ absl::Status ParseBenchArgs(const Invocation& inv, BenchArgs* args) {
     return absl::InvalidArgumentError("--requests must be >= 1");
   args->repeat = absl::GetFlag(FLAGS_repeat);
   if (args->repeat < 1) return absl::InvalidArgumentError("--repeat must be >= 1");
+  const int chunks = absl::GetFlag(FLAGS_chunks);
+  const int requests = absl::GetFlag(FLAGS_requests);
+  const int widest = *std::max_element(concurrency->begin(), concurrency->end());
+  if (chunks < 1 || (chunks > 1 && requests / chunks < widest)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--chunks must be >= 1 and leave each chunk at least the largest --concurrency (", widest,
+        ") requests: --requests ", requests, " / --chunks ", chunks, " leaves ",
+        chunks >= 1 ? requests / chunks : 0));
+  }
   args->aa_control = absl::GetFlag(FLAGS_aa_control);
   if (args->aa_control &&
       std::find(methods->begin(), methods->end(), v1::SPECULATION_METHOD_NONE) == methods->end()) {
@@ -172,7 +183,8 @@ nlohmann::json ReportHeader(const Invocation& inv, const std::string& server,
         {"requests", absl::GetFlag(FLAGS_requests)},
         {"repeat", args.repeat},
         {"aa_control", args.aa_control},
-        {"order", "interleaved rounds, grouped by concurrency within a round"},
+        {"chunks", absl::GetFlag(FLAGS_chunks)},
+        {"order", "interleaved rounds, grouped by concurrency within a round, chunk by chunk"},
         {"max_tokens", s.request.max_tokens},
         {"temperature", s.request.temperature.value_or(0)},
         {"k", s.request.k.has_value() ? nlohmann::json(*s.request.k) : nlohmann::json("adaptive")},
@@ -195,32 +207,45 @@ std::vector<RepeatedResult> RunRounds(v1::Tandem::Stub* stub, const BenchSetting
                                       std::vector<ConfigRun>* runs, v1::Tandem::Stub* baseline,
                                       std::vector<ConfigResult>* baseline_rows) {
   const std::string metrics = absl::GetFlag(FLAGS_metrics);
-  std::vector<std::vector<ConfigResult>> rounds(repeat);
+  const int requests = absl::GetFlag(FLAGS_requests), chunks = absl::GetFlag(FLAGS_chunks);
   const auto run_baseline = [&](int round) {
     if (baseline == nullptr) return;
-    RunBaselineRound(baseline, s, configs, absl::GetFlag(FLAGS_requests), round, &g_interrupted,
-                     baseline_rows);
+    RunBaselineRound(baseline, s, configs, requests, round, &g_interrupted, baseline_rows);
   };
-  int current_round = 0;
-  for (const ScheduledRun& step : InterleavedSchedule(configs, repeat)) {
+  // Per (round, configuration): its chunks so far and the metrics' growth over them.
+  struct Measured {
+    ConfigRun run;
+    std::vector<PrometheusSample> growth;
+  };
+  std::map<std::pair<int, int>, Measured> measured;
+  int current_round = -1;
+  for (const ScheduledRun& step : InterleavedSchedule(configs, repeat, chunks)) {
     if (g_interrupted) break;
-    if (step.round != current_round) run_baseline(current_round);
-    current_round = step.round;
-    if (repeat > 1 && rounds[step.round].empty()) {
-      BenchSay(absl::StrCat("round ", step.round + 1, " of ", repeat));
+    if (step.round != current_round) {
+      if (current_round >= 0) run_baseline(current_round);
+      current_round = step.round;
+      if (repeat > 1) BenchSay(absl::StrCat("round ", step.round + 1, " of ", repeat));
     }
+    int first = 0, count = 0;
+    ChunkRequests(requests, chunks, step.chunk, &first, &count);
     const std::vector<PrometheusSample> before = Scrape(metrics);
-    ConfigRun run =
-        RunConfig(stub, s, configs[step.config], absl::GetFlag(FLAGS_requests), &g_interrupted);
+    ConfigRun part = RunConfig(stub, s, configs[step.config], count, &g_interrupted, first);
     const std::vector<PrometheusSample> after = Scrape(metrics);
-    run.round = step.round;
-    ConfigResult row = Aggregate(run);
-    row.busy = BusyBetween(before, after, run.wall_s);
-    row.step_times = StepTimesBetween(before, after);
-    rounds[step.round].push_back(row);
-    runs->push_back(std::move(run));
+    Measured& m = measured[{step.round, step.config}];
+    m.run.key = part.key;
+    m.run.round = step.round;
+    AppendRun(std::move(part), &m.run);
+    AddGrowth(before, after, &m.growth);
   }
-  run_baseline(current_round);
+  if (current_round >= 0) run_baseline(current_round);
+  std::vector<std::vector<ConfigResult>> rounds(repeat);
+  for (auto& [round_and_config, m] : measured) {
+    ConfigResult row = Aggregate(m.run);
+    row.busy = BusyBetween({}, m.growth, m.run.wall_s);
+    row.step_times = StepTimesBetween({}, m.growth);
+    rounds[round_and_config.first].push_back(row);
+    runs->push_back(std::move(m.run));
+  }
   std::vector<ConfigResult> rows;
   for (std::vector<ConfigResult>& round : rounds) {
     ComputeSpeedups(&round);
@@ -362,6 +387,11 @@ Command BenchCommand() {
       {"concurrency", "N[,N...]", "Requests in flight at once; one run per level."},
       {"requests", "M", "Requests per configuration and round."},
       {"repeat", "N", "Interleaved rounds over all configurations (median [min-max])."},
+      {"chunks", "N",
+       "Split each configuration's --requests of a round into N chunks run chunk by chunk "
+       "across the configurations of a concurrency level (A1 B1 C1 C2 B2 A2 ...), so slow "
+       "drift of a shared machine cancels in the ratios; each chunk needs at least the "
+       "concurrency in requests."},
       {"aa_control", "",
        "A/A control: `none` measured twice per round, the second (`none (A/A)`) never a "
        "baseline; speculative rows get a verdict against its ratios (needs `none`)."},

@@ -38,7 +38,7 @@ v1::GenerateRequest MakeBenchRequest(const BenchSettings& s, const ConfigKey& ke
 }
 
 ConfigRun RunConfig(v1::Tandem::Stub* stub, const BenchSettings& s, const ConfigKey& key,
-                    int requests, std::atomic<bool>* interrupted) {
+                    int requests, std::atomic<bool>* interrupted, int first_number) {
   ConfigRun run;
   run.key = key;
   run.results.resize(requests);
@@ -55,7 +55,9 @@ ConfigRun RunConfig(v1::Tandem::Stub* stub, const BenchSettings& s, const Config
   const absl::Time start = absl::Now();
   RunLoad(
       stub, spec,
-      [&](int number) { return MakeBenchRequest(s, key, number, &run.prompt_index[number]); },
+      [&](int number) {
+        return MakeBenchRequest(s, key, first_number + number, &run.prompt_index[number]);
+      },
       [&](int number, const RequestResult& r) {
         run.results[number] = r;
         ++done;
@@ -71,6 +73,14 @@ ConfigRun RunConfig(v1::Tandem::Stub* stub, const BenchSettings& s, const Config
   bar.Finish(absl::StrFormat("%s done: %d requests in %.1fs%s", label, done, run.wall_s,
                              failed ? absl::StrCat(", ", failed, " failed") : ""));
   return run;
+}
+
+void AppendRun(ConfigRun&& part, ConfigRun* run) {
+  run->results.insert(run->results.end(), std::make_move_iterator(part.results.begin()),
+                      std::make_move_iterator(part.results.end()));
+  run->prompt_index.insert(run->prompt_index.end(), part.prompt_index.begin(),
+                           part.prompt_index.end());
+  run->wall_s += part.wall_s;
 }
 
 void Warmup(v1::Tandem::Stub* stub, const BenchSettings& s, int requests,

@@ -37,9 +37,16 @@ v1::GenerateRequest MakeBenchRequest(const BenchSettings& s, const ConfigKey& ke
                                      int* prompt_index);
 
 // Runs `requests` requests of `key` at its concurrency with a progress bar on stderr;
-// stops early when *interrupted turns true (the run then holds what finished).
+// stops early when *interrupted turns true (the run then holds what finished). The
+// requests are numbers first_number.. (prompt and seed follow the number; a chunk of a
+// round starts past the chunks before it).
 ConfigRun RunConfig(v1::Tandem::Stub* stub, const BenchSettings& s, const ConfigKey& key,
-                    int requests, std::atomic<bool>* interrupted);
+                    int requests, std::atomic<bool>* interrupted, int first_number = 0);
+
+// Adds `part` (another chunk of the same configuration and round) to *run: its requests
+// and prompt indices appended, its wall time added (the chunks' wall times, not the
+// span from the first chunk's start to the last one's end, which holds other runs).
+void AppendRun(ConfigRun&& part, ConfigRun* run);
 
 // Asks the server `server` (its address, for messages) for its model info, into
 // *info, and checks it offers every method of `methods`. Returns the exit status on

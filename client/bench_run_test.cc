@@ -68,6 +68,21 @@ TEST(MakeBenchRequestTest, ARowsTreeBudgetReplacesTheSettingsOne) {
   EXPECT_FALSE(MakeBenchRequest(s, key, 0, &prompt).speculation().has_draft_tree_nodes());
 }
 
+TEST(AppendRunTest, ChunksOfARunAddUp) {
+  ConfigRun run;
+  run.results.resize(2);
+  run.prompt_index = {0, 1};
+  run.wall_s = 1.5;
+  ConfigRun part;
+  part.results.resize(3);
+  part.prompt_index = {2, 0, 1};
+  part.wall_s = 2.0;
+  AppendRun(std::move(part), &run);
+  EXPECT_EQ(run.results.size(), 5u);
+  EXPECT_EQ(run.prompt_index, std::vector<int>({0, 1, 2, 0, 1}));
+  EXPECT_DOUBLE_EQ(run.wall_s, 3.5);
+}
+
 TEST(IsoTimeTest, FormatsUtc) {
   EXPECT_EQ(IsoTime(absl::FromUnixSeconds(86400 + 3661)), "1970-01-02T01:01:01Z");
 }

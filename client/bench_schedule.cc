@@ -47,7 +47,16 @@ std::vector<ConfigKey> BenchConfigs(const std::vector<v1::SpeculationMethod>& me
   return configs;
 }
 
-std::vector<ScheduledRun> InterleavedSchedule(const std::vector<ConfigKey>& configs, int repeats) {
+void ChunkRequests(int requests, int chunks, int chunk, int* first, int* count) {
+  chunks = std::max(chunks, 1);
+  const int base = requests / chunks, extra = requests % chunks;
+  *first = chunk * base + std::min(chunk, extra);
+  *count = base + (chunk < extra ? 1 : 0);
+}
+
+std::vector<ScheduledRun> InterleavedSchedule(const std::vector<ConfigKey>& configs, int repeats,
+                                              int chunks) {
+  chunks = std::max(chunks, 1);
   std::vector<int> levels;
   for (const ConfigKey& k : configs) {
     if (std::find(levels.begin(), levels.end(), k.concurrency) == levels.end()) {
@@ -67,10 +76,14 @@ std::vector<ScheduledRun> InterleavedSchedule(const std::vector<ConfigKey>& conf
   std::vector<ScheduledRun> schedule;
   for (int round = 0; round < std::max(repeats, 1); ++round) {
     for (const std::vector<int>& group : groups) {
-      if (round % 2 == 0) {
-        for (int config : group) schedule.push_back({round, config});
-      } else {
-        for (auto it = group.rbegin(); it != group.rend(); ++it) schedule.push_back({round, *it});
+      for (int chunk = 0; chunk < chunks; ++chunk) {
+        if ((round * chunks + chunk) % 2 == 0) {
+          for (int config : group) schedule.push_back({round, config, chunk});
+        } else {
+          for (auto it = group.rbegin(); it != group.rend(); ++it) {
+            schedule.push_back({round, *it, chunk});
+          }
+        }
       }
     }
   }

@@ -49,11 +49,18 @@ std::vector<ConfigKey> BenchConfigs(const std::vector<v1::SpeculationMethod>& me
                                     const std::vector<int>& concurrency, bool aa_control = false,
                                     const std::vector<int>& draft_tree_nodes = {});
 
-// One measurement: configuration configs[config] in round `round` (0-based).
+// One measurement: configuration configs[config] in round `round` (0-based), its
+// chunk `chunk` of the round's requests (0 when rounds are not split).
 struct ScheduledRun {
   int round = 0;
   int config = 0;
+  int chunk = 0;
 };
+
+// The requests of chunk `chunk` (0-based) when a configuration's `requests` per round
+// are split into `chunks` (>= 1) nearly equal parts: the first request number into
+// *first and the count into *count (the first requests % chunks chunks get one more).
+void ChunkRequests(int requests, int chunks, int chunk, int* first, int* count);
 
 // Interleaved order of `repeats` (>= 1; fewer counts as 1) rounds: each round measures
 // every configuration once, so drift on a noisy machine hits every configuration
@@ -66,7 +73,13 @@ struct ScheduledRun {
 // their group, the far end from `none` (last when `none` runs first, first when the
 // order is reversed), so no row is further in time from its `none` than the control:
 // the control's spread covers the drift every row of the group sees.
-std::vector<ScheduledRun> InterleavedSchedule(const std::vector<ConfigKey>& configs, int repeats);
+// With `chunks` > 1 (`tandem bench --chunks`) each configuration's requests of a round
+// are split into that many chunks, and a group runs its configurations chunk by chunk
+// (pass p = round * chunks + chunk in the forward order for even p, reversed for odd
+// p: A1 B1 C1 C2 B2 A2 A3 ...), so each configuration is measured within seconds of the
+// others many times per round and slower drift cancels in their ratios.
+std::vector<ScheduledRun> InterleavedSchedule(const std::vector<ConfigKey>& configs, int repeats,
+                                              int chunks = 1);
 
 }  // namespace tandem::client
 

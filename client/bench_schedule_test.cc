@@ -98,6 +98,39 @@ TEST(InterleavedScheduleTest, GroupsByConcurrencySoNoneRunsNextToItsComparisons)
   }
 }
 
+TEST(InterleavedScheduleTest, ChunksAlternateInsideAGroupAndCoverEveryRequestOnce) {
+  const std::vector<ConfigKey> configs =
+      BenchConfigs({kNone, kDraft}, kDefaultRule, {v1::PIPELINING_DEFAULT}, {1, 4});
+  // Groups: c1 = {0, 2}, c4 = {1, 3}; 3 chunks a round: A1 B1 B2 A2 A3 B3 per group, and
+  // the next round starts reversed (pass 3 is odd).
+  const std::vector<ScheduledRun> s = InterleavedSchedule(configs, 2, 3);
+  ASSERT_EQ(s.size(), 24u);
+  const std::vector<int> config = {0, 2, 2, 0, 0, 2, 1, 3, 3, 1, 1, 3};
+  const std::vector<int> chunk = {0, 0, 1, 1, 2, 2, 0, 0, 1, 1, 2, 2};
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(s[i].round, 0) << i;
+    EXPECT_EQ(s[i].config, config[i]) << i;
+    EXPECT_EQ(s[i].chunk, chunk[i]) << i;
+  }
+  EXPECT_EQ(s[12].round, 1);
+  EXPECT_EQ(s[12].config, 2);  // Pass 3: reversed.
+  // One chunk is the old schedule.
+  const std::vector<ScheduledRun> whole = InterleavedSchedule(configs, 2, 1);
+  const std::vector<ScheduledRun> plain = InterleavedSchedule(configs, 2);
+  ASSERT_EQ(whole.size(), plain.size());
+  for (size_t i = 0; i < whole.size(); ++i) EXPECT_EQ(whole[i].config, plain[i].config);
+  // The chunks of 10 requests in 3: 4 + 3 + 3, numbers 0-3, 4-6, 7-9.
+  int first = -1, count = -1;
+  ChunkRequests(10, 3, 0, &first, &count);
+  EXPECT_EQ(first, 0);
+  EXPECT_EQ(count, 4);
+  ChunkRequests(10, 3, 2, &first, &count);
+  EXPECT_EQ(first, 7);
+  EXPECT_EQ(count, 3);
+  ChunkRequests(10, 1, 0, &first, &count);
+  EXPECT_EQ(count, 10);
+}
+
 TEST(BenchConfigsTest, AaControlFollowsEachRulesNoneRows) {
   const auto kCoupled = v1::ACCEPTANCE_RULE_COUPLED;
   const auto kRejection = v1::ACCEPTANCE_RULE_REJECTION;

@@ -1,9 +1,11 @@
 #include "client/prometheus_text.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
@@ -107,6 +109,33 @@ std::optional<double> FindSample(const std::vector<PrometheusSample>& samples,
     if (match) return s.value;
   }
   return std::nullopt;
+}
+
+void AddGrowth(const std::vector<PrometheusSample>& before,
+               const std::vector<PrometheusSample>& after, std::vector<PrometheusSample>* total) {
+  const auto same = [](const PrometheusSample& a, const PrometheusSample& b) {
+    return a.name == b.name && a.labels == b.labels;
+  };
+  for (const PrometheusSample& a : after) {
+    const bool counter = absl::EndsWith(a.name, "_total") || absl::EndsWith(a.name, "_count") ||
+                         absl::EndsWith(a.name, "_sum") || absl::EndsWith(a.name, "_bucket");
+    double value = a.value;
+    if (counter) {
+      for (const PrometheusSample& b : before) {
+        if (same(a, b)) {
+          value -= b.value;
+          break;
+        }
+      }
+    }
+    auto it = std::find_if(total->begin(), total->end(),
+                           [&](const PrometheusSample& t) { return same(a, t); });
+    if (it == total->end()) {
+      total->push_back({a.name, a.labels, value});
+    } else {
+      it->value = counter ? it->value + value : value;
+    }
+  }
 }
 
 }  // namespace tandem::client

@@ -23,6 +23,14 @@ struct PrometheusSample {
 // timestamp is ignored. A malformed line is an error naming its line number.
 absl::StatusOr<std::vector<PrometheusSample>> ParsePrometheusText(const std::string& text);
 
+// Adds the growth between two scrapes to *total, sample by sample (same name and
+// labels): counters (names ending in _total, _count, _sum or _bucket) add after -
+// before (before 0 when absent); any other sample (a gauge) takes its value in
+// `after`. Summed over several intervals, *total then reads as one interval's `after`
+// against an empty `before` (for StepTimesBetween and BusyBetween).
+void AddGrowth(const std::vector<PrometheusSample>& before,
+               const std::vector<PrometheusSample>& after, std::vector<PrometheusSample>* total);
+
 // Value of the first sample named `name` whose labels include all of `labels`.
 std::optional<double> FindSample(const std::vector<PrometheusSample>& samples,
                                  const std::string& name,

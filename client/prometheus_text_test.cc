@@ -56,5 +56,29 @@ TEST(PrometheusTextTest, MalformedLinesNameTheLine) {
   EXPECT_THAT(std::string(second.status().message()), ::testing::HasSubstr("line 2"));
 }
 
+TEST(AddGrowthTest, CountersAddOverIntervalsGaugesTakeTheLastValue) {
+  const std::map<std::string, std::string> verify = {{"phase", "verify"}};
+  const std::vector<PrometheusSample> t0 = {{"tandem_step_latency_ms_sum", verify, 100},
+                                            {"tandem_draft_busy_fraction", {}, 0.5}};
+  const std::vector<PrometheusSample> t1 = {{"tandem_step_latency_ms_sum", verify, 130},
+                                            {"tandem_draft_busy_fraction", {}, 0.2}};
+  const std::vector<PrometheusSample> t2 = {{"tandem_step_latency_ms_sum", verify, 150},
+                                            {"tandem_step_latency_ms_count", verify, 4},
+                                            {"tandem_draft_busy_fraction", {}, 0.3}};
+  const std::vector<PrometheusSample> t3 = {{"tandem_step_latency_ms_sum", verify, 175},
+                                            {"tandem_step_latency_ms_count", verify, 9},
+                                            {"tandem_draft_busy_fraction", {}, 0.4}};
+  std::vector<PrometheusSample> total;
+  AddGrowth(t0, t1, &total);  // +30
+  AddGrowth(t2, t3, &total);  // +25 (what ran between t1 and t2 is not counted); count +5
+  EXPECT_EQ(FindSample(total, "tandem_step_latency_ms_sum", verify), 55);
+  EXPECT_EQ(FindSample(total, "tandem_step_latency_ms_count", verify), 5);
+  EXPECT_EQ(FindSample(total, "tandem_draft_busy_fraction"), 0.4);
+  // A counter absent before the interval grew from 0.
+  std::vector<PrometheusSample> fresh;
+  AddGrowth({}, t1, &fresh);
+  EXPECT_EQ(FindSample(fresh, "tandem_step_latency_ms_sum", verify), 130);
+}
+
 }  // namespace
 }  // namespace tandem::client

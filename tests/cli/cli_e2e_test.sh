@@ -61,7 +61,7 @@ done
 printf '%s\n' '{"prompt": "def add(a, b):\n"}' '{"prompt": "for i in range(10):\n"}' \
   '{"prompt": "class Point:\n    def __init__(self, x, y):\n"}' >"$TMP/prompts.jsonl"
 "$TANDEM" bench --server "$SERVER" --metrics "$METRICS" --prompts "$TMP/prompts.jsonl" \
-  --requests 3 --concurrency 1,2 --methods none,draft --max-tokens 16 --warmup 0 \
+  --requests 4 --chunks 2 --concurrency 1,2 --methods none,draft --max-tokens 16 --warmup 0 \
   --out "$TMP/bench.json" >"$TMP/bench.out" 2>"$TMP/bench.err"
 rc=$?
 [ $rc -eq 0 ] && pass "bench exits 0" || fail "bench rc=$rc: $(cat "$TMP/bench.out" "$TMP/bench.err")"
@@ -72,12 +72,14 @@ r = json.load(open(sys.argv[1]))
 assert r["command_line"][1] == "bench"
 assert r["server"]["model_info"]["target"]["tensor_parallel_size"] == 2, r["server"]
 assert len(r["results"]) == 4, len(r["results"])
+assert r["settings"]["chunks"] == 2, r["settings"]
 for row in r["results"]:
     for key in ("method", "pipelining", "concurrency", "throughput_tok_s", "requests_per_s",
                 "ttft_ms", "tpot_ms", "acceptance_rate", "mean_accepted_length",
                 "speedup_vs_none", "draft_busy", "target_busy"):
         assert key in row, key
-    assert row["ok"] == 3 and row["throughput_tok_s"] > 0, row
+    # Two chunks of 2 requests make one row of 4 (prompts 0, 1, 2, 0).
+    assert row["ok"] == 4 and row["throughput_tok_s"] > 0, row
     assert row["target_busy"] is not None, "metrics were given: busy fractions expected"
 draft = [x for x in r["results"] if x["method"] == "draft"]
 # The speculation controller may turn the draft off for a whole row (then no proposal was
