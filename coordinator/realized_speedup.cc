@@ -59,7 +59,8 @@ double RealizedSpeedup::Factor(int batch, SpeculationKind kind) const {
   const double ratio = Ratio(batch, kind);
   if (!(ratio > 0) || !(k.modelled_steps > 0)) return 1.0;
   const double modelled = k.modelled_sum / k.modelled_steps;
-  const double raw = std::clamp(modelled / ratio, 1.0, std::max(1.0, options_.max_factor));
+  const double lowest = std::clamp(options_.min_factor, 1e-3, 1.0);
+  const double raw = std::clamp(modelled / ratio, lowest, std::max(1.0, options_.max_factor));
   const double w = std::min(k.speculative.phases, b.plain.phases);
   return 1 + (raw - 1) * w / (w + options_.prior_phases);
 }

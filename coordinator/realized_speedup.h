@@ -8,11 +8,14 @@
 // make prompt lookup look expensive. Whatever the cost terms miss (cores shared by the draft and
 // the target, thread wake-ups, a verify row that costs more in a mixed batch than the fit says)
 // shows up here as a realized ratio R below the modelled S, and the calibration factor
-//   kappa = S_modelled / R, clamped to [1, max_factor],
+//   kappa = S_modelled / R, clamped to [min_factor, max_factor],
 // shrunk towards 1 by `prior_phases` (kappa = 1 + (raw - 1) w / (w + prior_phases),
 // w the smaller discounted phase count of the two kinds), makes the controller charge
 // kappa times the modelled cost of a speculative step: it turns speculation off where
-// the realized gain is below 1 and trims an optimistic model elsewhere.
+// the realized gain is below 1 and trims an optimistic model elsewhere; a kind that
+// realizes more than modelled (a pessimistic model: pipelining hiding draft time the terms
+// charge) is charged less, down to min_factor, so that the choice between two kinds (a
+// draft's chain or its tree) follows what each realizes, not which model errs more.
 // Each phase weighs the past of its bucket by `forgetting`; speculative evidence also
 // decays by `relax` per plain phase, so a bucket where speculation stopped relaxes to
 // kappa = 1 and speculation is tried again after a while.
@@ -30,6 +33,7 @@ struct RealizedSpeedupOptions {
   double relax = 0.999;       // (0, 1]: speculative evidence kept per plain phase.
   double prior_phases = 30;   // > 0: phases of evidence worth half the measured factor.
   double max_factor = 4;      // >= 1.
+  double min_factor = 0.8;    // (0, 1]: the most a pessimistic model is corrected.
 };
 
 // The kind of a speculative phase. kDraftTree: the phase drafted or verified a draft
