@@ -42,7 +42,9 @@ class EngineControllerTest : public EngineTest {
     spec.method = method;
     spec.k = k;
     const Result out = EngineTest::Run(spec);
-    if (out.status.ok()) EXPECT_EQ(out.ids, Reference(spec));
+    if (out.status.ok()) {
+      EXPECT_EQ(out.ids, Reference(spec));
+    }
     return out;
   }
 

@@ -144,7 +144,9 @@ TEST(BatchCallFitTest, AVeryLongRunOfOneShapeNeitherCollapsesNorForgetsTheSlope)
   std::normal_distribution<double> noise(0.0, 0.02);
   for (int i = 0; i < 60000; ++i) {
     fit.Observe(1, 1, 0.62 + noise(rng));
-    if (i % 10000 == 0) ASSERT_GT(fit.Predict(1, 1), 0.5) << i;
+    if (i % 10000 == 0) {
+      ASSERT_GT(fit.Predict(1, 1), 0.5) << i;
+    }
   }
   EXPECT_NEAR(fit.Predict(1, 1), 0.62, 0.02);
   EXPECT_NEAR(fit.per_row(), 0.12, 0.03);
