@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "absl/flags/flag.h"
@@ -20,11 +19,10 @@
 #include "client/bench_output.h"
 #include "client/bench_repeats.h"
 #include "client/bench_report.h"
+#include "client/bench_rounds.h"
 #include "client/bench_run.h"
 #include "client/bench_schedule.h"
 #include "client/bench_soak.h"
-#include "client/cost_terms.h"
-#include "client/http_get.h"
 #include "client/machine_info.h"
 #include "client/model_info_text.h"
 #include "client/prompts.h"
@@ -67,22 +65,6 @@ nlohmann::json MachineJson() {
 
 nlohmann::json InfoJson(const v1::ModelInfo& info) {
   return nlohmann::json::parse(ModelInfoJson(info), nullptr, false);
-}
-
-// Scrapes /metrics; empty on any failure (warned about once).
-std::vector<PrometheusSample> Scrape(const std::string& address) {
-  static bool warned = false;
-  if (address.empty()) return {};
-  absl::StatusOr<std::string> body = HttpGet(address, "/metrics", absl::Seconds(5));
-  absl::StatusOr<std::vector<PrometheusSample>> samples =
-      body.ok() ? ParsePrometheusText(*body)
-                : absl::StatusOr<std::vector<PrometheusSample>>(body.status());
-  if (!samples.ok()) {
-    if (!warned) BenchSay(absl::StrCat("cannot read metrics: ", samples.status().message()));
-    warned = true;
-    return {};
-  }
-  return *samples;
 }
 
 // Parsed command line of a benchmark run.
@@ -198,67 +180,6 @@ nlohmann::json ReportHeader(const Invocation& inv, const std::string& server,
   };
 }
 
-// runs (for the output check) and returns one result per configuration over the
-// rounds, with speedups and cost terms taken within each round.
-// With `baseline` (nullptr = none), each round ends with `none` at every concurrency
-// level of `configs` on that server, appended to *baseline_rows.
-std::vector<RepeatedResult> RunRounds(v1::Tandem::Stub* stub, const BenchSettings& s,
-                                      const std::vector<ConfigKey>& configs, int repeat,
-                                      std::vector<ConfigRun>* runs, v1::Tandem::Stub* baseline,
-                                      std::vector<ConfigResult>* baseline_rows) {
-  const std::string metrics = absl::GetFlag(FLAGS_metrics);
-  const int requests = absl::GetFlag(FLAGS_requests), chunks = absl::GetFlag(FLAGS_chunks);
-  const auto run_baseline = [&](int round) {
-    if (baseline == nullptr) return;
-    RunBaselineRound(baseline, s, configs, requests, round, &g_interrupted, baseline_rows);
-  };
-  // Per (round, configuration): its chunks so far and the metrics' growth over them.
-  struct Measured {
-    ConfigRun run;
-    std::vector<PrometheusSample> growth;
-  };
-  std::map<std::pair<int, int>, Measured> measured;
-  int current_round = -1;
-  for (const ScheduledRun& step : InterleavedSchedule(configs, repeat, chunks)) {
-    if (g_interrupted) break;
-    if (step.round != current_round) {
-      if (current_round >= 0) run_baseline(current_round);
-      current_round = step.round;
-      if (repeat > 1) BenchSay(absl::StrCat("round ", step.round + 1, " of ", repeat));
-    }
-    int first = 0, count = 0;
-    ChunkRequests(requests, chunks, step.chunk, &first, &count);
-    const std::vector<PrometheusSample> before = Scrape(metrics);
-    ConfigRun part = RunConfig(stub, s, configs[step.config], count, &g_interrupted, first);
-    const std::vector<PrometheusSample> after = Scrape(metrics);
-    Measured& m = measured[{step.round, step.config}];
-    m.run.key = part.key;
-    m.run.round = step.round;
-    AppendRun(std::move(part), &m.run);
-    AddGrowth(before, after, &m.growth);
-  }
-  if (current_round >= 0) run_baseline(current_round);
-  std::vector<std::vector<ConfigResult>> rounds(repeat);
-  for (auto& [round_and_config, m] : measured) {
-    ConfigResult row = Aggregate(m.run);
-    row.busy = BusyBetween({}, m.growth, m.run.wall_s);
-    row.step_times = StepTimesBetween({}, m.growth);
-    rounds[round_and_config.first].push_back(row);
-    runs->push_back(std::move(m.run));
-  }
-  std::vector<ConfigResult> rows;
-  for (std::vector<ConfigResult>& round : rounds) {
-    ComputeSpeedups(&round);
-    rows.insert(rows.end(), round.begin(), round.end());
-  }
-  std::vector<RepeatedResult> results = GroupByConfig(configs, rows);
-  // Configurations an interrupt left unmeasured are not reported.
-  results.erase(std::remove_if(results.begin(), results.end(),
-                               [](const RepeatedResult& r) { return r.repeats.empty(); }),
-                results.end());
-  return results;
-}
-
 int RunBench(const Invocation& inv) {
   BenchArgs args;
   if (absl::Status st = ParseBenchArgs(inv, &args); !st.ok()) {
@@ -318,7 +239,9 @@ int RunBench(const Invocation& inv) {
       RunRounds(stub.get(), s,
                 BenchConfigs(args.methods, args.rules, args.pipelining, args.concurrency,
                              args.aa_control, args.draft_tree_nodes),
-                args.repeat, &runs, baseline.get(), &baseline_rows);
+                RoundsSpec{args.repeat, absl::GetFlag(FLAGS_requests), absl::GetFlag(FLAGS_chunks),
+                           absl::GetFlag(FLAGS_metrics)},
+                &g_interrupted, &runs, baseline.get(), &baseline_rows);
   std::printf("\n%s\n%s", RenderResultsTable(results).c_str(), RenderCostTable(results).c_str());
   if (baseline != nullptr) {
     const std::vector<BaselineComparison> compared = CompareWithBaseline(baseline_rows, results);

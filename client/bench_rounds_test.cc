@@ -1,0 +1,85 @@
+#include "client/bench_rounds.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "client/fake_tandem_service.h"
+#include "common/server.h"
+
+namespace tandem::client {
+namespace {
+
+class BenchRoundsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions options;
+    options.listen_address = "127.0.0.1:0";
+    auto server = GrpcServer::Start(options, {&service_});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    stub_ = v1::Tandem::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                                    grpc::InsecureChannelCredentials()));
+    settings_.prompts = {"a", "b", "c"};
+    settings_.request.max_tokens = 3;
+    settings_.timeout = absl::Seconds(10);
+  }
+  void TearDown() override { server_->Shutdown(absl::Seconds(1)); }
+
+  testing::FakeTandemService service_{absl::Milliseconds(1)};
+  std::unique_ptr<GrpcServer> server_;
+  std::unique_ptr<v1::Tandem::Stub> stub_;
+  BenchSettings settings_;
+  const std::vector<ConfigKey> configs_ =
+      BenchConfigs({v1::SPECULATION_METHOD_NONE, v1::SPECULATION_METHOD_DRAFT},
+                   {v1::ACCEPTANCE_RULE_DEFAULT}, {v1::PIPELINING_DEFAULT}, {1, 2});
+};
+
+TEST_F(BenchRoundsTest, ChunksOfARoundMakeOneRowWithEveryRequestOnce) {
+  std::atomic<bool> interrupted{false};
+  std::vector<ConfigRun> runs;
+  const RoundsSpec spec{/*repeat=*/2, /*requests=*/5, /*chunks=*/2, /*metrics=*/""};
+  const std::vector<RepeatedResult> results =
+      RunRounds(stub_.get(), settings_, configs_, spec, &interrupted, &runs, nullptr, nullptr);
+  ASSERT_EQ(results.size(), configs_.size());
+  for (const RepeatedResult& r : results) {
+    ASSERT_EQ(r.repeats.size(), 2u);
+    for (const ConfigResult& row : r.repeats) {
+      EXPECT_EQ(row.requests, 5);
+      EXPECT_EQ(row.ok, 5);
+      EXPECT_EQ(row.generated_tokens, 15);
+      EXPECT_GT(row.throughput_tok_s, 0);
+      // Measured against `none` of the same round and concurrency.
+      EXPECT_TRUE(std::isfinite(row.speedup_vs_none));
+      if (r.key.method == v1::SPECULATION_METHOD_NONE) EXPECT_DOUBLE_EQ(row.speedup_vs_none, 1.0);
+    }
+  }
+  // One merged run per configuration and round: requests 0-4 (chunks 0-2 and 3-4), so
+  // prompts 0 1 2 0 1, each once.
+  ASSERT_EQ(runs.size(), 2 * configs_.size());
+  for (ConfigRun& run : runs) {
+    std::sort(run.prompt_index.begin(), run.prompt_index.end());
+    EXPECT_EQ(run.prompt_index, std::vector<int>({0, 0, 1, 1, 2}));
+  }
+  EXPECT_EQ(service_.calls(), 2 * 5 * static_cast<int>(configs_.size()));
+}
+
+TEST_F(BenchRoundsTest, AnInterruptBeforeTheFirstChunkMeasuresNothing) {
+  std::atomic<bool> interrupted{true};
+  std::vector<ConfigRun> runs;
+  const std::vector<RepeatedResult> results = RunRounds(
+      stub_.get(), settings_, configs_, RoundsSpec{}, &interrupted, &runs, nullptr, nullptr);
+  EXPECT_TRUE(results.empty());
+  EXPECT_TRUE(runs.empty());
+  EXPECT_EQ(service_.calls(), 0);
+}
+
+TEST(ScrapeMetricsTest, NoAddressOrNoServerGivesNoSamples) {
+  EXPECT_TRUE(ScrapeMetrics("").empty());
+  EXPECT_TRUE(ScrapeMetrics("127.0.0.1:1").empty());
+}
+
+}  // namespace
+}  // namespace tandem::client
