@@ -134,8 +134,9 @@ absl::Status ParseBenchArgs(const Invocation& inv, BenchArgs* args) {
   s.request.ignore_eos = absl::GetFlag(FLAGS_ignore_eos);
   if (!absl::GetFlag(FLAGS_tree_nodes).empty()) {
     auto trees = ParseTreeNodesList(absl::GetFlag(FLAGS_tree_nodes));
-    if (!trees.ok())
+    if (!trees.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("--tree-nodes: ", trees.status().message()));
+    }
     // One budget applies to every draft row; several make one draft row each.
     if (trees->size() == 1 && trees->front() != kServerTreeNodes) {
       s.request.tree_nodes = trees->front();
