@@ -164,6 +164,9 @@ class Engine {
   void ReapSequences(absl::Time now);
   void ApplyResets();
   void RunPhase(PhasePlan& plan);
+  // The phase's calls to one worker (prefill, then verify or draft), timed.
+  TargetResult CallTarget(const PhasePlan& plan);
+  DraftResult CallDraft(const PhasePlan& plan);
   void ApplyDraftResult(const DraftResult& r, PhasePlan& plan,
                         CoordinatorMetrics::StepLatency* latency);
   void ApplyTargetResult(const TargetResult& r, PhasePlan& plan,

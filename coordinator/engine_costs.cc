@@ -188,6 +188,8 @@ void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
   workers->draft_worker_cost = costs.draft_cost * exposed;
   SetTreeCostTerms(batch, costs, exposed, workers);
   workers->draft_worker_overhead = costs.overhead * exposed;
+  workers->draft_overlap_cost =
+      options_.measured_costs ? std::max(0.0, verify_overlap_.Factor() - 1) : 0.0;
   // Feeding the draft (a switch cost, per token): measured only.
   const double step =
       verify_fit_.Predict(std::max(batch, 1), std::max(batch, 1)) + phase_overhead_ms_ema_;

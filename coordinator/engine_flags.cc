@@ -24,6 +24,10 @@ ABSL_FLAG(int, predraft_branches, 1,
           "1 = only the all-accepted one (the bonus token guessed), more = also after the "
           "likeliest rejections (the draft's top tokens), each on a branch of its cache.");
 ABSL_FLAG(int, optimistic_max_batch, 16, "Running sequences up to which to draft ahead.");
+ABSL_FLAG(bool, predraft_plain_steps, true,
+          "When pre-drafting: a sequence without pre-drafted candidates decodes plain in a "
+          "phase the target verifies others in, while the draft drafts its next step keyed "
+          "on the target's token, instead of waiting out that phase for a fresh draft.");
 ABSL_FLAG(int, draft_tree_siblings, 0,
           "Draft-model token trees for greedy and coupled requests, 0..15: up to this many "
           "of the draft's next likeliest tokens as leaf siblings of each drafted token, "
@@ -128,6 +132,7 @@ absl::Status SetPlanning(EngineOptions* eo) {
   p.pipelining = absl::GetFlag(FLAGS_pipelining);
   p.optimistic = absl::GetFlag(FLAGS_optimistic);
   p.optimistic_max_batch = absl::GetFlag(FLAGS_optimistic_max_batch);
+  p.predraft_plain_steps = absl::GetFlag(FLAGS_predraft_plain_steps);
   p.predraft_branches = absl::GetFlag(FLAGS_predraft_branches);
   p.draft_tree_siblings = absl::GetFlag(FLAGS_draft_tree_siblings);
   p.draft_tree_nodes = absl::GetFlag(FLAGS_draft_tree_nodes);

@@ -1,5 +1,5 @@
-// Engine: one phase's worker calls, the application of their results, and failure
-// handling (see engine.h for the failure model).
+// Engine: one phase's worker calls, the application of their results, and what a
+// failed draft call does (engine_failures.cc: the target's; engine.h: the failure model).
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -109,6 +109,26 @@ std::optional<SpeculationKind> DraftKind(const PhasePlan& plan) {
   return std::nullopt;
 }
 
+// One line per phase at --v=2 (a trace to study phase costs offline): the batch and how
+// many of it may speculate (have proposers), the verify's sequences, rows (fed tokens and
+// proposals) and proposals, the draft's entries and prefill tokens, target prefills, the mode, and
+// the workers' and phase's times.
+void LogPhase(const PhasePlan& plan, const std::vector<std::shared_ptr<Sequence>>& running,
+              absl::Duration workers_wall, absl::Duration phase_wall) {
+  int rows = 0, proposed = 0, fed = 0, speculating = 0;
+  for (const auto& s : running) speculating += s->chain_size() > 0 ? 1 : 0;
+  for (const v1::VerifySequence& v : plan.verify.sequences()) {
+    rows += v.tokens_size() + v.proposals_size();
+    proposed += v.proposals_size();
+  }
+  for (const v1::PrefillSequence& p : plan.draft_prefill.sequences()) fed += p.tokens_size();
+  LOG(INFO) << "phase: running " << running.size() << " speculating " << speculating << " verify "
+            << plan.verify.sequences_size() << " rows " << rows << " proposed " << proposed
+            << " draft " << plan.draft.sequences_size() << " fed " << fed << " tprefill "
+            << plan.target_prefill.sequences_size() << " mode " << PipelineModeLabel(plan.mode)
+            << " workers_ms " << Ms(workers_wall) << " phase_ms " << Ms(phase_wall);
+}
+
 }  // namespace
 
 struct Engine::TargetResult {
@@ -133,65 +153,74 @@ Sequence* Engine::FindRunning(uint64_t id) const {
   return nullptr;
 }
 
+Engine::TargetResult Engine::CallTarget(const PhasePlan& plan) {
+  const absl::Time start = absl::Now();
+  TargetResult r;
+  if (plan.target_prefill.sequences_size() > 0) {
+    r.prefill_status = target_->Prefill(plan.target_prefill).status();
+  }
+  if (plan.verify.sequences_size() > 0 && r.prefill_status.ok()) {
+    const absl::Time t = absl::Now();
+    r.verify = target_->Verify(plan.verify);
+    r.verify_wall = absl::Now() - t;
+  }
+  r.wall = absl::Now() - start;
+  return r;
+}
+
+Engine::DraftResult Engine::CallDraft(const PhasePlan& plan) {
+  const absl::Time start = absl::Now();
+  DraftResult r;
+  if (plan.draft_prefill.sequences_size() > 0) {
+    const absl::Time t = absl::Now();
+    r.prefill_status = draft_->Prefill(plan.draft_prefill).status();
+    r.prefill_wall = absl::Now() - t;
+  }
+  if (plan.draft.sequences_size() > 0 && r.prefill_status.ok()) {
+    const absl::Time t = absl::Now();
+    r.draft = draft_->Draft(plan.draft);
+    r.draft_wall = absl::Now() - t;
+  }
+  r.wall = absl::Now() - start;
+  return r;
+}
+
 void Engine::RunPhase(PhasePlan& plan) {
   const absl::Time phase_start = absl::Now();
   const std::optional<SpeculationKind> draft_kind = DraftKind(plan);
   std::vector<int> generated_before;
   for (const Sequence* s : plan.verify_sequences) generated_before.push_back(s->generated());
   AddProposerFields(planner_, plan);
-  std::future<TargetResult> target_future;
   const bool target_work =
       plan.target_prefill.sequences_size() > 0 || plan.verify.sequences_size() > 0;
-  if (target_work) {
-    target_future = target_exec_.Submit([this, &plan] {
-      const absl::Time start = absl::Now();
-      TargetResult r;
-      if (plan.target_prefill.sequences_size() > 0) {
-        r.prefill_status = target_->Prefill(plan.target_prefill).status();
-      }
-      if (plan.verify.sequences_size() > 0 && r.prefill_status.ok()) {
-        absl::Time t = absl::Now();
-        r.verify = target_->Verify(plan.verify);
-        r.verify_wall = absl::Now() - t;
-      }
-      r.wall = absl::Now() - start;
-      return r;
-    });
-  }
-  std::future<DraftResult> draft_future;
   const bool draft_work =
       plan.draft_prefill.sequences_size() > 0 || plan.draft.sequences_size() > 0;
-  if (draft_work) {
-    draft_future = draft_exec_.Submit([this, &plan] {
-      const absl::Time start = absl::Now();
-      DraftResult r;
-      if (plan.draft_prefill.sequences_size() > 0) {
-        const absl::Time t = absl::Now();
-        r.prefill_status = draft_->Prefill(plan.draft_prefill).status();
-        r.prefill_wall = absl::Now() - t;
-      }
-      if (plan.draft.sequences_size() > 0 && r.prefill_status.ok()) {
-        absl::Time t = absl::Now();
-        r.draft = draft_->Draft(plan.draft);
-        r.draft_wall = absl::Now() - t;
-      }
-      r.wall = absl::Now() - start;
-      return r;
-    });
+  // The engine thread makes one worker's calls itself (the target's when both work): a
+  // thread hand-off each way less on the phase's critical path. Calls to one worker
+  // stay in order with the releases queued on its executor.
+  std::future<DraftResult> draft_future;
+  std::optional<DraftResult> draft_result;
+  std::optional<TargetResult> target_result;
+  if (draft_work && target_work) {
+    draft_future = draft_exec_.Submit([this, &plan] { return CallDraft(plan); });
+  } else if (draft_work) {
+    draft_result = draft_exec_.RunHere([this, &plan] { return CallDraft(plan); });
   }
+  if (target_work) {
+    target_result = target_exec_.RunHere([this, &plan] { return CallTarget(plan); });
+  }
+  if (draft_future.valid()) draft_result = draft_future.get();
 
   CoordinatorMetrics::StepLatency latency;
   // Draft results first: a continuation must be in place before its verify is applied.
   absl::Duration workers_wall;
-  if (draft_work) {
-    const DraftResult r = draft_future.get();
-    workers_wall = r.wall;
-    ApplyDraftResult(r, plan, &latency);
+  if (draft_result.has_value()) {
+    workers_wall = draft_result->wall;
+    ApplyDraftResult(*draft_result, plan, &latency);
   }
-  if (target_work) {
-    const TargetResult r = target_future.get();
-    workers_wall = std::max(workers_wall, r.wall);
-    ApplyTargetResult(r, plan, &latency);
+  if (target_result.has_value()) {
+    workers_wall = std::max(workers_wall, target_result->wall);
+    ApplyTargetResult(*target_result, plan, &latency);
   }
   // The coordinator's own time in the phase (a term of every step's cost).
   UpdateEma(&phase_overhead_ms_ema_,
@@ -199,6 +228,7 @@ void Engine::RunPhase(PhasePlan& plan) {
   if (plan.target_prefill.sequences_size() == 0) {
     ObserveRealized(plan, draft_kind, generated_before, Ms(absl::Now() - phase_start));
   }
+  if (VLOG_IS_ON(2)) LogPhase(plan, running_, workers_wall, absl::Now() - phase_start);
   if (metrics_) {
     const double phase_ms = Ms(absl::Now() - phase_start);
     double worker_ms = 0;
@@ -307,44 +337,6 @@ void Engine::ApplyTargetResult(const TargetResult& r, PhasePlan& plan,
     }
   }
   ObserveAheadHits(plan, had_ahead);
-}
-
-void Engine::RecordRejectedBatch(const char* worker, const absl::Status& status,
-                                 const std::string& shape) {
-  rejected_batches_.fetch_add(1);
-  LOG(ERROR) << "the " << worker << " worker rejected a batch the coordinator built (" << shape
-             << "): " << status << " -- this is a coordinator bug; please report it";
-  if (metrics_) metrics_->RecordRejectedBatch(worker, status.code());
-  LOG_IF(FATAL, options_.strict_worker_batches)
-      << "--strict_worker_batches: exiting on a rejected batch";
-}
-
-void Engine::OnTargetFailure(const absl::Status& status, const std::vector<Sequence*>& batch,
-                             absl::Time now) {
-  if (absl::IsNotFound(status)) {
-    // The target lost these sequences (restarted): re-prefill them from scratch.
-    LOG(WARNING) << "target lost sequences, re-prefilling: " << status;
-    for (Sequence* s : batch) s->target_cached = 0;
-    return;
-  }
-  if (IsTransportFailure(status)) {
-    LOG(WARNING) << "target group unavailable, pausing " << running_.size()
-                 << " sequences: " << status;
-    target_available_ = false;
-    for (auto& s : running_) {
-      s->target_cached = 0;
-      if (s->paused_since == absl::InfinitePast()) s->paused_since = now;
-    }
-    return;
-  }
-  // The worker rejected the step itself: end the sequences of that batch with the
-  // reason instead of retrying forever.
-  for (Sequence* s : batch) {
-    s->Fail(absl::Status(
-                absl::IsResourceExhausted(status) ? status.code() : absl::StatusCode::kInternal,
-                absl::StrCat("target worker rejected the step: ", status.message())),
-            now);
-  }
 }
 
 void Engine::OnDraftFailure(const absl::Status& status, const PhasePlan& plan) {

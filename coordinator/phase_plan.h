@@ -20,6 +20,11 @@ struct PlannerOptions {
   bool pipelining = true;         // Server default; requests may turn it off.
   bool optimistic = true;         // Pre-drafting (the speculation cache) in lockstep mode.
   int optimistic_max_batch = 16;  // Running sequences up to which it is used.
+  // In lockstep with pre-drafting: a sequence whose next candidates were not pre-drafted
+  // (a miss) is verified plain in a phase the target spends on the others anyway, while
+  // its proposer drafts the step after it keyed on the target's token (a plain outcome,
+  // DraftProposer), instead of sitting that phase out to be drafted afresh.
+  bool predraft_plain_steps = true;
   // Verification outcomes pre-drafted per sequence, [1, 31]: 1 = only the all-accepted
   // one (the bonus token guessed); more also drafts after likely rejections.
   int predraft_branches = 1;
@@ -71,6 +76,12 @@ struct WorkerAvailability {
   // c is not discounted by the speculation cache's hit rate.
   double draft_worker_tree_factor = 1;
   double draft_worker_tree_overhead = 0;  // The tree option's o (not pre-drafted either).
+  // sigma - 1, sigma the measured factor by which a verify is slower while the draft
+  // worker works in the same phase (cores, caches and memory bandwidth shared; 0 where
+  // nothing slows it): a phase with draft work costs every sequence of the batch that
+  // much, so the sequences that use the draft worker in it share n (sigma - 1)
+  // (step_choice.h). Used when draft and verify overlap (pipelined phases).
+  double draft_overlap_cost = 0;
   // Measured factors (>= 1) by which a speculative step costs more than its modelled
   // c, nu and o at this batch size, for draft-worker proposers and for the others
   // (RealizedSpeedup, docs/architecture.md §3).

@@ -24,6 +24,20 @@ void SerialExecutor::AddBusyTime(absl::Duration took) {
   busy_ += took;
 }
 
+void SerialExecutor::BeginInline() {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return queue_.empty() && !running_ && !inline_;
+  };
+  mu_.Await(absl::Condition(&idle));
+  inline_ = true;
+}
+
+void SerialExecutor::EndInline() {
+  absl::MutexLock lock(&mu_);
+  inline_ = false;
+}
+
 absl::Duration SerialExecutor::busy_time() const {
   absl::MutexLock lock(&mu_);
   return busy_;
@@ -34,14 +48,18 @@ void SerialExecutor::Run() {
     std::function<void()> fn;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]()
-                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue_.empty() || stopping_; };
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return (!queue_.empty() && !inline_) || (stopping_ && queue_.empty());
+      };
       mu_.Await(absl::Condition(&ready));
       if (queue_.empty()) return;  // stopping and drained
       fn = std::move(queue_.front());
       queue_.pop_front();
+      running_ = true;
     }
     fn();
+    absl::MutexLock lock(&mu_);
+    running_ = false;
   }
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 #include <vector>
 
 namespace tandem::coordinator {
@@ -53,6 +54,36 @@ TEST(SerialExecutorTest, BusyTimeCountsTaskTime) {
   exec.Submit([] { absl::SleepFor(absl::Milliseconds(30)); }).get();
   EXPECT_GE(exec.busy_time(), absl::Milliseconds(25));
   EXPECT_LT(exec.busy_time(), absl::Seconds(5));
+}
+
+// RunHere runs on the caller's thread after the tasks queued before it; a task
+// submitted while it runs (from another thread) waits for it; its time is busy time.
+TEST(SerialExecutorTest, RunHereKeepsSubmissionOrder) {
+  SerialExecutor exec("inline");
+  absl::Mutex mu;
+  std::vector<int> order;
+  const auto record = [&](int i) {
+    absl::MutexLock lock(&mu);
+    order.push_back(i);
+  };
+  auto first = exec.Submit([&] {
+    absl::SleepFor(absl::Milliseconds(30));
+    record(1);
+  });
+  std::future<void> third;
+  const std::thread::id caller = std::this_thread::get_id();
+  const std::thread::id ran_on = exec.RunHere([&] {
+    record(2);
+    std::thread other([&] { third = exec.Submit([&] { record(3); }); });
+    other.join();
+    absl::SleepFor(absl::Milliseconds(30));
+    record(4);
+    return std::this_thread::get_id();
+  });
+  third.get();
+  EXPECT_EQ(ran_on, caller);
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 4, 3}));
+  EXPECT_GE(exec.busy_time(), absl::Milliseconds(50));
 }
 
 TEST(SerialExecutorTest, DestructorDrainsQueuedTasks) {

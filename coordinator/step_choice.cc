@@ -1,6 +1,7 @@
 #include "coordinator/step_choice.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "spec/speculation_controller.h"
 
@@ -136,25 +137,44 @@ bool DraftsThisPhase(Sequence& s, const StepChoice& c, const PlannerOptions& o) 
          s.candidates.empty() && !NeedsCatchUp(s, c, o);
 }
 
+// Whether `c` makes the draft worker work for `s` this phase (a draft, a pre-draft of
+// its next step, or a catch-up feed).
+bool UsesDraftWorker(Sequence& s, const StepChoice& c) {
+  return c.slot >= 0 && c.k > 0 &&
+         s.proposer(c.slot).capabilities().site == ProposerSite::kDraftWorker;
+}
+
 }  // namespace
 
 std::vector<StepChoice> ChooseSteps(const std::vector<Sequence*>& running, const PlannerOptions& o,
                                     const WorkerAvailability& workers, bool sequential) {
   const int n = static_cast<int>(running.size());
   std::vector<StepChoice> choices;
-  int drafting = 0;
+  int drafting = 0, involved = 0;
   for (Sequence* s : running) {
     choices.push_back(ChooseProposer(*s, n, o, workers));
     drafting += DraftsThisPhase(*s, choices.back(), o);
+    involved += UsesDraftWorker(*s, choices.back());
   }
-  if (!sequential || drafting == 0 || drafting == n) return choices;
+  // Who shares what the batch pays for the draft's work: in a sequential phase the draft
+  // phase's fixed cost o (by the sequences that draft), in an overlapped one the slower
+  // verify next to the draft, n (sigma - 1) (by the sequences the draft works for).
   WorkerAvailability shared = workers;
-  shared.draft_worker_overhead *= static_cast<double>(n) / drafting;
-  shared.draft_worker_tree_overhead *= static_cast<double>(n) / drafting;
+  std::function<bool(Sequence&, const StepChoice&)> shares;
+  if (sequential && drafting > 0 && drafting < n) {
+    shared.draft_worker_overhead *= static_cast<double>(n) / drafting;
+    shared.draft_worker_tree_overhead *= static_cast<double>(n) / drafting;
+    shares = [&o](Sequence& s, const StepChoice& c) { return DraftsThisPhase(s, c, o); };
+  } else if (!sequential && involved > 0 && workers.draft_overlap_cost > 0) {
+    const double overlap = workers.draft_overlap_cost * n / involved;
+    shared.draft_worker_overhead += overlap;
+    shared.draft_worker_tree_overhead += overlap;
+    shares = UsesDraftWorker;
+  } else {
+    return choices;
+  }
   for (int i = 0; i < n; ++i) {
-    if (DraftsThisPhase(*running[i], choices[i], o)) {
-      choices[i] = ChooseProposer(*running[i], n, o, shared);
-    }
+    if (shares(*running[i], choices[i])) choices[i] = ChooseProposer(*running[i], n, o, shared);
   }
   return choices;
 }

@@ -33,7 +33,10 @@ struct StepChoice {
 // is set). In a sequential phase a draft phase holds up the whole batch, so when only
 // some sequences would draft, they decide again with the draft's fixed cost o shared
 // among them alone (o * n / drafting): a lone drafter in a batch of plain sequences
-// pays the others' wait.
+// pays the others' wait. In an overlapped phase the draft's work slows the verify of
+// the whole batch (WorkerAvailability::draft_overlap_cost), so the sequences the draft
+// works for decide again with that cost, n (sigma - 1), shared among them as a fixed
+// cost per step: speculating for one sequence must pay for everyone's slower step.
 std::vector<StepChoice> ChooseSteps(const std::vector<Sequence*>& running, const PlannerOptions& o,
                                     const WorkerAvailability& workers, bool sequential);
 

@@ -1,5 +1,6 @@
 // Each sequence's proposer and K (ChooseSteps) on plain Sequence objects: fixed K within
-// its caps, method none, the batch limit, deferral, the lone drafter's shared wait, and
+// its caps, method none, the batch limit, deferral, the lone drafter's shared wait or
+// overlap, and
 // the server tree budget's tree option.
 #include "coordinator/step_choice.h"
 
@@ -78,7 +79,7 @@ TEST(StepChoiceTest, DeferChoiceMarksTheControllersChoiceDeferred) {
 // Costs under which drafting pays when the whole batch drafts (S about 1.37 at the
 // prior's acceptance 0.6) but not for one sequence of four in a sequential phase: its
 // draft phase holds up the other three, so it is charged o * 4 (S about 0.8).
-TEST(StepChoiceTest, ALoneDrafterInASequentialPhasePaysTheBatchsWait) {
+TEST(StepChoiceTest, ALoneDrafterPaysWhatItsDraftCostsTheBatch) {
   WorkerAvailability w = BothWorkers();
   w.draft_worker_cost = 0.02;
   w.draft_worker_overhead = 0.4;
@@ -109,6 +110,21 @@ TEST(StepChoiceTest, ALoneDrafterInASequentialPhasePaysTheBatchsWait) {
   {  // Not sequential (lockstep verifies the others meanwhile): nobody waits.
     std::vector<std::unique_ptr<Sequence>> owned;
     EXPECT_GT(ChooseSteps(batch(1, &owned), PlannerOptions(), w, false)[0].k, 0);
+  }
+  // Overlapped, but a verify runs 15 % slower next to the draft: a lone drafter would
+  // slow all four steps (0.6 of a step, more than it gains); four drafters share it.
+  w.draft_overlap_cost = 0.15;
+  {
+    std::vector<std::unique_ptr<Sequence>> owned;
+    const std::vector<Sequence*> running = batch(1, &owned);
+    EXPECT_EQ(ChooseSteps(running, PlannerOptions(), w, false)[0].k, 0);
+    EXPECT_EQ(running[0]->planned_step().off_reason, std::string("controller"));
+  }
+  {
+    std::vector<std::unique_ptr<Sequence>> owned;
+    for (const StepChoice& c : ChooseSteps(batch(4, &owned), PlannerOptions(), w, false)) {
+      EXPECT_GT(c.k, 0);
+    }
   }
 }
 

@@ -115,13 +115,36 @@ Groups Classify(const std::vector<Sequence*>& running, const PlannerOptions& o,
   return g;
 }
 
-// Which ready sequences this phase verifies and which waiting ones get draft work
-// (the mode: sequential, lockstep or ping-pong; see step_planner.h).
+// Marks the sequences waiting for fresh draft work that are verified plain this phase
+// instead, their next step pre-drafted meanwhile (PlannerOptions::predraft_plain_steps):
+// with continuations, when the target has other work in the phase anyway (a sequence
+// to verify or a prompt to prefill), for chain choices of proposers that can.
+void ChoosePlainPredrafts(const Groups& g, const PlannerOptions& o, std::vector<bool>* work_now,
+                          std::vector<bool>* predraft) {
+  predraft->assign(g.need_work.size(), false);
+  if (!o.predraft_plain_steps || (g.ready.empty() && g.prefill.empty())) return;
+  for (size_t i = 0; i < g.need_work.size(); ++i) {
+    Sequence* s = g.need_work[i];
+    const StepChoice& c = g.need_choice[i];
+    if (c.tree || Uncached(*s) - 1 > o.prefill_chunk ||
+        !s->proposer(c.slot).PredraftsPlainSteps(*s, c.k, o)) {
+      continue;
+    }
+    (*predraft)[i] = true;
+    (*work_now)[i] = false;
+  }
+}
+
+// Which ready sequences this phase verifies and which waiting ones get draft work or,
+// in lockstep with continuations, a plain verify with their next step pre-drafted
+// (`predraft`, parallel to g.need_work); the mode: sequential, lockstep or ping-pong
+// (see step_planner.h).
 void ChooseMode(const Groups& g, int n, const PlannerOptions& o, const WorkerAvailability& workers,
                 PhasePlan* plan, std::vector<bool>* verify_now, std::vector<bool>* work_now,
-                bool* continuations) {
+                std::vector<bool>* predraft, bool* continuations) {
   verify_now->assign(g.ready.size(), true);
   work_now->assign(g.need_work.size(), true);
+  predraft->assign(g.need_work.size(), false);
   *continuations = false;
   plan->mode = plan->pipelined ? workers.pipeline_mode : PipelineMode::kSequential;
   if (plan->mode == PipelineMode::kPingPong && (n < 2 || !workers.draft)) {
@@ -133,13 +156,18 @@ void ChooseMode(const Groups& g, int n, const PlannerOptions& o, const WorkerAva
     // Sequential or lockstep: fresh drafts first, then every draft-worker user is
     // verified together (with continuations drafted meanwhile when pipelining). When
     // pipelining, sequences that need no draft work are verified during the draft
-    // phase too instead of idling the target.
-    if (!g.need_work.empty()) {
+    // phase too instead of idling the target; with continuations, a sequence waiting
+    // for a fresh draft in a phase the target works in anyway is verified plain with
+    // its next step pre-drafted, and then nobody waits for the draft.
+    *continuations = lockstep && o.optimistic && n <= o.optimistic_max_batch && workers.draft;
+    if (*continuations) ChoosePlainPredrafts(g, o, work_now, predraft);
+    const bool fresh_drafts =
+        std::find(work_now->begin(), work_now->end(), true) != work_now->end();
+    if (fresh_drafts) {
       for (size_t i = 0; i < g.ready.size(); ++i) {
         (*verify_now)[i] = lockstep && !HasDraftWorkerCandidates(*g.ready[i]);
       }
     }
-    *continuations = lockstep && o.optimistic && n <= o.optimistic_max_batch && workers.draft;
   } else if (g.ready.empty() && g.need_work.size() >= 2) {
     // Start the ping-pong: draft half now, the other half while the first verifies.
     for (size_t i = (g.need_work.size() + 1) / 2; i < g.need_work.size(); ++i) {
@@ -160,11 +188,15 @@ void ChooseMode(const Groups& g, int n, const PlannerOptions& o, const WorkerAva
   }
 }
 
-// Target: prefill chunks, then verifies within the row budget.
+// Target: prefill chunks, then verifies within the row budget: the ready sequences
+// chosen, then those verified plain while their next step is pre-drafted (`predraft`,
+// parallel to g.need_work; off reason "predrafting", their choice deferred).
 // `chosen` gets, parallel to plan->verify_sequences, the choice made for each this
-// phase (what a continuation drafted meanwhile should propose).
-void PlanTarget(const Groups& g, const std::vector<bool>& verify_now, const PlannerOptions& o,
-                PhasePlan* plan, std::vector<StepChoice>* chosen) {
+// phase (what a continuation drafted meanwhile should propose), and `predraft_k` the K
+// a plain step's pre-draft is for (0: none).
+void PlanTarget(const Groups& g, const std::vector<bool>& verify_now,
+                const std::vector<bool>& predraft, const PlannerOptions& o, PhasePlan* plan,
+                std::vector<StepChoice>* chosen, std::vector<int>* predraft_k) {
   int prefill_left = std::min(o.prefill_budget, o.target_max_batch_tokens);
   int target_rows = 0;
   for (Sequence* s : g.prefill) {
@@ -192,6 +224,19 @@ void PlanTarget(const Groups& g, const std::vector<bool>& verify_now, const Plan
     target_rows += rows;
     AddVerify(s, plan);
     chosen->push_back(g.ready_choice[i]);
+    predraft_k->push_back(0);
+  }
+  for (size_t i = 0; i < g.need_work.size(); ++i) {
+    Sequence* s = g.need_work[i];
+    if (!predraft[i]) continue;
+    if (target_rows + Uncached(*s) > o.target_max_batch_tokens && !plan->verify_sequences.empty()) {
+      continue;  // Next phase.
+    }
+    target_rows += Uncached(*s);
+    DeferChoice(*s, "predrafting");
+    AddVerify(s, plan);
+    chosen->push_back({g.need_choice[i].slot, 0});
+    predraft_k->push_back(g.need_choice[i].k);
   }
 }
 
@@ -223,11 +268,12 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
   const int n = static_cast<int>(running.size());
   plan.pipelined = PipeliningWanted(running, o.pipelining);
   const Groups g = Classify(running, o, workers, &plan);
-  std::vector<bool> verify_now, work_now;
+  std::vector<bool> verify_now, work_now, predraft;
   bool continuations = false;
-  ChooseMode(g, n, o, workers, &plan, &verify_now, &work_now, &continuations);
+  ChooseMode(g, n, o, workers, &plan, &verify_now, &work_now, &predraft, &continuations);
   std::vector<StepChoice> chosen;
-  PlanTarget(g, verify_now, o, &plan, &chosen);
+  std::vector<int> predraft_k;
+  PlanTarget(g, verify_now, predraft, o, &plan, &chosen, &predraft_k);
   for (const StepChoice& c : chosen) plan.verify_slots.push_back(c.k > 0 ? c.slot : -1);
 
   // Draft worker: continuations of what is being verified, then fresh work.
@@ -237,6 +283,12 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
   if (continuations) {
     for (size_t i = 0; i < plan.verify_sequences.size(); ++i) {
       Sequence* s = plan.verify_sequences[i];
+      if (predraft_k[i] > 0) {  // Verified plain: its next step is pre-drafted.
+        const int slot = chosen[i].slot;
+        s->proposer(slot).AddContinuation(s, s->proposer_state(slot), slot, predraft_k[i], o,
+                                          &budget, &plan);
+        continue;
+      }
       const int slot = HasDraftWorkerCandidates(*s) ? CandidateSlot(*s) : -1;
       // The step after continues with this proposer only if it is still the choice (and
       // as a chain: trees are not pre-drafted).

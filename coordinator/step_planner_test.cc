@@ -161,9 +161,22 @@ TEST(StepPlannerTest, CheapDraftKeepsEveryoneInLockstepWithContinuations) {
   EXPECT_EQ(p.verify.sequences_size(), 4);
   ASSERT_EQ(p.draft.sequences_size(), 4);
   for (bool c : p.draft_is_continuation) EXPECT_TRUE(c);
-  // One sequence's continuation failed: it is drafted alone before the next verify.
+  // One sequence's continuation missed: it is verified plain with the others while the
+  // draft pre-drafts its next step (the guess of the target's token and K more).
   seqs[2]->candidates.Clear();
   p = PlanPhase(f.running, Options(true, true), kCheapDraft);
+  ASSERT_EQ(p.verify.sequences_size(), 4);
+  EXPECT_EQ(p.verify_sequences[3], seqs[2]);
+  EXPECT_EQ(p.verify.sequences(3).proposals_size(), 0);
+  EXPECT_STREQ(seqs[2]->planned_step().off_reason, "predrafting");
+  ASSERT_EQ(p.draft.sequences_size(), 4);
+  EXPECT_EQ(p.draft_sequences[3], seqs[2]);
+  EXPECT_TRUE(p.draft_is_continuation[3]);
+  EXPECT_EQ(p.draft.sequences(3).num_draft_tokens(), 5u);
+  // Without plain pre-drafts it is drafted alone before the next verify.
+  PlannerOptions o = Options(true, true);
+  o.predraft_plain_steps = false;
+  p = PlanPhase(f.running, o, kCheapDraft);
   EXPECT_EQ(p.verify.sequences_size(), 0);
   ASSERT_EQ(p.draft.sequences_size(), 1);
   EXPECT_EQ(p.draft_sequences[0], seqs[2]);
@@ -290,11 +303,22 @@ TEST(StepPlannerTest, LockstepVerifiesNonDraftSequencesDuringTheDraftPhase) {
   Sequence* plain = f.Add(v1::SPECULATION_METHOD_NONE, 8, 64, std::nullopt);
   Sequence* waiting = f.Add(v1::SPECULATION_METHOD_DRAFT);
   GiveDraftProposals(waiting, 2);  // Already drafted: waits for the others (lockstep).
-  PhasePlan p = PlanPhase(f.running, Options(true, true), kCheapDraft);
+  PlannerOptions o = Options(true, true);
+  o.predraft_plain_steps = false;
+  PhasePlan p = PlanPhase(f.running, o, kCheapDraft);
   ASSERT_EQ(p.draft.sequences_size(), 1);
   EXPECT_EQ(p.draft_sequences[0], drafting);
   ASSERT_EQ(p.verify.sequences_size(), 1);
   EXPECT_EQ(p.verify_sequences[0], plain);
+  // With plain pre-drafts nobody waits: `waiting` is verified with its continuation,
+  // `drafting` plain with its next step pre-drafted.
+  p = PlanPhase(f.running, Options(true, true), kCheapDraft);
+  ASSERT_EQ(p.verify.sequences_size(), 3);
+  EXPECT_EQ(p.verify_sequences[2], drafting);
+  ASSERT_EQ(p.draft.sequences_size(), 2);
+  EXPECT_EQ(p.draft_sequences[0], waiting);
+  EXPECT_EQ(p.draft_sequences[1], drafting);
+  EXPECT_TRUE(p.draft_is_continuation[0] && p.draft_is_continuation[1]);
   // Without pipelining the draft phase is a draft phase only.
   p = PlanPhase(f.running, Options(false), kCheapDraft);
   EXPECT_EQ(p.verify.sequences_size(), 0);

@@ -34,7 +34,66 @@ int ChainLength(const Candidates& c, std::vector<std::vector<int32_t>>* siblings
   return chain;
 }
 
+// A plain step's one outcome: the target commits one token t after the sequence's
+// tokens. Feeds the main id what the draft lacks and drafts the guess of t and the
+// next_k candidates after it there (no fork: the main id holds nothing else worth
+// keeping); OnVerified finds them when t is the guess. Capped like a path outcome of
+// no accepted candidates; adds nothing when the draft is more than
+// catch_up_min_tokens behind or the phase's draft rows are spent.
+void AddPlainContinuation(Sequence* s, DraftState& d, int slot, int next_k, const PlannerOptions& o,
+                          DraftBudget* budget, PhasePlan* plan) {
+  const std::vector<int32_t>& tokens = s->tokens();
+  const int length = static_cast<int>(tokens.size());
+  const int start = std::min(d.ValidLength(tokens), length - 1);
+  const int fed = length - start;
+  const int context = std::min(o.context_length, o.draft_context_length);
+  const int more = std::min({next_k + 1, o.draft_max_k, context - length, s->remaining() - 1});
+  if (more < 2 || fed - 1 > o.catch_up_min_tokens ||
+      budget->rows + fed > o.draft_max_batch_tokens) {
+    return;
+  }
+  budget->rows += fed;
+  d.tree_nodes = 0;
+  d.tree_option = false;
+  d.tree_depth = next_k;
+  d.tree_siblings = o.draft_tree_siblings;
+  d.max_nodes = o.max_k;
+  d.node_value_threshold = spec::NodeValueThreshold(s->PlannedRate(), plan->verify_cost, next_k);
+  Branch b;
+  b.plain = true;
+  b.slot = d.main_slot;
+  b.cache.assign(d.cache.begin(), d.cache.begin() + start);
+  d.branches.push_back(std::move(b));
+  AddDraftEntry(s, WorkerId(s->id(), d.main_slot), slot, static_cast<uint32_t>(start),
+                tokens.data() + start, tokens.data() + length, more, true, o, plan);
+}
+
+// The hit on `b` (its first `skip` proposals were the committed guess): the branch
+// becomes the main id and its other proposals the next candidates.
+Candidates TakeBranch(const Sequence& s, DraftState& d, Branch& b, size_t skip) {
+  d.cache = std::move(b.cache);
+  d.main_slot = b.slot;
+  if (b.top.size() > skip) d.top.assign(b.top.begin() + skip, b.top.end());
+  Candidates next;
+  next.method = v1::SPECULATION_METHOD_DRAFT;
+  next.site = ProposerSite::kDraftWorker;
+  next.predrafted = true;
+  next.tokens.assign(b.proposals.begin() + skip, b.proposals.end());
+  if (d.tree_siblings > 0 && TakesDeterministicSiblings(s)) {
+    AttachSiblings(d.top, d.tree_siblings, d.max_nodes, d.node_value_threshold, &next);
+  }
+  return next;
+}
+
 }  // namespace
+
+bool DraftProposer::PredraftsPlainSteps(const Sequence& s, int k, const PlannerOptions& o) const {
+  const int length = static_cast<int>(s.tokens().size());
+  const int room =
+      std::min({o.draft_max_k, std::min(o.context_length, o.draft_context_length) - length,
+                s.remaining() - 1});
+  return k >= 1 && room >= 2 && !s.request().speculation.draft_tree_nodes.has_value();
+}
 
 // While the candidates are verified, pre-drafts the next step for the most likely
 // outcomes (outcome_ranking.h, over the chain d_1..d_K), each on a branch forked from
@@ -42,12 +101,17 @@ int ChainLength(const Candidates& c, std::vector<std::vector<int32_t>>* siblings
 // and drafts the next step's candidates; a path outcome (all of the chain, or d_1..d_j
 // and a leaf sibling t of a tree) forks after its path but its last token, feeds that
 // token and drafts the bonus guess and the candidates after it. Each is capped by the
-// tokens still to generate and by both contexts.
+// tokens still to generate and by both contexts. Without candidates (a plain step):
+// AddPlainContinuation.
 void DraftProposer::AddContinuation(Sequence* s, ProposerState& state, int slot, int next_k,
                                     const PlannerOptions& o, DraftBudget* budget,
                                     PhasePlan* plan) const {
   DraftState& d = Of(state);
   d.branches.clear();
+  if (s->candidates.empty()) {
+    if (next_k > 0) AddPlainContinuation(s, d, slot, next_k, o, budget, plan);
+    return;
+  }
   if (d.tree_nodes > 0) return;  // Dynamic trees are not pre-drafted.
   std::vector<std::vector<int32_t>> siblings;
   const int k = ChainLength(s->candidates, &siblings);
@@ -103,7 +167,8 @@ void DraftProposer::AddContinuation(Sequence* s, ProposerState& state, int slot,
 
 // A hit: the branch of the verify's outcome was drafted; it becomes the main id (its
 // cache is the sequence's tokens plus its proposals) and its proposals are the next
-// step's candidates. Every other branch is dropped (its slot is reused later).
+// step's candidates. Every other branch is dropped (its slot is reused later). A plain
+// step hits when the token it committed is its branch's guess.
 std::optional<Candidates> DraftProposer::OnVerified(const Sequence& s, ProposerState& state,
                                                     const Candidates& verified,
                                                     const v1::VerifiedSequence& result,
@@ -113,9 +178,17 @@ std::optional<Candidates> DraftProposer::OnVerified(const Sequence& s, ProposerS
   d.branches.clear();
   d.top.clear();
   const int proposed = verified.size();
+  if (proposed == 0) {
+    for (Branch& b : branches) {
+      if (b.plain && b.proposals.size() >= 2 && committed == 1 && result.committed_size() == 1 &&
+          b.proposals[0].token() == result.committed(0)) {
+        return TakeBranch(s, d, b, 1);
+      }
+    }
+    return std::nullopt;
+  }
   const int j = static_cast<int>(result.num_accepted());
-  if (proposed == 0 || verified.method != method() || committed != j + 1 ||
-      result.committed_size() != j + 1) {
+  if (verified.method != method() || committed != j + 1 || result.committed_size() != j + 1) {
     return std::nullopt;
   }
   const int32_t t = result.committed(j);
@@ -126,19 +199,7 @@ std::optional<Candidates> DraftProposer::OnVerified(const Sequence& s, ProposerS
              : b.token != t) {
       continue;
     }
-    const size_t skip = path ? 1 : 0;  // The bonus guess is committed, not a candidate.
-    d.cache = std::move(b.cache);
-    d.main_slot = b.slot;
-    if (b.top.size() > skip) d.top.assign(b.top.begin() + skip, b.top.end());
-    Candidates next;
-    next.method = method();
-    next.site = ProposerSite::kDraftWorker;
-    next.predrafted = true;
-    next.tokens.assign(b.proposals.begin() + skip, b.proposals.end());
-    if (d.tree_siblings > 0 && TakesDeterministicSiblings(s)) {
-      AttachSiblings(d.top, d.tree_siblings, d.max_nodes, d.node_value_threshold, &next);
-    }
-    return next;
+    return TakeBranch(s, d, b, path ? 1 : 0);  // A path's bonus guess is committed.
   }
   return std::nullopt;
 }

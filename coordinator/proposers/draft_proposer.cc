@@ -176,6 +176,7 @@ std::optional<Candidates> DraftProposer::OnDrafted(const Sequence& s, ProposerSt
       for (size_t i = 0; i + 1 < drafted.size(); ++i) b.cache.push_back(drafted[i].token());
       b.proposals = std::move(drafted);
       b.top = std::move(top);
+      if (b.plain) d.cache = b.cache;  // Drafted on the main id itself.
     }
     return std::nullopt;
   }

@@ -7,7 +7,10 @@
 // each on a branch of the draft's cache (DraftSequence.fork_from); the outcome the
 // verify returns, when pre-drafted, supplies the next candidates without a draft call
 // and its branch becomes the sequence's cache on the draft worker (ids: the sequence's
-// own and up to 31 branch ids, all released with it).
+// own and up to 31 branch ids, all released with it). A sequence verified plain while
+// others verify (its pre-draft missed; PredraftsPlainSteps) gets the same for the plain
+// step's one outcome: the draft guesses the target's token and drafts the chain after
+// it on the sequence's own id, which are the next candidates when the guess is right.
 //
 // Usable unless the draft worker is down ("draft_down"), admission found no room in
 // its KV cache ("draft_kv"), it rejected a batch with the sequence last step
@@ -44,6 +47,9 @@ class DraftProposer final : public Proposer {
   void AddContinuation(Sequence* s, ProposerState& state, int slot, int next_k,
                        const PlannerOptions& options, DraftBudget* budget,
                        PhasePlan* plan) const override;
+  // A chain request (no request-sized tree) while its draft is at most
+  // catch_up_min_tokens behind and may draft k + 1 tokens (the guess and k candidates).
+  bool PredraftsPlainSteps(const Sequence& s, int k, const PlannerOptions& options) const override;
   void OnPrefilled(const Sequence& s, ProposerState& state,
                    const v1::PrefillSequence& fed) const override;
   std::optional<Candidates> OnDrafted(const Sequence& s, ProposerState& state,

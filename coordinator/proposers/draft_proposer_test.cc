@@ -206,9 +206,61 @@ TEST_F(DraftProposerTest, BranchesBeyondTheLikeliestStayWithinTheTokenBudget) {
   }
 }
 
-// Draft trees: greedy and coupled requests get the draft's next likeliest tokens as leaf
-// siblings of each chain node (shallow first, within max_k nodes); a rejection-sampled
-// request keeps its chain (its siblings would have to be drawn from q).
+// A plain step's pre-draft: the main id is fed what the draft lacks and drafts a guess of
+// the target's token plus next K; the step hits when the target commits the guess (the
+// rest are the next candidates) and misses otherwise, leaving the cache as the worker
+// holds it so that the next call feeds from the divergence.
+TEST_F(DraftProposerTest, PlainStepsArePredraftedOnTheMainIdAndHitOnTheGuess) {
+  auto s = Make(8, 100);
+  const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);
+  PlannerOptions o;
+  GiveDraftCandidates(s.get(), {21, 22, 23});
+  s->OnVerified(Verified({50}, 0), 3, absl::Now());  // Rejected at once: 50 committed.
+  ASSERT_TRUE(s->candidates.empty());
+  ASSERT_TRUE(draft_.PredraftsPlainSteps(*s, 2, o));
+  const auto predraft = [&](std::vector<int32_t> drafted) {
+    DraftBudget budget{0, 512};
+    PhasePlan plan;
+    draft_.AddContinuation(s.get(), s->proposer_state(slot), slot, /*next_k=*/2, o, &budget, &plan);
+    EXPECT_EQ(plan.draft.sequences_size(), 1);
+    if (plan.draft.sequences_size() != 1) return v1::DraftSequence();
+    EXPECT_TRUE(plan.draft_is_continuation[0]);
+    EXPECT_EQ(budget.rows, plan.draft.sequences(0).tokens_size());
+    EXPECT_FALSE(draft_
+                     .OnDrafted(*s, s->proposer_state(slot), plan.draft.sequences(0),
+                                DraftedWithTop(drafted), true)
+                     .has_value());
+    return plan.draft.sequences(0);
+  };
+  v1::DraftSequence e = predraft({60, 61, 62});
+  EXPECT_EQ(e.sequence_id(), s->id());  // The main id: nothing to fork from.
+  EXPECT_EQ(e.fork_from(), 0u);
+  EXPECT_EQ(e.start_position(), 8u);  // The draft held d_1 = 21 where 50 now is.
+  EXPECT_EQ(std::vector<int32_t>(e.tokens().begin(), e.tokens().end()), std::vector<int32_t>{50});
+  EXPECT_EQ(e.num_draft_tokens(), 3u);               // The guess and next K.
+  s->OnVerified(Verified({60}, 0), 0, absl::Now());  // The guess: a hit.
+  EXPECT_EQ(TokenIds(s->candidates), (std::vector<int32_t>{61, 62}));
+  EXPECT_TRUE(s->candidates.predrafted);
+  std::vector<int32_t> cache = s->tokens();
+  cache.push_back(61);
+  EXPECT_EQ(Cache(*s), cache);
+  // A miss: no candidates; the cache is what the worker holds (60 70 71 after 50).
+  s->candidates.Clear();
+  e = predraft({70, 71, 72});
+  EXPECT_EQ(e.start_position(), 9u);
+  s->OnVerified(Verified({99}, 0), 0, absl::Now());
+  EXPECT_TRUE(s->candidates.empty());
+  EXPECT_EQ(draft_.CatchUpTokens(*s, s->proposer_state(slot)), 0);
+  EXPECT_EQ(Cache(*s).size(), s->tokens().size() + 1);
+  EXPECT_EQ(Cache(*s)[s->tokens().size() - 1], 70);
+  // Not for a tree the request sized, nor without room for the guess and a candidate.
+  EXPECT_FALSE(draft_.PredraftsPlainSteps(*Make(8, 2), 1, o));
+  auto sized = Make(8, 100);
+  ValidatedRequest r = sized->request();
+  r.speculation.draft_tree_nodes = 8;
+  EXPECT_FALSE(draft_.PredraftsPlainSteps(*MakeSequence(2, r, {1, 2, 3}, 100), 2, o));
+}
+
 TEST_F(DraftProposerTest, UnusableReasons) {
   auto s = Make(8, 100);
   const int slot = SlotOf(*s, v1::SPECULATION_METHOD_DRAFT);

@@ -102,10 +102,18 @@ class Proposer {
                        const PlannerOptions& options, DraftBudget* budget, PhasePlan* plan) const {}
   // kDraftWorker: while `s`'s candidates (from this proposer) are verified, pre-drafts
   // the step after them for likely verification outcomes, with up to `next_k`
-  // candidates each (the K wanted for that step; 0: none); may add nothing.
+  // candidates each (the K wanted for that step; 0: none); may add nothing. When `s`
+  // has no candidates (it is verified plain) and PredraftsPlainSteps(), pre-drafts the
+  // step after the plain one instead.
   virtual void AddContinuation(Sequence* s, ProposerState& state, int slot, int next_k,
                                const PlannerOptions& options, DraftBudget* budget,
                                PhasePlan* plan) const {}
+  // kDraftWorker: whether AddContinuation() can pre-draft for `s` while it is verified
+  // plain (a chain of `k` candidates for the step after, keyed on the token the plain
+  // step commits).
+  virtual bool PredraftsPlainSteps(const Sequence& s, int k, const PlannerOptions& options) const {
+    return false;
+  }
   virtual void OnPrefilled(const Sequence& s, ProposerState& state,
                            const v1::PrefillSequence& fed) const {}
   // The answer to an entry this proposer added; returns the candidates (not for a
