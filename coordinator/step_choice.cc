@@ -25,12 +25,13 @@ void DeferChoice(Sequence& s, const char* reason) {
 namespace {
 
 // The controller's view of each chain entry this step: usable or not, K cap, costs.
-spec::ControllerInputs ControllerView(const Sequence& s, int cap, const PlannerOptions& o,
-                                      const WorkerAvailability& workers,
+spec::ControllerInputs ControllerView(const Sequence& s, int cap, int running,
+                                      const PlannerOptions& o, const WorkerAvailability& workers,
                                       const char** preferred_unusable) {
   spec::ControllerInputs in;
   in.verify_cost = workers.verify_cost;
   in.tokens_left = s.remaining();
+  in.batch = running;
   for (int slot = 0; slot < s.chain_size(); ++slot) {
     const Proposer& p = s.proposer(slot);
     const char* unusable = p.Unusable(s, s.proposer_state(slot), workers, o);
@@ -100,7 +101,8 @@ StepChoice Decide(Sequence& s, int running, const PlannerOptions& o,
     return {-1, 0, false, "batch_limit"};
   }
   const char* preferred_unusable = nullptr;
-  const spec::ControllerInputs in = ControllerView(s, cap, o, workers, &preferred_unusable);
+  const spec::ControllerInputs in =
+      ControllerView(s, cap, running, o, workers, &preferred_unusable);
   StepChoice c;
   if (spec.fixed_k.has_value()) {
     c = FixedChoice(in, *spec.fixed_k);

@@ -177,6 +177,12 @@ SpeculationController::Value SpeculationController::Best(int option, const Contr
 }
 
 ControllerChoice SpeculationController::Choose(const ControllerInputs& in) const {
+  ControllerChoice choice = ChooseOption(in);
+  choice.budget_fill = config_.probe_fraction / std::max(in.batch, 1);
+  return choice;
+}
+
+ControllerChoice SpeculationController::ChooseOption(const ControllerInputs& in) const {
   const int n = static_cast<int>(in.options.size());
   auto open = [&](int i) {
     return i >= 0 && i < n && in.options[i].usable && in.options[i].max_k >= 1;
@@ -252,7 +258,8 @@ void SpeculationController::Observe(const ControllerChoice& chosen, int used, in
     own_[used].Observe(proposed, accepted);
     last_used_[used] = step_;
   }
-  probe_budget_ = std::min(1.0, probe_budget_ + config_.probe_fraction);
+  probe_budget_ = std::min(
+      1.0, probe_budget_ + (chosen.budget_fill >= 0 ? chosen.budget_fill : config_.probe_fraction));
   // A probe drains the bucket by its cost (into debt): paid when it is decided, even
   // if deferred by a catch-up, which the next Choose then completes unpaid.
   if (chosen.probe && !chosen.prepaid) probe_budget_ -= std::max(1.0, chosen.cost);

@@ -28,19 +28,20 @@
 // Exploration: an option that is not chosen is tried (a probe, K <= probe_max_k) only
 // when its aged evidence is thin (fewer than probe_min_trials at position 1) and its
 // optimistic value (aged estimate + probe_z standard deviations) would beat the
-// choice by the margin, within a token bucket that fills by probe_fraction a step and
+// choice by the margin, within a token bucket that fills by probe_fraction / batch a
+// step (batch: the sequences sharing the target step, ControllerInputs::batch) and
 // that each probe drains by its modelled cost in plain steps (at least 1), its whole
 // switch cost included: an expensive probe (a draft that must first catch up on a
-// long context) is that much rarer, so exploration costs at most about probe_fraction
-// of the time. A probe deferred while its worker catches up is paid at once and
-// completed by the next Choose.
-// Switching costs: an option whose worker must first be fed tokens it has not seen (a
-// draft that was off for a while) carries a one-off switch_cost. The mean estimates
-// spread it over the steps the sequence has left, tokens_left / E_m(K), so a proposer
-// that would catch up on a long context to serve a short remainder is not chosen; a
-// probe pays it whole (a probe is one step). A choice the caller deferred (its worker
-// was fed this step instead; ControllerChoice::deferred) moves neither the incumbent
-// nor the probe budget: the next Choose decides again with the smaller switch cost.
+// long context) is that much rarer, and since a probe's rows and draft work slow the
+// step of the whole batch, the sequences of a batch of n probe n times less often
+// each, so exploration costs at most about probe_fraction of the batch's time. A probe deferred
+// while its worker catches up is paid at once and completed by the next Choose. Switching costs: an
+// option whose worker must first be fed tokens it has not seen (a draft that was off for a while)
+// carries a one-off switch_cost. The mean estimates spread it over the steps the sequence has left,
+// tokens_left / E_m(K), so a proposer that would catch up on a long context to serve a short
+// remainder is not chosen; a probe pays it whole (a probe is one step). A choice the caller
+// deferred (its worker was fed this step instead; ControllerChoice::deferred) moves neither the
+// incumbent nor the probe budget: the next Choose decides again with the smaller switch cost.
 // Outputs never depend on the choice (acceptance rules, docs/architecture.md §4).
 //
 // Pure and deterministic; no I/O. Not thread-safe: one controller per sequence.
@@ -127,6 +128,9 @@ struct ControllerInputs {
   // Tokens the sequence may still generate (spreads switch costs); <= 0: unknown, a
   // switch cost is then spread over one step.
   int tokens_left = 0;
+  // Sequences sharing the target step (>= 1; smaller counts as 1): they share the
+  // probe budget's rate.
+  int batch = 1;
 };
 
 struct ControllerChoice {
@@ -145,6 +149,9 @@ struct ControllerChoice {
   // was deferred while its worker caught up, and is now completed).
   double cost = 0;
   bool prepaid = false;
+  // What the step adds to the probe budget, probe_fraction / batch (set by Choose;
+  // < 0: probe_fraction, for a choice not made by Choose).
+  double budget_fill = -1;
 };
 
 // E = 1 + sum_j prod_{i<=j} a(i) for K = min(k, a.size()) positions, a clamped to [0, 1].
@@ -173,6 +180,8 @@ class SpeculationController {
     int k = 0;
     double speedup = 1.0;
   };
+  // Choose without the budget fill.
+  ControllerChoice ChooseOption(const ControllerInputs& inputs) const;
   // Acceptance at positions 1..k of `option`: the mean estimates, or (optimistic) the
   // estimates with its own evidence aged by the steps since it was last used, raised by
   // probe_z standard deviations.

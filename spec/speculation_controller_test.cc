@@ -356,14 +356,16 @@ TEST(SpeculationControllerTest, ExpensiveProbesAreRarer) {
   // One uncertain option, probed as often as the bucket allows: each probe is deferred
   // once (its worker catches up) and then completed without evidence (it stays
   // uncertain). The bucket refills by 1 a step and each probe drains its cost: 1 plain
-  // step without a switch cost, 1.2 with one.
-  auto probes = [](double switch_cost) {
+  // step without a switch cost, 1.2 with one. In a batch of 4 the bucket refills by 1/4
+  // a step: the four sequences share the rate.
+  auto probes = [](double switch_cost, int batch = 1) {
     ControllerConfig config;
     config.probe_fraction = 1;
     config.initial_acceptance = 0.1;  // Mean S below the enter margin, optimistic above.
     SpeculationController controller(config);
     ControllerInputs in = OneOption(0.0, 0.0, 0.0);
     in.options[0].switch_cost = switch_cost;
+    in.batch = batch;
     int n = 0;
     for (int t = 0; t < 120; ++t) {
       ControllerChoice c = controller.Choose(in);
@@ -377,8 +379,9 @@ TEST(SpeculationControllerTest, ExpensiveProbesAreRarer) {
     return n;
   };
   const int cheap = probes(0), expensive = probes(0.2);
-  EXPECT_NEAR(cheap, 60, 2);      // Every other step.
-  EXPECT_NEAR(expensive, 40, 2);  // Every third step.
+  EXPECT_NEAR(cheap, 60, 2);         // Every other step.
+  EXPECT_NEAR(expensive, 40, 2);     // Every third step.
+  EXPECT_NEAR(probes(0, 4), 24, 2);  // Every fifth step (4 fills of 1/4, the cap at 1 loses one).
 }
 
 TEST(SpeculationControllerTest, AProbePaysItsSwitchCostWhole) {
