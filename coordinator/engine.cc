@@ -222,7 +222,13 @@ void Engine::ReleaseOnWorkers(const std::vector<std::shared_ptr<Sequence>>& sequ
   std::vector<uint64_t> ids, draft_ids;
   for (const auto& s : sequences) {
     ids.push_back(s->id());
-    draft_ids.push_back(s->id());
+    // Only a sequence with a draft-worker proposer ever sent the draft anything: the
+    // others cost it no release call.
+    bool on_draft = false;
+    for (int slot = 0; slot < s->chain_size(); ++slot) {
+      on_draft |= s->proposer(slot).capabilities().site == ProposerSite::kDraftWorker;
+    }
+    if (on_draft) draft_ids.push_back(s->id());
     for (int slot = 0; slot < s->chain_size(); ++slot) {
       s->proposer(slot).AppendWorkerIds(*s, s->proposer_state(slot), &draft_ids);
     }
@@ -230,7 +236,7 @@ void Engine::ReleaseOnWorkers(const std::vector<std::shared_ptr<Sequence>>& sequ
   if (target_available_.load()) {
     target_exec_.Submit([this, ids] { return target_->Release(ids); });
   }
-  if (draft_ == nullptr) return;
+  if (draft_ == nullptr || draft_ids.empty()) return;
   if (draft_available_.load()) {
     draft_exec_.Submit([this, draft_ids] { return draft_->Release(draft_ids); });
   } else {

@@ -138,6 +138,31 @@ TEST_F(EngineTest, CancellationEndsTheRequestAndReleasesItsCaches) {
   EXPECT_EQ(target_->counters().released_sequences, 1);
 }
 
+// A request whose proposers never use the draft worker (method none, prompt lookup)
+// costs it no call at all, not even the release when it ends.
+TEST_F(EngineTest, RequestsThatNeverDraftCostTheDraftWorkerNothing) {
+  StartEngine();
+  RequestSpec plain;
+  plain.prompt = Prompt(20, 11);
+  plain.method = v1::SPECULATION_METHOD_NONE;
+  plain.k = std::nullopt;
+  RequestSpec lookup = plain;
+  lookup.method = v1::SPECULATION_METHOD_PROMPT_LOOKUP;
+  lookup.prompt = Prompt(20, 12);
+  EXPECT_TRUE(Run(plain).status.ok());
+  EXPECT_TRUE(Run(lookup).status.ok());
+  WaitUntil([&] { return target_->counters().released_sequences == 2; }, "target releases");
+  const FakeWorker::Counters draft = draft_->counters();
+  EXPECT_EQ(draft.prefill_calls + draft.draft_calls + draft.release_calls, 0);
+  // A draft request is released on both workers: the draft's one release call (its
+  // executor runs calls in order, so earlier releases would have come first).
+  RequestSpec drafted;
+  drafted.prompt = Prompt(20, 13);
+  EXPECT_TRUE(Run(drafted).status.ok());
+  WaitUntil([&] { return draft_->counters().released_sequences >= 1; }, "draft release");
+  EXPECT_EQ(draft_->counters().release_calls, 1);
+}
+
 TEST_F(EngineTest, DeadlineEndsRunningAndQueuedRequests) {
   // Room for one sequence at a time on the target: the second waits for KV.
   FakeWorkerOptions target;
