@@ -227,11 +227,9 @@ void Engine::ReleaseOnWorkers(const std::vector<std::shared_ptr<Sequence>>& sequ
     bool on_draft = false;
     for (int slot = 0; slot < s->chain_size(); ++slot) {
       on_draft |= s->proposer(slot).capabilities().site == ProposerSite::kDraftWorker;
-    }
-    if (on_draft) draft_ids.push_back(s->id());
-    for (int slot = 0; slot < s->chain_size(); ++slot) {
       s->proposer(slot).AppendWorkerIds(*s, s->proposer_state(slot), &draft_ids);
     }
+    if (on_draft) draft_ids.push_back(s->id());
   }
   if (target_available_.load()) {
     target_exec_.Submit([this, ids] { return target_->Release(ids); });

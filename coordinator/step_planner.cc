@@ -121,7 +121,6 @@ Groups Classify(const std::vector<Sequence*>& running, const PlannerOptions& o,
 // to verify or a prompt to prefill), for chain choices of proposers that can.
 void ChoosePlainPredrafts(const Groups& g, const PlannerOptions& o, std::vector<bool>* work_now,
                           std::vector<bool>* predraft) {
-  predraft->assign(g.need_work.size(), false);
   if (!o.predraft_plain_steps || (g.ready.empty() && g.prefill.empty())) return;
   for (size_t i = 0; i < g.need_work.size(); ++i) {
     Sequence* s = g.need_work[i];
