@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "client/fake_tandem_service.h"
-#include "common/server.h"
 
 namespace tandem::client {
 namespace {
@@ -15,22 +14,17 @@ namespace {
 class BenchRoundsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ServerOptions options;
-    options.listen_address = "127.0.0.1:0";
-    auto server = GrpcServer::Start(options, {&service_});
+    auto server = testing::FakeTandemServer::Start(absl::Milliseconds(1));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    stub_ = v1::Tandem::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
-                                                    grpc::InsecureChannelCredentials()));
+    stub_ = server_->stub();
     settings_.prompts = {"a", "b", "c"};
     settings_.request.max_tokens = 3;
     settings_.timeout = absl::Seconds(10);
   }
-  void TearDown() override { server_->Shutdown(absl::Seconds(1)); }
 
-  testing::FakeTandemService service_{absl::Milliseconds(1)};
-  std::unique_ptr<GrpcServer> server_;
-  std::unique_ptr<v1::Tandem::Stub> stub_;
+  std::unique_ptr<testing::FakeTandemServer> server_;
+  v1::Tandem::Stub* stub_ = nullptr;
   BenchSettings settings_;
   const std::vector<ConfigKey> configs_ =
       BenchConfigs({v1::SPECULATION_METHOD_NONE, v1::SPECULATION_METHOD_DRAFT},
@@ -42,7 +36,7 @@ TEST_F(BenchRoundsTest, ChunksOfARoundMakeOneRowWithEveryRequestOnce) {
   std::vector<ConfigRun> runs;
   const RoundsSpec spec{/*repeat=*/2, /*requests=*/5, /*chunks=*/2, /*metrics=*/""};
   const std::vector<RepeatedResult> results =
-      RunRounds(stub_.get(), settings_, configs_, spec, &interrupted, &runs, nullptr, nullptr);
+      RunRounds(stub_, settings_, configs_, spec, &interrupted, &runs, nullptr, nullptr);
   ASSERT_EQ(results.size(), configs_.size());
   for (const RepeatedResult& r : results) {
     ASSERT_EQ(r.repeats.size(), 2u);
@@ -63,17 +57,17 @@ TEST_F(BenchRoundsTest, ChunksOfARoundMakeOneRowWithEveryRequestOnce) {
     std::sort(run.prompt_index.begin(), run.prompt_index.end());
     EXPECT_EQ(run.prompt_index, std::vector<int>({0, 0, 1, 1, 2}));
   }
-  EXPECT_EQ(service_.calls(), 2 * 5 * static_cast<int>(configs_.size()));
+  EXPECT_EQ(server_->service().calls(), 2 * 5 * static_cast<int>(configs_.size()));
 }
 
 TEST_F(BenchRoundsTest, AnInterruptBeforeTheFirstChunkMeasuresNothing) {
   std::atomic<bool> interrupted{true};
   std::vector<ConfigRun> runs;
-  const std::vector<RepeatedResult> results = RunRounds(
-      stub_.get(), settings_, configs_, RoundsSpec{}, &interrupted, &runs, nullptr, nullptr);
+  const std::vector<RepeatedResult> results =
+      RunRounds(stub_, settings_, configs_, RoundsSpec{}, &interrupted, &runs, nullptr, nullptr);
   EXPECT_TRUE(results.empty());
   EXPECT_TRUE(runs.empty());
-  EXPECT_EQ(service_.calls(), 0);
+  EXPECT_EQ(server_->service().calls(), 0);
 }
 
 TEST(ScrapeMetricsTest, NoAddressOrNoServerGivesNoSamples) {

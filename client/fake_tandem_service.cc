@@ -78,4 +78,21 @@ grpc::Status FakeTandemService::GetModelInfo(grpc::ServerContext*, const v1::Get
   return grpc::Status::OK;
 }
 
+absl::StatusOr<std::unique_ptr<FakeTandemServer>> FakeTandemServer::Start(
+    absl::Duration token_delay) {
+  std::unique_ptr<FakeTandemServer> f(new FakeTandemServer(token_delay));
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  auto server = GrpcServer::Start(options, {&f->service_});
+  if (!server.ok()) return server.status();
+  f->server_ = *std::move(server);
+  f->stub_ = v1::Tandem::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(f->server_->port()), grpc::InsecureChannelCredentials()));
+  return f;
+}
+
+FakeTandemServer::~FakeTandemServer() {
+  if (server_ != nullptr) server_->Shutdown(absl::Seconds(1));
+}
+
 }  // namespace tandem::client::testing

@@ -4,9 +4,12 @@
 #define TANDEM_CLIENT_FAKE_TANDEM_SERVICE_H_
 
 #include <atomic>
+#include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/server.h"
 #include "tandem/v1/tandem.grpc.pb.h"
 
 namespace tandem::client::testing {
@@ -34,6 +37,24 @@ class FakeTandemService final : public v1::Tandem::Service {
   std::atomic<int> in_flight_{0};
   std::atomic<int> max_in_flight_{0};
   std::atomic<int> calls_{0};
+};
+
+// A FakeTandemService served on a free 127.0.0.1 port and a stub to it; shut down (1 s
+// grace) when destroyed. Fails when the server cannot start.
+class FakeTandemServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<FakeTandemServer>> Start(absl::Duration token_delay);
+  ~FakeTandemServer();
+
+  FakeTandemService& service() { return service_; }
+  v1::Tandem::Stub* stub() { return stub_.get(); }
+
+ private:
+  explicit FakeTandemServer(absl::Duration token_delay) : service_(token_delay) {}
+
+  FakeTandemService service_;
+  std::unique_ptr<GrpcServer> server_;
+  std::unique_ptr<v1::Tandem::Stub> stub_;
 };
 
 }  // namespace tandem::client::testing

@@ -9,7 +9,6 @@
 
 #include "absl/time/clock.h"
 #include "client/fake_tandem_service.h"
-#include "common/server.h"
 
 namespace tandem::client {
 namespace {
@@ -17,15 +16,11 @@ namespace {
 class LoadRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ServerOptions options;
-    options.listen_address = "127.0.0.1:0";
-    auto server = GrpcServer::Start(options, {&service_});
+    auto server = testing::FakeTandemServer::Start(absl::Milliseconds(20));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    stub_ = v1::Tandem::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
-                                                    grpc::InsecureChannelCredentials()));
+    stub_ = server_->stub();
   }
-  void TearDown() override { server_->Shutdown(absl::Seconds(1)); }
 
   static v1::GenerateRequest Request(const std::string& prompt, int tokens) {
     v1::GenerateRequest r;
@@ -34,13 +29,12 @@ class LoadRunnerTest : public ::testing::Test {
     return r;
   }
 
-  testing::FakeTandemService service_{absl::Milliseconds(20)};
-  std::unique_ptr<GrpcServer> server_;
-  std::unique_ptr<v1::Tandem::Stub> stub_;
+  std::unique_ptr<testing::FakeTandemServer> server_;
+  v1::Tandem::Stub* stub_ = nullptr;
 };
 
 TEST_F(LoadRunnerTest, StreamOneMeasuresAsTheClientSeesIt) {
-  RequestResult r = StreamOne(stub_.get(), Request("p", 5), absl::Seconds(10));
+  RequestResult r = StreamOne(stub_, Request("p", 5), absl::Seconds(10));
   ASSERT_EQ(r.code, absl::StatusCode::kOk) << r.error;
   EXPECT_EQ(r.text, "p#0 p#1 p#2 p#3 p#4 ");
   ASSERT_TRUE(r.has_stats);
@@ -58,11 +52,11 @@ TEST_F(LoadRunnerTest, StreamOneMeasuresAsTheClientSeesIt) {
 }
 
 TEST_F(LoadRunnerTest, StreamOneReportsErrorsAndTimeouts) {
-  RequestResult bad = StreamOne(stub_.get(), Request("fail", 3), absl::Seconds(10));
+  RequestResult bad = StreamOne(stub_, Request("fail", 3), absl::Seconds(10));
   EXPECT_EQ(bad.code, absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(bad.error, "fake: bad prompt");
   EXPECT_TRUE(std::isnan(bad.ttft_ms));
-  RequestResult late = StreamOne(stub_.get(), Request("slow", 50), absl::Milliseconds(100));
+  RequestResult late = StreamOne(stub_, Request("slow", 50), absl::Milliseconds(100));
   EXPECT_EQ(late.code, absl::StatusCode::kDeadlineExceeded);
 }
 
@@ -72,7 +66,7 @@ TEST_F(LoadRunnerTest, RunsTheRequestedNumberAtTheRequestedConcurrency) {
   spec.concurrency = 3;
   spec.requests = 9;
   RunLoad(
-      stub_.get(), spec, [](int number) { return Request("r" + std::to_string(number), 4); },
+      stub_, spec, [](int number) { return Request("r" + std::to_string(number), 4); },
       [&texts](int number, const RequestResult& r) {
         EXPECT_EQ(r.code, absl::StatusCode::kOk);
         texts[number] = r.text;
@@ -81,8 +75,8 @@ TEST_F(LoadRunnerTest, RunsTheRequestedNumberAtTheRequestedConcurrency) {
   for (int i = 0; i < 9; ++i) {
     EXPECT_EQ(texts[i].rfind("r" + std::to_string(i) + "#0 ", 0), 0u) << texts[i];
   }
-  EXPECT_EQ(service_.calls(), 9);
-  EXPECT_EQ(service_.max_in_flight(), 3);
+  EXPECT_EQ(server_->service().calls(), 9);
+  EXPECT_EQ(server_->service().max_in_flight(), 3);
 }
 
 TEST_F(LoadRunnerTest, DurationModeKeepsGoingUntilTimeIsUp) {
@@ -92,7 +86,7 @@ TEST_F(LoadRunnerTest, DurationModeKeepsGoingUntilTimeIsUp) {
   spec.duration = absl::Milliseconds(500);
   const absl::Time start = absl::Now();
   RunLoad(
-      stub_.get(), spec, [](int) { return Request("s", 2); },
+      stub_, spec, [](int) { return Request("s", 2); },
       [&finished](int, const RequestResult&) { ++finished; });
   const absl::Duration took = absl::Now() - start;
   EXPECT_GE(took, absl::Milliseconds(500));
@@ -108,7 +102,7 @@ TEST_F(LoadRunnerTest, StopFlagEndsTheRunEarly) {
   spec.concurrency = 1;
   spec.requests = 1000;
   RunLoad(
-      stub_.get(), spec, [](int) { return Request("x", 1); },
+      stub_, spec, [](int) { return Request("x", 1); },
       [&](int, const RequestResult&) {
         if (++finished == 3) stop = true;
       },
