@@ -91,7 +91,7 @@ struct ControllerConfig {
   // the cost model's measured error (10-15 % between predicted and measured speedups),
   // so that speculation is turned on only where it pays for certain.
   double enter_margin = 0.15;
-  double probe_fraction = 1.0 / 32;  // [0, 1]: most steps that may be probes.
+  double probe_fraction = 1.0 / 128;  // [0, 1]: most of the batch time spent on probes.
   double probe_min_trials = 3;       // Probe only below this many own trials at pos. 1.
   double probe_z = 1.5;              // >= 0: standard deviations of optimism in a probe.
   int probe_max_k = 2;               // >= 1: largest K of a probe.
