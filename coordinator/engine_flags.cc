@@ -96,10 +96,10 @@ ABSL_FLAG(double, speculation_switch_margin, 0.05,
 ABSL_FLAG(double, speculation_enter_margin, 0.15,
           "Modelled gain the controller needs to turn speculation on from plain decoding "
           "(S >= 1 + margin; above the cost model's measured error).");
-ABSL_FLAG(double, speculation_probe_fraction, 1.0 / 128,
-          "Largest share of the batch's time the controller may spend probing a method or K "
-          "whose acceptance estimate is uncertain (0 = never probe): what exploration costs "
-          "where no speculation pays.");
+ABSL_FLAG(double, speculation_probe_fraction, 1.0 / 32,
+          "Largest share of a lone sequence's time the controller may spend probing a method "
+          "or K whose acceptance estimate is uncertain (a batch of n: 1/n of it; 0 = never "
+          "probe): what exploration costs where no speculation pays.");
 
 namespace tandem::coordinator {
 namespace {

@@ -178,7 +178,8 @@ SpeculationController::Value SpeculationController::Best(int option, const Contr
 
 ControllerChoice SpeculationController::Choose(const ControllerInputs& in) const {
   ControllerChoice choice = ChooseOption(in);
-  choice.budget_fill = config_.probe_fraction / std::max(in.batch, 1);
+  const double batch = std::max(in.batch, 1);
+  choice.budget_fill = config_.probe_fraction / (batch * batch);
   return choice;
 }
 

@@ -28,13 +28,14 @@
 // Exploration: an option that is not chosen is tried (a probe, K <= probe_max_k) only
 // when its aged evidence is thin (fewer than probe_min_trials at position 1) and its
 // optimistic value (aged estimate + probe_z standard deviations) would beat the
-// choice by the margin, within a token bucket that fills by probe_fraction / batch a
+// choice by the margin, within a token bucket that fills by probe_fraction / batch^2 a
 // step (batch: the sequences sharing the target step, ControllerInputs::batch) and
 // that each probe drains by its modelled cost in plain steps (at least 1), its whole
 // switch cost included: an expensive probe (a draft that must first catch up on a
-// long context) is that much rarer, and since a probe's rows and draft work slow the
-// step of the whole batch, the sequences of a batch of n probe n times less often
-// each, so exploration costs at most about probe_fraction of the batch's time. A probe deferred
+// long context) is that much rarer. A probe's rows and draft work slow the step of the
+// whole batch, while what it can find speeds up one of its n sequences, so exploration
+// takes at most about probe_fraction / n of the batch's time (each sequence probes n^2
+// times less often than alone): where nothing pays, that share is the loss. A probe deferred
 // while its worker catches up is paid at once and completed by the next Choose. Switching costs: an
 // option whose worker must first be fed tokens it has not seen (a draft that was off for a while)
 // carries a one-off switch_cost. The mean estimates spread it over the steps the sequence has left,
@@ -91,7 +92,7 @@ struct ControllerConfig {
   // the cost model's measured error (10-15 % between predicted and measured speedups),
   // so that speculation is turned on only where it pays for certain.
   double enter_margin = 0.15;
-  double probe_fraction = 1.0 / 128;  // [0, 1]: most of the batch time spent on probes.
+  double probe_fraction = 1.0 / 32;  // [0, 1]: most of the time spent on probes alone.
   double probe_min_trials = 3;       // Probe only below this many own trials at pos. 1.
   double probe_z = 1.5;              // >= 0: standard deviations of optimism in a probe.
   int probe_max_k = 2;               // >= 1: largest K of a probe.
@@ -128,8 +129,8 @@ struct ControllerInputs {
   // Tokens the sequence may still generate (spreads switch costs); <= 0: unknown, a
   // switch cost is then spread over one step.
   int tokens_left = 0;
-  // Sequences sharing the target step (>= 1; smaller counts as 1): they share the
-  // probe budget's rate.
+  // Sequences sharing the target step (>= 1; smaller counts as 1): the probe budget
+  // fills by probe_fraction / batch^2 a step.
   int batch = 1;
 };
 
@@ -149,7 +150,7 @@ struct ControllerChoice {
   // was deferred while its worker caught up, and is now completed).
   double cost = 0;
   bool prepaid = false;
-  // What the step adds to the probe budget, probe_fraction / batch (set by Choose;
+  // What the step adds to the probe budget, probe_fraction / batch^2 (set by Choose;
   // < 0: probe_fraction, for a choice not made by Choose).
   double budget_fill = -1;
 };

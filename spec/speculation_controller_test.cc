@@ -320,8 +320,8 @@ TEST(SpeculationControllerTest, ExpensiveProbesAreRarer) {
   // One uncertain option, probed as often as the bucket allows: each probe is deferred
   // once (its worker catches up) and then completed without evidence (it stays
   // uncertain). The bucket refills by 1 a step and each probe drains its cost: 1 plain
-  // step without a switch cost, 1.2 with one. In a batch of 4 the bucket refills by 1/4
-  // a step: the four sequences share the rate.
+  // step without a switch cost, 1.2 with one. In a batch of n the bucket refills by
+  // 1/n^2 a step: a probe slows the whole batch's step to find a gain for one sequence.
   auto probes = [](double switch_cost, int batch = 1) {
     ControllerConfig config;
     config.probe_fraction = 1;
@@ -345,7 +345,8 @@ TEST(SpeculationControllerTest, ExpensiveProbesAreRarer) {
   const int cheap = probes(0), expensive = probes(0.2);
   EXPECT_NEAR(cheap, 60, 2);         // Every other step.
   EXPECT_NEAR(expensive, 40, 2);     // Every third step.
-  EXPECT_NEAR(probes(0, 4), 24, 2);  // Every fifth step (4 fills of 1/4, the cap at 1 loses one).
+  EXPECT_NEAR(probes(0, 2), 24, 2);  // Every fifth step (4 fills of 1/4, the cap at 1 loses one).
+  EXPECT_NEAR(probes(0, 4), 7, 1);   // Every 17th step (16 fills of 1/16, and the deferral).
 }
 
 TEST(SpeculationControllerTest, AProbePaysItsSwitchCostWhole) {
