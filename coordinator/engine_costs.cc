@@ -190,9 +190,6 @@ void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
   workers->draft_worker_overhead = costs.overhead * exposed;
   workers->draft_overlap_cost =
       options_.measured_costs ? std::max(0.0, verify_overlap_.Factor() - 1) : 0.0;
-  // Feeding the draft (a switch cost, per token): measured only.
-  const double step =
-      verify_fit_.Predict(std::max(batch, 1), std::max(batch, 1)) + phase_overhead_ms_ema_;
   workers->predraft_token_budget = PredraftTokenBudget(batch);
   workers->draft_worker_cost_factor =
       options_.measured_costs ? realized_.Factor(batch, SpeculationKind::kDraftWorker) : 1.0;
@@ -200,10 +197,11 @@ void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
       options_.measured_costs ? realized_.Factor(batch, SpeculationKind::kOther) : 1.0;
   workers->draft_worker_tree_cost_factor =
       options_.measured_costs ? realized_.Factor(batch, SpeculationKind::kDraftTree) : 1.0;
+  // Feeding the draft (a switch cost, per token, priced for the whole batch): measured only.
   workers->draft_worker_feed_cost =
-      options_.measured_costs && draft_feed_fit_.observations() >= kMinFeedObservations && step > 0
-          ? draft_feed_fit_.slope() / step
-          : 0.0;
+      options_.measured_costs ? spec::BatchFeedCost(verify_fit_, draft_feed_fit_, batch,
+                                                    phase_overhead_ms_ema_, kMinFeedObservations)
+                              : 0.0;
   VLOG_EVERY_N(1, 200) << "cost terms, batch " << batch << ": verify " << verify_fit_.intercept()
                        << " + " << verify_fit_.per_sequence() << "/sequence + "
                        << verify_fit_.per_row() << "/row ms, draft " << draft_fit_.intercept()

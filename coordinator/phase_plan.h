@@ -67,9 +67,10 @@ struct WorkerAvailability {
   // = 1), and c and o of the proposers that run on the draft worker. Proposers that run
   // on the coordinator or the target leader cost c = o = 0 (the latter's work is in nu).
   spec::VerifyCostFn verify_cost;
-  double draft_worker_cost = 0;       // c per proposed token.
-  double draft_worker_overhead = 0;   // o per speculative step.
-  double draft_worker_feed_cost = 0;  // Per token fed to the draft (prefill); 0 = unknown.
+  double draft_worker_cost = 0;      // c per proposed token.
+  double draft_worker_overhead = 0;  // o per speculative step.
+  // Per token fed to the draft, priced for the whole batch (spec::BatchFeedCost); 0 = unknown.
+  double draft_worker_feed_cost = 0;
   // A draft tree's c per unit of depth against draft_worker_cost (measured by the tree
   // calls' own fit; 1 before it has data): the tree option's draft cost is
   // draft_worker_cost times it, per unit of depth. Trees are never pre-drafted, so their

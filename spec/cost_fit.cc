@@ -180,5 +180,14 @@ CostModel BatchCostModel(const BatchCallFit& verify, const LinearCostFit& draft,
   return model;
 }
 
+double BatchFeedCost(const BatchCallFit& verify, const LinearCostFit& feed, int batch,
+                     double phase_overhead_ms, int min_observations) {
+  if (feed.observations() < min_observations) return 0.0;
+  batch = std::max(batch, 1);
+  const double h = std::isfinite(phase_overhead_ms) ? std::max(phase_overhead_ms, 0.0) : 0.0;
+  const double step = verify.Predict(batch, batch) + h;
+  return step > 0 ? std::max(feed.slope(), 0.0) * batch / step : 0.0;
+}
+
 }  // namespace spec
 }  // namespace tandem

@@ -150,6 +150,16 @@ CostModel BatchCostModel(const BatchCallFit& verify, const LinearCostFit& draft,
                          const CostModel& fallback, double phase_overhead_ms = 0,
                          int min_observations = 8);
 
+// Switch cost per token fed to a draft that must catch up (a fresh prompt, or tokens
+// committed while it was off), in the units of BatchCostModel and priced like its c:
+// feed.slope() * batch / T, as if every sequence of the batch fed its own tokens. A
+// feed delays the whole batch's step while it serves one sequence, so its price per
+// sequence is n times its share of T, the same accounting that makes c the cost of
+// drafting for all n. 0 (unknown, not charged) until `feed` has `min_observations` or
+// when T <= 0.
+double BatchFeedCost(const BatchCallFit& verify, const LinearCostFit& feed, int batch,
+                     double phase_overhead_ms = 0, int min_observations = 4);
+
 }  // namespace spec
 }  // namespace tandem
 

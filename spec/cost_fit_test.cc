@@ -187,6 +187,24 @@ TEST(BatchCostModelTest, TermsInUnitsOfAPlainStep) {
   EXPECT_NEAR(with_h.draft_cost, 0.05 * 4 / step_h, 1e-9);
 }
 
+TEST(BatchCostModelTest, FeedCostIsPricedForTheWholeBatch) {
+  BatchCallFit verify(1.0, 0, 0, 0, 0);
+  LinearCostFit feed(1.0, 0, 0, 0);
+  for (int i = 0; i < 20; ++i) {
+    const double sequences = 1 + i % 4, rows = sequences + i;
+    verify.Observe(sequences, rows, 1.6 + 0.1 * sequences + 0.1 * rows);
+  }
+  EXPECT_EQ(BatchFeedCost(verify, feed, 4), 0.0);  // No feed measured yet: not charged.
+  for (int i = 0; i < 4; ++i) feed.Observe(16 + 16 * i, 0.3 + 0.01 * (16 + 16 * i));
+  const double step1 = 1.6 + 0.1 + 0.1, step4 = 1.6 + 0.4 + 0.4;
+  EXPECT_NEAR(BatchFeedCost(verify, feed, 1), 0.01 / step1, 1e-9);
+  // At batch 4 the step is longer, but the feed holds up four sequences' tokens.
+  EXPECT_NEAR(BatchFeedCost(verify, feed, 4), 0.01 * 4 / step4, 1e-9);
+  EXPECT_NEAR(BatchFeedCost(verify, feed, 4, /*phase_overhead_ms=*/0.6), 0.04 / (step4 + 0.6),
+              1e-9);
+  EXPECT_EQ(BatchFeedCost(verify, feed, 4, 0, /*min_observations=*/5), 0.0);
+}
+
 TEST(BatchCostModelTest, ExpensiveVerifyRowsMakeSpeculationLose) {
   // Compute-bound verify (cost proportional to rows) and a costly draft: no K pays.
   BatchCallFit verify(1.0, 0, 0, 0, 0);
