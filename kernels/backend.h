@@ -7,10 +7,10 @@
 //  * Activations are row-major float32 arrays in backend memory (host memory for cpu,
 //    device memory for cuda), addressed by raw pointers obtained from Buffer::f32().
 //  * Weights are uploaded once (UploadWeight, UploadQ8Weight, UploadQ4Weight) and may
-//    be stored in another dtype (cuda keeps bf16; cpu keeps bf16/f16/q8_0/q4_0 matrices
-//    as stored, widens 16-bit ones in registers and multiplies q8_0/q4_0 by int8 block
-//    dot products on activations quantized per block); results are always float32
-//    with float32 accumulation.
+//    be stored in another dtype (cuda keeps bf16, or q8_0/q4_0 as stored; cpu keeps
+//    bf16/f16/q8_0/q4_0 matrices as stored and widens 16-bit ones in registers; both
+//    multiply q8_0/q4_0 by int8 block dot products on activations quantized per
+//    block); results are always float32 with float32 accumulation.
 //  * Index metadata (tokens, positions, KV slots, block tables, masks) lives in a host
 //    StepPlan that is prepared once per forward pass (Prepare) and reused by every
 //    layer, so a GPU backend uploads it once per step.

@@ -57,7 +57,6 @@ TEST(WorkerBinaryTest, BadStartsExitTwoWithOneLine) {
       {{"--lease_timeout_s=0", model}, "--lease_timeout_s"},
       {{"--listen=nowhere", model}, "--listen"},
       {{"--kv_dtype=q8_0", model}, "--kv_dtype: 'q8_0' is not f32, f16 or bf16"},
-      {{"--kv_dtype=f16", "--backend=cuda", model}, "--kv_dtype: the cuda backend keeps"},
       {{"stray", model}, "unexpected argument 'stray'"},
       {{"--synthetic=tiny", model}, "--synthetic: cannot be combined with --model_dir"},
       {{"--synthetic=gpt-9"}, "--synthetic: "},

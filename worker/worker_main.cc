@@ -57,7 +57,7 @@ ABSL_FLAG(bool, medusa, true,
           "medusa_lm_head.safetensors; false ignores them.");
 ABSL_FLAG(int, threads, 0, "Compute threads; 0 = one per hardware thread.");
 ABSL_FLAG(int, kv_cache_mb, 256, "KV cache budget of this rank, MiB.");
-ABSL_FLAG(std::string, kv_dtype, "f32", "KV cache element type: f32, f16 or bf16 (cpu).");
+ABSL_FLAG(std::string, kv_dtype, "f32", "KV cache element type: f32, f16 or bf16.");
 ABSL_FLAG(int, block_size, 16, "Tokens per KV cache block.");
 ABSL_FLAG(int, max_batch_tokens, 1024, "Most positions (rows) in one forward pass.");
 ABSL_FLAG(int, max_speculative_tokens, 16, "Most proposals per sequence in Draft/Verify (K).");

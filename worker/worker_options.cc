@@ -65,9 +65,6 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
   if (o.kv_dtype != "f32" && o.kv_dtype != "f16" && o.kv_dtype != "bf16") {
     return Bad("kv_dtype", absl::StrCat("'", o.kv_dtype, "' is not f32, f16 or bf16"));
   }
-  if (o.kv_dtype != "f32" && o.backend == "cuda") {
-    return Bad("kv_dtype", "the cuda backend keeps a float32 KV cache only (for now)");
-  }
   TANDEM_CHECK_OK(CheckRange("block_size", o.block_size, 1, 4096));
   TANDEM_CHECK_OK(CheckRange("max_batch_tokens", o.max_batch_tokens, 1, 1 << 20));
   TANDEM_CHECK_OK(CheckRange("max_speculative_tokens", o.max_speculative_tokens, 1, 256));

@@ -1,36 +1,49 @@
 // IEEE half (f16) and bfloat16 <-> float32 conversions (exact widening; narrowing
-// rounds to nearest even). Used to widen checkpoint weights at upload time.
+// rounds to nearest even, overflow to infinity, NaN stays a quiet NaN). Used to widen
+// checkpoint weights at upload time and for 16-bit KV caches. The functions also
+// compile for CUDA devices (TANDEM_HOST_DEVICE), so the CUDA kernels round exactly as
+// the CPU backend does.
 #ifndef TANDEM_KERNELS_CPU_HALF_H_
 #define TANDEM_KERNELS_CPU_HALF_H_
 
 #include <cstdint>
 #include <cstring>
 
+#include "spec/host_device.h"
+
 namespace tandem {
 namespace cpu {
 
-inline float BitsToFloat(uint32_t bits) {
+TANDEM_HOST_DEVICE inline float BitsToFloat(uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
   float f;
   std::memcpy(&f, &bits, sizeof(f));
   return f;
+#endif
 }
 
-inline uint32_t FloatToBits(float f) {
+TANDEM_HOST_DEVICE inline uint32_t FloatToBits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
   uint32_t bits;
   std::memcpy(&bits, &f, sizeof(bits));
   return bits;
+#endif
 }
 
-inline float Bf16ToFloat(uint16_t h) { return BitsToFloat(uint32_t(h) << 16); }
+TANDEM_HOST_DEVICE inline float Bf16ToFloat(uint16_t h) { return BitsToFloat(uint32_t(h) << 16); }
 
-inline uint16_t FloatToBf16(float f) {
+TANDEM_HOST_DEVICE inline uint16_t FloatToBf16(float f) {
   uint32_t bits = FloatToBits(f);
   if ((bits & 0x7fffffffu) > 0x7f800000u) return uint16_t((bits >> 16) | 0x40);  // Quiet NaN.
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return uint16_t(bits >> 16);
 }
 
-inline float F16ToFloat(uint16_t h) {
+TANDEM_HOST_DEVICE inline float F16ToFloat(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000u) << 16;
   const uint32_t exponent = (h >> 10) & 0x1fu;
   uint32_t mantissa = h & 0x3ffu;
@@ -46,7 +59,7 @@ inline float F16ToFloat(uint16_t h) {
   return BitsToFloat(sign | (uint32_t(e) << 23) | ((mantissa & 0x3ffu) << 13));
 }
 
-inline uint16_t FloatToF16(float f) {
+TANDEM_HOST_DEVICE inline uint16_t FloatToF16(float f) {
   const uint32_t bits = FloatToBits(f);
   const uint16_t sign = uint16_t((bits >> 16) & 0x8000u);
   const uint32_t abs = bits & 0x7fffffffu;

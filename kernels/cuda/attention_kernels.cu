@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cpu/half.h"
 #include "kernels/cuda/attention_kernels.h"
 
 namespace tandem::cuda {
@@ -34,6 +35,19 @@ __device__ __forceinline__ float WarpMax(float v) {
   return v;
 }
 
+// Element i of a cache of E, widened exactly to float32.
+template <KvElement E>
+__device__ __forceinline__ float LoadKv(const void* cache, size_t i) {
+  if constexpr (E == KvElement::kF32) {
+    return static_cast<const float*>(cache)[i];
+  } else if constexpr (E == KvElement::kF16) {
+    return cpu::F16ToFloat(static_cast<const uint16_t*>(cache)[i]);
+  } else {
+    return cpu::Bf16ToFloat(static_cast<const uint16_t*>(cache)[i]);
+  }
+}
+
+template <KvElement E>
 __global__ void __launch_bounds__(kThreads) AttentionChunkKernel(AttentionParams p) {
   const int chunk = blockIdx.x;
   const int row = p.chunk_row[chunk];
@@ -52,7 +66,7 @@ __global__ void __launch_bounds__(kThreads) AttentionChunkKernel(AttentionParams
   const int nk = min(kChunk, total - n0);
   if (nk <= 0) return;  // Not produced by a valid plan.
   const int32_t* table = p.block_tables + p.row_table_offset[row];
-  const size_t slot_stride = size_t(p.num_kv_heads) * hd;  // Floats per cache slot.
+  const size_t slot_stride = size_t(p.num_kv_heads) * hd;  // Elements per cache slot.
   const size_t kv_offset = size_t(kv_head) * hd;
 
   __shared__ float q_s[kHeadsPerBlock][kMaxDim];
@@ -79,11 +93,11 @@ __global__ void __launch_bounds__(kThreads) AttentionChunkKernel(AttentionParams
 #pragma unroll
     for (int u = 0; u < kKeysPerWarpStep; ++u) {
       const int t = t0 + u;
-      const float* key = t < nk ? p.k_cache + slot_s[t] * slot_stride + kv_offset : nullptr;
+      const size_t key = t < nk ? slot_s[t] * slot_stride + kv_offset : 0;
 #pragma unroll
       for (int i = 0; i < kDimPerLane; ++i) {
         const int d = lane + 32 * i;
-        kv[u][i] = (t < nk && d < hd) ? key[d] : 0.0f;
+        kv[u][i] = (t < nk && d < hd) ? LoadKv<E>(p.k_cache, key + d) : 0.0f;
       }
     }
 #pragma unroll
@@ -129,10 +143,9 @@ __global__ void __launch_bounds__(kThreads) AttentionChunkKernel(AttentionParams
     float acc[kHeadsPerBlock];
 #pragma unroll
     for (int g = 0; g < kHeadsPerBlock; ++g) acc[g] = 0.0f;
-    const float* value = p.v_cache + kv_offset + d;
 #pragma unroll 4
     for (int t = 0; t < nk; ++t) {
-      const float v = value[slot_s[t] * slot_stride];
+      const float v = LoadKv<E>(p.v_cache, slot_s[t] * slot_stride + kv_offset + d);
 #pragma unroll
       for (int g = 0; g < kHeadsPerBlock; ++g) {
         if (g < nh) acc[g] = __fmaf_rn(p_s[g][t], v, acc[g]);
@@ -187,8 +200,20 @@ cudaError_t LaunchPagedAttention(const AttentionParams& p, cudaStream_t stream) 
   const long long blocks_y =
       static_cast<long long>(p.num_kv_heads) * ((group + kHeadsPerBlock - 1) / kHeadsPerBlock);
   if (blocks_y > 65535 || p.num_heads > 65535) return cudaErrorInvalidValue;
-  AttentionChunkKernel<<<dim3(p.total_chunks, static_cast<unsigned>(blocks_y)), kThreads, 0,
-                         stream>>>(p);
+  const dim3 chunk_grid(p.total_chunks, static_cast<unsigned>(blocks_y));
+  switch (p.kv_element) {
+    case KvElement::kF32:
+      AttentionChunkKernel<KvElement::kF32><<<chunk_grid, kThreads, 0, stream>>>(p);
+      break;
+    case KvElement::kF16:
+      AttentionChunkKernel<KvElement::kF16><<<chunk_grid, kThreads, 0, stream>>>(p);
+      break;
+    case KvElement::kBF16:
+      AttentionChunkKernel<KvElement::kBF16><<<chunk_grid, kThreads, 0, stream>>>(p);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
   AttentionCombineKernel<<<dim3(p.rows, p.num_heads), kThreads, 0, stream>>>(p);
   return cudaGetLastError();

@@ -19,6 +19,10 @@ constexpr int kAttentionChunkKeys = 64;
 // Largest supported head_dim.
 constexpr int kAttentionMaxHeadDim = 256;
 
+// Element type of a KV cache: float32, or 16-bit values widened exactly on load
+// (cpu::F16ToFloat / cpu::Bf16ToFloat), so the math is the float32 attention's.
+enum class KvElement : int { kF32 = 0, kF16 = 1, kBF16 = 2 };
+
 // Everything one attention call needs; all pointers are device memory.
 //
 // Row r sees, in ascending logical order, the keys [0, row_prefix[r]) followed by
@@ -28,10 +32,11 @@ constexpr int kAttentionMaxHeadDim = 256;
 // chunks numbered row_chunk_begin[r] .. row_chunk_begin[r + 1] (ceil(keys / 64) of
 // them); chunk_row maps a chunk number back to its row.
 struct AttentionParams {
-  const float* q = nullptr;        // [rows, num_heads * head_dim]
-  const float* k_cache = nullptr;  // [slots, num_kv_heads, head_dim]
-  const float* v_cache = nullptr;  // same layout
-  float* out = nullptr;            // [rows, num_heads * head_dim]
+  const float* q = nullptr;       // [rows, num_heads * head_dim]
+  const void* k_cache = nullptr;  // [slots, num_kv_heads, head_dim] of kv_element
+  const void* v_cache = nullptr;  // same layout
+  KvElement kv_element = KvElement::kF32;
+  float* out = nullptr;  // [rows, num_heads * head_dim]
   int rows = 0;
   int num_heads = 0;
   int num_kv_heads = 0;

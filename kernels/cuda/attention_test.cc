@@ -1,6 +1,8 @@
 // CUDA paged attention against the double-precision reference and the CPU backend
 // (decode, verify chains, trees, several sequences, grouped-query heads, head sizes
-// up to 256, contexts across chunk boundaries), and its batch invariance.
+// up to 256, contexts across chunk boundaries), its batch invariance, and 16-bit
+// caches (f16, bf16): written with the CPU's rounding, read as the float32 cache of the
+// rounded values.
 //
 // Tolerance: |gpu - reference| <= 2e-5 + 1e-4 |reference| (float32 scores, softmax and
 // value sums over at most a few hundred keys of values in [-1, 1]).
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/half.h"
 #include "kernels/cpu/reference.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_test_util.h"
@@ -77,7 +80,7 @@ class CudaAttentionTest : public cuda::testing::CudaTest {
     Buffer dq = ToDevice(q);
     const size_t n = size_t(plan.num_rows()) * heads * layout.head_dim;
     Buffer dout = Zeros(n);
-    backend_->Attention(**step, dq.f32(), layout, k_cache.f32(), v_cache.f32(), heads,
+    backend_->Attention(**step, dq.f32(), layout, k_cache.data(), v_cache.data(), heads,
                         1.0f / std::sqrt(float(layout.head_dim)), dout.f32());
     return ToHost(dout, n);
   }
@@ -161,6 +164,74 @@ TEST_F(CudaAttentionTest, RowsDoNotDependOnTheBatch) {
     EXPECT_EQ(
         std::memcmp(out.data(), all.data() + seq.row_begin * width, out.size() * sizeof(float)), 0)
         << "sequence at row " << seq.row_begin;
+  }
+}
+
+// Host rounding of `dtype` (f16 or bf16) and its exact widening.
+uint16_t Narrow(DType dtype, float x) {
+  return dtype == DType::kF16 ? cpu::FloatToF16(x) : cpu::FloatToBf16(x);
+}
+float Widen(DType dtype, uint16_t h) {
+  return dtype == DType::kF16 ? cpu::F16ToFloat(h) : cpu::Bf16ToFloat(h);
+}
+
+TEST_F(CudaAttentionTest, SixteenBitCachesAreTheRoundedFloatCache) {
+  const int heads = 8;
+  const std::vector<SeqSpec> specs = {{130, 1, {}}, {40, 5, {}}, {9, 4, {-1, 0, 0, 1}}};
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    KvLayout layout;
+    layout.block_size = 16;
+    layout.num_blocks = 24;
+    layout.num_kv_heads = 2;
+    layout.head_dim = 64;
+    layout.dtype = dtype;
+    KvLayout float_layout = layout;
+    float_layout.dtype = DType::kF32;
+    const size_t elements = layout.BytesPerTensor() / sizeof(uint16_t);
+    const StepPlan plan = MakePlan(specs, layout.block_size, layout.num_blocks, 5);
+    const size_t width = size_t(layout.num_kv_heads) * layout.head_dim;
+
+    // WriteKv rounds as the CPU does, special values included.
+    std::vector<float> k_new = Random(size_t(plan.num_rows()) * width, 6);
+    const std::vector<float> v_new = Random(k_new.size(), 7);
+    const float specials[] = {1e-6f, 7e4f,  65519.0f,       65520.0f,
+                              -0.0f, 3e-8f, 1.00048828125f, std::nanf("")};
+    std::copy(std::begin(specials), std::end(specials), k_new.begin());
+    auto step = backend_->Prepare(plan);
+    ASSERT_TRUE(step.ok()) << step.status();
+    auto k_cache = backend_->Allocate(elements * sizeof(uint16_t));
+    auto v_cache = backend_->Allocate(elements * sizeof(uint16_t));
+    ASSERT_TRUE(k_cache.ok() && v_cache.ok());
+    Buffer dk_new = ToDevice(k_new), dv_new = ToDevice(v_new);
+    backend_->WriteKv(**step, dk_new.f32(), dv_new.f32(), layout, k_cache->data(), v_cache->data());
+    const std::vector<uint16_t> k_bits = ToHost<uint16_t>(*k_cache, elements);
+    const std::vector<uint16_t> v_bits = ToHost<uint16_t>(*v_cache, elements);
+    for (int r = 0; r < plan.num_rows(); ++r) {
+      for (size_t i = 0; i < width; ++i) {
+        const size_t slot = size_t(plan.kv_slots[r]) * width + i, row = size_t(r) * width + i;
+        ASSERT_EQ(k_bits[slot], Narrow(dtype, k_new[row])) << "row " << r << " element " << i;
+        ASSERT_EQ(v_bits[slot], Narrow(dtype, v_new[row])) << "row " << r << " element " << i;
+      }
+    }
+
+    // Attention over a 16-bit cache is bitwise attention over its widened values.
+    std::vector<uint16_t> k16(elements), v16(elements);
+    const std::vector<float> k = Random(elements, 8), v = Random(elements, 9);
+    std::vector<float> k_wide(elements), v_wide(elements);
+    for (size_t i = 0; i < elements; ++i) {
+      k16[i] = Narrow(dtype, k[i]);
+      v16[i] = Narrow(dtype, v[i]);
+      k_wide[i] = Widen(dtype, k16[i]);
+      v_wide[i] = Widen(dtype, v16[i]);
+    }
+    const std::vector<float> q = Random(size_t(plan.num_rows()) * heads * layout.head_dim, 10);
+    const std::vector<float> narrow = Run(plan, q, layout, ToDevice(k16), ToDevice(v16), heads);
+    const std::vector<float> wide =
+        Run(plan, q, float_layout, ToDevice(k_wide), ToDevice(v_wide), heads);
+    ASSERT_EQ(narrow.size(), q.size());
+    ASSERT_EQ(wide.size(), q.size());
+    EXPECT_EQ(std::memcmp(narrow.data(), wide.data(), q.size() * sizeof(float)), 0);
   }
 }
 

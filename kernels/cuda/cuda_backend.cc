@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -157,8 +158,8 @@ absl::Status CudaBackend::Synchronize() {
 absl::StatusOr<Weight> CudaBackend::UploadWeight(const void* data, DType dtype, int64_t rows,
                                                  int64_t cols, std::shared_ptr<const void> owner) {
   if (IsBlockQuantized(dtype)) {
-    return absl::UnimplementedError(
-        absl::StrCat("cuda: ", DTypeName(dtype), " weights are not supported by this backend yet"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "UploadWeight: ", DTypeName(dtype), " weights go through UploadQ8Weight/UploadQ4Weight"));
   }
   if (rows < 0 || cols < 0) {
     return absl::InvalidArgumentError(
@@ -214,6 +215,59 @@ absl::StatusOr<Weight> CudaBackend::UploadWeight(const void* data, DType dtype, 
   weight.owner = std::shared_ptr<const void>(*std::move(memory));
   (void)owner;  // The host data was copied; it is not needed any more.
   return weight;
+}
+
+absl::StatusOr<Weight> CudaBackend::UploadQ8Weight(const void* quants, const void* scales,
+                                                   int64_t rows, int64_t cols,
+                                                   std::shared_ptr<const void> /*owner*/) {
+  return UploadBlockQuantized(DType::kQ8_0, quants, scales, rows, cols);
+}
+
+absl::StatusOr<Weight> CudaBackend::UploadQ4Weight(const void* packed, const void* scales,
+                                                   int64_t rows, int64_t cols,
+                                                   std::shared_ptr<const void> /*owner*/) {
+  return UploadBlockQuantized(DType::kQ4_0, packed, scales, rows, cols);
+}
+
+absl::StatusOr<Weight> CudaBackend::UploadBlockQuantized(DType dtype, const void* quants,
+                                                         const void* scales, int64_t rows,
+                                                         int64_t cols) {
+  const std::string what = absl::StrCat("Upload", dtype == DType::kQ4_0 ? "Q4" : "Q8", "Weight");
+  if (rows < 0 || cols < 0 || (cols > 0 && rows > std::numeric_limits<int32_t>::max() / cols)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": bad shape [", rows, ", ", cols, "]"));
+  }
+  if (rows * cols > 0 && (quants == nullptr || scales == nullptr)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": null quants or scales for a [", rows, ", ", cols, "] weight"));
+  }
+  if (!state_->first_error.ok()) return state_->first_error;
+  // One allocation: the quants, then the f16 scales at a 16-byte aligned offset.
+  const size_t quant_bytes = size_t(rows) * size_t(StoredRowBytes(dtype, cols));
+  const size_t scale_offset = (quant_bytes + 15) / 16 * 16;
+  const size_t scale_bytes = size_t(rows) * size_t(Q8BlocksPerRow(cols)) * sizeof(uint16_t);
+  auto memory = cuda::AllocateDeviceMemory(
+      state_->device(), std::max<size_t>(scale_offset + scale_bytes, 1),
+      absl::StrCat("a [", rows, ", ", cols, "] ", DTypeName(dtype), " weight"));
+  if (!memory.ok()) return memory.status();
+  auto* base = static_cast<uint8_t*>(memory->get());
+  for (const auto& [dst, src, bytes] :
+       {std::make_tuple(base, quants, quant_bytes),
+        std::make_tuple(base + scale_offset, scales, scale_bytes)}) {
+    if (bytes == 0) continue;
+    if (absl::Status s = CudaStatus(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice),
+                                    "cudaMemcpy (weight upload)", state_->device());
+        !s.ok()) {
+      return s;
+    }
+  }
+  Weight weight;
+  weight.data = base;
+  weight.dtype = dtype;
+  weight.scales = base + scale_offset;
+  weight.rows = rows;
+  weight.cols = cols;
+  weight.owner = std::shared_ptr<const void>(*std::move(memory));
+  return weight;  // The host data was copied; `owner` is not needed any more.
 }
 
 absl::StatusOr<std::unique_ptr<PreparedStep>> CudaBackend::Prepare(const StepPlan& plan) {

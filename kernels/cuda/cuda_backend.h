@@ -5,9 +5,11 @@
 // enqueued on the backend's own non-blocking stream, so ops are asynchronous with
 // respect to the host; Synchronize, CopyToHost and CopyToDevice wait for the stream.
 //
+// KV caches: float32, f16 or bf16 (KvLayout::dtype).
+//
 // Weights: UploadWeight converts f32/f16/bf16 host data to bfloat16 (round to nearest
-// even) in device memory, matrices and vectors alike. Activations, the KV cache and
-// all results are float32.
+// even) in device memory, matrices and vectors alike; UploadQ8Weight/UploadQ4Weight
+// keep q8_0/q4_0 matrices as stored. Activations and all results are float32.
 //
 // GEMM (MatMul) has two modes:
 //  * kBatchInvariant (default): own kernel, bf16 weights times float32 activations
@@ -17,6 +19,9 @@
 //  * kCublas: cublasGemmEx with bf16 inputs (activations rounded to bf16 first) and
 //    float32 accumulation (CUBLAS_COMPUTE_32F). Faster for large row counts
 //    (prefill), but cuBLAS picks kernels by shape, so it is NOT batch invariant.
+// q8_0/q4_0 weights use the integer kernels of quantized_gemm_kernels.h in both modes
+// (activations quantized per block of 32, int8 dot products, the CPU backend's order:
+// bitwise its result).
 // Attention, RMSNorm, RoPE and the element-wise ops are batch invariant in both modes
 // (see the *_kernels.h headers for their reduction orders).
 //
@@ -89,6 +94,14 @@ class CudaBackend : public Backend {
 
   absl::StatusOr<Weight> UploadWeight(const void* data, DType dtype, int64_t rows, int64_t cols,
                                       std::shared_ptr<const void> owner) override;
+  // q8_0 / q4_0 matrices (layouts in kernels/backend.h) are copied to device memory as
+  // stored, quants and f16 scales; MatMul multiplies them by the integer kernels of
+  // quantized_gemm_kernels.h (bitwise the CPU backend's result, in both GEMM modes).
+  // INVALID_ARGUMENT for a bad shape or null data; the host data is not kept.
+  absl::StatusOr<Weight> UploadQ8Weight(const void* quants, const void* scales, int64_t rows,
+                                        int64_t cols, std::shared_ptr<const void> owner) override;
+  absl::StatusOr<Weight> UploadQ4Weight(const void* packed, const void* scales, int64_t rows,
+                                        int64_t cols, std::shared_ptr<const void> owner) override;
 
   absl::StatusOr<std::unique_ptr<PreparedStep>> Prepare(const StepPlan& plan) override;
 
@@ -98,7 +111,12 @@ class CudaBackend : public Backend {
   void MatMul(const float* x, int rows, const Weight& w, float* out) override;
   void Rope(const PreparedStep& step, float* x, int num_heads, int head_dim,
             const float* inv_freq) override;
-  // float32 caches only (SupportsKvDType's default); 16-bit KV is not implemented yet.
+  // float32, f16 or bf16 caches (SupportsKvDType): 16-bit values are rounded by
+  // cpu::FloatToF16 / FloatToBf16 on write and widened exactly on read, so the cache
+  // holds the CPU backend's bits and the math is the float32 attention's.
+  bool SupportsKvDType(DType dtype) const override {
+    return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
+  }
   void WriteKv(const PreparedStep& step, const float* k, const float* v, const KvLayout& layout,
                void* k_cache, void* v_cache) override;
   void Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
@@ -129,6 +147,10 @@ class CudaBackend : public Backend {
   struct State;
   explicit CudaBackend(std::unique_ptr<State> state);
   void Record(int cuda_error, const char* op);
+  absl::StatusOr<Weight> UploadBlockQuantized(DType dtype, const void* quants, const void* scales,
+                                              int64_t rows, int64_t cols);
+  // MatMul for a q8_0 / q4_0 weight: quantizes x into scratch, then the integer GEMM.
+  void QuantizedMatMul(const float* x, int rows, const Weight& w, float* out);
 
   std::unique_ptr<State> state_;
 };

@@ -75,6 +75,8 @@ struct CudaBackend::State {
   std::unique_ptr<cuda::PinnedStaging> staging;
   absl::Status first_error;
   cuda::internal::GrowBuffer attention_scratch, gemm_input;
+  // Quantized activations for a q8_0/q4_0 MatMul: int8 quants, then float32 scales.
+  cuda::internal::GrowBuffer gemm_quants;
   // RoPE inverse frequencies uploaded so far (the model passes the same few arrays).
   std::vector<std::pair<std::vector<float>, std::shared_ptr<void>>> inv_freqs;
 

@@ -14,6 +14,7 @@
 #include "kernels/cuda/elementwise_kernels.h"
 #include "kernels/cuda/gemm_kernels.h"
 #include "kernels/cuda/norm_rope_kernels.h"
+#include "kernels/cuda/quantized_gemm_kernels.h"
 
 namespace tandem {
 
@@ -27,6 +28,22 @@ namespace {
 void Select(int device) {
   const cudaError_t err = cudaSetDevice(device);
   CHECK(err == cudaSuccess) << "cudaSetDevice(" << device << "): " << cudaGetErrorString(err);
+}
+
+// The kernels' element type of a KV cache of `dtype` (f32, f16 or bf16; see
+// SupportsKvDType); anything else aborts, as the model checks it at load.
+cuda::KvElement KvElementOf(DType dtype, const char* op) {
+  switch (dtype) {
+    case DType::kF32:
+      return cuda::KvElement::kF32;
+    case DType::kF16:
+      return cuda::KvElement::kF16;
+    case DType::kBF16:
+      return cuda::KvElement::kBF16;
+    default:
+      LOG(FATAL) << op << ": " << DTypeName(dtype) << " KV caches are not supported";
+  }
+  return cuda::KvElement::kF32;  // Not reached.
 }
 
 }  // namespace
@@ -51,7 +68,37 @@ void CudaBackend::RmsNorm(const float* x, const Weight& weight, int rows, int di
   Record(cuda::LaunchRmsNorm(x, w, rows, dim, eps, out, state_->stream), "RmsNorm");
 }
 
+void CudaBackend::QuantizedMatMul(const float* x, int rows, const Weight& w, float* out) {
+  CHECK(w.data != nullptr && w.scales != nullptr)
+      << "MatMul: " << DTypeName(w.dtype) << " weight without data (upload it with UploadQ"
+      << (w.dtype == DType::kQ4_0 ? 4 : 8) << "Weight)";
+  const int out_dim = static_cast<int>(w.rows), in_dim = static_cast<int>(w.cols);
+  const size_t blocks = size_t(rows) * size_t(Q8BlocksPerRow(in_dim));
+  const size_t quant_bytes = blocks * kQ8BlockSize, scale_offset = (quant_bytes + 15) / 16 * 16;
+  absl::Status grown =
+      state_->Grow(state_->gemm_quants, scale_offset + blocks * sizeof(float), "GEMM quants");
+  if (!grown.ok()) {
+    if (state_->first_error.ok()) state_->first_error = grown;
+    return;
+  }
+  auto* base = static_cast<uint8_t*>(state_->gemm_quants.memory.get());
+  auto* quants = reinterpret_cast<int8_t*>(base);
+  auto* scales = reinterpret_cast<float*>(base + scale_offset);
+  Record(cuda::LaunchQuantizeRows(x, rows, in_dim, quants, scales, state_->stream),
+         "MatMul (quantize input)");
+  Record(cuda::LaunchQuantizedGemm(quants, scales, rows, w.data,
+                                   static_cast<const uint16_t*>(w.scales), w.dtype == DType::kQ4_0,
+                                   out_dim, in_dim, out, state_->stream),
+         "MatMul");
+}
+
 void CudaBackend::MatMul(const float* x, int rows, const Weight& w, float* out) {
+  if (IsBlockQuantized(w.dtype)) {
+    if (rows == 0 || w.rows == 0) return;
+    Select(device());
+    QuantizedMatMul(x, rows, w, out);
+    return;
+  }
   const uint16_t* weights = Bf16Data(w, "MatMul");
   if (rows == 0 || w.rows == 0) return;
   Select(device());
@@ -120,22 +167,22 @@ void CudaBackend::Rope(const PreparedStep& step, float* x, int num_heads, int he
 
 void CudaBackend::WriteKv(const PreparedStep& step, const float* k, const float* v,
                           const KvLayout& layout, void* k_cache, void* v_cache) {
-  CHECK(layout.dtype == DType::kF32) << "WriteKv: cuda keeps float32 KV only";
+  const cuda::KvElement element = KvElementOf(layout.dtype, "WriteKv");
   const CudaPreparedStep& s = AsCudaStep(step);
   const int64_t slots = int64_t(layout.num_blocks) * layout.block_size;
   CHECK(s.layout().max_slot < slots)
       << "WriteKv: slot " << s.layout().max_slot << " outside the cache of " << slots << " slots";
   Select(device());
   Record(cuda::LaunchWriteKv(k, v, s.Device<int64_t>(s.layout().kv_slots), s.layout().rows,
-                             layout.num_kv_heads * layout.head_dim, static_cast<float*>(k_cache),
-                             static_cast<float*>(v_cache), state_->stream),
+                             layout.num_kv_heads * layout.head_dim, element, k_cache, v_cache,
+                             state_->stream),
          "WriteKv");
 }
 
 void CudaBackend::Attention(const PreparedStep& step, const float* q, const KvLayout& layout,
                             const void* k_cache, const void* v_cache, int num_heads, float scale,
                             float* out) {
-  CHECK(layout.dtype == DType::kF32) << "Attention: cuda keeps float32 KV only";
+  const cuda::KvElement element = KvElementOf(layout.dtype, "Attention");
   const CudaPreparedStep& s = AsCudaStep(step);
   const cuda::StepLayout& l = s.layout();
   CHECK(layout.num_kv_heads > 0 && num_heads % layout.num_kv_heads == 0)
@@ -158,8 +205,9 @@ void CudaBackend::Attention(const PreparedStep& step, const float* q, const KvLa
   }
   cuda::AttentionParams p;
   p.q = q;
-  p.k_cache = static_cast<const float*>(k_cache);
-  p.v_cache = static_cast<const float*>(v_cache);
+  p.k_cache = k_cache;
+  p.v_cache = v_cache;
+  p.kv_element = element;
   p.out = out;
   p.rows = l.rows;
   p.num_heads = num_heads;

@@ -41,6 +41,19 @@ absl::StatusOr<Weight> CudaBackend::UploadWeight(const void*, DType, int64_t, in
                                                  std::shared_ptr<const void>) {
   return NotBuilt();
 }
+absl::StatusOr<Weight> CudaBackend::UploadQ8Weight(const void*, const void*, int64_t, int64_t,
+                                                   std::shared_ptr<const void>) {
+  return NotBuilt();
+}
+absl::StatusOr<Weight> CudaBackend::UploadQ4Weight(const void*, const void*, int64_t, int64_t,
+                                                   std::shared_ptr<const void>) {
+  return NotBuilt();
+}
+absl::StatusOr<Weight> CudaBackend::UploadBlockQuantized(DType, const void*, const void*, int64_t,
+                                                         int64_t) {
+  return NotBuilt();
+}
+void CudaBackend::QuantizedMatMul(const float*, int, const Weight&, float*) { Unreachable(); }
 absl::StatusOr<std::unique_ptr<PreparedStep>> CudaBackend::Prepare(const StepPlan&) {
   return NotBuilt();
 }

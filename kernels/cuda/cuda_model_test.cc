@@ -8,7 +8,9 @@
 //  * greedy generation: the same tokens as the CPU backend on bf16-rounded weights;
 //  * batch invariance (batch-invariant GEMM): a sequence's logits are bitwise equal
 //    whether decoded one token at a time, verified as a K+1 chunk, or run inside a
-//    batch with another sequence.
+//    batch with another sequence;
+//  * q8_0 / q4_0 linear matrices with an f16 / bf16 KV cache against the CPU backend on
+//    the same quantized matrices.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,6 +28,7 @@
 #include "kernels/cuda/cuda_test_util.h"
 #include "model/llama.h"
 #include "model/output_consumers.h"
+#include "model/weight_format.h"
 #include "model/weights.h"
 #include "spec/acceptance.h"
 #include "spec/sampling.h"
@@ -98,10 +101,13 @@ int Argmax(const float* row, int n) {
   return best;
 }
 
-// A model over `w` on `backend` with a 16 MiB KV cache (nullptr, reported, on failure).
-std::unique_ptr<LlamaModel> MakeModel(const LlamaWeights& w, Backend* backend) {
+// A model over `w` on `backend` with a 16 MiB KV cache of `kv_dtype` (nullptr, reported,
+// on failure).
+std::unique_ptr<LlamaModel> MakeModel(const LlamaWeights& w, Backend* backend,
+                                      DType kv_dtype = DType::kF32) {
   LlamaModelOptions options;
   options.kv_cache_bytes = size_t(16) << 20;
+  options.kv_dtype = kv_dtype;
   auto model = LlamaModel::Create(w, backend, nullptr, options);
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? *std::move(model) : nullptr;
@@ -248,6 +254,62 @@ TEST_F(CudaSpeculativeTest, GreedyWithDeviceAcceptanceMatchesCpu) {
     committed.resize(std::min(committed.size(), expected.size()));
     EXPECT_EQ(committed,
               std::vector<int32_t>(expected.begin(), expected.begin() + committed.size()));
+  }
+}
+
+// q8_0 / q4_0 linear matrices (kept as stored on both backends, multiplied bitwise the
+// same) with an f16 or bf16 KV cache: the logits match the CPU backend running the same
+// quantized matrices with bf16-rounded embedding and norms (what the GPU holds) to the
+// same-weights tolerance, and greedy generation gives the same tokens.
+TEST_P(CudaModelTest, QuantizedWeightsAndHalfKvMatchCpu) {
+  for (const std::string& dir : ModelDirs()) {
+    auto weights = LoadLlamaWeights(dir, 0, 1);
+    ASSERT_TRUE(weights.ok()) << weights.status();
+    const int vocab = weights->config.vocab_size;
+    for (const auto& [format, kv] :
+         {std::pair{DType::kQ8_0, DType::kF16}, std::pair{DType::kQ4_0, DType::kBF16}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << dir << " " << DTypeName(format) << " weights, " << DTypeName(kv) << " KV");
+      auto quantized = ConvertLinearWeights(*weights, format);
+      ASSERT_TRUE(quantized.ok()) << quantized.status();
+      LlamaWeights cpu_weights = *quantized;  // The GPU rounds the rest to bf16.
+      cpu_weights.embed_tokens = RoundedTensor(quantized->embed_tokens);
+      cpu_weights.final_norm = RoundedTensor(quantized->final_norm);
+      for (LayerWeights& l : cpu_weights.layers) {
+        l.input_norm = RoundedTensor(l.input_norm);
+        l.post_attn_norm = RoundedTensor(l.post_attn_norm);
+      }
+      CpuBackend cpu(2);
+      auto gpu_model = MakeModel(*quantized, backend_.get(), kv);
+      auto cpu_model = MakeModel(cpu_weights, &cpu, kv);
+      ASSERT_TRUE(gpu_model && cpu_model);
+      std::mt19937 rng(6);
+      std::vector<int32_t> prompt(20);
+      for (int32_t& t : prompt) t = 3 + int32_t(rng() % uint32_t(vocab - 3));
+      std::vector<float> gpu, cpu_logits;
+      ASSERT_TRUE(ForwardToHost(*gpu_model, {Seq(1, 0, prompt, true)}, &gpu).ok());
+      ASSERT_TRUE(ForwardToHost(*cpu_model, {Seq(1, 0, prompt, true)}, &cpu_logits).ok());
+      ASSERT_EQ(gpu.size(), cpu_logits.size());
+      double worst = 0;
+      for (size_t i = 0; i < gpu.size(); ++i) {
+        worst = std::max(
+            worst, std::fabs(double(gpu[i]) - cpu_logits[i]) / (1.0 + std::fabs(cpu_logits[i])));
+      }
+      EXPECT_LE(worst, 1e-3);
+      std::vector<int32_t> gpu_tokens, cpu_tokens;
+      for (auto* out : {&gpu_tokens, &cpu_tokens}) {
+        LlamaModel* model = out == &gpu_tokens ? gpu_model.get() : cpu_model.get();
+        std::vector<float> logits;
+        ASSERT_TRUE(ForwardToHost(*model, {Seq(2, 0, prompt, false)}, &logits).ok());
+        int position = int(prompt.size());
+        for (int step = 0; step < 12; ++step) {
+          out->push_back(Argmax(logits.data(), vocab));
+          ASSERT_TRUE(
+              ForwardToHost(*model, {Seq(2, position++, {out->back()}, false)}, &logits).ok());
+        }
+      }
+      EXPECT_EQ(gpu_tokens, cpu_tokens);
+    }
   }
 }
 

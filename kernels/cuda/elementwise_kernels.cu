@@ -1,6 +1,7 @@
 // Element-wise and row-copy kernels (contracts in elementwise_kernels.h).
 #include <cstdint>
 
+#include "kernels/cpu/half.h"
 #include "kernels/cuda/elementwise_kernels.h"
 
 namespace tandem::cuda {
@@ -36,19 +37,32 @@ __global__ void EmbeddingKernel(const uint16_t* __restrict__ table, int dim,
   const uint16_t* src = table + size_t(tokens[row]) * dim;
   float* dst = out + size_t(row) * dim;
   for (int i = threadIdx.x; i < dim; i += kThreads) {
-    dst[i] = __uint_as_float(uint32_t(src[i]) << 16);
+    dst[i] = cpu::Bf16ToFloat(src[i]);
   }
 }
 
+// `value` as a cache element of E.
+template <KvElement E>
+__device__ __forceinline__ void StoreKv(void* cache, size_t i, float value) {
+  if constexpr (E == KvElement::kF32) {
+    static_cast<float*>(cache)[i] = value;
+  } else if constexpr (E == KvElement::kF16) {
+    static_cast<uint16_t*>(cache)[i] = cpu::FloatToF16(value);
+  } else {
+    static_cast<uint16_t*>(cache)[i] = cpu::FloatToBf16(value);
+  }
+}
+
+template <KvElement E>
 __global__ void WriteKvKernel(const float* __restrict__ k, const float* __restrict__ v,
-                              const int64_t* __restrict__ slots, int width,
-                              float* __restrict__ k_cache, float* __restrict__ v_cache) {
+                              const int64_t* __restrict__ slots, int width, void* k_cache,
+                              void* v_cache) {
   const int row = blockIdx.x;
   const size_t dst = size_t(slots[row]) * width;
   const size_t src = size_t(row) * width;
   for (int i = threadIdx.x; i < width; i += kThreads) {
-    k_cache[dst + i] = k[src + i];
-    v_cache[dst + i] = v[src + i];
+    StoreKv<E>(k_cache, dst + i, k[src + i]);
+    StoreKv<E>(v_cache, dst + i, v[src + i]);
   }
 }
 
@@ -80,13 +94,28 @@ cudaError_t LaunchEmbedding(const uint16_t* table, int dim, const int32_t* token
 }
 
 cudaError_t LaunchWriteKv(const float* k, const float* v, const int64_t* slots, int rows, int width,
-                          float* k_cache, float* v_cache, cudaStream_t stream) {
+                          KvElement element, void* k_cache, void* v_cache, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   if (k == nullptr || v == nullptr || slots == nullptr || k_cache == nullptr ||
       v_cache == nullptr || rows < 0 || width <= 0) {
     return cudaErrorInvalidValue;
   }
-  WriteKvKernel<<<rows, kThreads, 0, stream>>>(k, v, slots, width, k_cache, v_cache);
+  switch (element) {
+    case KvElement::kF32:
+      WriteKvKernel<KvElement::kF32>
+          <<<rows, kThreads, 0, stream>>>(k, v, slots, width, k_cache, v_cache);
+      break;
+    case KvElement::kF16:
+      WriteKvKernel<KvElement::kF16>
+          <<<rows, kThreads, 0, stream>>>(k, v, slots, width, k_cache, v_cache);
+      break;
+    case KvElement::kBF16:
+      WriteKvKernel<KvElement::kBF16>
+          <<<rows, kThreads, 0, stream>>>(k, v, slots, width, k_cache, v_cache);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 

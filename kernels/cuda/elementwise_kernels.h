@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cuda/attention_kernels.h"
+
 namespace tandem::cuda {
 
 // out[i] = gate[i] / (1 + exp(-gate[i])) * up[i] for i < n (float32).
@@ -28,9 +30,11 @@ cudaError_t LaunchEmbedding(const uint16_t* table, int dim, const int32_t* token
                             float* out, cudaStream_t stream);
 
 // k_cache[slots[r], :] = k[r, :] and v_cache[slots[r], :] = v[r, :] for r < rows, rows
-// of `width` floats; slots: int64 [rows], each a valid slot (the caller checks).
+// of `width` floats stored as `element` (16-bit: rounded by cpu::FloatToF16 /
+// cpu::FloatToBf16, bitwise the CPU backend's cache); slots: int64 [rows], each a
+// valid slot (the caller checks).
 cudaError_t LaunchWriteKv(const float* k, const float* v, const int64_t* slots, int rows, int width,
-                          float* k_cache, float* v_cache, cudaStream_t stream);
+                          KvElement element, void* k_cache, void* v_cache, cudaStream_t stream);
 
 }  // namespace tandem::cuda
 

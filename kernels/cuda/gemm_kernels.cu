@@ -7,6 +7,7 @@
 // output element is summed. Memory-bound for the small row counts of decode/verify.
 #include <cstdint>
 
+#include "kernels/cpu/half.h"
 #include "kernels/cuda/gemm_kernels.h"
 
 namespace tandem::cuda {
@@ -139,13 +140,7 @@ __global__ void F32ToBf16Kernel(const float* __restrict__ src, size_t n,
                                 uint16_t* __restrict__ dst) {
   const size_t stride = size_t(gridDim.x) * blockDim.x;
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    uint32_t bits = __float_as_uint(src[i]);
-    if ((bits & 0x7fffffffu) > 0x7f800000u) {
-      dst[i] = uint16_t((bits >> 16) | 0x40u);  // Quiet NaN.
-      continue;
-    }
-    bits += 0x7fffu + ((bits >> 16) & 1u);
-    dst[i] = uint16_t(bits >> 16);
+    dst[i] = cpu::FloatToBf16(src[i]);
   }
 }
 

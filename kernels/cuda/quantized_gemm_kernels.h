@@ -1,0 +1,45 @@
+// Matrix multiply with block-quantized weights (q8_0, q4_0; layouts in kernels/backend.h)
+// on the GPU: the same integer math, in the same order, as the CPU backend's
+// kernels/cpu/quantized_matmul.h, so a CUDA result is bitwise the CPU result and a row's
+// result never depends on the other rows (batch invariant).
+//
+// Never executed on a GPU in the environment this was written in; the CUDA kernel
+// tests (kernels/cuda/quantized_gemm_test) check it bitwise against the CPU backend
+// when a device exists (tools/gpu_check.sh).
+#ifndef TANDEM_KERNELS_CUDA_QUANTIZED_GEMM_KERNELS_H_
+#define TANDEM_KERNELS_CUDA_QUANTIZED_GEMM_KERNELS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace tandem::cuda {
+
+// Quantizes activation rows x [rows, cols] (device float32) per block of 32 values
+// exactly as cpu::QuantizeRows: a block with max |x| = m gets the scale d = m / 127 and
+// the quants q = round-to-nearest-even(x * (1 / d)) clamped to [-127, 127]; d = 0 and
+// zero quants when m = 0 or 1 / d overflows; d = NaN and zero quants when the block holds
+// a NaN or an infinity. `quants` (device int8 [rows, blocks * 32], blocks =
+// ceil(cols / 32), padded with zeros) and `scales` (device float32 [rows, blocks]).
+// cudaErrorInvalidValue for null pointers or non-positive sizes, else the launch error.
+cudaError_t LaunchQuantizeRows(const float* x, int rows, int cols, int8_t* quants, float* scales,
+                               cudaStream_t stream);
+
+// out[r, o] = sum over the blocks b of row o of a q8_0 (`q4 = false`: `weights` int8
+// [out_dim, in_dim]) or q4_0 (`q4 = true`: `weights` packed nibbles [out_dim,
+// ceil(in_dim / 2)]) weight with f16 `weight_scales` [out_dim, blocks], times the
+// activations quantized by LaunchQuantizeRows (`x_quants`, `x_scales` of `rows` rows of
+// in_dim values). `out`: device float32 [rows, out_dim].
+//
+// Order of one output element (cpu::Q8MatMulRange's): lane j of 8 takes block positions
+// 4j..4j+3, their exact int32 dot product p (dp4a) is accumulated as
+// acc_j = fma(float(p), d_w(b) * d_x(b), acc_j) over b from 0 upwards, and the 8 lanes
+// are summed by the tree (a0+a4 + a1+a5) + (a2+a6 + a3+a7).
+// cudaErrorInvalidValue for null pointers or non-positive sizes, else the launch error.
+cudaError_t LaunchQuantizedGemm(const int8_t* x_quants, const float* x_scales, int rows,
+                                const void* weights, const uint16_t* weight_scales, bool q4,
+                                int out_dim, int in_dim, float* out, cudaStream_t stream);
+
+}  // namespace tandem::cuda
+
+#endif  // TANDEM_KERNELS_CUDA_QUANTIZED_GEMM_KERNELS_H_
