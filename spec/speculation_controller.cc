@@ -161,7 +161,8 @@ double SpeculationController::StepCost(const ControllerOption& o, const Controll
   const int nodes = VerifiedNodes(o, k);
   const double step = nodes * std::max(o.draft_cost, 0.0) + VerifyCost(in.verify_cost, nodes) +
                       std::max(o.overhead, 0.0);
-  return std::max(o.cost_factor, 1.0) * step +
+  const double factor = o.cost_factor > 0 && std::isfinite(o.cost_factor) ? o.cost_factor : 1.0;
+  return factor * step +
          std::max(o.switch_cost, 0.0) / std::max(switch_steps, 1.0);
 }
 
@@ -180,6 +181,12 @@ ControllerChoice SpeculationController::Choose(const ControllerInputs& in) const
   ControllerChoice choice = ChooseOption(in);
   const double batch = std::max(in.batch, 1);
   choice.budget_fill = config_.probe_fraction / (batch * batch);
+  choice.uncalibrated_speedup = choice.speedup;
+  if (choice.option >= 0 && choice.k > 0) {
+    ControllerOption uncalibrated = in.options[choice.option];
+    uncalibrated.cost_factor = 1.0;
+    choice.uncalibrated_speedup = ValueOf(choice.option, uncalibrated, in, choice.k, false);
+  }
   return choice;
 }
 

@@ -117,8 +117,10 @@ struct ControllerOption {
   // proposer's nodes per depth. A step is charged c and nu at round(K * this) proposals
   // (at least K) while its expected tokens follow the depth K.
   double nodes_per_depth = 1.0;
-  // Measured factor (>= 1; smaller counts as 1) by which a step with this option costs
-  // more than K c + nu(K) + o (what the terms miss: contention for cores, wake-ups).
+  // Measured factor by which a step with this option costs more (> 1: what the terms
+  // miss, contention for cores, wake-ups) or less (< 1: a pessimistic model, e.g. draft
+  // time that pipelining hides) than K c + nu(K) + o; the caller bounds it (the realized
+  // calibration: [0.8, 4]); not finite or <= 0 counts as 1.
   double cost_factor = 1.0;
 };
 
@@ -139,6 +141,11 @@ struct ControllerChoice {
   int k = 0;             // 0 iff option == -1.
   bool probe = false;    // An exploration step, not the best by the estimates.
   double speedup = 1.0;  // Modelled S of this choice (by the mean estimates).
+  // The same S with the option's cost_factor taken as 1 (set by Choose): the cost model's
+  // own prediction, which a calibration on realized outcomes compares with. Calibrating
+  // against `speedup` (already divided by the factor in use) would converge to the square
+  // root of the model's error.
+  double uncalibrated_speedup = 1.0;
   // True when plain decoding was chosen although some option was usable with K >= 1
   // (the cost model says speculation does not pay now).
   bool off_by_model = false;

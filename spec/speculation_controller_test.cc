@@ -57,6 +57,26 @@ TEST(SpeculationControllerTest, FirstChoiceIsTheModelledBestK) {
   EXPECT_FALSE(c.probe);
 }
 
+TEST(SpeculationControllerTest, ReportsTheUncalibratedModelNextToTheChargedOne) {
+  ControllerConfig config;
+  config.initial_acceptance = 0.8;
+  const ControllerInputs plain_costs = OneOption(0.05, 0.02, 0.05);
+  ControllerInputs charged = plain_costs;
+  charged.options[0].cost_factor = 1.2;
+  const ControllerChoice free = SpeculationController(config).Choose(plain_costs);
+  const ControllerChoice c = SpeculationController(config).Choose(charged);
+  ASSERT_EQ(c.option, 0);
+  EXPECT_NEAR(free.uncalibrated_speedup, free.speedup, 1e-12);
+  // The charged choice costs 1.2 times as much a step; its uncalibrated S is the model's
+  // own value at the same K, as if the factor were 1.
+  const CostModel model{0.05, LinearVerifyCost(0.02), 0.05};
+  EXPECT_NEAR(c.uncalibrated_speedup, ModelledSpeedup(0.8, c.k, model, false), 1e-9);
+  EXPECT_NEAR(c.speedup * 1.2, c.uncalibrated_speedup, 1e-9);
+  const ControllerChoice off = SpeculationController(config).Choose(OneOption(5, 1, 5));
+  EXPECT_EQ(off.option, -1);
+  EXPECT_EQ(off.uncalibrated_speedup, 1.0);
+}
+
 TEST(SpeculationControllerTest, ATreeIsChargedForItsNodes) {
   ControllerConfig config;
   config.initial_acceptance = 0.8;
@@ -86,11 +106,16 @@ TEST(SpeculationControllerTest, AMeasuredCostFactorScalesTheStepNotTheSwitch) {
       scaled.speedup,
       ExpectedTokensPerStep(0.8, scaled.k) / (1.3 * (0.05 * scaled.k + 1 + 0.1 * scaled.k + 0.1)),
       1e-9);
-  // A factor that eats the modelled gain turns the option off; below 1 counts as 1.
+  // A factor that eats the modelled gain turns the option off; one below 1 (a model that
+  // realized more than it predicted) lowers the cost as much; <= 0 or NaN counts as 1.
   in.options[0].cost_factor = plain.speedup * 1.01;
   EXPECT_EQ(SpeculationController(config).Choose(in).option, -1);
-  in.options[0].cost_factor = 0.5;
-  EXPECT_NEAR(SpeculationController(config).Choose(in).speedup, plain.speedup, 1e-12);
+  in.options[0].cost_factor = 0.8;
+  EXPECT_NEAR(SpeculationController(config).Choose(in).speedup, plain.speedup / 0.8, 1e-9);
+  for (double bad : {0.0, -1.0, std::nan("")}) {
+    in.options[0].cost_factor = bad;
+    EXPECT_NEAR(SpeculationController(config).Choose(in).speedup, plain.speedup, 1e-12);
+  }
 }
 
 TEST(SpeculationControllerTest, PlainIsLeftOnlyForAGainAboveTheEnterMargin) {
