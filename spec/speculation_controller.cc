@@ -162,8 +162,7 @@ double SpeculationController::StepCost(const ControllerOption& o, const Controll
   const double step = nodes * std::max(o.draft_cost, 0.0) + VerifyCost(in.verify_cost, nodes) +
                       std::max(o.overhead, 0.0);
   const double factor = o.cost_factor > 0 && std::isfinite(o.cost_factor) ? o.cost_factor : 1.0;
-  return factor * step +
-         std::max(o.switch_cost, 0.0) / std::max(switch_steps, 1.0);
+  return factor * step + std::max(o.switch_cost, 0.0) / std::max(switch_steps, 1.0);
 }
 
 SpeculationController::Value SpeculationController::Best(int option, const ControllerOption& o,
