@@ -10,23 +10,28 @@
 # A *_BIN_DIR holds tandem, tandem-coordinator and tandem-worker (copies of bazel-bin/...).
 # Default bench flags: --requests 12 --max-tokens 64 --methods none,draft,prompt_lookup
 # --concurrency 1,4.
+# Two configurations of one build: the same BIN_DIR twice, and A_CONFIG / B_CONFIG naming a
+# `tandem up --config` file per side, e.g. {"coordinator":{"args":["--draft_tree_nodes=32"]},
+# "target":{"args":["--max_speculative_tokens=32"]},"draft":{...}} against chains.
 set -u
-if [ $# -lt 4 ]; then sed -n 2,12p "$0"; exit 2; fi
+if [ $# -lt 4 ]; then sed -n 2,15p "$0"; exit 2; fi
 A=$1 B=$2 ROUNDS=$3 OUT=$4
 shift 4
 FLAGS=("$@")
 [ ${#FLAGS[@]} -eq 0 ] && FLAGS=(--requests 12 --max-tokens 64 --methods none,draft,prompt_lookup --concurrency 1,4)
 mkdir -p "$OUT"
-start() {  # BIN_DIR SIDE
-  "$1/tandem" up --tp 4 --cpu-affinity --port 0 --metrics-port 0 \
+start() {  # BIN_DIR SIDE CONFIG
+  local config=()
+  [ -n "$3" ] && config=(--config "$3")
+  "$1/tandem" up "${config[@]}" --tp 4 --cpu-affinity --port 0 --metrics-port 0 \
     --coordinator-bin "$1/tandem-coordinator" --worker-bin "$1/tandem-worker" \
     --ready-file "$OUT/$2.ready" --log-dir "$OUT/$2-logs" > "$OUT/$2.up.log" 2>&1 &
   echo $! > "$OUT/$2.pid"
 }
 stop() { kill -TERM "$(cat "$OUT/a.pid")" "$(cat "$OUT/b.pid")" 2>/dev/null; wait; }
 trap stop EXIT
-start "$A" a
-start "$B" b
+start "$A" a "${A_CONFIG:-}"
+start "$B" b "${B_CONFIG:-}"
 for _ in $(seq 120); do [ -s "$OUT/a.ready" ] && [ -s "$OUT/b.ready" ] && break; sleep 1; done
 [ -s "$OUT/a.ready" ] && [ -s "$OUT/b.ready" ] || { echo "a cluster did not start: $OUT/*.up.log"; exit 1; }
 for r in $(seq "$ROUNDS"); do
