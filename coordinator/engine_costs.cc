@@ -67,7 +67,8 @@ void Engine::ObserveVerifyCall(const PhasePlan& plan, int rows, double ms) {
     const int batch = static_cast<int>(running_.size());
     metrics_->SetSlowdowns(verify_overlap_.Factor(), draft_overlap_.Factor(),
                            realized_.Factor(batch, SpeculationKind::kDraftWorker),
-                           realized_.Factor(batch, SpeculationKind::kOther));
+                           realized_.Factor(batch, SpeculationKind::kOther),
+                           realized_.Factor(batch, SpeculationKind::kDraftTree));
   }
 }
 

@@ -221,11 +221,20 @@ absl::StatusOr<std::unique_ptr<CoordinatorMetrics>> CoordinatorMetrics::Create(
       "tandem_overlap_slowdown",
       "Measured factor by which a worker's call is slower while the other worker runs one.",
       "worker", "target", "draft");
-  std::tie(m->draft_worker_factor_, m->other_factor_) = gauge_pair(
-      "tandem_speculation_cost_factor",
-      "Modelled over realized speedup of speculative phases at the current batch size "
-      "(>= 1): the factor the controller charges a speculative step, by kind of proposer.",
-      "proposers", "draft_worker", "other");
+  auto& cost_factors =
+      prometheus::BuildGauge()
+          .Name("tandem_speculation_cost_factor")
+          .Help(
+              "Modelled over realized speedup of speculative phases at the current batch "
+              "size ([0.8, 4]): the factor the controller charges a speculative step, by "
+              "kind of speculation (the draft's chains, its tree option, other proposers).")
+          .Register(r);
+  m->draft_worker_factor_ = &cost_factors.Add({{"proposers", "draft_worker"}});
+  m->draft_tree_factor_ = &cost_factors.Add({{"proposers", "draft_tree"}});
+  m->other_factor_ = &cost_factors.Add({{"proposers", "other"}});
+  for (prometheus::Gauge* g : {m->draft_worker_factor_, m->draft_tree_factor_, m->other_factor_}) {
+    g->Set(1);
+  }
   m->draft_busy_ = gauge("tandem_draft_busy_fraction",
                          "Fraction of recent wall time the draft worker spent computing.");
   m->target_busy_ = gauge("tandem_target_busy_fraction",
@@ -317,11 +326,13 @@ void CoordinatorMetrics::RecordPhaseMode(absl::string_view mode, double predicte
 }
 
 void CoordinatorMetrics::SetSlowdowns(double verify_overlap, double draft_overlap,
-                                      double draft_worker_factor, double other_factor) {
+                                      double draft_worker_factor, double other_factor,
+                                      double draft_tree_factor) {
   if (std::isfinite(verify_overlap)) verify_slowdown_->Set(verify_overlap);
   if (std::isfinite(draft_overlap)) draft_slowdown_->Set(draft_overlap);
   if (std::isfinite(draft_worker_factor)) draft_worker_factor_->Set(draft_worker_factor);
   if (std::isfinite(other_factor)) other_factor_->Set(other_factor);
+  if (std::isfinite(draft_tree_factor)) draft_tree_factor_->Set(draft_tree_factor);
 }
 
 void CoordinatorMetrics::RecordSpeculationCacheLookup(bool hit, int branches) {

@@ -36,8 +36,9 @@
 //                                               slower while the other worker runs one
 //   tandem_speculation_cost_factor{proposers}   gauge: kappa, modelled / realized
 //                                               speedup of speculative phases at the
-//                                               current batch size (>= 1), for
-//                                               "draft_worker" and "other" proposers
+//                                               current batch size ([0.8, 4]), for
+//                                               "draft_worker" (chains), "draft_tree"
+//                                               and "other" proposers
 //   tandem_speculation_cache_lookups_total{result}  verifies of a sequence with
 //                                               pre-drafted outcomes (speculation
 //                                               cache), "hit" when one became the next
@@ -144,10 +145,10 @@ class CoordinatorMetrics {
   // values leave the gauge).
   void RecordPhaseMode(absl::string_view mode, double predicted_gain);
   // The measured overlap slowdowns of verify and draft calls, and the controller's
-  // speculation cost factors at the current batch size for draft-worker proposers and
-  // the others (>= 1; non-finite values leave the gauges).
+  // speculation cost factors at the current batch size for the draft's chains, the
+  // other proposers and the draft's tree option (non-finite values leave the gauges).
   void SetSlowdowns(double verify_overlap, double draft_overlap, double draft_worker_factor,
-                    double other_factor);
+                    double other_factor, double draft_tree_factor = 1.0);
   // One lookup of pre-drafted outcomes after a verify (`branches` of them were
   // drafted, >= 0): `hit` when one was used.
   void RecordSpeculationCacheLookup(bool hit, int branches);
@@ -202,6 +203,7 @@ class CoordinatorMetrics {
   prometheus::Gauge* draft_slowdown_ = nullptr;
   prometheus::Gauge* draft_worker_factor_ = nullptr;
   prometheus::Gauge* other_factor_ = nullptr;
+  prometheus::Gauge* draft_tree_factor_ = nullptr;
   prometheus::Histogram* controller_k_ = nullptr;
   prometheus::Histogram* predicted_speedup_ = nullptr;
   std::vector<prometheus::Counter*> position_proposed_;  // Index: position - 1.

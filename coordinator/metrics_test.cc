@@ -97,7 +97,7 @@ TEST(CoordinatorMetricsTest, ServesRecordedValuesOverHttp) {
   m.RecordSpeculationCacheLookup(false, 3);
   m.RecordSpeculationCacheLookup(false, 1);
   m.SetSlowdowns(1.4, 1.1, 1.3, 1.0);
-  m.SetSlowdowns(std::numeric_limits<double>::quiet_NaN(), 1.2, 1.25, 1.05);  // Verify kept.
+  m.SetSlowdowns(std::numeric_limits<double>::quiet_NaN(), 1.2, 1.25, 1.05, 0.9);  // Verify kept.
 
   CoordinatorMetrics::StepLatency latency;
   latency.draft_ms = 1.5;
@@ -178,6 +178,7 @@ TEST(CoordinatorMetricsTest, ServesRecordedValuesOverHttp) {
   EXPECT_DOUBLE_EQ(Get(s, "tandem_overlap_slowdown{worker=\"draft\"}"), 1.2);
   EXPECT_DOUBLE_EQ(Get(s, "tandem_speculation_cost_factor{proposers=\"draft_worker\"}"), 1.25);
   EXPECT_DOUBLE_EQ(Get(s, "tandem_speculation_cost_factor{proposers=\"other\"}"), 1.05);
+  EXPECT_DOUBLE_EQ(Get(s, "tandem_speculation_cost_factor{proposers=\"draft_tree\"}"), 0.9);
   EXPECT_EQ(Get(s, "tandem_speculation_cache_lookups_total{result=\"hit\"}"), 1);
   EXPECT_EQ(Get(s, "tandem_speculation_cache_lookups_total{result=\"miss\"}"), 2);
   EXPECT_EQ(Get(s, "tandem_speculation_cache_branches_total"), 7);
