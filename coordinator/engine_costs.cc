@@ -94,7 +94,7 @@ void Engine::ObserveRealized(const PhasePlan& plan, std::optional<SpeculationKin
     if (plan.verify_proposed[i] <= 0) continue;
     proposed = true;
     if (s.planned_step().from_controller) {
-      modelled_sum += s.planned_step().choice.uncalibrated_speedup;
+      modelled_sum += s.planned_step().choice.speedup;
       modelled_steps += 1;
     }
   }
