@@ -1,5 +1,8 @@
 #include "kernels/backend.h"
 
+#include <cstdint>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -51,6 +54,22 @@ absl::StatusOr<Weight> Backend::UploadQ4Weight(const void*, const void*, int64_t
                                                std::shared_ptr<const void>) {
   return absl::UnimplementedError(
       absl::StrCat(name(), ": q4_0 weights are not supported by this backend yet"));
+}
+
+absl::Status ValidateBlockQuantizedUpload(DType dtype, const void* quants, const void* scales,
+                                          int64_t rows, int64_t cols) {
+  const std::string what = absl::StrCat("Upload", dtype == DType::kQ4_0 ? "Q4" : "Q8", "Weight");
+  if (rows < 0 || cols < 0 || (cols > 0 && rows > std::numeric_limits<int32_t>::max() / cols)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": bad shape [", rows, ", ", cols, "]"));
+  }
+  if (rows * cols > 0 && (quants == nullptr || scales == nullptr)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": null quants or scales for a [", rows, ", ", cols, "] weight"));
+  }
+  if (reinterpret_cast<uintptr_t>(scales) % alignof(uint16_t) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": scales are not 2-byte aligned"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateStepPlan(const StepPlan& plan) {

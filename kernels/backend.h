@@ -134,6 +134,12 @@ struct StepPlan {
 // logit_rows is strictly ascending within [0, rows). INVALID_ARGUMENT names the field.
 absl::Status ValidateStepPlan(const StepPlan& plan);
 
+// The checks every backend's UploadQ8Weight / UploadQ4Weight (`dtype` kQ8_0 / kQ4_0)
+// makes first: a non-negative shape of at most 2^31 - 1 values, non-null quants and
+// scales when it is not empty, 2-byte aligned scales. INVALID_ARGUMENT naming the call.
+absl::Status ValidateBlockQuantizedUpload(DType dtype, const void* quants, const void* scales,
+                                          int64_t rows, int64_t cols);
+
 // Backend-specific form of a StepPlan (e.g. uploaded to the device). Opaque.
 class PreparedStep {
  public:

@@ -186,16 +186,8 @@ absl::StatusOr<Weight> CpuBackend::UploadBlockQuantized(DType dtype, const void*
                                                         const void* scales, int64_t rows,
                                                         int64_t cols,
                                                         std::shared_ptr<const void> owner) {
-  const std::string what = absl::StrCat("Upload", dtype == DType::kQ4_0 ? "Q4" : "Q8", "Weight");
-  if (rows < 0 || cols < 0 || (cols > 0 && rows > std::numeric_limits<int32_t>::max() / cols)) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": bad shape [", rows, ", ", cols, "]"));
-  }
-  if (rows * cols > 0 && (quants == nullptr || scales == nullptr)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": null quants or scales for a [", rows, ", ", cols, "] weight"));
-  }
-  if (reinterpret_cast<uintptr_t>(scales) % alignof(uint16_t) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": scales are not 2-byte aligned"));
+  if (absl::Status s = ValidateBlockQuantizedUpload(dtype, quants, scales, rows, cols); !s.ok()) {
+    return s;
   }
   Weight weight;
   weight.data = quants;

@@ -232,13 +232,8 @@ absl::StatusOr<Weight> CudaBackend::UploadQ4Weight(const void* packed, const voi
 absl::StatusOr<Weight> CudaBackend::UploadBlockQuantized(DType dtype, const void* quants,
                                                          const void* scales, int64_t rows,
                                                          int64_t cols) {
-  const std::string what = absl::StrCat("Upload", dtype == DType::kQ4_0 ? "Q4" : "Q8", "Weight");
-  if (rows < 0 || cols < 0 || (cols > 0 && rows > std::numeric_limits<int32_t>::max() / cols)) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": bad shape [", rows, ", ", cols, "]"));
-  }
-  if (rows * cols > 0 && (quants == nullptr || scales == nullptr)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": null quants or scales for a [", rows, ", ", cols, "] weight"));
+  if (absl::Status s = ValidateBlockQuantizedUpload(dtype, quants, scales, rows, cols); !s.ok()) {
+    return s;
   }
   if (!state_->first_error.ok()) return state_->first_error;
   // One allocation: the quants, then the f16 scales at a 16-byte aligned offset.

@@ -101,6 +101,20 @@ int Argmax(const float* row, int n) {
   return best;
 }
 
+// 12 greedy tokens after `prompt` (sequence id 2), one forward pass per token.
+::testing::AssertionResult GreedyTokens(LlamaModel& model, const std::vector<int32_t>& prompt,
+                                        int vocab, std::vector<int32_t>* out) {
+  std::vector<float> logits;
+  absl::Status status = ForwardToHost(model, {Seq(2, 0, prompt, false)}, &logits);
+  for (int step = 0; status.ok() && step < 12; ++step) {
+    out->push_back(Argmax(logits.data(), vocab));
+    status =
+        ForwardToHost(model, {Seq(2, int(prompt.size()) + step, {out->back()}, false)}, &logits);
+  }
+  if (status.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << status;
+}
+
 // A model over `w` on `backend` with a 16 MiB KV cache of `kv_dtype` (nullptr, reported,
 // on failure).
 std::unique_ptr<LlamaModel> MakeModel(const LlamaWeights& w, Backend* backend,
@@ -172,17 +186,8 @@ TEST_P(CudaModelTest, LogitsAndGreedyMatchCpu) {
 
     // Greedy generation, one token per step.
     std::vector<int32_t> gpu_tokens, cpu_tokens;
-    for (auto* out : {&gpu_tokens, &cpu_tokens}) {
-      LlamaModel* model = out == &gpu_tokens ? gpu_model.get() : cpu_model.get();
-      std::vector<float> logits;
-      ASSERT_TRUE(ForwardToHost(*model, {Seq(2, 0, prompt, false)}, &logits).ok());
-      int position = int(prompt.size());
-      for (int step = 0; step < 12; ++step) {
-        out->push_back(Argmax(logits.data(), vocab));
-        ASSERT_TRUE(
-            ForwardToHost(*model, {Seq(2, position++, {out->back()}, false)}, &logits).ok());
-      }
-    }
+    ASSERT_TRUE(GreedyTokens(*gpu_model, prompt, vocab, &gpu_tokens));
+    ASSERT_TRUE(GreedyTokens(*cpu_model, prompt, vocab, &cpu_tokens));
     if (GetParam() == Gemm::kBatchInvariant) {
       EXPECT_EQ(gpu_tokens, cpu_tokens);
     } else if (gpu_tokens != cpu_tokens) {
@@ -297,17 +302,8 @@ TEST_P(CudaModelTest, QuantizedWeightsAndHalfKvMatchCpu) {
       }
       EXPECT_LE(worst, 1e-3);
       std::vector<int32_t> gpu_tokens, cpu_tokens;
-      for (auto* out : {&gpu_tokens, &cpu_tokens}) {
-        LlamaModel* model = out == &gpu_tokens ? gpu_model.get() : cpu_model.get();
-        std::vector<float> logits;
-        ASSERT_TRUE(ForwardToHost(*model, {Seq(2, 0, prompt, false)}, &logits).ok());
-        int position = int(prompt.size());
-        for (int step = 0; step < 12; ++step) {
-          out->push_back(Argmax(logits.data(), vocab));
-          ASSERT_TRUE(
-              ForwardToHost(*model, {Seq(2, position++, {out->back()}, false)}, &logits).ok());
-        }
-      }
+      ASSERT_TRUE(GreedyTokens(*gpu_model, prompt, vocab, &gpu_tokens));
+      ASSERT_TRUE(GreedyTokens(*cpu_model, prompt, vocab, &cpu_tokens));
       EXPECT_EQ(gpu_tokens, cpu_tokens);
     }
   }

@@ -74,6 +74,14 @@ class CudaTest : public ::testing::Test {
     return w.ok() ? *std::move(w) : Weight();
   }
 
+  // MatMul of host rows x [rows, w.cols] by `w` on the device; the [rows, w.rows] result.
+  std::vector<float> MatMulOnDevice(const std::vector<float>& x, int rows, const Weight& w) {
+    Buffer dx = ToDevice(x);
+    Buffer dout = Zeros(size_t(rows) * w.rows);
+    backend_->MatMul(dx.f32(), rows, w, dout.f32());
+    return ToHost(dout, size_t(rows) * w.rows);
+  }
+
   std::unique_ptr<CudaBackend> backend_;
 };
 

@@ -73,13 +73,6 @@ class CudaGemmTest : public cuda::testing::CudaTest, public ::testing::WithParam
     options.gemm = GetParam();
     return options;
   }
-
-  std::vector<float> Run(const std::vector<float>& x, int rows, const Weight& w) {
-    Buffer dx = ToDevice(x);
-    Buffer dout = Zeros(size_t(rows) * w.rows);
-    backend_->MatMul(dx.f32(), rows, w, dout.f32());
-    return ToHost(dout, size_t(rows) * w.rows);
-  }
 };
 
 TEST_P(CudaGemmTest, MatchesReferenceAndCpu) {
@@ -95,7 +88,7 @@ TEST_P(CudaGemmTest, MatchesReferenceAndCpu) {
     const std::vector<float> x = Random(size_t(s.rows) * s.in, seed++);
     const std::vector<float> w = Random(size_t(s.out) * s.in, seed++);
     const Weight weight = UploadF32(w, s.out, s.in);
-    const std::vector<float> got = Run(x, s.rows, weight);
+    const std::vector<float> got = MatMulOnDevice(x, s.rows, weight);
 
     const std::vector<float> w16 = RoundedToBf16(w);
     const std::vector<float> x_ref = GetParam() == Gemm::kCublas ? RoundedToBf16(x) : x;
@@ -117,15 +110,15 @@ TEST_P(CudaGemmTest, RowsDoNotDependOnTheBatch) {
   const int in = 264, out = 72, max_rows = 20;
   const std::vector<float> x = Random(size_t(max_rows) * in, 7);
   const Weight weight = UploadF32(Random(size_t(out) * in, 8), out, in);
-  const std::vector<float> full = Run(x, max_rows, weight);
+  const std::vector<float> full = MatMulOnDevice(x, max_rows, weight);
   for (int rows = 1; rows <= max_rows; ++rows) {
     // The first `rows` rows, and each row alone, give the same bits as the full batch.
     const std::vector<float> part =
-        Run(std::vector<float>(x.begin(), x.begin() + rows * in), rows, weight);
+        MatMulOnDevice(std::vector<float>(x.begin(), x.begin() + rows * in), rows, weight);
     ASSERT_EQ(std::memcmp(part.data(), full.data(), part.size() * sizeof(float)), 0) << rows;
     const int r = rows - 1;
     const std::vector<float> alone =
-        Run(std::vector<float>(x.begin() + r * in, x.begin() + (r + 1) * in), 1, weight);
+        MatMulOnDevice(std::vector<float>(x.begin() + r * in, x.begin() + (r + 1) * in), 1, weight);
     ASSERT_EQ(std::memcmp(alone.data(), full.data() + size_t(r) * out, out * sizeof(float)), 0)
         << r;
   }

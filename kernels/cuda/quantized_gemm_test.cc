@@ -98,13 +98,6 @@ class CudaQuantizedGemmTest : public cuda::testing::CudaTest,
                ? backend.UploadQ8Weight(w.data.data(), w.scales.data(), out, in, nullptr)
                : backend.UploadQ4Weight(w.data.data(), w.scales.data(), out, in, nullptr);
   }
-
-  std::vector<float> Run(const std::vector<float>& x, int rows, const Weight& w) {
-    Buffer dx = ToDevice(x);
-    Buffer dout = Zeros(size_t(rows) * w.rows);
-    backend_->MatMul(dx.f32(), rows, w, dout.f32());
-    return ToHost(dout, size_t(rows) * w.rows);
-  }
 };
 
 TEST_P(CudaQuantizedGemmTest, BitwiseTheCpuBackend) {
@@ -121,7 +114,7 @@ TEST_P(CudaQuantizedGemmTest, BitwiseTheCpuBackend) {
     const std::vector<float> x = Activations(s.rows, s.in, seed++);
     auto weight = Upload(*backend_, host, s.out, s.in);
     ASSERT_TRUE(weight.ok()) << weight.status();
-    const std::vector<float> got = Run(x, s.rows, *weight);
+    const std::vector<float> got = MatMulOnDevice(x, s.rows, *weight);
     ASSERT_TRUE(backend_->Synchronize().ok());
 
     auto cpu_weight = Upload(cpu, host, s.out, s.in);
@@ -137,16 +130,16 @@ TEST_P(CudaQuantizedGemmTest, RowsDoNotDependOnTheBatch) {
   const std::vector<float> x = Activations(max_rows, in, 7);
   auto weight = Upload(*backend_, RandomWeight(GetParam().dtype, out, in, 8), out, in);
   ASSERT_TRUE(weight.ok()) << weight.status();
-  const std::vector<float> full = Run(x, max_rows, *weight);
+  const std::vector<float> full = MatMulOnDevice(x, max_rows, *weight);
   for (int rows = 1; rows <= max_rows; ++rows) {
     const int r = rows - 1;
-    const std::vector<float> alone =
-        Run(std::vector<float>(x.begin() + r * in, x.begin() + (r + 1) * in), 1, *weight);
+    const std::vector<float> alone = MatMulOnDevice(
+        std::vector<float>(x.begin() + r * in, x.begin() + (r + 1) * in), 1, *weight);
     ASSERT_TRUE(SameBits(alone, std::vector<float>(full.begin() + size_t(r) * out,
                                                    full.begin() + size_t(rows) * out)))
         << r;
     const std::vector<float> part =
-        Run(std::vector<float>(x.begin(), x.begin() + rows * in), rows, *weight);
+        MatMulOnDevice(std::vector<float>(x.begin(), x.begin() + rows * in), rows, *weight);
     ASSERT_TRUE(SameBits(part, std::vector<float>(full.begin(), full.begin() + part.size())))
         << rows;
   }
