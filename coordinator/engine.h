@@ -45,6 +45,7 @@
 #include "coordinator/admission_queue.h"
 #include "coordinator/kv_admission.h"
 #include "coordinator/metrics.h"
+#include "coordinator/phase_calibration.h"
 #include "coordinator/pipeline_mode.h"
 #include "coordinator/proposers/registry.h"
 #include "coordinator/realized_speedup.h"
@@ -201,10 +202,10 @@ class Engine {
   // data, to its overlap slowdown (overlapped: the other worker had work in `plan`).
   void ObserveVerifyCall(const PhasePlan& plan, int rows, double ms);
   void ObserveDraftCall(const PhasePlan& plan, int proposals, double ms);
-  // A decode phase (no target prefill) took `wall_ms`; `generated_before`, parallel to
-  // plan.verify_sequences, is what each had generated before it (`draft_kind`: how the
-  // draft worker took part, empty when not at all): feeds the realized speedup.
-  void ObserveRealized(const PhasePlan& plan, std::optional<SpeculationKind> draft_kind,
+  // A phase calibrated as `calibration` (observed) took `wall_ms`; `generated_before`,
+  // parallel to plan.verify_sequences, is what each had generated before it: feeds the
+  // realized speedup.
+  void ObserveRealized(const PhasePlan& plan, const PhaseCalibration& calibration,
                        const std::vector<int>& generated_before, double wall_ms);
   // The cost terms of a step over `batch` sequences (measured or fixed).
   void SetCostTerms(int batch, WorkerAvailability* workers) const;

@@ -83,25 +83,20 @@ void Engine::ObserveDraftCall(const PhasePlan& plan, int proposals, double ms) {
               static_cast<double>(proposals));
 }
 
-void Engine::ObserveRealized(const PhasePlan& plan, std::optional<SpeculationKind> draft_kind,
+void Engine::ObserveRealized(const PhasePlan& plan, const PhaseCalibration& calibration,
                              const std::vector<int>& generated_before, double wall_ms) {
-  bool proposed = false;
   int tokens = 0, modelled_steps = 0;
   double modelled_sum = 0;
   for (size_t i = 0; i < plan.verify_sequences.size() && i < generated_before.size(); ++i) {
     const Sequence& s = *plan.verify_sequences[i];
     tokens += s.generated() - generated_before[i];
-    if (plan.verify_proposed[i] <= 0) continue;
-    proposed = true;
-    if (s.planned_step().from_controller) {
+    if (plan.verify_proposed[i] > 0 && s.planned_step().from_controller) {
       modelled_sum += s.planned_step().choice.speedup;
       modelled_steps += 1;
     }
   }
-  std::optional<SpeculationKind> kind = draft_kind;
-  if (!kind.has_value() && proposed) kind = SpeculationKind::kOther;
-  realized_.Observe(static_cast<int>(running_.size()), kind, tokens, wall_ms, modelled_sum,
-                    modelled_steps);
+  realized_.Observe(static_cast<int>(running_.size()), calibration.kind, tokens, wall_ms,
+                    modelled_sum, modelled_steps);
 }
 
 void Engine::ObserveDraftK(const PhasePlan& plan) {

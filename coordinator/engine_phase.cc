@@ -92,23 +92,6 @@ void AddProposerFields(const PlannerOptions& options, PhasePlan& plan) {
   }
 }
 
-// Whether `plan` involves the draft worker: draft work, or the verify of its candidates.
-// How the draft worker takes part in the phase, for the calibration on outcomes:
-// kDraftTree when it drafts or its candidates verified are the tree option, kDraftWorker
-// for any other draft work or draft candidates, nothing else.
-std::optional<SpeculationKind> DraftKind(const PhasePlan& plan) {
-  bool involved = plan.draft.sequences_size() > 0 || plan.draft_prefill.sequences_size() > 0;
-  bool tree = plan.draft_tree_option;
-  for (const Sequence* s : plan.verify_sequences) {
-    if (s->candidates.empty() || s->candidates.site != ProposerSite::kDraftWorker) continue;
-    involved = true;
-    tree = tree || s->candidates.tree_option;
-  }
-  if (tree) return SpeculationKind::kDraftTree;
-  if (involved) return SpeculationKind::kDraftWorker;
-  return std::nullopt;
-}
-
 // One line per phase at --v=2 (a trace to study phase costs offline): the batch and how
 // many of it may speculate (have proposers), the verify's sequences, rows (fed tokens and
 // proposals) and proposals, the draft's entries and prefill tokens, target prefills, the mode, and
@@ -187,7 +170,7 @@ Engine::DraftResult Engine::CallDraft(const PhasePlan& plan) {
 
 void Engine::RunPhase(PhasePlan& plan) {
   const absl::Time phase_start = absl::Now();
-  const std::optional<SpeculationKind> draft_kind = DraftKind(plan);
+  const PhaseCalibration calibration = CalibrationOf(plan);
   std::vector<int> generated_before;
   for (const Sequence* s : plan.verify_sequences) generated_before.push_back(s->generated());
   AddProposerFields(planner_, plan);
@@ -225,8 +208,8 @@ void Engine::RunPhase(PhasePlan& plan) {
   // The coordinator's own time in the phase (a term of every step's cost).
   UpdateEma(&phase_overhead_ms_ema_,
             std::max(absl::ZeroDuration(), absl::Now() - phase_start - workers_wall));
-  if (plan.target_prefill.sequences_size() == 0) {
-    ObserveRealized(plan, draft_kind, generated_before, Ms(absl::Now() - phase_start));
+  if (calibration.observed) {
+    ObserveRealized(plan, calibration, generated_before, Ms(absl::Now() - phase_start));
   }
   if (VLOG_IS_ON(2)) LogPhase(plan, running_, workers_wall, absl::Now() - phase_start);
   if (metrics_) {
