@@ -2,7 +2,8 @@
 # Interleaved A/B of two Tandem builds end to end: starts one `tandem up` cluster per build
 # (tp 4, --cpu-affinity, both pinned alike; the idle one waits), then runs ROUNDS rounds of
 # `tandem bench` (the client of build B) against A and B in ABBA order (A B, B A, A B, ...),
-# so a drift in machine load falls on both sides alike. bench/ab_summary.py prints the
+# so a drift in machine load falls on both sides alike (with each side's --metrics, for the
+# cost terms). bench/ab_summary.py prints the
 # median of the per-round B/A throughput ratios per configuration.
 #
 #   bench/ab_builds.sh A_BIN_DIR B_BIN_DIR ROUNDS OUT_DIR [tandem bench flags...]
@@ -37,7 +38,8 @@ for _ in $(seq 120); do [ -s "$OUT/a.ready" ] && [ -s "$OUT/b.ready" ] && break;
 for r in $(seq "$ROUNDS"); do
   order="a b"; [ $((r % 2)) = 0 ] && order="b a"
   for side in $order; do
-    "$B/tandem" bench --server "$(head -1 "$OUT/$side.ready")" "${FLAGS[@]}" \
+    metrics=$(grep '^metrics=' "$OUT/$side.ready" | cut -d= -f2)
+    "$B/tandem" bench --server "$(head -1 "$OUT/$side.ready")" ${metrics:+--metrics "$metrics"} "${FLAGS[@]}" \
       --out "$OUT/$side.r$r.json" > "$OUT/$side.r$r.txt" 2>&1 || echo "round $r $side: bench failed"
   done
   echo "round $r of $ROUNDS done"

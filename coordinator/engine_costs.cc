@@ -91,7 +91,7 @@ void Engine::ObserveRealized(const PhasePlan& plan, const PhaseCalibration& cali
     const Sequence& s = *plan.verify_sequences[i];
     tokens += s.generated() - generated_before[i];
     if (plan.verify_proposed[i] > 0 && s.planned_step().from_controller) {
-      modelled_sum += s.planned_step().choice.speedup;
+      modelled_sum += s.planned_step().choice.uncalibrated_speedup;
       modelled_steps += 1;
     }
   }

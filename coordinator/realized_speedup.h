@@ -48,10 +48,9 @@ class RealizedSpeedup {
   // One phase over a batch of `batch` running sequences that took `ms` and committed
   // `tokens`; `kind`: empty for a plain phase, else how it speculated;
   // `modelled_sum` / `modelled_steps`: the sum and count of the controller's modelled
-  // speedups of its speculative sequence steps. The engine passes the S it charged (the
-  // model's S divided by the kappa in use), so the closed loop settles at kappa =
-  // sqrt(S / R), half the model's error in log terms (docs/architecture.md §3,
-  // "Calibration"). Ignored for batch < 1, ms <= 0 or non-finite values.
+  // speedups of its speculative sequence steps, uncalibrated (cost_factor 1:
+  // ControllerChoice::uncalibrated_speedup), so the closed loop settles at kappa = S / R.
+  // Ignored for batch < 1, ms <= 0 or non-finite values.
   void Observe(int batch, std::optional<SpeculationKind> kind, int tokens, double ms,
                double modelled_sum, int modelled_steps);
 

@@ -42,15 +42,14 @@ TEST(RealizedSpeedupTest, ALosingSpeculationIsChargedWhatTheModelMissed) {
   EXPECT_LT(1.2 / r.Factor(4, kDraft), 1.0);
 }
 
-TEST(RealizedSpeedupTest, TheClosedLoopSettlesAtTheSquareRootOfTheErrorWhenFedTheChargedS) {
+TEST(RealizedSpeedupTest, TheClosedLoopCorrectsTheWholeErrorOfTheUncalibratedModel) {
   RealizedSpeedupOptions o;
   o.forgetting = 0.9;
   o.relax = 1;
   o.prior_phases = 1e-9;
   // The cost model says 1.5x; speculation realizes 1.2x (6 tokens in 5 ms against 1 in
   // 1 ms) however it is charged. Fed the model's own S, the factor settles at 1.5 / 1.2;
-  // fed the S already divided by the factor in use (what the engine passes), at the
-  // square root.
+  // fed the S already divided by the factor in use, it would settle at the square root.
   RealizedSpeedup fed_model(o), fed_charged(o);
   for (int i = 0; i < 300; ++i) {
     const double charged_factor = fed_charged.Factor(1, kDraft);

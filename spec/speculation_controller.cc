@@ -180,6 +180,12 @@ ControllerChoice SpeculationController::Choose(const ControllerInputs& in) const
   ControllerChoice choice = ChooseOption(in);
   const double batch = std::max(in.batch, 1);
   choice.budget_fill = config_.probe_fraction / (batch * batch);
+  choice.uncalibrated_speedup = choice.speedup;
+  if (choice.option >= 0 && choice.k > 0) {
+    ControllerOption uncalibrated = in.options[choice.option];
+    uncalibrated.cost_factor = 1.0;
+    choice.uncalibrated_speedup = ValueOf(choice.option, uncalibrated, in, choice.k, false);
+  }
   return choice;
 }
 

@@ -141,6 +141,11 @@ struct ControllerChoice {
   int k = 0;             // 0 iff option == -1.
   bool probe = false;    // An exploration step, not the best by the estimates.
   double speedup = 1.0;  // Modelled S of this choice (by the mean estimates).
+  // The same S with the option's cost_factor taken as 1 (set by Choose): the cost model's
+  // own prediction, which a calibration on realized outcomes compares with. Calibrating
+  // against `speedup` (already divided by the factor in use) would converge to the square
+  // root of the model's error.
+  double uncalibrated_speedup = 1.0;
   // True when plain decoding was chosen although some option was usable with K >= 1
   // (the cost model says speculation does not pay now).
   bool off_by_model = false;

@@ -57,6 +57,26 @@ TEST(SpeculationControllerTest, FirstChoiceIsTheModelledBestK) {
   EXPECT_FALSE(c.probe);
 }
 
+TEST(SpeculationControllerTest, ReportsTheUncalibratedModelNextToTheChargedOne) {
+  ControllerConfig config;
+  config.initial_acceptance = 0.8;
+  const ControllerInputs plain_costs = OneOption(0.05, 0.02, 0.05);
+  ControllerInputs charged = plain_costs;
+  charged.options[0].cost_factor = 1.2;
+  const ControllerChoice free = SpeculationController(config).Choose(plain_costs);
+  const ControllerChoice c = SpeculationController(config).Choose(charged);
+  ASSERT_EQ(c.option, 0);
+  EXPECT_NEAR(free.uncalibrated_speedup, free.speedup, 1e-12);
+  // The charged choice costs 1.2 times as much a step; its uncalibrated S is the model's
+  // own value at the same K, as if the factor were 1.
+  const CostModel model{0.05, LinearVerifyCost(0.02), 0.05};
+  EXPECT_NEAR(c.uncalibrated_speedup, ModelledSpeedup(0.8, c.k, model, false), 1e-9);
+  EXPECT_NEAR(c.speedup * 1.2, c.uncalibrated_speedup, 1e-9);
+  const ControllerChoice off = SpeculationController(config).Choose(OneOption(5, 1, 5));
+  EXPECT_EQ(off.option, -1);
+  EXPECT_EQ(off.uncalibrated_speedup, 1.0);
+}
+
 TEST(SpeculationControllerTest, ATreeIsChargedForItsNodes) {
   ControllerConfig config;
   config.initial_acceptance = 0.8;
