@@ -1,6 +1,8 @@
 // CPU kernel benchmark: matmul GFLOP/s on the shapes of a hidden-256 Llama model and
 // paged-attention time per query, each against the machine's FMA peak measured in the
-// same run (the ratio is the figure to compare across noisy, shared machines).
+// same run (the ratio is the figure to compare across noisy, shared machines); and
+// (--only=stream) decode-shaped matmuls streaming every weight format from main memory,
+// against the memory bandwidth measured in the same run.
 //
 //   bazel run //bench:kernel_bench -- --threads=2 --seconds=0.2
 #include <algorithm>
@@ -15,6 +17,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "bench/memory_bandwidth.h"
 #include "bench/peak_flops.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/attention.h"
@@ -27,7 +30,10 @@ ABSL_FLAG(double, seconds, 0.1, "Approximate measuring time per figure.");
 ABSL_FLAG(std::string, simd, "",
           "Force a SIMD level: avx512vnni, avx2 or portable (default: detected; a level\n"
           "the CPU lacks falls back to the highest one it has).");
-ABSL_FLAG(std::string, only, "", "Run one section only: matmul or attention (default: both).");
+ABSL_FLAG(std::string, only, "",
+          "Run one section only: matmul, attention or stream (default: all three).");
+ABSL_FLAG(int64_t, stream_mb, 512,
+          "Weight bytes per format in the stream section, in MB (far above the caches).");
 
 namespace tandem {
 namespace bench {
@@ -160,6 +166,85 @@ void BenchAttention(cpu::SimdLevel level, const PeakFlops& peak, double seconds)
   }
 }
 
+// `count` random [out_dim x in_dim] weights of one format, owning their bytes: small
+// 16-bit floats (exponent 0x3x) as 16-bit elements or block scales, any bytes as quants.
+struct RandomWeights {
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<std::vector<uint16_t>> scales;
+  std::vector<cpu::WeightMatrix> matrices;
+  size_t matrix_bytes = 0;  // Stored bytes of one matrix, scales included.
+};
+
+// The stored bytes of a [out_dim x in_dim] weight's elements (quants) in `format`.
+size_t DataBytes(DType format, int out_dim, int in_dim) {
+  if (format == DType::kQ4_0) return size_t(out_dim) * Q4BytesPerRow(in_dim);
+  if (format == DType::kQ8_0) return size_t(out_dim) * in_dim;
+  return size_t(out_dim) * in_dim * DTypeSize(format);
+}
+
+RandomWeights MakeRandomWeights(DType format, int out_dim, int in_dim, size_t total_bytes) {
+  const bool blocked = format == DType::kQ8_0 || format == DType::kQ4_0;
+  const size_t data_bytes = DataBytes(format, out_dim, in_dim);
+  const size_t scale_count = blocked ? size_t(out_dim) * Q8BlocksPerRow(in_dim) : 0;
+  RandomWeights w;
+  w.matrix_bytes = data_bytes + 2 * scale_count;
+  const size_t count = std::max<size_t>(2, total_bytes / w.matrix_bytes);
+  std::mt19937 rng(7);
+  w.data.assign(count, std::vector<uint8_t>(data_bytes));
+  w.scales.assign(count, std::vector<uint16_t>(scale_count));
+  for (size_t i = 0; i < count; ++i) {
+    uint8_t* bytes = w.data[i].data();
+    if (format == DType::kF32) {
+      float* f = reinterpret_cast<float*>(bytes);
+      for (size_t k = 0; k < data_bytes / 4; ++k) f[k] = float(rng() % 2001) * 1e-3f - 1.0f;
+    } else if (!blocked) {
+      uint16_t* halves = reinterpret_cast<uint16_t*>(bytes);
+      for (size_t k = 0; k < data_bytes / 2; ++k) halves[k] = 0x3000 | (rng() & 0x8fff);
+    } else {
+      for (size_t k = 0; k < data_bytes; ++k) bytes[k] = static_cast<uint8_t>(rng());
+    }
+    for (uint16_t& h : w.scales[i]) h = 0x2000 | (rng() & 0x0fff);
+    w.matrices.push_back({format, bytes, blocked ? w.scales[i].data() : nullptr, out_dim, in_dim});
+  }
+  return w;
+}
+
+// Decode-shaped matmuls streaming from main memory: for each weight format, as many
+// [5632 x 2048] matrices (the 1B shape's up_proj) as fill --stream_mb, multiplied by 1 and
+// by 5 rows one after another on all threads; prints the weight bytes streamed per second
+// against the triad and read bandwidth measured in the same run, and T(5 rows) / T(1 row).
+void BenchStream(cpu::SimdLevel level, int threads, double seconds) {
+  constexpr int kOut = 5632, kIn = 2048;
+  const size_t total_bytes = size_t(absl::GetFlag(FLAGS_stream_mb)) << 20;
+  const MemoryBandwidth bw = MeasureMemoryBandwidth(threads, size_t(256) << 20, 0.5);
+  std::printf(
+      "\nstreamed matmul [rows x %d] x [%d x %d]^T over %zu MB of weights per format (%s, %d "
+      "threads; triad %.1f GB/s, read %.1f GB/s)\n",
+      kIn, kOut, kIn, total_bytes >> 20, cpu::SimdLevelName(level), threads, bw.triad_gbps,
+      bw.read_gbps);
+  std::printf("%-6s %10s %8s %7s %11s %7s\n", "format", "1 row GB/s", "% triad", "% read",
+              "5 rows GB/s", "T5/T1");
+  cpu::ThreadPool pool(threads);
+  const auto x = Random(size_t(5) * kIn, 2);
+  std::vector<float> out(size_t(5) * kOut);
+  for (DType format : {DType::kF32, DType::kBF16, DType::kF16, DType::kQ8_0, DType::kQ4_0}) {
+    const RandomWeights w = MakeRandomWeights(format, kOut, kIn, total_bytes);
+    auto time_rows = [&](int rows) {
+      return TimePerCall(
+          [&] {
+            for (const cpu::WeightMatrix& m : w.matrices) {
+              cpu::MatMul(level, &pool, x.data(), rows, m, out.data());
+            }
+          },
+          seconds);
+    };
+    const double t1 = time_rows(1), t5 = time_rows(5);
+    const double gbps = double(w.matrix_bytes) * w.matrices.size() / t1 * 1e-9;
+    std::printf("%-6s %10.1f %7.0f%% %6.0f%% %11.1f %7.2f\n", DTypeName(format), gbps,
+                100 * gbps / bw.triad_gbps, 100 * gbps / bw.read_gbps, gbps * t1 / t5, t5 / t1);
+  }
+}
+
 int Main() {
   int threads = absl::GetFlag(FLAGS_threads);
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -180,6 +265,7 @@ int Main() {
   const std::string only = absl::GetFlag(FLAGS_only);
   if (only.empty() || only == "matmul") BenchMatMul(level, peak, seconds);
   if (only.empty() || only == "attention") BenchAttention(level, peak, seconds);
+  if (only.empty() || only == "stream") BenchStream(level, threads, seconds);
   return 0;
 }
 

@@ -61,14 +61,17 @@ struct Timing {
   double best = 0;    // Fastest call: the least disturbed by other load on the machine.
 };
 
+// Prints `what: status` and ends the program (a benchmark has no partial result).
+[[noreturn]] void Die(const char* what, const absl::Status& status) {
+  std::fprintf(stderr, "model_bench: %s: %s\n", what, status.ToString().c_str());
+  std::exit(1);
+}
+
 // Times calls of `fn` (at least 5 and `min_seconds` in all) after one warm-up call.
 // Aborts the program on an error (a benchmark has no partial result).
 Timing Measure(const std::function<absl::Status()>& fn) {
   auto check = [](const absl::Status& status) {
-    if (!status.ok()) {
-      std::fprintf(stderr, "model_bench: %s\n", status.ToString().c_str());
-      std::exit(1);
-    }
+    if (!status.ok()) Die("timed call", status);
   };
   check(fn());
   std::vector<double> times;
@@ -111,17 +114,19 @@ std::vector<int32_t> Iota(int n) {
 }
 
 // Prints the mean time per backend op of forwards of 1 and k+1 positions at `context`.
-void Profile(const LlamaWeights& weights, Backend* inner, int context, int k,
-             const std::vector<int32_t>& tokens) {
+void Profile(const LlamaWeights& weights, Backend* inner, const LlamaModelOptions& options,
+             int context, int k, const std::vector<int32_t>& tokens) {
   bench::TimingBackend timing(inner);
-  LlamaModelOptions options;
   auto model = LlamaModel::Create(weights, &timing, nullptr, options);
-  if (!model.ok()) std::exit(1);
+  if (!model.ok()) Die("profile model", model.status());
   std::vector<float> logits;
   const auto slice = [&](int begin, int end) {
     return std::vector<int32_t>(tokens.begin() + begin, tokens.begin() + end);
   };
-  if (!ForwardToHost(**model, {Seq(1, 0, slice(0, context), {})}, &logits).ok()) std::exit(1);
+  if (absl::Status s = ForwardToHost(**model, {Seq(1, 0, slice(0, context), {})}, &logits);
+      !s.ok()) {
+    Die("profile prefill", s);
+  }
   std::printf("profile (us per forward)  %-10s", "rows:");
   double per_op[2][bench::TimingBackend::kNumOps] = {};
   double wall[2] = {};
@@ -132,10 +137,10 @@ void Profile(const LlamaWeights& weights, Backend* inner, int context, int k,
     constexpr int kCalls = 200;
     const auto start = Clock::now();
     for (int i = 0; i < kCalls; ++i) {
-      if (!ForwardToHost(**model, {Seq(1, context, slice(context, context + rows), Iota(rows))},
-                         &logits)
-               .ok()) {
-        std::exit(1);
+      if (absl::Status s = ForwardToHost(
+              **model, {Seq(1, context, slice(context, context + rows), Iota(rows))}, &logits);
+          !s.ok()) {
+        Die("profile forward", s);
       }
     }
     wall[pass] = std::chrono::duration<double>(Clock::now() - start).count() / kCalls;
@@ -289,7 +294,7 @@ void BenchModel(const std::string& name, const LlamaWeights& w, int threads, dou
     for (int s = 0; s < b; ++s) (void)model.Release(100 + s);
   }
 
-  if (absl::GetFlag(FLAGS_profile)) Profile(*weights, backend, context, 4, tokens);
+  if (absl::GetFlag(FLAGS_profile)) Profile(*weights, backend, options, context, 4, tokens);
 
   std::printf("resident memory: %.3f GB = %.2f x weights (%.3f GB) + KV cache %.3f GB\n",
               ResidentBytes() * 1e-9, (ResidentBytes() - options.kv_cache_bytes) / weight_bytes,
