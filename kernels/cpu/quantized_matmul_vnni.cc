@@ -86,23 +86,24 @@ TANDEM_VNNI inline void LoadWeights(const Blocks& w, int col, int b, __m256i (&w
   }
 }
 
-// Asks for blocks [b0, b0 + 8) of the next tile's CB weight rows (clamped to the matrix)
-// into L2: a tile's weights then arrive while the one before computes (1-row q8_0 from
-// DRAM: 1.5-1.7x the rate of the hardware prefetchers alone on this EPYC).
+// Asks for blocks [b0, b0 + 8) of weight row `col + CB + c` (column c of the next tile,
+// clamped to the matrix) into L2. Tile() asks for one column per block it computes, so
+// the next tile's weights arrive while this one computes, spread over the tile rather
+// than in one burst: a burst of all CB columns' lines at the start of each 8-block group
+// made 1-row q8_0/q4_0 stream 1.3-2x slower from DRAM on this EPYC (bench/README.md,
+// "Prefetches spread over the tile").
 template <int CB, typename Blocks>
-TANDEM_VNNI inline void PrefetchNextTile(const Blocks& w, int col, int out_dim, int b0) {
-#pragma GCC unroll 8
-  for (int c = 0; c < CB; ++c) {
-    const char* p =
-        static_cast<const char*>(w.BlockPointer(size_t(std::min(col + CB + c, out_dim - 1)), b0));
+TANDEM_VNNI inline void PrefetchNextTileColumn(const Blocks& w, int col, int out_dim, int b0,
+                                               int c) {
+  const char* p =
+      static_cast<const char*>(w.BlockPointer(size_t(std::min(col + CB + c, out_dim - 1)), b0));
 #pragma GCC unroll 4
-    for (int line = 0; line < 8 * Blocks::kBlockBytes; line += 64) PrefetchLine(p + line);
-  }
+  for (int line = 0; line < 8 * Blocks::kBlockBytes; line += 64) PrefetchLine(p + line);
 }
 
 // Rows [row0, row0 + RB) against columns [col, col + CB): blocks in order, in groups of 8
-// sharing one table of scale products (and one next-tile prefetch); then the fixed
-// reduction.
+// sharing one table of scale products (block j of a group also asks for column j of the
+// next tile's group); then the fixed reduction.
 template <int RB, int CB, typename Blocks>
 TANDEM_VNNI inline void Tile(const QuantizedRows& x, int row0, const Blocks& w, int col, float* out,
                              int out_dim) {
@@ -116,10 +117,10 @@ TANDEM_VNNI inline void Tile(const QuantizedRows& x, int row0, const Blocks& w, 
   __m256i wu[CB];
   for (int b0 = 0; b0 < x.blocks_per_row; b0 += 8) {
     const int n = std::min(8, x.blocks_per_row - b0);
-    PrefetchNextTile<CB>(w, col, out_dim, b0);
     ScaleProducts(x, row0, w, col, b0, n, d);
 #pragma GCC unroll 1
     for (int j = 0; j < n; ++j) {
+      if (j < CB) PrefetchNextTileColumn<CB>(w, col, out_dim, b0, j);
       LoadWeights(w, col, b0 + j, wu);
       AccumulateBlock<RB, CB, Blocks::kBias>(x, row0, b0 + j, wu, d, j, acc);
     }
