@@ -157,8 +157,9 @@ TANDEM_AVX2 inline void AccumulateBlock(const QuantizedRows& x, int row0, int b,
   }
 }
 
-// Rows [row0, row0 + RB) against columns [col, col + CB): the whole blocks, then a
-// row's short last block from a zero-padded copy; then the fixed reduction.
+// Rows [row0, row0 + RB) against columns [col, col + CB): the whole blocks (each also
+// asking for a column of the next tile, PrefetchNextTileColumn), then a row's short last
+// block from a zero-padded copy; then the fixed reduction.
 template <int RB, int CB, typename Blocks>
 TANDEM_AVX2 inline void Tile(const QuantizedRows& x, int row0, const Blocks& w, int col, float* out,
                              int out_dim) {
@@ -171,6 +172,8 @@ TANDEM_AVX2 inline void Tile(const QuantizedRows& x, int row0, const Blocks& w, 
   __m256i wv[CB];
   __m256 dw[CB];
   for (int b = 0; b < w.full_blocks; ++b) {
+    if ((b & 7) < CB)
+      quantized_internal::PrefetchNextTileColumn<CB>(w, col, out_dim, b & ~7, b & 7);
 #pragma GCC unroll 8
     for (int c = 0; c < CB; ++c) {
       wv[c] = w.LoadFull(size_t(col) + c, b);

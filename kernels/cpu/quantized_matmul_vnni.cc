@@ -86,21 +86,6 @@ TANDEM_VNNI inline void LoadWeights(const Blocks& w, int col, int b, __m256i (&w
   }
 }
 
-// Asks for blocks [b0, b0 + 8) of weight row `col + CB + c` (column c of the next tile,
-// clamped to the matrix) into L2. Tile() asks for one column per block it computes, so
-// the next tile's weights arrive while this one computes, spread over the tile rather
-// than in one burst: a burst of all CB columns' lines at the start of each 8-block group
-// made 1-row q8_0/q4_0 stream 1.3-2x slower from DRAM on this EPYC (bench/README.md,
-// "Prefetches spread over the tile").
-template <int CB, typename Blocks>
-TANDEM_VNNI inline void PrefetchNextTileColumn(const Blocks& w, int col, int out_dim, int b0,
-                                               int c) {
-  const char* p =
-      static_cast<const char*>(w.BlockPointer(size_t(std::min(col + CB + c, out_dim - 1)), b0));
-#pragma GCC unroll 4
-  for (int line = 0; line < 8 * Blocks::kBlockBytes; line += 64) PrefetchLine(p + line);
-}
-
 // Rows [row0, row0 + RB) against columns [col, col + CB): blocks in order, in groups of 8
 // sharing one table of scale products (block j of a group also asks for column j of the
 // next tile's group); then the fixed reduction.
