@@ -51,6 +51,7 @@ ConfigResult Aggregate(const ConfigRun& run) {
   row.requests = static_cast<int>(run.results.size());
   std::vector<double> ttft, tpot, latency;
   row.round = run.round;
+  row.chunks = run.chunks;
   long long proposed = 0, accepted = 0, steps = 0, decode_tokens = 0, speculative = 0,
             tree_steps = 0;
   double predicted_sum = 0, predicted_steps = 0;
@@ -194,6 +195,22 @@ BusyFractions BusyBetween(const std::vector<PrometheusSample>& before,
   return busy;
 }
 
+namespace {
+
+nlohmann::json ChunksJson(const std::vector<ChunkRecord>& chunks) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ChunkRecord& c : chunks) {
+    out.push_back({{"position", c.position},
+                   {"chunk", c.chunk},
+                   {"wall_s", c.wall_s},
+                   {"generated_tokens", c.generated_tokens},
+                   {"after", c.after}});
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json ToJson(const ConfigResult& r) {
   return {
       {"method", MethodName(r.key.method)},
@@ -238,6 +255,7 @@ nlohmann::json ToJson(const ConfigResult& r) {
       {"speculation_off_share", Number(r.off_share)},
       {"steps_by_k", r.steps_by_k},
       {"tree_step_share", Number(r.tree_share)},
+      {"chunks", ChunksJson(r.chunks)},
   };
 }
 

@@ -22,9 +22,23 @@ namespace tandem::client {
 
 // Requests of one configuration: results[i] is request number i, which used prompt
 // prompt_index[i].
+// One scheduled run of a configuration (a chunk of its round with `tandem bench
+// --chunks`, else the whole round): its position in the whole schedule (0-based), its
+// chunk index, wall time and generated tokens, and the label (ConfigLabel) of the run
+// just before it ("" for the first), so a position effect (a run that follows a heavier
+// one, or itself) can be looked for in the JSON.
+struct ChunkRecord {
+  int position = 0;
+  int chunk = 0;
+  double wall_s = 0;
+  long long generated_tokens = 0;
+  std::string after;
+};
+
 struct ConfigRun {
   ConfigKey key;
-  int round = 0;  // Which --repeat round measured it.
+  int round = 0;                    // Which --repeat round measured it.
+  std::vector<ChunkRecord> chunks;  // In schedule order; empty outside RunRounds.
   std::vector<RequestResult> results;
   std::vector<int> prompt_index;
   double wall_s = 0;  // First request sent to last request finished.
@@ -67,6 +81,7 @@ struct ConfigResult {
   // Share of the speculative steps that verified a draft tree the controller chose over
   // the chain (RequestStats.tree_steps; NaN without speculative steps).
   double tree_share = NAN;
+  std::vector<ChunkRecord> chunks;  // ConfigRun::chunks.
 };
 
 // Lower-case status code name, as the server's metrics label it ("ok", "unavailable").

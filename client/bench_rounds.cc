@@ -73,7 +73,8 @@ std::vector<RepeatedResult> RunRounds(v1::Tandem::Stub* stub, const BenchSetting
     RunBaselineRound(baseline, s, configs, spec.requests, round, interrupted, baseline_rows);
   };
   std::map<std::pair<int, int>, Measured> measured;
-  int current_round = -1;
+  int current_round = -1, position = 0;
+  std::string previous;  // Label of the run before this one.
   for (const ScheduledRun& step : InterleavedSchedule(configs, repeat, spec.chunks)) {
     if (*interrupted) break;
     if (step.round != current_round) {
@@ -86,6 +87,9 @@ std::vector<RepeatedResult> RunRounds(v1::Tandem::Stub* stub, const BenchSetting
     const std::vector<PrometheusSample> before = ScrapeMetrics(spec.metrics);
     ConfigRun part = RunConfig(stub, s, configs[step.config], count, interrupted, first);
     const std::vector<PrometheusSample> after = ScrapeMetrics(spec.metrics);
+    part.chunks.push_back(
+        {position++, step.chunk, part.wall_s, Aggregate(part).generated_tokens, previous});
+    previous = ConfigLabel(configs[step.config]);
     Measured& m = measured[{step.round, step.config}];
     m.run.key = part.key;
     m.run.round = step.round;

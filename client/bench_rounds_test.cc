@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "client/fake_tandem_service.h"
 
@@ -58,6 +60,39 @@ TEST_F(BenchRoundsTest, ChunksOfARoundMakeOneRowWithEveryRequestOnce) {
     EXPECT_EQ(run.prompt_index, std::vector<int>({0, 0, 1, 1, 2}));
   }
   EXPECT_EQ(server_->service().calls(), 2 * 5 * static_cast<int>(configs_.size()));
+}
+
+TEST_F(BenchRoundsTest, EveryChunkIsRecordedWithItsPlaceInTheScheduleAndItsPredecessor) {
+  std::atomic<bool> interrupted{false};
+  std::vector<ConfigRun> runs;
+  const RoundsSpec spec{/*repeat=*/2, /*requests=*/5, /*chunks=*/2, /*metrics=*/""};
+  const std::vector<RepeatedResult> results =
+      RunRounds(stub_, settings_, configs_, spec, &interrupted, &runs, nullptr, nullptr);
+  std::map<int, std::pair<std::string, std::string>> by_position;  // label, after
+  for (const RepeatedResult& r : results) {
+    for (const ConfigResult& row : r.repeats) {
+      ASSERT_EQ(row.chunks.size(), 2u);
+      long long tokens = 0;
+      double wall = 0;
+      for (size_t i = 0; i < row.chunks.size(); ++i) {
+        EXPECT_EQ(row.chunks[i].chunk, static_cast<int>(i));
+        if (i > 0) EXPECT_GT(row.chunks[i].position, row.chunks[i - 1].position);
+        tokens += row.chunks[i].generated_tokens;
+        wall += row.chunks[i].wall_s;
+        EXPECT_TRUE(by_position
+                        .emplace(row.chunks[i].position,
+                                 std::make_pair(ConfigLabel(r.key), row.chunks[i].after))
+                        .second);
+      }
+      EXPECT_EQ(tokens, row.generated_tokens);
+      EXPECT_NEAR(wall, row.wall_s, 1e-9);
+    }
+  }
+  // Positions 0..N-1, each once; each run names the label of the one before it.
+  ASSERT_EQ(by_position.size(), 2 * 2 * configs_.size());
+  for (const auto& [position, label_and_after] : by_position) {
+    EXPECT_EQ(label_and_after.second, position == 0 ? "" : by_position.at(position - 1).first);
+  }
 }
 
 TEST_F(BenchRoundsTest, AnInterruptBeforeTheFirstChunkMeasuresNothing) {

@@ -81,6 +81,7 @@ void AppendRun(ConfigRun&& part, ConfigRun* run) {
   run->prompt_index.insert(run->prompt_index.end(), part.prompt_index.begin(),
                            part.prompt_index.end());
   run->wall_s += part.wall_s;
+  run->chunks.insert(run->chunks.end(), part.chunks.begin(), part.chunks.end());
 }
 
 void Warmup(v1::Tandem::Stub* stub, const BenchSettings& s, int requests,
