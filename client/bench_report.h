@@ -20,8 +20,6 @@
 
 namespace tandem::client {
 
-// Requests of one configuration: results[i] is request number i, which used prompt
-// prompt_index[i].
 // One scheduled run of a configuration (a chunk of its round with `tandem bench
 // --chunks`, else the whole round): its position in the whole schedule (0-based), its
 // chunk index, wall time and generated tokens, and the label (ConfigLabel) of the run
@@ -35,6 +33,8 @@ struct ChunkRecord {
   std::string after;
 };
 
+// Requests of one configuration: results[i] is request number i, which used prompt
+// prompt_index[i].
 struct ConfigRun {
   ConfigKey key;
   int round = 0;                    // Which --repeat round measured it.

@@ -25,6 +25,13 @@ class BenchRoundsTest : public ::testing::Test {
     settings_.timeout = absl::Seconds(10);
   }
 
+  // Two rounds of 5 requests in 2 chunks per configuration; *runs gets the merged runs.
+  std::vector<RepeatedResult> RunTwoChunkedRounds(std::vector<ConfigRun>* runs) {
+    std::atomic<bool> interrupted{false};
+    const RoundsSpec spec{/*repeat=*/2, /*requests=*/5, /*chunks=*/2, /*metrics=*/""};
+    return RunRounds(stub_, settings_, configs_, spec, &interrupted, runs, nullptr, nullptr);
+  }
+
   std::unique_ptr<testing::FakeTandemServer> server_;
   v1::Tandem::Stub* stub_ = nullptr;
   BenchSettings settings_;
@@ -34,11 +41,8 @@ class BenchRoundsTest : public ::testing::Test {
 };
 
 TEST_F(BenchRoundsTest, ChunksOfARoundMakeOneRowWithEveryRequestOnce) {
-  std::atomic<bool> interrupted{false};
   std::vector<ConfigRun> runs;
-  const RoundsSpec spec{/*repeat=*/2, /*requests=*/5, /*chunks=*/2, /*metrics=*/""};
-  const std::vector<RepeatedResult> results =
-      RunRounds(stub_, settings_, configs_, spec, &interrupted, &runs, nullptr, nullptr);
+  const std::vector<RepeatedResult> results = RunTwoChunkedRounds(&runs);
   ASSERT_EQ(results.size(), configs_.size());
   for (const RepeatedResult& r : results) {
     ASSERT_EQ(r.repeats.size(), 2u);
@@ -63,11 +67,8 @@ TEST_F(BenchRoundsTest, ChunksOfARoundMakeOneRowWithEveryRequestOnce) {
 }
 
 TEST_F(BenchRoundsTest, EveryChunkIsRecordedWithItsPlaceInTheScheduleAndItsPredecessor) {
-  std::atomic<bool> interrupted{false};
   std::vector<ConfigRun> runs;
-  const RoundsSpec spec{/*repeat=*/2, /*requests=*/5, /*chunks=*/2, /*metrics=*/""};
-  const std::vector<RepeatedResult> results =
-      RunRounds(stub_, settings_, configs_, spec, &interrupted, &runs, nullptr, nullptr);
+  const std::vector<RepeatedResult> results = RunTwoChunkedRounds(&runs);
   std::map<int, std::pair<std::string, std::string>> by_position;  // label, after
   for (const RepeatedResult& r : results) {
     for (const ConfigResult& row : r.repeats) {

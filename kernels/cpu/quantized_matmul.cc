@@ -172,8 +172,9 @@ TANDEM_AVX2 inline void Tile(const QuantizedRows& x, int row0, const Blocks& w, 
   __m256i wv[CB];
   __m256 dw[CB];
   for (int b = 0; b < w.full_blocks; ++b) {
-    if ((b & 7) < CB)
+    if ((b & 7) < CB) {
       quantized_internal::PrefetchNextTileColumn<CB>(w, col, out_dim, b & ~7, b & 7);
+    }
 #pragma GCC unroll 8
     for (int c = 0; c < CB; ++c) {
       wv[c] = w.LoadFull(size_t(col) + c, b);
