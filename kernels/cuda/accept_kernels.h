@@ -6,7 +6,7 @@
 // The same algorithms run on the host with accept::HostBlock, which the tests compare
 // these kernels with.
 //
-// Never executed on a GPU in the environment this was written in.
+// Run on an H200 by the GPU tests (tools/gpu_check.sh).
 #ifndef TANDEM_KERNELS_CUDA_ACCEPT_KERNELS_H_
 #define TANDEM_KERNELS_CUDA_ACCEPT_KERNELS_H_
 

@@ -2,8 +2,7 @@
 // causal within the chunk) and tree verification (ancestor masks), following the
 // Backend::Attention contract in kernels/backend.h.
 //
-// Never executed on a GPU in the environment this was written in; the CUDA kernel
-// tests check it against the double-precision reference when a device exists.
+// The CUDA kernel tests check it against the double-precision reference when a device exists.
 #ifndef TANDEM_KERNELS_CUDA_ATTENTION_KERNELS_H_
 #define TANDEM_KERNELS_CUDA_ATTENTION_KERNELS_H_
 
@@ -67,7 +66,7 @@ inline int64_t AttentionScratchMaxSumFloats(int total_chunks, int num_heads) {
 
 // out = softmax(scale * q k^T) v per row and query head h (KV head h / (num_heads /
 // num_kv_heads)). Two kernels: per (chunk, KV head) a block computes the chunk's
-// running max m, sum l and unnormalised value sum of up to 8 query heads sharing the
+// running max m, sum l and unnormalised value sum of up to 2 query heads sharing the
 // KV head; then per (row, head) the chunks are combined in chunk order:
 //   out = sum_c e^(m_c - M) acc_c / sum_c e^(m_c - M) l_c,  M = max_c m_c.
 // Every reduction has a fixed order (dot products: lane-strided sequential FMAs then a

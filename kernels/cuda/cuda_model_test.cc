@@ -2,15 +2,21 @@
 // models (models/target, models/draft, when present) and the reference checkpoints:
 //  * logits of a prompt vs the CPU backend running the same bf16-rounded weights
 //    (the exact values the GPU holds): |gpu - cpu| <= 1e-3 + 1e-3 |cpu|, differences
-//    coming only from float32 summation order;
-//  * logits vs the CPU backend on the original weights: relative L2 error per row
-//    <= 3e-2 (bf16 weights; 8e-2 in cuBLAS mode, which also rounds activations);
+//    coming only from float32 summation order (cuBLAS mode, which also rounds
+//    activations to bf16: relative L2 error per row <= 5e-2);
+//  * logits vs the CPU backend on the original weights: the relative L2 error per row
+//    exceeds what rounding the weights to bf16 costs on the CPU by at most 1e-3
+//    (cuBLAS mode: 5e-2);
 //  * greedy generation: the same tokens as the CPU backend on bf16-rounded weights;
 //  * batch invariance (batch-invariant GEMM): a sequence's logits are bitwise equal
 //    whether decoded one token at a time, verified as a K+1 chunk, or run inside a
-//    batch with another sequence;
-//  * q8_0 / q4_0 linear matrices with an f16 / bf16 KV cache against the CPU backend on
-//    the same quantized matrices.
+//    batch with another sequence, for stored, q8_0 and q4_0 weights with each KV type;
+//  * q8_0 / q4_0 linear matrices with an f32 / f16 / bf16 KV cache against the CPU
+//    backend on the same quantized matrices: relative L2 error per row <= 3e-2 and the
+//    same greedy tokens (not elementwise: activations are quantized to int8 per block,
+//    so a value that float32 summation order moves across a rounding boundary changes
+//    by a whole quantization step; on an H200, 10 of 72 cases moved so, by up to 0.9 %
+//    L2, and the other 62 agreed to 4e-7).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -101,6 +107,29 @@ int Argmax(const float* row, int n) {
   return best;
 }
 
+// How far logits `a` are from `ref` (both [rows, vocab]): the largest elementwise
+// |a - ref| / (1 + |ref|) and the largest per-row relative L2 error.
+struct LogitErrors {
+  double max_elementwise = 0;
+  double max_row_l2 = 0;
+};
+
+LogitErrors Compare(const std::vector<float>& a, const std::vector<float>& ref, int vocab) {
+  LogitErrors e;
+  for (size_t row = 0; row * vocab < ref.size(); ++row) {
+    double err2 = 0, norm2 = 0;
+    for (int v = 0; v < vocab; ++v) {
+      const size_t i = row * vocab + v;
+      const double d = double(a[i]) - ref[i];
+      e.max_elementwise = std::max(e.max_elementwise, std::fabs(d) / (1.0 + std::fabs(ref[i])));
+      err2 += d * d;
+      norm2 += double(ref[i]) * ref[i];
+    }
+    e.max_row_l2 = std::max(e.max_row_l2, std::sqrt(err2 / std::max(norm2, 1e-30)));
+  }
+  return e;
+}
+
 // 12 greedy tokens after `prompt` (sequence id 2), one forward pass per token.
 ::testing::AssertionResult GreedyTokens(LlamaModel& model, const std::vector<int32_t>& prompt,
                                         int vocab, std::vector<int32_t>* out) {
@@ -163,26 +192,22 @@ TEST_P(CudaModelTest, LogitsAndGreedyMatchCpu) {
     ASSERT_TRUE(ForwardToHost(*cpu_model, {Seq(1, 0, prompt, true)}, &cpu_r).ok());
     ASSERT_TRUE(ForwardToHost(*cpu_exact, {Seq(1, 0, prompt, true)}, &cpu_x).ok());
     ASSERT_EQ(gpu.size(), cpu_r.size());
-    const double same_weights_tol = GetParam() == Gemm::kCublas ? 2e-2 : 1e-3;
-    const double l2_tol = GetParam() == Gemm::kCublas ? 8e-2 : 3e-2;
-    double worst_same = 0, worst_l2 = 0;
-    for (size_t row = 0; row < prompt.size(); ++row) {
-      double err2 = 0, norm2 = 0;
-      for (int v = 0; v < vocab; ++v) {
-        const size_t i = row * vocab + v;
-        const double d = std::fabs(double(gpu[i]) - cpu_r[i]);
-        worst_same = std::max(worst_same, d / (1.0 + std::fabs(cpu_r[i])));
-        err2 += (double(gpu[i]) - cpu_x[i]) * (double(gpu[i]) - cpu_x[i]);
-        norm2 += double(cpu_x[i]) * cpu_x[i];
-      }
-      worst_l2 = std::max(worst_l2, std::sqrt(err2 / std::max(norm2, 1e-30)));
-    }
+    // cuBLAS mode rounds activations to bf16 as well: an L2 bound instead.
+    const bool cublas = GetParam() == Gemm::kCublas;
+    const LogitErrors same = Compare(gpu, cpu_r, vocab);
+    const LogitErrors vs_exact = Compare(gpu, cpu_x, vocab);
+    const double rounding_l2 = Compare(cpu_r, cpu_x, vocab).max_row_l2;
     std::printf(
-        "%s [%s]: max |gpu - cpu(bf16 weights)| / (1 + |cpu|) = %.3g; "
-        "max relative L2 vs cpu(original weights) = %.3g\n",
-        dir.c_str(), GemmModeName(GetParam()), worst_same, worst_l2);
-    EXPECT_LE(worst_same, same_weights_tol);
-    EXPECT_LE(worst_l2, l2_tol);
+        "%s [%s]: vs cpu(bf16 weights) max |d| / (1 + |cpu|) = %.3g, row L2 = %.3g; "
+        "row L2 vs cpu(original weights) = %.3g (bf16 rounding alone: %.3g)\n",
+        dir.c_str(), GemmModeName(GetParam()), same.max_elementwise, same.max_row_l2,
+        vs_exact.max_row_l2, rounding_l2);
+    if (cublas) {
+      EXPECT_LE(same.max_row_l2, 5e-2);
+    } else {
+      EXPECT_LE(same.max_elementwise, 1e-3);
+    }
+    EXPECT_LE(vs_exact.max_row_l2, rounding_l2 + (cublas ? 5e-2 : 1e-3));
 
     // Greedy generation, one token per step.
     std::vector<int32_t> gpu_tokens, cpu_tokens;
@@ -263,16 +288,19 @@ TEST_F(CudaSpeculativeTest, GreedyWithDeviceAcceptanceMatchesCpu) {
 }
 
 // q8_0 / q4_0 linear matrices (kept as stored on both backends, multiplied bitwise the
-// same) with an f16 or bf16 KV cache: the logits match the CPU backend running the same
-// quantized matrices with bf16-rounded embedding and norms (what the GPU holds) to the
-// same-weights tolerance, and greedy generation gives the same tokens.
-TEST_P(CudaModelTest, QuantizedWeightsAndHalfKvMatchCpu) {
+// same for the same activations) with each KV cache type: the logits match the CPU
+// backend running the same quantized matrices with bf16-rounded embedding and norms
+// (what the GPU holds) to 3e-2 relative L2 per row (see the file comment), and greedy
+// generation gives the same tokens.
+TEST_P(CudaModelTest, QuantizedWeightsAndKvTypesMatchCpu) {
   for (const std::string& dir : ModelDirs()) {
     auto weights = LoadLlamaWeights(dir, 0, 1);
     ASSERT_TRUE(weights.ok()) << weights.status();
     const int vocab = weights->config.vocab_size;
     for (const auto& [format, kv] :
-         {std::pair{DType::kQ8_0, DType::kF16}, std::pair{DType::kQ4_0, DType::kBF16}}) {
+         {std::pair{DType::kQ8_0, DType::kF32}, std::pair{DType::kQ8_0, DType::kF16},
+          std::pair{DType::kQ8_0, DType::kBF16}, std::pair{DType::kQ4_0, DType::kF32},
+          std::pair{DType::kQ4_0, DType::kF16}, std::pair{DType::kQ4_0, DType::kBF16}}) {
       SCOPED_TRACE(::testing::Message()
                    << dir << " " << DTypeName(format) << " weights, " << DTypeName(kv) << " KV");
       auto quantized = ConvertLinearWeights(*weights, format);
@@ -295,12 +323,11 @@ TEST_P(CudaModelTest, QuantizedWeightsAndHalfKvMatchCpu) {
       ASSERT_TRUE(ForwardToHost(*gpu_model, {Seq(1, 0, prompt, true)}, &gpu).ok());
       ASSERT_TRUE(ForwardToHost(*cpu_model, {Seq(1, 0, prompt, true)}, &cpu_logits).ok());
       ASSERT_EQ(gpu.size(), cpu_logits.size());
-      double worst = 0;
-      for (size_t i = 0; i < gpu.size(); ++i) {
-        worst = std::max(
-            worst, std::fabs(double(gpu[i]) - cpu_logits[i]) / (1.0 + std::fabs(cpu_logits[i])));
-      }
-      EXPECT_LE(worst, 1e-3);
+      const LogitErrors errors = Compare(gpu, cpu_logits, vocab);
+      std::printf("%s [%s] %s weights, %s KV: max |d| / (1 + |cpu|) = %.3g, row L2 = %.3g\n",
+                  dir.c_str(), GemmModeName(GetParam()), DTypeName(format), DTypeName(kv),
+                  errors.max_elementwise, errors.max_row_l2);
+      EXPECT_LE(errors.max_row_l2, 3e-2);
       std::vector<int32_t> gpu_tokens, cpu_tokens;
       ASSERT_TRUE(GreedyTokens(*gpu_model, prompt, vocab, &gpu_tokens));
       ASSERT_TRUE(GreedyTokens(*cpu_model, prompt, vocab, &cpu_tokens));
@@ -311,42 +338,54 @@ TEST_P(CudaModelTest, QuantizedWeightsAndHalfKvMatchCpu) {
 
 TEST_P(CudaModelTest, LogitsDoNotDependOnTheBatch) {
   if (GetParam() != Gemm::kBatchInvariant) GTEST_SKIP() << "cuBLAS mode is not batch invariant";
+  // Each weight format (as stored, q8_0, q4_0) with each KV cache type.
+  std::vector<std::pair<std::string, LlamaWeights>> variants;
   for (const std::string& dir : ModelDirs()) {
-    SCOPED_TRACE(dir);
     auto weights = LoadLlamaWeights(dir, 0, 1);
     ASSERT_TRUE(weights.ok()) << weights.status();
-    auto model = Model(*weights, backend_.get());
-    ASSERT_TRUE(model);
-    const int vocab = weights->config.vocab_size;
-    std::mt19937 rng(5);
-    std::vector<int32_t> tokens(24), other(17);
-    for (int32_t& t : tokens) t = int32_t(rng() % uint32_t(vocab));
-    for (int32_t& t : other) t = int32_t(rng() % uint32_t(vocab));
-    const int context = 16, k = 7;  // Verify K + 1 = 8 positions after 16 cached.
-    const std::vector<int32_t> prefix(tokens.begin(), tokens.begin() + context);
-    const std::vector<int32_t> chunk(tokens.begin() + context, tokens.end());
-
-    // (a) One position at a time.
-    std::vector<float> one_by_one, logits;
-    ASSERT_TRUE(ForwardToHost(*model, {Seq(1, 0, prefix, false)}, &logits).ok());
-    for (int i = 0; i <= k; ++i) {
-      ASSERT_TRUE(ForwardToHost(*model, {Seq(1, context + i, {chunk[i]}, false)}, &logits).ok());
-      one_by_one.insert(one_by_one.end(), logits.begin(), logits.end());
+    variants.emplace_back(dir, *weights);
+    for (DType format : {DType::kQ8_0, DType::kQ4_0}) {
+      auto quantized = ConvertLinearWeights(*weights, format);
+      ASSERT_TRUE(quantized.ok()) << quantized.status();
+      variants.emplace_back(dir + " " + DTypeName(format), *std::move(quantized));
     }
-    // (b) The K + 1 positions as one verify chunk.
-    std::vector<float> verify;
-    ASSERT_TRUE(ForwardToHost(*model, {Seq(1, context, chunk, true)}, &verify).ok());
-    // (c) The same chunk in a batch after another sequence's prefill.
-    std::vector<float> batched;
-    ASSERT_TRUE(
-        ForwardToHost(*model, {Seq(9, 0, other, true), Seq(1, context, chunk, true)}, &batched)
-            .ok());
-    ASSERT_EQ(verify.size(), one_by_one.size());
-    EXPECT_EQ(std::memcmp(verify.data(), one_by_one.data(), verify.size() * sizeof(float)), 0);
-    ASSERT_EQ(batched.size(), (other.size() + chunk.size()) * size_t(vocab));
-    EXPECT_EQ(std::memcmp(batched.data() + other.size() * vocab, verify.data(),
-                          verify.size() * sizeof(float)),
-              0);
+  }
+  for (const auto& [name, weights] : variants) {
+    for (DType kv : {DType::kF32, DType::kF16, DType::kBF16}) {
+      SCOPED_TRACE(::testing::Message() << name << ", " << DTypeName(kv) << " KV");
+      auto model = MakeModel(weights, backend_.get(), kv);
+      ASSERT_TRUE(model);
+      const int vocab = weights.config.vocab_size;
+      std::mt19937 rng(5);
+      std::vector<int32_t> tokens(24), other(17);
+      for (int32_t& t : tokens) t = int32_t(rng() % uint32_t(vocab));
+      for (int32_t& t : other) t = int32_t(rng() % uint32_t(vocab));
+      const int context = 16, k = 7;  // Verify K + 1 = 8 positions after 16 cached.
+      const std::vector<int32_t> prefix(tokens.begin(), tokens.begin() + context);
+      const std::vector<int32_t> chunk(tokens.begin() + context, tokens.end());
+
+      // (a) One position at a time.
+      std::vector<float> one_by_one, logits;
+      ASSERT_TRUE(ForwardToHost(*model, {Seq(1, 0, prefix, false)}, &logits).ok());
+      for (int i = 0; i <= k; ++i) {
+        ASSERT_TRUE(ForwardToHost(*model, {Seq(1, context + i, {chunk[i]}, false)}, &logits).ok());
+        one_by_one.insert(one_by_one.end(), logits.begin(), logits.end());
+      }
+      // (b) The K + 1 positions as one verify chunk.
+      std::vector<float> verify;
+      ASSERT_TRUE(ForwardToHost(*model, {Seq(1, context, chunk, true)}, &verify).ok());
+      // (c) The same chunk in a batch after another sequence's prefill.
+      std::vector<float> batched;
+      ASSERT_TRUE(
+          ForwardToHost(*model, {Seq(9, 0, other, true), Seq(1, context, chunk, true)}, &batched)
+              .ok());
+      ASSERT_EQ(verify.size(), one_by_one.size());
+      EXPECT_EQ(std::memcmp(verify.data(), one_by_one.data(), verify.size() * sizeof(float)), 0);
+      ASSERT_EQ(batched.size(), (other.size() + chunk.size()) * size_t(vocab));
+      EXPECT_EQ(std::memcmp(batched.data() + other.size() * vocab, verify.data(),
+                            verify.size() * sizeof(float)),
+                0);
+    }
   }
 }
 

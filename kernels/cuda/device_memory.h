@@ -2,7 +2,7 @@
 // allocations with clear out-of-memory messages, a small caching pool for per-step
 // buffers, and a pinned host staging buffer for uploads. Host code (no kernels).
 //
-// Never executed on a GPU in the environment this was written in.
+// Run on an H200 by the GPU tests (tools/gpu_check.sh).
 #ifndef TANDEM_KERNELS_CUDA_DEVICE_MEMORY_H_
 #define TANDEM_KERNELS_CUDA_DEVICE_MEMORY_H_
 

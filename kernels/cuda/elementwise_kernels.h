@@ -3,8 +3,7 @@
 // device memory; every launcher returns cudaErrorInvalidValue for null pointers or
 // negative sizes and otherwise the launch error.
 //
-// Never executed on a GPU in the environment this was written in; the CUDA kernel
-// tests check them against the CPU backend when a device exists.
+// The CUDA kernel tests check them against the CPU backend when a device exists.
 #ifndef TANDEM_KERNELS_CUDA_ELEMENTWISE_KERNELS_H_
 #define TANDEM_KERNELS_CUDA_ELEMENTWISE_KERNELS_H_
 

@@ -1,8 +1,8 @@
 // Matrix multiply with bfloat16 weights and float32 activations on the GPU, batch
 // invariant by construction (no cuBLAS; see cuda_backend.h for the cuBLAS mode).
 //
-// Never executed on a GPU in the environment this was written in; the CUDA kernel
-// tests (kernels/cuda/*_test) check it against the CPU reference when a device exists.
+// The CUDA kernel tests (kernels/cuda/*_test) check it against the CPU reference when a device
+// exists.
 #ifndef TANDEM_KERNELS_CUDA_GEMM_KERNELS_H_
 #define TANDEM_KERNELS_CUDA_GEMM_KERNELS_H_
 

