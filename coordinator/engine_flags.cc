@@ -96,6 +96,10 @@ ABSL_FLAG(double, speculation_switch_margin, 0.05,
 ABSL_FLAG(double, speculation_enter_margin, 0.15,
           "Modelled gain the controller needs to turn speculation on from plain decoding "
           "(S >= 1 + margin; above the cost model's measured error).");
+ABSL_FLAG(double, speculation_tree_margin, 0.15,
+          "Relative modelled gain a tree option needs over a chain or plain decoding to be "
+          "chosen (its S is ranked at S / (1 + margin): a tree's estimate is the most "
+          "optimistic); 0 ranks trees as modelled.");
 ABSL_FLAG(double, speculation_probe_fraction, 1.0 / 32,
           "Largest share of a lone sequence's time the controller may spend probing a method "
           "or K whose acceptance estimate is uncertain (a batch of n: 1/n of it; 0 = never "
@@ -170,6 +174,7 @@ absl::Status SetSpeculation(EngineOptions* eo) {
   eo->controller.max_k = absl::GetFlag(FLAGS_max_k);
   eo->controller.switch_margin = absl::GetFlag(FLAGS_speculation_switch_margin);
   eo->controller.enter_margin = absl::GetFlag(FLAGS_speculation_enter_margin);
+  eo->controller.tree_margin = absl::GetFlag(FLAGS_speculation_tree_margin);
   eo->controller.probe_fraction = absl::GetFlag(FLAGS_speculation_probe_fraction);
   eo->fixed_costs.draft_cost = absl::GetFlag(FLAGS_draft_cost);
   eo->fixed_costs.verify_cost = spec::LinearVerifyCost(absl::GetFlag(FLAGS_verify_cost_slope));

@@ -55,6 +55,7 @@ spec::ControllerInputs ControllerView(const Sequence& s, int cap, int running,
     // and a draft call that costs draft_worker_tree_factor times a chain's.
     spec::ControllerOption tree = option;
     tree.usable = option.usable && p.OffersTreeChoice(s, o);
+    tree.tree = true;
     tree.nodes_per_depth = s.nodes_per_depth(slot, true);
     // Its draft call costs the factor times a chain's of the same depth, whatever the
     // nodes kept; the controller charges c per verified node.

@@ -76,6 +76,9 @@ absl::Status ValidateControllerConfig(const ControllerConfig& c) {
   if (!(c.enter_margin >= 0) || !std::isfinite(c.enter_margin)) {
     return Bad("enter_margin", "finite and >= 0", c.enter_margin);
   }
+  if (!(c.tree_margin >= 0) || !std::isfinite(c.tree_margin)) {
+    return Bad("tree_margin", "finite and >= 0", c.tree_margin);
+  }
   if (!InRange(c.probe_fraction, 0, 1)) return Bad("probe_fraction", "in [0, 1]", c.probe_fraction);
   if (!(c.probe_min_trials >= 0) || !std::isfinite(c.probe_min_trials)) {
     return Bad("probe_min_trials", "finite and >= 0", c.probe_min_trials);
@@ -189,20 +192,29 @@ ControllerChoice SpeculationController::Choose(const ControllerInputs& in) const
   return choice;
 }
 
+double SpeculationController::Rank(const ControllerInputs& in, int option, double speedup) const {
+  const bool tree =
+      option >= 0 && option < static_cast<int>(in.options.size()) && in.options[option].tree;
+  return tree ? speedup / (1 + std::max(config_.tree_margin, 0.0)) : speedup;
+}
+
 ControllerChoice SpeculationController::ChooseOption(const ControllerInputs& in) const {
   const int n = static_cast<int>(in.options.size());
   auto open = [&](int i) {
     return i >= 0 && i < n && in.options[i].usable && in.options[i].max_k >= 1;
   };
-  // The best choice by the mean estimates (plain decoding is worth 1).
+  // The best choice by the mean estimates (plain decoding is worth 1), by rank.
   ControllerChoice best;
   bool any_open = false;
   for (int i = 0; i < n; ++i) {
     if (!open(i)) continue;
     any_open = true;
     const Value v = Best(i, in.options[i], in, in.options[i].max_k, false);
-    if (v.speedup > best.speedup) best = {i, v.k, false, v.speedup, false};
+    if (Rank(in, i, v.speedup) > Rank(in, best.option, best.speedup)) {
+      best = {i, v.k, false, v.speedup, false};
+    }
   }
+  const double best_rank = Rank(in, best.option, best.speedup);
   // The incumbent (plain when its option cannot be used now), then hysteresis.
   ControllerChoice chosen;
   if (open(incumbent_option_)) {
@@ -212,10 +224,10 @@ ControllerChoice SpeculationController::ChooseOption(const ControllerInputs& in)
   }
   const double margin = 1 + config_.switch_margin, enter = 1 + config_.enter_margin;
   if (chosen.option < 0) {
-    if (best.speedup >= enter) chosen = best;
+    if (best_rank >= enter) chosen = best;
   } else if (chosen.speedup < 1) {
     chosen = best.option >= 0 ? best : ControllerChoice();
-  } else if (best.speedup > chosen.speedup * margin) {
+  } else if (best_rank > Rank(in, chosen.option, chosen.speedup) * margin) {
     chosen = best;
   }
   // A probe: another option whose own evidence is thin and whose optimistic value
@@ -231,15 +243,16 @@ ControllerChoice SpeculationController::ChooseOption(const ControllerInputs& in)
   }
   if (probe_budget_ >= 1) {
     ControllerChoice probe;
-    double probe_value = chosen.option < 0 ? enter : chosen.speedup * margin;
+    double probe_value =
+        chosen.option < 0 ? enter : Rank(in, chosen.option, chosen.speedup) * margin;
     for (int i = 0; i < n; ++i) {
       if (!open(i) || i == chosen.option || OwnTrials(i, 1, true) >= config_.probe_min_trials) {
         continue;
       }
       const ControllerOption& o = in.options[i];
       const Value v = Best(i, o, in, o.max_k, true);
-      if (v.speedup > probe_value) {
-        probe_value = v.speedup;
+      if (Rank(in, i, v.speedup) > probe_value) {
+        probe_value = Rank(in, i, v.speedup);
         const int k = std::min(v.k, config_.probe_max_k);
         probe = {i, k, true, ValueOf(i, o, in, k, false), false};
         probe.cost = StepCost(o, in, k, 1.0);

@@ -24,7 +24,12 @@
 // Hysteresis: the incumbent choice is kept unless another beats it by `switch_margin`
 // (relative); plain decoding is left only for S >= 1 + enter_margin (a gain larger than
 // the model's error), while a speculative incumbent whose S falls below 1 is dropped at
-// once (never keep a loss).
+// once (never keep a loss). A tree option (ControllerOption::tree) is ranked at
+// S / (1 + tree_margin) against the others, everywhere the choice compares options:
+// its modelled S is the most optimistic of the options (more terms estimated from
+// fewer trials), and choosing the largest of noisy estimates picks the overestimated
+// ones (the winner's curse; bench/README.md, "Trees against chains"). Its reported S
+// stays the model's.
 // Exploration: an option that is not chosen is tried (a probe, K <= probe_max_k) only
 // when its aged evidence is thin (fewer than probe_min_trials at position 1) and its
 // optimistic value (aged estimate + probe_z standard deviations) would beat the
@@ -92,6 +97,9 @@ struct ControllerConfig {
   // the cost model's measured error (10-15 % between predicted and measured speedups),
   // so that speculation is turned on only where it pays for certain.
   double enter_margin = 0.15;
+  // >= 0: relative gain a tree option needs over the other choices to be chosen (its S
+  // is ranked at S / (1 + tree_margin)).
+  double tree_margin = 0.15;
   double probe_fraction = 1.0 / 32;  // [0, 1]: most of the time spent on probes alone.
   double probe_min_trials = 3;       // Probe only below this many own trials at pos. 1.
   double probe_z = 1.5;              // >= 0: standard deviations of optimism in a probe.
@@ -117,6 +125,8 @@ struct ControllerOption {
   // proposer's nodes per depth. A step is charged c and nu at round(K * this) proposals
   // (at least K) while its expected tokens follow the depth K.
   double nodes_per_depth = 1.0;
+  // A tree-shaped option (ranked with ControllerConfig::tree_margin).
+  bool tree = false;
   // Measured factor by which a step with this option costs more (> 1: what the terms
   // miss, contention for cores, wake-ups) or less (< 1: a pessimistic model, e.g. draft
   // time that pipelining hides) than K c + nu(K) + o; the caller bounds it (the realized
@@ -190,6 +200,8 @@ class SpeculationController {
   };
   // Choose without the budget fill.
   ControllerChoice ChooseOption(const ControllerInputs& inputs) const;
+  // The value `speedup` of `option` ranks at against the other choices (plain: 1).
+  double Rank(const ControllerInputs& inputs, int option, double speedup) const;
   // Acceptance at positions 1..k of `option`: the mean estimates, or (optimistic) the
   // estimates with its own evidence aged by the steps since it was last used, raised by
   // probe_z standard deviations.

@@ -27,6 +27,7 @@ TEST(ValidateControllerConfigTest, NamesBadFields) {
   bad([](ControllerConfig& c) { c.forgetting = 0; }, "forgetting");
   bad([](ControllerConfig& c) { c.switch_margin = -1; }, "switch_margin");
   bad([](ControllerConfig& c) { c.enter_margin = -0.1; }, "enter_margin");
+  bad([](ControllerConfig& c) { c.tree_margin = -0.1; }, "tree_margin");
   bad([](ControllerConfig& c) { c.probe_fraction = 2; }, "probe_fraction");
   bad([](ControllerConfig& c) { c.probe_max_k = 0; }, "probe_max_k");
 }
@@ -90,6 +91,42 @@ TEST(SpeculationControllerTest, ATreeIsChargedForItsNodes) {
   EXPECT_LT(c3.speedup, c1.speedup);
   // Tokens follow the depth, nu the nodes: E(0.8, K) / nu(3K).
   EXPECT_NEAR(c3.speedup, ExpectedTokensPerStep(0.8, c3.k) / (1 + 0.05 * 3 * c3.k), 1e-9);
+}
+
+// A chain and a tree of the same proposer, the tree modelling S about 8 % above the
+// chain's: chosen only when the tree margin is below that gain, and its reported S is
+// the model's either way.
+TEST(SpeculationControllerTest, ATreeMustBeatTheChainByTheTreeMargin) {
+  ControllerConfig config;
+  config.initial_acceptance = 0.8;
+  ControllerInputs in = OneOption(0.0, 0.05, 0.0);
+  in.options.push_back(in.options[0]);
+  in.options[1].tree = true;
+  in.options[1].nodes_per_depth = 1.0;   // Same cost per depth...
+  in.options[1].cost_factor = 1 / 1.08;  // ...but modelled 8 % cheaper: S 8 % higher.
+  const ControllerChoice chain_only =
+      SpeculationController(config).Choose(OneOption(0.0, 0.05, 0.0));
+  config.tree_margin = 0.15;
+  const ControllerChoice with_margin = SpeculationController(config).Choose(in);
+  EXPECT_EQ(with_margin.option, 0);
+  EXPECT_NEAR(with_margin.speedup, chain_only.speedup, 1e-12);
+  config.tree_margin = 0.05;
+  const ControllerChoice small_margin = SpeculationController(config).Choose(in);
+  EXPECT_EQ(small_margin.option, 1);
+  EXPECT_NEAR(small_margin.speedup, chain_only.speedup * 1.08, 1e-9);
+
+  // An incumbent tree is kept against a chain only while its ranked S is within the
+  // switch margin: raising the margin to 0.15 moves the choice back to the chain.
+  SpeculationController controller(config);
+  const ControllerChoice first = controller.Choose(in);
+  ASSERT_EQ(first.option, 1);
+  controller.Observe(first, -1, 0, 0);   // The tree becomes the incumbent; no evidence.
+  in.options[1].cost_factor = 1 / 1.02;  // Now models only 2 % more than the chain.
+  config.tree_margin = 0.15;
+  SpeculationController strict(config);
+  strict.Observe(first, -1, 0, 0);
+  EXPECT_EQ(strict.Choose(in).option, 0);
+  EXPECT_EQ(controller.Choose(in).option, 1);  // Margin 0.05: 2 % is within hysteresis.
 }
 
 TEST(SpeculationControllerTest, AMeasuredCostFactorScalesTheStepNotTheSwitch) {
