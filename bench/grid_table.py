@@ -9,6 +9,7 @@ without proposals ("off"), the chosen-K distribution summed over the rounds (ste
 / 1-3 / 4-7 / 8+), and the cost terms alpha, K, c, nu, o (medians over the rounds).
 `none` rows are left out unless --with-none is given (the A/A rows are always printed).
 """
+import gzip
 import json
 import sys
 
@@ -47,7 +48,8 @@ def row(result):
 def main(argv):
     if len(argv) < 2:
         sys.exit(__doc__)
-    with open(argv[1]) as f:
+    opener = gzip.open if argv[1].endswith(".gz") else open
+    with opener(argv[1], "rt") as f:
         results = json.load(f)["results"]
     print("| method | conc | tok/s | speedup [min-max] | vs A/A | predicted | off "
           "| steps at K = 0 / 1-3 / 4-7 / 8+ | α | K | c | ν | o |")

@@ -1,6 +1,7 @@
 #include "coordinator/step_planner.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "coordinator/step_choice.h"
 
@@ -247,6 +248,28 @@ int CandidateSlot(const Sequence& s) {
   return -1;
 }
 
+// Draft prefill tokens a phase may carry. The phase ends when both workers are done, so
+// at a batch of more than one sequence a catch-up feed longer than the target's step
+// stalls the whole batch while it feeds one sequence: it is cut to what one plain
+// target step hides (at least kMinHiddenFeedTokens), and the rest is fed over the next
+// phases while the sequence keeps decoding plain. The feed cost is priced for the batch
+// (spec::BatchFeedCost: per-token time x n / T), so one step hides n / cost tokens. Alone (or with
+// the feed cost unmeasured) the sequence being fed is the only one waiting, so the feed is not cut
+// (draft_max_batch_tokens).
+int HiddenDraftFeedTokens(const PhasePlan& plan, int running, const PlannerOptions& o,
+                          const WorkerAvailability& workers) {
+  constexpr int kMinHiddenFeedTokens = 16;
+  const bool target_work =
+      plan.verify.sequences_size() > 0 || plan.target_prefill.sequences_size() > 0;
+  const double feed_cost = workers.draft_worker_feed_cost;
+  if (running <= 1 || !target_work || !(feed_cost > 0) || !std::isfinite(feed_cost)) {
+    return o.draft_max_batch_tokens;
+  }
+  const double hidden = std::min(running / feed_cost, double(o.draft_max_batch_tokens));
+  return std::min(o.draft_max_batch_tokens,
+                  std::max(kMinHiddenFeedTokens, static_cast<int>(hidden)));
+}
+
 }  // namespace
 
 bool PipeliningWanted(const std::vector<Sequence*>& running, bool server_default) {
@@ -277,7 +300,7 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
 
   // Draft worker: continuations of what is being verified, then fresh work.
   DraftBudget budget;
-  budget.prefill_left = std::min(o.prefill_budget, o.draft_max_batch_tokens);
+  budget.prefill_left = std::min(o.prefill_budget, HiddenDraftFeedTokens(plan, n, o, workers));
   budget.predraft_tokens_left = workers.predraft_token_budget;
   if (continuations) {
     for (size_t i = 0; i < plan.verify_sequences.size(); ++i) {
