@@ -156,7 +156,7 @@ cudaError_t LaunchBf16Gemm(const float* x, int rows, const uint16_t* w, int out_
   const bool vec = in_dim % kChunk == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(w) % 16 == 0;
   // Tiles measured on an H200 (bench/README.md "GPU"): for 3-8 rows, O = 4 outputs a
-  // block was 4-9 % faster than O = 8 at 3-6 rows, O = 2 slower everywhere.
+  // block was 5-8 % faster than O = 8 at 3-6 rows, O = 2 slower everywhere.
   if (rows == 1) return LaunchTile<1, 2>(x, rows, w, out_dim, in_dim, out, stream, vec);
   if (rows == 2) return LaunchTile<2, 2>(x, rows, w, out_dim, in_dim, out, stream, vec);
   if (rows <= 4) return LaunchTile<4, 4>(x, rows, w, out_dim, in_dim, out, stream, vec);
