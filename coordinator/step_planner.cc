@@ -1,8 +1,8 @@
 #include "coordinator/step_planner.h"
 
 #include <algorithm>
-#include <cmath>
 
+#include "coordinator/draft_feed_budget.h"
 #include "coordinator/step_choice.h"
 
 namespace tandem::coordinator {
@@ -246,28 +246,6 @@ int CandidateSlot(const Sequence& s) {
     if (s.proposer(slot).method() == s.candidates.method) return slot;
   }
   return -1;
-}
-
-// Draft prefill tokens a phase may carry. The phase ends when both workers are done, so
-// at a batch of more than one sequence a catch-up feed longer than the target's step
-// stalls the whole batch while it feeds one sequence: it is cut to what one plain
-// target step hides (at least kMinHiddenFeedTokens), and the rest is fed over the next
-// phases while the sequence keeps decoding plain. The feed cost is priced for the batch
-// (spec::BatchFeedCost: per-token time x n / T), so one step hides n / cost tokens. Alone (or with
-// the feed cost unmeasured) the sequence being fed is the only one waiting, so the feed is not cut
-// (draft_max_batch_tokens).
-int HiddenDraftFeedTokens(const PhasePlan& plan, int running, const PlannerOptions& o,
-                          const WorkerAvailability& workers) {
-  constexpr int kMinHiddenFeedTokens = 16;
-  const bool target_work =
-      plan.verify.sequences_size() > 0 || plan.target_prefill.sequences_size() > 0;
-  const double feed_cost = workers.draft_worker_feed_cost;
-  if (running <= 1 || !target_work || !(feed_cost > 0) || !std::isfinite(feed_cost)) {
-    return o.draft_max_batch_tokens;
-  }
-  const double hidden = std::min(running / feed_cost, double(o.draft_max_batch_tokens));
-  return std::min(o.draft_max_batch_tokens,
-                  std::max(kMinHiddenFeedTokens, static_cast<int>(hidden)));
 }
 
 }  // namespace

@@ -213,7 +213,11 @@ run_bundled_tests() {
 TEST_STATUS=not_run
 TEST_LINES=""
 if [ "$BUILD_STATUS" = passed ]; then
-  log "testing ${TESTS[*]}"
+  if [ -n "$BUNDLE" ]; then
+    log "testing the bundle's $(wc -l <"$BUNDLE_DIR/TESTS") test binaries"
+  else
+    log "testing ${TESTS[*]}"
+  fi
   TEST_STATUS=passed
   mkdir -p "$OUT_DIR/test_logs"
   if [ -n "$BUNDLE" ]; then

@@ -1,0 +1,85 @@
+// The controller's probes: a probe paid while its worker catches up is completed once,
+// expensive probes are rarer, and a probe pays its switch cost whole.
+#include <gtest/gtest.h>
+
+#include "spec/speculation_controller.h"
+#include "spec/speculation_controller_test_util.h"
+
+namespace tandem {
+namespace spec {
+namespace {
+
+TEST(SpeculationControllerTest, ADeferredProbeIsPaidOnceAndCompletedNext) {
+  ControllerConfig config;
+  config.probe_fraction = 1;  // A probe may run every step.
+  SpeculationController controller(config);
+  // Option 0 pays and becomes the incumbent; option 1 has no evidence: a probe.
+  ControllerInputs in = OneOption(0.0, 0.02, 0.0);
+  in.options.push_back({true, 8, 0.0, 0.0, nullptr});
+  ControllerChoice first = controller.Choose(in);
+  controller.Observe(first, first.option, first.k, first.k);
+  const ControllerChoice probe = controller.Choose(in);
+  ASSERT_TRUE(probe.probe);
+  EXPECT_FALSE(probe.prepaid);
+  EXPECT_GE(probe.cost, 1.0);
+  ControllerChoice deferred = probe;
+  deferred.deferred = true;  // Its worker is fed first: paid now, completed next.
+  controller.Observe(deferred, -1, 0, 0);
+  const ControllerChoice again = controller.Choose(in);
+  EXPECT_TRUE(again.probe);
+  EXPECT_TRUE(again.prepaid);
+  EXPECT_EQ(again.option, probe.option);
+  controller.Observe(again, again.option, again.k, 0);
+  EXPECT_FALSE(controller.Choose(in).probe);  // Spent: one refill does not cover it.
+}
+
+TEST(SpeculationControllerTest, ExpensiveProbesAreRarer) {
+  // One uncertain option, probed as often as the bucket allows: each probe is deferred
+  // once (its worker catches up) and then completed without evidence (it stays
+  // uncertain). The bucket refills by 1 a step and each probe drains its cost: 1 plain
+  // step without a switch cost, 1.2 with one. In a batch of n the bucket refills by
+  // 1/n^2 a step: a probe slows the whole batch's step to find a gain for one sequence.
+  auto probes = [](double switch_cost, int batch = 1) {
+    ControllerConfig config;
+    config.probe_fraction = 1;
+    config.initial_acceptance = 0.1;  // Mean S below the enter margin, optimistic above.
+    SpeculationController controller(config);
+    ControllerInputs in = OneOption(0.0, 0.0, 0.0);
+    in.options[0].switch_cost = switch_cost;
+    in.batch = batch;
+    int n = 0;
+    for (int t = 0; t < 120; ++t) {
+      ControllerChoice c = controller.Choose(in);
+      if (c.probe && !c.prepaid) {
+        ++n;
+        EXPECT_NEAR(c.cost, 1 + switch_cost, 1e-9);
+      }
+      c.deferred = c.probe && !c.prepaid;
+      controller.Observe(c, -1, 0, 0);
+    }
+    return n;
+  };
+  const int cheap = probes(0), expensive = probes(0.2);
+  EXPECT_NEAR(cheap, 60, 2);         // Every other step.
+  EXPECT_NEAR(expensive, 40, 2);     // Every third step.
+  EXPECT_NEAR(probes(0, 2), 24, 2);  // Every fifth step (4 fills of 1/4, the cap at 1 loses one).
+  EXPECT_NEAR(probes(0, 4), 7, 1);   // Every 17th step (16 fills of 1/16, and the deferral).
+}
+
+TEST(SpeculationControllerTest, AProbePaysItsSwitchCostWhole) {
+  ControllerConfig config;
+  config.probe_fraction = 1;
+  SpeculationController controller(config);
+  ControllerInputs in = OneOption(0.0, 0.02, 0.0);
+  in.options.push_back({true, 8, 0.0, 0.0, nullptr});
+  in.tokens_left = 100000;
+  ControllerChoice first = controller.Choose(in);
+  controller.Observe(first, first.option, first.k, first.k);
+  ASSERT_TRUE(controller.Choose(in).probe);
+  in.options[1].switch_cost = 10;  // Spread over 10^5 tokens it is nothing; whole, too much.
+  EXPECT_FALSE(controller.Choose(in).probe);
+}
+
+}  // namespace
+}  // namespace spec
+}  // namespace tandem
