@@ -21,6 +21,7 @@ Engine::Engine(const EngineOptions& options, const Tokenizer* tokenizer,
       kv_(options.planner.max_k,
           options.planner.optimistic ? std::max(1, options.planner.predraft_branches) : 0),
       queue_(options.max_queue) {
+  planning_batch_ = PlanningBatch(options.planner.planning_batch_window);
   ServeProposers({});
 }
 
@@ -299,10 +300,11 @@ void Engine::Loop() {
     workers.target = true;
     // The mode pipelined phases run in; sequential when this phase may not pipeline
     // (what the cost terms then assume, too).
-    const PipelineMode mode = ChoosePipelineMode(static_cast<int>(running.size()));
+    workers.cost_batch = planning_batch_.Next(static_cast<int>(running.size()));
+    const PipelineMode mode = ChoosePipelineMode(workers.cost_batch);
     workers.pipeline_mode =
         PipeliningWanted(running, planner_.pipelining) ? mode : PipelineMode::kSequential;
-    SetCostTerms(static_cast<int>(running.size()), &workers);
+    SetCostTerms(workers.cost_batch, &workers);
     PhasePlan plan = PlanPhase(running, planner_, workers);
     if (metrics_) {
       for (const auto& [reason, steps] : plan.fallbacks)

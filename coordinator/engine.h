@@ -47,6 +47,7 @@
 #include "coordinator/metrics.h"
 #include "coordinator/phase_calibration.h"
 #include "coordinator/pipeline_mode.h"
+#include "coordinator/planning_batch.h"
 #include "coordinator/proposers/registry.h"
 #include "coordinator/realized_speedup.h"
 #include "coordinator/relative_slowdown.h"
@@ -279,6 +280,7 @@ class Engine {
   // Committed tokens per ms of speculative against plain phases, per batch size: the
   // controller's calibration.
   RealizedSpeedup realized_;
+  PlanningBatch planning_batch_;  // The batch phases are priced at (engine thread).
 
   std::thread loop_thread_;
   std::thread monitor_thread_;

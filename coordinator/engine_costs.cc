@@ -64,7 +64,7 @@ void Engine::ObserveVerifyCall(const PhasePlan& plan, int rows, double ms) {
   ObserveCall(overlapped, ms, verify_fit_, verify_overlap_,
               static_cast<double>(plan.verify.sequences_size()), static_cast<double>(rows));
   if (metrics_) {
-    const int batch = static_cast<int>(running_.size());
+    const int batch = plan.cost_batch;
     metrics_->SetSlowdowns(verify_overlap_.Factor(), draft_overlap_.Factor(),
                            realized_.Factor(batch, SpeculationKind::kDraftWorker),
                            realized_.Factor(batch, SpeculationKind::kOther),
@@ -95,8 +95,8 @@ void Engine::ObserveRealized(const PhasePlan& plan, const PhaseCalibration& cali
       modelled_steps += 1;
     }
   }
-  realized_.Observe(static_cast<int>(running_.size()), calibration.kind, tokens, wall_ms,
-                    modelled_sum, modelled_steps);
+  realized_.Observe(plan.cost_batch, calibration.kind, tokens, wall_ms, modelled_sum,
+                    modelled_steps);
 }
 
 void Engine::ObserveDraftK(const PhasePlan& plan) {
@@ -208,8 +208,7 @@ void Engine::SetCostTerms(int batch, WorkerAvailability* workers) const {
                        << workers->draft_worker_overhead << ", overlap slowdowns "
                        << verify_overlap_.Factor() << "/" << draft_overlap_.Factor()
                        << ", speculation cost factor "
-                       << realized_.Factor(static_cast<int>(running_.size()),
-                                           SpeculationKind::kDraftWorker)
+                       << realized_.Factor(batch, SpeculationKind::kDraftWorker)
                        << "; tree option: draft x" << workers->draft_worker_tree_factor << ", o "
                        << workers->draft_worker_tree_overhead << ", cost factor "
                        << workers->draft_worker_tree_cost_factor << " (realized "

@@ -66,6 +66,11 @@ ABSL_FLAG(int, medusa_nodes, tandem::coordinator::kDefaultMedusaNodes,
           "that do not fix num_speculative_tokens, 1..--max_k.");
 ABSL_FLAG(int, speculation_max_batch, 12,
           "Above this many running sequences, adaptive-K requests decode without speculation.");
+ABSL_FLAG(int, planning_batch_window, 3,
+          "Speculation is priced and capped (--speculation_max_batch) at the largest running "
+          "count of this many phases, the current one included, so that the one-phase dip "
+          "between a finished request and the next does not switch drafts on; 1: the "
+          "current count.");
 ABSL_FLAG(int, catch_up_min_tokens, 16,
           "A draft more than this many tokens behind a sequence is fed them (draft prefill) "
           "while the sequence decodes plain; shorter lags are fed by the draft call.");
@@ -144,6 +149,7 @@ absl::Status SetPlanning(EngineOptions* eo) {
   p.draft_tree_width = absl::GetFlag(FLAGS_draft_tree_width);
   p.max_k = absl::GetFlag(FLAGS_max_k);
   p.speculation_max_batch = absl::GetFlag(FLAGS_speculation_max_batch);
+  p.planning_batch_window = std::max(1, absl::GetFlag(FLAGS_planning_batch_window));
   p.catch_up_min_tokens = std::max(0, absl::GetFlag(FLAGS_catch_up_min_tokens));
   p.prefill_chunk = absl::GetFlag(FLAGS_prefill_chunk);
   p.prefill_budget = 2 * absl::GetFlag(FLAGS_prefill_chunk);

@@ -42,7 +42,10 @@ struct PlannerOptions {
   int max_tree_nodes = 16;         // Verify nodes per sequence (target's max_speculative_tokens).
   int max_k = 8;                   // Upper bound of K.
   int speculation_max_batch = 32;  // Above this many running: adaptive K -> 0 (batch_limit).
-  int prefill_chunk = 256;         // Prefill tokens per sequence and phase (target and draft).
+  // Phases whose peak running count is the batch speculation is priced at (PlanningBatch,
+  // coordinator/planning_batch.h); 1: the running count of the phase itself.
+  int planning_batch_window = 3;
+  int prefill_chunk = 256;  // Prefill tokens per sequence and phase (target and draft).
   // Prefill tokens per phase in total, on each side (capped by its max_batch_tokens).
   int prefill_budget = 512;
   int target_max_batch_tokens = 1024;  // Rows per Verify (from Describe).
@@ -59,6 +62,11 @@ struct PlannerOptions {
 struct WorkerAvailability {
   bool draft = false;
   bool target = false;
+  // The batch the cost terms below, the controller's probe budget and
+  // speculation_max_batch are applied at: the recent peak of the running count
+  // (coordinator/planning_batch.h), which a one-phase dip between requests does not
+  // lower. <= 0: the phase's running count.
+  int cost_batch = 0;
   // The mode pipelining runs in when a phase may pipeline (the engine's
   // PipelineModeSelector from the measured fits, or the server's forced mode).
   PipelineMode pipeline_mode = PipelineMode::kSequential;
@@ -96,6 +104,9 @@ struct WorkerAvailability {
 };
 
 struct PhasePlan {
+  // The batch the phase was priced at (WorkerAvailability::cost_batch, else the running
+  // count): the calibration's bucket for the phase's outcome.
+  int cost_batch = 0;
   // nu(K) of the phase's batch (WorkerAvailability::verify_cost; empty: unknown): what a
   // candidate node costs, which prices the nodes of trees (spec::NodeValueThreshold).
   spec::VerifyCostFn verify_cost;

@@ -83,6 +83,8 @@ StepChoice FixedChoice(const spec::ControllerInputs& in, int k) {
   return c;
 }
 
+// `running`: the phase's sequences; the batch the choice is priced and capped at is
+// workers.cost_batch when set (the recent peak, coordinator/planning_batch.h).
 StepChoice Decide(Sequence& s, int running, const PlannerOptions& o,
                   const WorkerAvailability& workers, PlannedStep* planned) {
   const ResolvedSpeculation& spec = s.request().speculation;
@@ -97,6 +99,7 @@ StepChoice Decide(Sequence& s, int running, const PlannerOptions& o,
     planned->off_reason = "length";
     return {};
   }
+  if (workers.cost_batch > 0) running = workers.cost_batch;
   if (!spec.fixed_k.has_value() && running > o.speculation_max_batch) {
     planned->off_reason = "batch_limit";
     return {-1, 0, false, "batch_limit"};

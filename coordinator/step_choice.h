@@ -6,7 +6,9 @@
 // proposer's MaxK) and the phase's cost terms (WorkerAvailability); a proposer that
 // offers a chain or a tree is two options, the tree with its own acceptance, node count
 // and draft cost (draft_worker_tree_factor). Adaptive requests do
-// not speculate above speculation_max_batch running sequences. Each decision, and why a
+// not speculate above speculation_max_batch running sequences. Both the cap and the
+// controller's batch are the phase's WorkerAvailability::cost_batch when set (the recent
+// peak of the running count), else its running count. Each decision, and why a
 // step does not speculate, is recorded in the sequence's PlannedStep.
 #ifndef TANDEM_COORDINATOR_STEP_CHOICE_H_
 #define TANDEM_COORDINATOR_STEP_CHOICE_H_

@@ -1,7 +1,6 @@
 // Each sequence's proposer and K (ChooseSteps) on plain Sequence objects: fixed K within
-// its caps, method none, the batch limit, deferral, the lone drafter's shared wait or
-// overlap, and
-// the server tree budget's tree option.
+// its caps, method none, the batch limit (at the planning batch), deferral, the lone
+// drafter's shared wait or overlap, and the server tree budget's tree option.
 #include "coordinator/step_choice.h"
 
 #include <gtest/gtest.h>
@@ -65,6 +64,21 @@ TEST(StepChoiceTest, AdaptiveRequestsDoNotSpeculateAboveTheBatchLimit) {
   EXPECT_STREQ(c[0].fallback, "batch_limit");
   EXPECT_STREQ(adaptive->planned_step().off_reason, "batch_limit");
   EXPECT_EQ(c[1].k, 3);  // A fixed K is the client's choice.
+}
+
+TEST(StepChoiceTest, TheBatchLimitAppliesToThePlanningBatch) {
+  // One sequence running, but the recent peak (cost_batch) was two: a dip between
+  // requests does not lift the limit.
+  auto adaptive = Make(1, v1::SPECULATION_METHOD_PROMPT_LOOKUP, 64, std::nullopt);
+  PlannerOptions o;
+  o.speculation_max_batch = 1;
+  WorkerAvailability w = BothWorkers();
+  w.cost_batch = 2;
+  std::vector<StepChoice> c = ChooseSteps({adaptive.get()}, o, w, true);
+  EXPECT_STREQ(c[0].fallback, "batch_limit");
+  w.cost_batch = 1;
+  c = ChooseSteps({adaptive.get()}, o, w, true);
+  EXPECT_EQ(c[0].fallback, nullptr);
 }
 
 TEST(StepChoiceTest, DeferChoiceMarksTheControllersChoiceDeferred) {

@@ -264,6 +264,7 @@ PhasePlan PlanPhase(const std::vector<Sequence*>& running, const PlannerOptions&
                     const WorkerAvailability& workers) {
   PhasePlan plan;
   plan.verify_cost = workers.verify_cost;
+  plan.cost_batch = workers.cost_batch > 0 ? workers.cost_batch : static_cast<int>(running.size());
   if (!workers.target || running.empty()) return plan;
   const int n = static_cast<int>(running.size());
   plan.pipelined = PipeliningWanted(running, o.pipelining);

@@ -144,6 +144,10 @@ TEST(StepPlannerTest, PingPongSplitsWhenEverythingIsReady) {
   PhasePlan p = PlanPhase(f.running, Options(true), kExpensiveDraft);
   EXPECT_EQ(p.verify.sequences_size(), 2);
   EXPECT_EQ(p.draft.sequences_size(), 0);
+  EXPECT_EQ(p.cost_batch, 4);  // Priced at the running count when no peak is given.
+  WorkerAvailability peak = kExpensiveDraft;
+  peak.cost_batch = 6;
+  EXPECT_EQ(PlanPhase(f.running, Options(true), peak).cost_batch, 6);
 }
 
 TEST(StepPlannerTest, CheapDraftKeepsEveryoneInLockstepWithContinuations) {
