@@ -1,6 +1,7 @@
 #!/bin/bash
 # Interleaved A/B of two Tandem builds end to end: starts one `tandem up` cluster per build
-# (tp 4, --cpu-affinity, both pinned alike; the idle one waits), then runs ROUNDS rounds of
+# (tp 4, --cpu-affinity, both pinned alike; the idle one waits; TP=1 in the environment: tp 1
+# unpinned, the grids' tp-1 layout), then runs ROUNDS rounds of
 # `tandem bench` (the client of build B) against A and B in ABBA order (A B, B A, A B, ...),
 # so a drift in machine load falls on both sides alike (with each side's --metrics, for the
 # cost terms). bench/ab_summary.py prints the
@@ -24,7 +25,9 @@ mkdir -p "$OUT"
 start() {  # BIN_DIR SIDE CONFIG
   local config=()
   [ -n "$3" ] && config=(--config "$3")
-  "$1/tandem" up "${config[@]}" --tp 4 --cpu-affinity --port 0 --metrics-port 0 \
+  local layout=(--tp 4 --cpu-affinity)
+  [ "${TP:-4}" = 1 ] && layout=(--tp 1)
+  "$1/tandem" up "${config[@]}" "${layout[@]}" --port 0 --metrics-port 0 \
     --coordinator-bin "$1/tandem-coordinator" --worker-bin "$1/tandem-worker" \
     --ready-file "$OUT/$2.ready" --log-dir "$OUT/$2-logs" > "$OUT/$2.up.log" 2>&1 &
   echo $! > "$OUT/$2.pid"

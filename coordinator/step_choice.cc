@@ -1,5 +1,7 @@
 #include "coordinator/step_choice.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <functional>
 
@@ -134,6 +136,13 @@ StepChoice ChooseProposer(Sequence& s, int running, const PlannerOptions& o,
   PlannedStep planned;
   const StepChoice c = Decide(s, running, o, workers, &planned);
   s.SetPlannedStep(planned);
+  // One line per sequence and decision at --v=3 (a trace of what the controller chose
+  // and why, next to the phase lines of --v=2).
+  VLOG(3) << "choice: sequence " << s.id() << " batch " << running << "/" << workers.cost_batch
+          << " slot " << c.slot << (c.tree ? " tree" : " chain") << " k " << c.k << " S "
+          << planned.choice.speedup << " S_model " << planned.choice.uncalibrated_speedup
+          << (planned.choice.probe ? " probe" : "") << " off "
+          << (planned.off_reason != nullptr ? planned.off_reason : "-");
   return c;
 }
 

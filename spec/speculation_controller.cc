@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -181,8 +182,7 @@ SpeculationController::Value SpeculationController::Best(int option, const Contr
 
 ControllerChoice SpeculationController::Choose(const ControllerInputs& in) const {
   ControllerChoice choice = ChooseOption(in);
-  const double batch = std::max(in.batch, 1);
-  choice.budget_fill = config_.probe_fraction / (batch * batch);
+  choice.budget_fill = BudgetFill(in);
   choice.uncalibrated_speedup = choice.speedup;
   if (choice.option >= 0 && choice.k > 0) {
     ControllerOption uncalibrated = in.options[choice.option];
@@ -190,6 +190,11 @@ ControllerChoice SpeculationController::Choose(const ControllerInputs& in) const
     choice.uncalibrated_speedup = ValueOf(choice.option, uncalibrated, in, choice.k, false);
   }
   return choice;
+}
+
+double SpeculationController::BudgetFill(const ControllerInputs& in) const {
+  const double batch = std::max(in.batch, 1);
+  return config_.probe_fraction / (batch * batch);
 }
 
 double SpeculationController::Rank(const ControllerInputs& in, int option, double speedup) const {
@@ -242,6 +247,12 @@ ControllerChoice SpeculationController::ChooseOption(const ControllerInputs& in)
     return probe;
   }
   if (probe_budget_ >= 1) {
+    // What the bucket can still collect over the tokens the sequence has left (each step
+    // commits at least one): a probe whose cost that cannot repay is not taken, so a
+    // short request does not spend more than probe_fraction of its time exploring
+    // (unknown length: no such limit).
+    const double collectable = in.tokens_left > 0 ? probe_budget_ + BudgetFill(in) * in.tokens_left
+                                                  : std::numeric_limits<double>::infinity();
     ControllerChoice probe;
     double probe_value =
         chosen.option < 0 ? enter : Rank(in, chosen.option, chosen.speedup) * margin;
@@ -251,9 +262,9 @@ ControllerChoice SpeculationController::ChooseOption(const ControllerInputs& in)
       }
       const ControllerOption& o = in.options[i];
       const Value v = Best(i, o, in, o.max_k, true);
-      if (Rank(in, i, v.speedup) > probe_value) {
+      const int k = std::min(v.k, config_.probe_max_k);
+      if (Rank(in, i, v.speedup) > probe_value && StepCost(o, in, k, 1.0) <= collectable) {
         probe_value = Rank(in, i, v.speedup);
-        const int k = std::min(v.k, config_.probe_max_k);
         probe = {i, k, true, ValueOf(i, o, in, k, false), false};
         probe.cost = StepCost(o, in, k, 1.0);
       }

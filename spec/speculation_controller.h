@@ -37,13 +37,16 @@
 // step (batch: the sequences sharing the target step, ControllerInputs::batch) and
 // that each probe drains by its modelled cost in plain steps (at least 1), its whole
 // switch cost included: an expensive probe (a draft that must first catch up on a
-// long context) is that much rarer. A probe's rows and draft work slow the step of the
-// whole batch, while what it can find speeds up one of its n sequences, so exploration
-// takes at most about probe_fraction / n of the batch's time (each sequence probes n^2
-// times less often than alone): where nothing pays, that share is the loss. A probe deferred
-// while its worker catches up is paid at once and completed by the next Choose. Switching costs: an
-// option whose worker must first be fed tokens it has not seen (a draft that was off for a while)
-// carries a one-off switch_cost. The mean estimates spread it over the steps the sequence has left,
+// long context) is that much rarer, and one the bucket could not repay over the tokens
+// the sequence has left (ControllerInputs::tokens_left) is not taken: without that, a
+// 64-token request drew its one catch-up probe (about 3 plain steps) into a debt it
+// never repaid, ~5 % of its time where 1/32 was meant. A probe's rows and draft work slow the step
+// of the whole batch, while what it can find speeds up one of its n sequences, so exploration takes
+// at most about probe_fraction / n of the batch's time (each sequence probes n^2 times less often
+// than alone): where nothing pays, that share is the loss. A probe deferred while its worker
+// catches up is paid at once and completed by the next Choose. Switching costs: an option whose
+// worker must first be fed tokens it has not seen (a draft that was off for a while) carries a
+// one-off switch_cost. The mean estimates spread it over the steps the sequence has left,
 // tokens_left / E_m(K), so a proposer that would catch up on a long context to serve a short
 // remainder is not chosen; a probe pays it whole (a probe is one step). A choice the caller
 // deferred (its worker was fed this step instead; ControllerChoice::deferred) moves neither the
@@ -138,8 +141,9 @@ struct ControllerInputs {
   std::vector<ControllerOption> options;
   // nu(K) at the current batch size (nu(0) = 1). Empty: nu = 1.
   VerifyCostFn verify_cost;
-  // Tokens the sequence may still generate (spreads switch costs); <= 0: unknown, a
-  // switch cost is then spread over one step.
+  // Tokens the sequence may still generate (spreads switch costs, bounds what a probe
+  // may cost); <= 0: unknown, a switch cost is then spread over one step and a probe's
+  // cost is not bounded by it.
   int tokens_left = 0;
   // Sequences sharing the target step (>= 1; smaller counts as 1): the probe budget
   // fills by probe_fraction / batch^2 a step.
@@ -198,6 +202,8 @@ class SpeculationController {
     int k = 0;
     double speedup = 1.0;
   };
+  // What a step adds to the probe budget: probe_fraction / batch^2.
+  double BudgetFill(const ControllerInputs& inputs) const;
   // Choose without the budget fill.
   ControllerChoice ChooseOption(const ControllerInputs& inputs) const;
   // The value `speedup` of `option` ranks at against the other choices (plain: 1).

@@ -1,5 +1,6 @@
 // The controller's probes: a probe paid while its worker catches up is completed once,
-// expensive probes are rarer, and a probe pays its switch cost whole.
+// expensive probes are rarer, a probe pays its switch cost whole, and a short request
+// takes no probe its remaining tokens could not repay.
 #include <gtest/gtest.h>
 
 #include "spec/speculation_controller.h"
@@ -78,6 +79,39 @@ TEST(SpeculationControllerTest, AProbePaysItsSwitchCostWhole) {
   ASSERT_TRUE(controller.Choose(in).probe);
   in.options[1].switch_cost = 10;  // Spread over 10^5 tokens it is nothing; whole, too much.
   EXPECT_FALSE(controller.Choose(in).probe);
+}
+
+TEST(SpeculationControllerTest, AProbeMustBeRepayableWithinTheTokensLeft) {
+  // An uncertain option whose probe costs 1.2 plain steps (a catch-up of 0.2), the
+  // bucket filling by 1/32 a step: it reaches 1 at step 32, when a 36-token request could
+  // collect only 4/32 more (1.125 < 1.2: never probes) and a 40-token one 8/32 (probes
+  // once). Without the rule both would probe into a debt they never repay.
+  auto probes = [](int tokens) {
+    ControllerConfig config;
+    config.initial_acceptance = 0.1;  // Mean S below the enter margin, optimistic above.
+    SpeculationController controller(config);
+    ControllerInputs in = OneOption(0.0, 0.0, 0.0);
+    in.options[0].switch_cost = 0.2;
+    int n = 0;
+    for (int t = 0; t < tokens; ++t) {
+      in.tokens_left = tokens - t;
+      ControllerChoice c = controller.Choose(in);
+      if (c.probe && !c.prepaid) {
+        ++n;
+        EXPECT_NEAR(c.cost, 1.2, 1e-9);
+      }
+      // Deferred once (its worker catches up), then completed without evidence: it
+      // stays uncertain.
+      c.deferred = c.probe && !c.prepaid;
+      controller.Observe(c, -1, 0, 0);
+    }
+    return n;
+  };
+  EXPECT_EQ(probes(36), 0);
+  EXPECT_EQ(probes(40), 1);
+  const int long_run = probes(1024);
+  EXPECT_GE(long_run, 20);
+  EXPECT_LE(long_run, 1024 / 32);  // At most probe_fraction of its steps.
 }
 
 }  // namespace
