@@ -30,7 +30,12 @@ namespace tandem::coordinator {
 
 struct RealizedSpeedupOptions {
   double forgetting = 0.995;  // (0, 1]: weight a bucket's past keeps per phase.
-  double relax = 0.999;       // (0, 1]: speculative evidence kept per plain phase.
+  // (0, 1]: speculative evidence kept per plain phase (of its bucket). 0.9999: a
+  // half-life of about 7000 plain phases, so that a loss measured at a batch size
+  // outlives a few thousand plain phases (0.999 kept 2 % of it over the 4000 plain
+  // phases between two concurrency-4 rows of a bench grid, and every row paid to learn
+  // it again: bench/README.md, "Calibration that outlives plain phases").
+  double relax = 0.9999;
   double prior_phases = 30;   // > 0: phases of evidence worth half the measured factor.
   double max_factor = 4;      // >= 1.
   double min_factor = 0.8;    // (0, 1]: the most a pessimistic model is corrected.

@@ -197,6 +197,15 @@ double SpeculationController::BudgetFill(const ControllerInputs& in) const {
   return config_.probe_fraction / (batch * batch);
 }
 
+double SpeculationController::EntryRank(const ControllerInputs& in,
+                                        const ControllerChoice& choice) const {
+  if (choice.option < 0) return 1.0;
+  ControllerOption o = in.options[choice.option];
+  if (!(o.cost_factor < 1)) return Rank(in, choice.option, choice.speedup);
+  o.cost_factor = 1;
+  return Rank(in, choice.option, ValueOf(choice.option, o, in, choice.k, false));
+}
+
 double SpeculationController::Rank(const ControllerInputs& in, int option, double speedup) const {
   const bool tree =
       option >= 0 && option < static_cast<int>(in.options.size()) && in.options[option].tree;
@@ -229,7 +238,7 @@ ControllerChoice SpeculationController::ChooseOption(const ControllerInputs& in)
   }
   const double margin = 1 + config_.switch_margin, enter = 1 + config_.enter_margin;
   if (chosen.option < 0) {
-    if (best_rank >= enter) chosen = best;
+    if (best_rank >= enter && EntryRank(in, best) >= enter) chosen = best;
   } else if (chosen.speedup < 1) {
     chosen = best.option >= 0 ? best : ControllerChoice();
   } else if (best_rank > Rank(in, chosen.option, chosen.speedup) * margin) {

@@ -23,20 +23,21 @@
 //
 // Hysteresis: the incumbent choice is kept unless another beats it by `switch_margin`
 // (relative); plain decoding is left only for S >= 1 + enter_margin (a gain larger than
-// the model's error), while a speculative incumbent whose S falls below 1 is dropped at
-// once (never keep a loss). A tree option (ControllerOption::tree) is ranked at
-// S / (1 + tree_margin) against the others, everywhere the choice compares options:
-// its modelled S is the most optimistic of the options (more terms estimated from
-// fewer trials), and choosing the largest of noisy estimates picks the overestimated
-// ones (the winner's curse; bench/README.md, "Trees against chains"). Its reported S
-// stays the model's.
-// Exploration: an option that is not chosen is tried (a probe, K <= probe_max_k) only
-// when its aged evidence is thin (fewer than probe_min_trials at position 1) and its
-// optimistic value (aged estimate + probe_z standard deviations) would beat the
-// choice by the margin, within a token bucket that fills by probe_fraction / batch^2 a
-// step (batch: the sequences sharing the target step, ControllerInputs::batch) and
-// that each probe drains by its modelled cost in plain steps (at least 1), its whole
-// switch cost included: an expensive probe (a draft that must first catch up on a
+// the model's error), reached without a cost_factor below 1 (a calibration crediting
+// speculation with more than modelled ranks options against each other but does not
+// let them in: at concurrency 4 such a credit, 0.96 from a few noisy phases, turned
+// the draft on for 28 % of steps that then lost 2 %), while a speculative incumbent whose S falls
+// below 1 is dropped at once (never keep a loss). A tree option (ControllerOption::tree) is ranked
+// at S / (1 + tree_margin) against the others, everywhere the choice compares options: its modelled
+// S is the most optimistic of the options (more terms estimated from fewer trials), and choosing
+// the largest of noisy estimates picks the overestimated ones (the winner's curse; bench/README.md,
+// "Trees against chains"). Its reported S stays the model's. Exploration: an option that is not
+// chosen is tried (a probe, K <= probe_max_k) only when its aged evidence is thin (fewer than
+// probe_min_trials at position 1) and its optimistic value (aged estimate + probe_z standard
+// deviations) would beat the choice by the margin, within a token bucket that fills by
+// probe_fraction / batch^2 a step (batch: the sequences sharing the target step,
+// ControllerInputs::batch) and that each probe drains by its modelled cost in plain steps (at least
+// 1), its whole switch cost included: an expensive probe (a draft that must first catch up on a
 // long context) is that much rarer, and one the bucket could not repay over the tokens
 // the sequence has left (ControllerInputs::tokens_left) is not taken: without that, a
 // 64-token request drew its one catch-up probe (about 3 plain steps) into a debt it
@@ -206,6 +207,10 @@ class SpeculationController {
   double BudgetFill(const ControllerInputs& inputs) const;
   // Choose without the budget fill.
   ControllerChoice ChooseOption(const ControllerInputs& inputs) const;
+  // The rank `choice` leaves plain decoding at: its rank with a cost_factor below 1
+  // taken as 1 (a calibration that reads speculation as cheaper than modelled may rank
+  // the options, but never lets them in).
+  double EntryRank(const ControllerInputs& inputs, const ControllerChoice& choice) const;
   // The value `speedup` of `option` ranks at against the other choices (plain: 1).
   double Rank(const ControllerInputs& inputs, int option, double speedup) const;
   // Acceptance at positions 1..k of `option`: the mean estimates, or (optimistic) the

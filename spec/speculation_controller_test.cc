@@ -161,6 +161,22 @@ TEST(SpeculationControllerTest, PlainIsLeftOnlyForAGainAboveTheEnterMargin) {
   const ControllerChoice c = SpeculationController(config).Choose(in);
   EXPECT_EQ(c.option, -1);
   EXPECT_TRUE(c.off_by_model);
+  // A cost factor below 1 (calibration crediting speculation) does not help it in: with
+  // the modelled gain just short of the margin, a factor of 0.9 leaves it plain...
+  ControllerInputs credited = in;
+  credited.options[0].cost_factor = 0.9;
+  SpeculationController controller(config);
+  ControllerChoice entry = controller.Choose(credited);
+  EXPECT_EQ(entry.option, -1);
+  // ...while a speculating incumbent is valued with it (the factor ranks options).
+  config.enter_margin = s - 1 - 0.01;
+  SpeculationController speculating(config);
+  entry = speculating.Choose(credited);
+  ASSERT_EQ(entry.option, 0);
+  speculating.Observe(entry, 0, entry.k, entry.k);
+  const ControllerChoice kept = speculating.Choose(credited);
+  EXPECT_EQ(kept.option, 0);
+  EXPECT_GT(kept.speedup, speculating.Choose(in).speedup * 1.05);
 }
 
 TEST(SpeculationControllerTest, ExpensiveVerifyAtHighBatchTurnsSpeculationOff) {
