@@ -29,6 +29,12 @@ int VerifiedNodes(const ControllerOption& o, int k) {
   return std::max(k, static_cast<int>(std::lround(k * o.nodes_per_depth)));
 }
 
+// Whether option `i` may be chosen this step: it exists, is usable and allows K >= 1.
+bool OpenOption(const ControllerInputs& in, int i) {
+  return i >= 0 && i < static_cast<int>(in.options.size()) && in.options[i].usable &&
+         in.options[i].max_k >= 1;
+}
+
 }  // namespace
 
 PositionAcceptance::PositionAcceptance(int max_k, double forgetting)
@@ -212,11 +218,37 @@ double SpeculationController::Rank(const ControllerInputs& in, int option, doubl
   return tree ? speedup / (1 + std::max(config_.tree_margin, 0.0)) : speedup;
 }
 
+ControllerChoice SpeculationController::ChooseProbe(const ControllerInputs& in, int chosen_option,
+                                                    double to_beat) const {
+  const int n = static_cast<int>(in.options.size());
+  // What the bucket can still collect over the tokens the sequence has left (each step
+  // commits at least one): a probe whose cost that cannot repay is not taken, so a
+  // short request does not spend more than probe_fraction of its time exploring
+  // (unknown length: no such limit).
+  const double collectable = in.tokens_left > 0 ? probe_budget_ + BudgetFill(in) * in.tokens_left
+                                                : std::numeric_limits<double>::infinity();
+  ControllerChoice probe;
+  double probe_value = to_beat;
+  for (int i = 0; i < n; ++i) {
+    if (!OpenOption(in, i) || i == chosen_option ||
+        OwnTrials(i, 1, true) >= config_.probe_min_trials) {
+      continue;
+    }
+    const ControllerOption& o = in.options[i];
+    const Value v = Best(i, o, in, o.max_k, true);
+    const int k = std::min(v.k, config_.probe_max_k);
+    if (Rank(in, i, v.speedup) > probe_value && StepCost(o, in, k, 1.0) <= collectable) {
+      probe_value = Rank(in, i, v.speedup);
+      probe = {i, k, true, ValueOf(i, o, in, k, false), false};
+      probe.cost = StepCost(o, in, k, 1.0);
+    }
+  }
+  return probe;
+}
+
 ControllerChoice SpeculationController::ChooseOption(const ControllerInputs& in) const {
   const int n = static_cast<int>(in.options.size());
-  auto open = [&](int i) {
-    return i >= 0 && i < n && in.options[i].usable && in.options[i].max_k >= 1;
-  };
+  auto open = [&](int i) { return OpenOption(in, i); };
   // The best choice by the mean estimates (plain decoding is worth 1), by rank.
   ControllerChoice best;
   bool any_open = false;
@@ -256,28 +288,9 @@ ControllerChoice SpeculationController::ChooseOption(const ControllerInputs& in)
     return probe;
   }
   if (probe_budget_ >= 1) {
-    // What the bucket can still collect over the tokens the sequence has left (each step
-    // commits at least one): a probe whose cost that cannot repay is not taken, so a
-    // short request does not spend more than probe_fraction of its time exploring
-    // (unknown length: no such limit).
-    const double collectable = in.tokens_left > 0 ? probe_budget_ + BudgetFill(in) * in.tokens_left
-                                                  : std::numeric_limits<double>::infinity();
-    ControllerChoice probe;
-    double probe_value =
+    const double to_beat =
         chosen.option < 0 ? enter : Rank(in, chosen.option, chosen.speedup) * margin;
-    for (int i = 0; i < n; ++i) {
-      if (!open(i) || i == chosen.option || OwnTrials(i, 1, true) >= config_.probe_min_trials) {
-        continue;
-      }
-      const ControllerOption& o = in.options[i];
-      const Value v = Best(i, o, in, o.max_k, true);
-      const int k = std::min(v.k, config_.probe_max_k);
-      if (Rank(in, i, v.speedup) > probe_value && StepCost(o, in, k, 1.0) <= collectable) {
-        probe_value = Rank(in, i, v.speedup);
-        probe = {i, k, true, ValueOf(i, o, in, k, false), false};
-        probe.cost = StepCost(o, in, k, 1.0);
-      }
-    }
+    const ControllerChoice probe = ChooseProbe(in, chosen.option, to_beat);
     if (probe.option >= 0) return probe;
   }
   chosen.off_by_model = chosen.option < 0 && any_open;

@@ -205,6 +205,11 @@ class SpeculationController {
   };
   // What a step adds to the probe budget: probe_fraction / batch^2.
   double BudgetFill(const ControllerInputs& inputs) const;
+  // The probe of this step: the option other than `chosen_option` whose own evidence is
+  // thin and whose optimistic rank beats `to_beat` the most, among those whose cost the
+  // probe budget can repay over the tokens left (option -1: none).
+  ControllerChoice ChooseProbe(const ControllerInputs& inputs, int chosen_option,
+                               double to_beat) const;
   // Choose without the budget fill.
   ControllerChoice ChooseOption(const ControllerInputs& inputs) const;
   // The rank `choice` leaves plain decoding at: its rank with a cost_factor below 1
