@@ -92,6 +92,9 @@ absl::Status ValidateControllerConfig(const ControllerConfig& c) {
   }
   if (!(c.probe_z >= 0) || !std::isfinite(c.probe_z)) return Bad("probe_z", ">= 0", c.probe_z);
   if (c.probe_max_k < 1) return Bad("probe_max_k", ">= 1", c.probe_max_k);
+  if (!(c.server_known_trials >= 0)) {
+    return Bad("server_known_trials", ">= 0", c.server_known_trials);
+  }
   return absl::OkStatus();
 }
 
@@ -222,11 +225,18 @@ ControllerChoice SpeculationController::ChooseProbe(const ControllerInputs& in, 
                                                     double to_beat) const {
   const int n = static_cast<int>(in.options.size());
   // What the bucket can still collect over the tokens the sequence has left (each step
-  // commits at least one): a probe whose cost that cannot repay is not taken, so a
-  // short request does not spend more than probe_fraction of its time exploring
-  // (unknown length: no such limit).
+  // commits at least one): once the server knows the method (server_known_trials at
+  // position 1), a probe whose cost that cannot repay is not taken, so a short request
+  // does not spend more than probe_fraction of its time exploring; before, a probe
+  // also teaches the server-wide estimate every later request starts from, and may go
+  // into debt (unknown length: no limit either).
   const double collectable = in.tokens_left > 0 ? probe_budget_ + BudgetFill(in) * in.tokens_left
                                                 : std::numeric_limits<double>::infinity();
+  auto affordable = [&](const ControllerOption& o, int k) {
+    const bool server_knows =
+        o.server != nullptr && o.server->trials(1) >= config_.server_known_trials;
+    return !server_knows || StepCost(o, in, k, 1.0) <= collectable;
+  };
   ControllerChoice probe;
   double probe_value = to_beat;
   for (int i = 0; i < n; ++i) {
@@ -237,7 +247,7 @@ ControllerChoice SpeculationController::ChooseProbe(const ControllerInputs& in, 
     const ControllerOption& o = in.options[i];
     const Value v = Best(i, o, in, o.max_k, true);
     const int k = std::min(v.k, config_.probe_max_k);
-    if (Rank(in, i, v.speedup) > probe_value && StepCost(o, in, k, 1.0) <= collectable) {
+    if (Rank(in, i, v.speedup) > probe_value && affordable(o, k)) {
       probe_value = Rank(in, i, v.speedup);
       probe = {i, k, true, ValueOf(i, o, in, k, false), false};
       probe.cost = StepCost(o, in, k, 1.0);

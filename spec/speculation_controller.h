@@ -38,13 +38,17 @@
 // probe_fraction / batch^2 a step (batch: the sequences sharing the target step,
 // ControllerInputs::batch) and that each probe drains by its modelled cost in plain steps (at least
 // 1), its whole switch cost included: an expensive probe (a draft that must first catch up on a
-// long context) is that much rarer, and one the bucket could not repay over the tokens
-// the sequence has left (ControllerInputs::tokens_left) is not taken: without that, a
-// 64-token request drew its one catch-up probe (about 3 plain steps) into a debt it
-// never repaid, ~5 % of its time where 1/32 was meant. A probe's rows and draft work slow the step
-// of the whole batch, while what it can find speeds up one of its n sequences, so exploration takes
-// at most about probe_fraction / n of the batch's time (each sequence probes n^2 times less often
-// than alone): where nothing pays, that share is the loss. A probe deferred while its worker
+// long context) is that much rarer, and once the server knows the method
+// (server_known_trials), one the bucket could not repay over the tokens the sequence
+// has left (ControllerInputs::tokens_left) is not taken: without that, a 64-token
+// request drew its one catch-up probe (about 3 plain steps) into a debt it never
+// repaid, ~5 % of its time where 1/32 was meant. On a server that has seen little of the
+// method a probe may still go into debt: what it finds seeds the server-wide estimate
+// every later request starts from (on a fresh cluster, a probe in the second of three
+// short requests is what turned the draft on for the third). A probe's rows and draft work slow the
+// step of the whole batch, while what it can find speeds up one of its n sequences, so exploration
+// takes at most about probe_fraction / n of the batch's time (each sequence probes n^2 times less
+// often than alone): where nothing pays, that share is the loss. A probe deferred while its worker
 // catches up is paid at once and completed by the next Choose. Switching costs: an option whose
 // worker must first be fed tokens it has not seen (a draft that was off for a while) carries a
 // one-off switch_cost. The mean estimates spread it over the steps the sequence has left,
@@ -108,6 +112,10 @@ struct ControllerConfig {
   double probe_min_trials = 3;       // Probe only below this many own trials at pos. 1.
   double probe_z = 1.5;              // >= 0: standard deviations of optimism in a probe.
   int probe_max_k = 2;               // >= 1: largest K of a probe.
+  // >= 0: server-wide trials at position 1 from which the server knows a method, and a
+  // probe of it must be repayable within the sequence's tokens left (before, a probe
+  // may go into debt: what it finds also seeds every later request's estimate).
+  double server_known_trials = 64;
 };
 
 // INVALID_ARGUMENT naming the field when a value is outside the ranges above.

@@ -85,13 +85,18 @@ TEST(SpeculationControllerTest, AProbeMustBeRepayableWithinTheTokensLeft) {
   // An uncertain option whose probe costs 1.2 plain steps (a catch-up of 0.2), the
   // bucket filling by 1/32 a step: it reaches 1 at step 32, when a 36-token request could
   // collect only 4/32 more (1.125 < 1.2: never probes) and a 40-token one 8/32 (probes
-  // once). Without the rule both would probe into a debt they never repay.
-  auto probes = [](int tokens) {
+  // once), when the server knows the method. Without the rule both would probe into a
+  // debt they never repay.
+  auto probes = [](int tokens, bool server_knows = true) {
     ControllerConfig config;
     config.initial_acceptance = 0.1;  // Mean S below the enter margin, optimistic above.
     SpeculationController controller(config);
     ControllerInputs in = OneOption(0.0, 0.0, 0.0);
     in.options[0].switch_cost = 0.2;
+    // The server knows the method (its estimate, 0.1, from 100 trials).
+    PositionAcceptance server(8, 1.0);
+    for (int i = 0; i < 100; ++i) server.Observe(1, i % 10 == 0 ? 1 : 0);
+    if (server_knows) in.options[0].server = &server;
     int n = 0;
     for (int t = 0; t < tokens; ++t) {
       in.tokens_left = tokens - t;
@@ -109,6 +114,9 @@ TEST(SpeculationControllerTest, AProbeMustBeRepayableWithinTheTokensLeft) {
   };
   EXPECT_EQ(probes(36), 0);
   EXPECT_EQ(probes(40), 1);
+  // A server that has seen little of the method lets the short request probe into
+  // debt: what the probe finds seeds every later request's estimate.
+  EXPECT_EQ(probes(36, false), 1);
   const int long_run = probes(1024);
   EXPECT_GE(long_run, 20);
   EXPECT_LE(long_run, 1024 / 32);  // At most probe_fraction of its steps.
