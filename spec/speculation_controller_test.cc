@@ -31,6 +31,7 @@ TEST(ValidateControllerConfigTest, NamesBadFields) {
   bad([](ControllerConfig& c) { c.tree_margin = -0.1; }, "tree_margin");
   bad([](ControllerConfig& c) { c.probe_fraction = 2; }, "probe_fraction");
   bad([](ControllerConfig& c) { c.probe_max_k = 0; }, "probe_max_k");
+  bad([](ControllerConfig& c) { c.server_known_trials = -1; }, "server_known_trials");
 }
 
 // Costs under which drafting models a gain of a few tens of percent at acceptance 0.6.
