@@ -20,8 +20,8 @@ Engine::Engine(const EngineOptions& options, const Tokenizer* tokenizer,
       proposers_(ProposerConfig{}),  // ServeProposers sets it.
       kv_(options.planner.max_k,
           options.planner.optimistic ? std::max(1, options.planner.predraft_branches) : 0),
-      queue_(options.max_queue) {
-  planning_batch_ = PlanningBatch(options.planner.planning_batch_window);
+      queue_(options.max_queue),
+      planning_batch_(options.planner.planning_batch_window) {
   ServeProposers({});
 }
 

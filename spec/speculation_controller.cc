@@ -232,10 +232,10 @@ ControllerChoice SpeculationController::ChooseProbe(const ControllerInputs& in, 
   // into debt (unknown length: no limit either).
   const double collectable = in.tokens_left > 0 ? probe_budget_ + BudgetFill(in) * in.tokens_left
                                                 : std::numeric_limits<double>::infinity();
-  auto affordable = [&](const ControllerOption& o, int k) {
+  auto affordable = [&](const ControllerOption& o, double cost) {
     const bool server_knows =
         o.server != nullptr && o.server->trials(1) >= config_.server_known_trials;
-    return !server_knows || StepCost(o, in, k, 1.0) <= collectable;
+    return !server_knows || cost <= collectable;
   };
   ControllerChoice probe;
   double probe_value = to_beat;
@@ -247,10 +247,11 @@ ControllerChoice SpeculationController::ChooseProbe(const ControllerInputs& in, 
     const ControllerOption& o = in.options[i];
     const Value v = Best(i, o, in, o.max_k, true);
     const int k = std::min(v.k, config_.probe_max_k);
-    if (Rank(in, i, v.speedup) > probe_value && affordable(o, k)) {
+    const double cost = StepCost(o, in, k, 1.0);  // Its step and its whole switch cost.
+    if (Rank(in, i, v.speedup) > probe_value && affordable(o, cost)) {
       probe_value = Rank(in, i, v.speedup);
       probe = {i, k, true, ValueOf(i, o, in, k, false), false};
-      probe.cost = StepCost(o, in, k, 1.0);
+      probe.cost = cost;
     }
   }
   return probe;
