@@ -17,11 +17,14 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "bench/memory_bandwidth.h"
 #include "bench/peak_flops.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quantized_tiles.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -34,6 +37,8 @@ ABSL_FLAG(std::string, only, "",
           "Run one section only: matmul, attention or stream (default: all three).");
 ABSL_FLAG(int64_t, stream_mb, 512,
           "Weight bytes per format in the stream section, in MB (far above the caches).");
+ABSL_FLAG(int, stream_rows, 5,
+          "Rows of the stream section's multi-row figure (5: verifying K = 4; at most 64).");
 
 namespace tandem {
 namespace bench {
@@ -171,6 +176,7 @@ void BenchAttention(cpu::SimdLevel level, const PeakFlops& peak, double seconds)
 struct RandomWeights {
   std::vector<std::vector<uint8_t>> data;
   std::vector<std::vector<uint16_t>> scales;
+  std::vector<Buffer> tiles;  // q8_0/q4_0: the CPU backend's layout, in its memory.
   std::vector<cpu::WeightMatrix> matrices;
   size_t matrix_bytes = 0;  // Stored bytes of one matrix, scales included.
 };
@@ -204,15 +210,29 @@ RandomWeights MakeRandomWeights(DType format, int out_dim, int in_dim, size_t to
       for (size_t k = 0; k < data_bytes; ++k) bytes[k] = static_cast<uint8_t>(rng());
     }
     for (uint16_t& h : w.scales[i]) h = 0x2000 | (rng() & 0x0fff);
-    w.matrices.push_back({format, bytes, blocked ? w.scales[i].data() : nullptr, out_dim, in_dim});
+    if (blocked) {  // Tiled as CpuBackend::UploadQ8Weight does, in the memory it uses.
+      absl::StatusOr<Buffer> tiles =
+          CpuBackend::AllocateWeightPages(cpu::QuantizedTilesBytes(format, out_dim, in_dim));
+      if (!tiles.ok()) {
+        std::fprintf(stderr, "kernel_bench: %s\n", tiles.status().ToString().c_str());
+        std::exit(1);
+      }
+      bytes = static_cast<uint8_t*>(tiles->data());
+      cpu::PackQuantizedTiles(format, w.data[i].data(), w.scales[i].data(), out_dim, in_dim, bytes);
+      w.data[i] = {};
+      w.scales[i] = {};
+      w.tiles.push_back(*std::move(tiles));
+    }
+    w.matrices.push_back({format, bytes, out_dim, in_dim});
   }
   return w;
 }
 
 // Decode-shaped matmuls streaming from main memory: for each weight format, as many
 // [5632 x 2048] matrices (the 1B shape's up_proj) as fill --stream_mb, multiplied by 1 and
-// by 5 rows one after another on all threads; prints the weight bytes streamed per second
-// against the triad and read bandwidth measured in the same run, and T(5 rows) / T(1 row).
+// by --stream_rows R rows one after another on all threads; prints the weight bytes
+// streamed per second against the triad and read bandwidth measured in the same run, and
+// T(R rows) / T(1 row).
 void BenchStream(cpu::SimdLevel level, int threads, double seconds) {
   constexpr int kOut = 5632, kIn = 2048;
   const size_t total_bytes = size_t(absl::GetFlag(FLAGS_stream_mb)) << 20;
@@ -222,23 +242,26 @@ void BenchStream(cpu::SimdLevel level, int threads, double seconds) {
       "threads; triad %.1f GB/s, read %.1f GB/s)\n",
       kIn, kOut, kIn, total_bytes >> 20, cpu::SimdLevelName(level), threads, bw.triad_gbps,
       bw.read_gbps);
+  const int rows = std::clamp(absl::GetFlag(FLAGS_stream_rows), 1, 64);
+  const std::string multi = absl::StrCat(rows, " rows GB/s"),
+                    ratio = absl::StrCat("T", rows, "/T1");
   std::printf("%-6s %10s %8s %7s %11s %7s\n", "format", "1 row GB/s", "% triad", "% read",
-              "5 rows GB/s", "T5/T1");
+              multi.c_str(), ratio.c_str());
   cpu::ThreadPool pool(threads);
-  const auto x = Random(size_t(5) * kIn, 2);
-  std::vector<float> out(size_t(5) * kOut);
+  const auto x = Random(size_t(rows) * kIn, 2);
+  std::vector<float> out(size_t(rows) * kOut);
   for (DType format : {DType::kF32, DType::kBF16, DType::kF16, DType::kQ8_0, DType::kQ4_0}) {
     const RandomWeights w = MakeRandomWeights(format, kOut, kIn, total_bytes);
-    auto time_rows = [&](int rows) {
+    auto time_rows = [&](int n) {
       return TimePerCall(
           [&] {
             for (const cpu::WeightMatrix& m : w.matrices) {
-              cpu::MatMul(level, &pool, x.data(), rows, m, out.data());
+              cpu::MatMul(level, &pool, x.data(), n, m, out.data());
             }
           },
           seconds);
     };
-    const double t1 = time_rows(1), t5 = time_rows(5);
+    const double t1 = time_rows(1), t5 = time_rows(rows);
     const double gbps = double(w.matrix_bytes) * w.matrices.size() / t1 * 1e-9;
     std::printf("%-6s %10.1f %7.0f%% %6.0f%% %11.1f %7.2f\n", DTypeName(format), gbps,
                 100 * gbps / bw.triad_gbps, 100 * gbps / bw.read_gbps, gbps * t1 / t5, t5 / t1);

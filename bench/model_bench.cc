@@ -190,10 +190,13 @@ double ResidentBytes() {
   return kb * 1024;
 }
 
-void BenchModel(const std::string& name, const LlamaWeights& w, int threads, double peak_gflops,
+// Benches the model of `host` (taken: its tensors are released once the model holds its
+// own copies, so the resident memory counts what a worker keeps; kept with --profile,
+// which builds a second model from them).
+void BenchModel(const std::string& name, LlamaWeights host, int threads, double peak_gflops,
                 const bench::MemoryBandwidth& bandwidth) {
-  const LlamaWeights* weights = &w;
-  const LlamaConfig& c = weights->config;
+  LlamaWeights* weights = &host;
+  const LlamaConfig c = weights->config;
   CpuBackend cpu(threads);
   Backend* backend = &cpu;
   const int prompt = absl::GetFlag(FLAGS_prompt_tokens);
@@ -231,12 +234,16 @@ void BenchModel(const std::string& name, const LlamaWeights& w, int threads, dou
       weight_bytes - (c.tie_word_embeddings ? 0.0
                                             : double(weights->embed_tokens.numel()) *
                                                   DTypeSize(weights->embed_tokens.dtype));
+  const DType matrix_dtype = weights->layers[0].q_proj.dtype;
+  const HostTensor up = weights->layers[0].up_proj;  // For the matmul figures below.
+  const bool keep_host = absl::GetFlag(FLAGS_profile);
+  if (!keep_host) *weights = LlamaWeights{};
   std::printf(
       "\n== %s: %d layers, hidden %d, heads %d/%d, vocab %d, %.2fM parameters, "
       "%d threads, %s matrices, %s KV, weights %.3f GB\n  %s\n",
       name.c_str(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.vocab_size,
-      c.NumParameters() / 1e6, threads, DTypeName(weights->layers[0].q_proj.dtype),
-      DTypeName(options.kv_dtype), weight_bytes * 1e-9, cpu.Description().c_str());
+      c.NumParameters() / 1e6, threads, DTypeName(matrix_dtype), DTypeName(options.kv_dtype),
+      weight_bytes * 1e-9, cpu.Description().c_str());
 
   // Prefill: the whole prompt in one forward, logits of the last position.
   const double t_prefill = MedianSeconds(
@@ -296,12 +303,12 @@ void BenchModel(const std::string& name, const LlamaWeights& w, int threads, dou
 
   if (absl::GetFlag(FLAGS_profile)) Profile(*weights, backend, options, context, 4, tokens);
 
-  std::printf("resident memory: %.3f GB = %.2f x weights (%.3f GB) + KV cache %.3f GB\n",
+  std::printf("resident memory: %.3f GB = %.2f x weights (%.3f GB) + KV cache %.3f GB%s\n",
               ResidentBytes() * 1e-9, (ResidentBytes() - options.kv_cache_bytes) / weight_bytes,
-              weight_bytes * 1e-9, options.kv_cache_bytes * 1e-9);
+              weight_bytes * 1e-9, options.kv_cache_bytes * 1e-9,
+              keep_host ? " (host copies kept for --profile)" : "");
 
   // The backend's matmul on this model's up_proj, in its format (fastest calls).
-  const HostTensor& up = weights->layers[0].up_proj;
   std::printf("up_proj matmul [rows x %d] x [%d x %d]^T GFLOP/s (peak %.1f):", c.hidden_size,
               c.intermediate_size, c.hidden_size, peak_gflops);
   double rows1_gflops = 0;
@@ -365,7 +372,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "model_bench: %s\n", weights.status().ToString().c_str());
         return 1;
       }
-      tandem::BenchModel(source, *weights, threads, peak.gflops_all, bandwidth);
+      tandem::BenchModel(source, *std::move(weights), threads, peak.gflops_all, bandwidth);
     }
   }
   return 0;

@@ -7,8 +7,9 @@
 //  * Activations are row-major float32 arrays in backend memory (host memory for cpu,
 //    device memory for cuda), addressed by raw pointers obtained from Buffer::f32().
 //  * Weights are uploaded once (UploadWeight, UploadQ8Weight, UploadQ4Weight) and may
-//    be stored in another dtype (cuda keeps bf16, or q8_0/q4_0 as stored; cpu keeps
-//    bf16/f16/q8_0/q4_0 matrices as stored and widens 16-bit ones in registers; both
+//    be stored in another dtype or layout (cuda keeps bf16, or q8_0/q4_0 as stored; cpu
+//    keeps bf16/f16 matrices as stored and widens them in registers, and regroups
+//    q8_0/q4_0 into 16-column tiles, kernels/cpu/quantized_tiles.h; both
 //    multiply q8_0/q4_0 by int8 block dot products on activations quantized per
 //    block); results are always float32 with float32 accumulation.
 //  * Index metadata (tokens, positions, KV slots, block tables, masks) lives in a host
@@ -87,12 +88,13 @@ class Buffer {
   std::shared_ptr<void> owner_;  // Releases the memory when the last copy goes.
 };
 
-// A 2-D weight matrix [rows, cols] (row-major) in backend memory, or a 1-D vector
-// (rows = 1). `owner` keeps the storage alive (e.g. an mmapped checkpoint on cpu).
+// A 2-D weight matrix [rows, cols] in backend memory, or a 1-D vector (rows = 1), in the
+// backend's own layout (row-major, but for cpu's tiled q8_0/q4_0). `owner` keeps the
+// storage alive (e.g. an mmapped checkpoint on cpu).
 struct Weight {
   const void* data = nullptr;
   DType dtype = DType::kF32;
-  const void* scales = nullptr;  // kQ8_0/kQ4_0 only: f16 [rows, Q8BlocksPerRow(cols)].
+  const void* scales = nullptr;  // cuda kQ8_0/kQ4_0: f16 [rows, Q8BlocksPerRow(cols)].
   int64_t rows = 0;
   int64_t cols = 0;
   std::shared_ptr<const void> owner;

@@ -272,6 +272,10 @@ int Run(int argc, char** argv) {
             << weights->config.NumParameters() << " parameters), KV "
             << (*model)->kv_stats().total_blocks << " blocks of " << options.block_size << " ("
             << options.kv_dtype << "); " << backend->Description();
+  // The model holds what it reads: views of the mapped checkpoint, or its own copies
+  // (q8_0/q4_0 tiles on cpu, device memory on cuda). Dropping the host tensors unmaps
+  // what no weight uses, so only those copies stay resident.
+  *weights = LlamaWeights{};
 
   std::unique_ptr<GroupMembership> membership;
   if (options.is_group()) {

@@ -1,5 +1,6 @@
 #include "kernels/cpu/cpu_backend.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,8 +15,13 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/half.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quantized_tiles.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
+
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21  // Linux 5.4; older kernels answer EINVAL (the advice is dropped).
+#endif
 
 namespace tandem {
 namespace {
@@ -72,8 +78,7 @@ const float* F32Data(const Weight& w, const char* op) {
 // The kernels' view of an uploaded weight.
 cpu::WeightMatrix Matrix(const Weight& w) {
   CHECK(w.data != nullptr || w.rows * w.cols == 0) << "weight has no data";
-  return cpu::WeightMatrix{w.dtype, w.data, static_cast<const uint16_t*>(w.scales),
-                           static_cast<int>(w.rows), static_cast<int>(w.cols)};
+  return cpu::WeightMatrix{w.dtype, w.data, static_cast<int>(w.rows), static_cast<int>(w.cols)};
 }
 
 absl::Status CheckCopy(const void* src, const void* dst, size_t bytes, const char* op) {
@@ -81,6 +86,16 @@ absl::Status CheckCopy(const void* src, const void* dst, size_t bytes, const cha
     return absl::InvalidArgumentError(absl::StrCat(op, ": null pointer for ", bytes, " bytes"));
   }
   return absl::OkStatus();
+}
+
+// Advises the kernel that the whole pages inside [data, data + bytes) will not be read
+// again (MADV_PAGEOUT): pages of a file mapping leave the resident set (they would be
+// read back from the file if touched); other memory keeps its contents. Best effort.
+void AdviseNotNeeded(const void* data, size_t bytes) {
+  static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;
+  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
 }
 
 // Physical memory of this machine in bytes (0 if unknown).
@@ -109,6 +124,17 @@ absl::StatusOr<Buffer> CpuBackend::Allocate(size_t bytes) {
         absl::StrCat("cannot allocate ", bytes, " bytes of host memory"));
   }
   std::memset(data, 0, rounded);
+  return Buffer(data, bytes, std::shared_ptr<void>(data, [](void* p) { std::free(p); }));
+}
+
+absl::StatusOr<Buffer> CpuBackend::AllocateWeightPages(size_t bytes) {
+  constexpr size_t kHugePage = size_t(2) << 20;
+  void* data = nullptr;
+  if (posix_memalign(&data, kHugePage, bytes == 0 ? kHugePage : bytes) != 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", bytes, " bytes of host memory for a weight"));
+  }
+  if (bytes >= kHugePage) (void)madvise(data, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
   return Buffer(data, bytes, std::shared_ptr<void>(data, [](void* p) { std::free(p); }));
 }
 
@@ -161,8 +187,7 @@ absl::StatusOr<Weight> CpuBackend::UploadWeight(const void* data, DType dtype, i
   // A 16-bit vector (norm weight): widened once, so RmsNorm reads float32.
   absl::StatusOr<Buffer> buffer = Allocate(size_t(count) * sizeof(float));
   if (!buffer.ok()) return buffer.status();
-  cpu::WidenRow(cpu::WeightMatrix{dtype, data, nullptr, 1, static_cast<int>(count)}, 0,
-                buffer->f32());
+  cpu::WidenRow(cpu::WeightMatrix{dtype, data, 1, static_cast<int>(count)}, 0, buffer->f32());
   weight.dtype = DType::kF32;
   weight.data = buffer->f32();
   auto holder = std::make_shared<Buffer>(std::move(*buffer));
@@ -189,13 +214,23 @@ absl::StatusOr<Weight> CpuBackend::UploadBlockQuantized(DType dtype, const void*
   if (absl::Status s = ValidateBlockQuantizedUpload(dtype, quants, scales, rows, cols); !s.ok()) {
     return s;
   }
+  absl::StatusOr<Buffer> buffer = AllocateWeightPages(cpu::QuantizedTilesBytes(dtype, rows, cols));
+  if (!buffer.ok()) return buffer.status();
+  if (rows * cols > 0) {
+    cpu::PackQuantizedTiles(dtype, quants, static_cast<const uint16_t*>(scales),
+                            static_cast<int>(rows), static_cast<int>(cols),
+                            static_cast<uint8_t*>(buffer->data()));
+    const int64_t quant_bytes = rows * StoredRowBytes(dtype, cols);
+    AdviseNotNeeded(quants, size_t(quant_bytes));
+    AdviseNotNeeded(scales, size_t(rows * Q8BlocksPerRow(cols)) * sizeof(uint16_t));
+  }
   Weight weight;
-  weight.data = quants;
+  weight.data = buffer->data();
   weight.dtype = dtype;
-  weight.scales = scales;
   weight.rows = rows;
   weight.cols = cols;
-  weight.owner = std::move(owner);
+  auto holder = std::make_shared<Buffer>(std::move(*buffer));
+  weight.owner = std::shared_ptr<const void>(holder, holder->data());
   return weight;
 }
 
@@ -285,8 +320,8 @@ void CpuBackend::GatherRows(const float* x, int dim, const std::vector<int32_t>&
 std::string CpuBackend::Description() const {
   return absl::StrCat(
       "cpu: ", cpu::SimdLevelName(level_), " kernels, ", pool_.num_threads(),
-      " threads; matmul weights f32, bf16, f16, q8_0 and q4_0 read as stored (q8_0 and "
-      "q4_0 by int8 dot products",
+      " threads; matmul weights f32, bf16 and f16 read as stored, q8_0 and q4_0 in 16-column "
+      "tiles (int8 dot products",
       level_ == cpu::SimdLevel::kAvx512Vnni ? ", vpdpbusd; the other kernels avx2)" : ")");
 }
 

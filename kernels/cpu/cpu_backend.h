@@ -1,8 +1,11 @@
 // The CPU implementation of Backend: host memory (64-byte aligned, zeroed), weights
-// used in place as stored (f32, bf16, f16 and q8_0 matrices, zero copy: the matmul
-// widens 16-bit values in registers and multiplies q8_0 by int8 block dot products on
-// activations quantized per block; 16-bit vectors, the norm
-// weights, are widened once at upload), and threaded
+// used in place as stored (f32, bf16 and f16 matrices, zero copy: the matmul widens
+// 16-bit values in registers; 16-bit vectors, the norm weights, are widened once at
+// upload), q8_0 and q4_0 matrices copied at upload into the 16-column tiles of
+// kernels/cpu/quantized_tiles.h (the same bytes, regrouped; the source's whole pages are
+// then advised out of memory, MADV_PAGEOUT, so a mapped file's pages leave the resident
+// set) and multiplied by int8 block dot products on activations quantized per block,
+// and threaded
 // kernels with an AVX2+FMA path chosen at run time and a portable C++ path
 // (TANDEM_CPU_SIMD=portable forces the latter). It is the reference backend the CUDA
 // one is tested against. Every op is batch invariant (see kernels/backend.h).
@@ -47,6 +50,14 @@ class CpuBackend : public Backend {
   absl::Status CopyOnDevice(const void* src, void* dst, size_t bytes) override;
   absl::Status Synchronize() override { return absl::OkStatus(); }
 
+  // Host memory for a weight copy written whole before use (not zeroed): 2 MB aligned,
+  // its whole 2 MB pages advised to be huge pages (MADV_HUGEPAGE, honoured where
+  // transparent huge pages are "madvise" or "always"; the tail past the last whole one
+  // stays on small pages, so no more than `bytes` becomes resident). A tiled q8_0/q4_0
+  // matrix is read as a few long sequential streams, which stalled at every 4 KB page
+  // boundary (bench/README.md, "Quantized tiles"). RESOURCE_EXHAUSTED when it fails.
+  static absl::StatusOr<Buffer> AllocateWeightPages(size_t bytes);
+
   absl::StatusOr<Weight> UploadWeight(const void* data, DType dtype, int64_t rows, int64_t cols,
                                       std::shared_ptr<const void> owner) override;
   absl::StatusOr<Weight> UploadQ8Weight(const void* quants, const void* scales, int64_t rows,
@@ -74,7 +85,8 @@ class CpuBackend : public Backend {
   void GatherRows(const float* x, int dim, const std::vector<int32_t>& rows, float* out) override;
 
  private:
-  // The checks and Weight of UploadQ8Weight / UploadQ4Weight (`dtype` kQ8_0 / kQ4_0).
+  // The checks and the tiled copy of UploadQ8Weight / UploadQ4Weight (`dtype` kQ8_0 /
+  // kQ4_0); `owner` is not kept.
   absl::StatusOr<Weight> UploadBlockQuantized(DType dtype, const void* quants, const void* scales,
                                               int64_t rows, int64_t cols,
                                               std::shared_ptr<const void> owner);

@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/half.h"
+#include "kernels/cpu/quantized_tiles.h"
 #include "kernels/cpu/reference.h"
 #include "kernels/cpu/test_util.h"
 
@@ -97,8 +98,16 @@ TEST_P(CpuBackendTest, UploadWeight) {
   absl::StatusOr<Weight> q8 = backend_.UploadQ8Weight(quants, scales, 2, 2, nullptr);
   ASSERT_TRUE(q8.ok()) << q8.status();
   EXPECT_EQ(q8->dtype, DType::kQ8_0);
-  EXPECT_EQ(q8->data, quants);
-  EXPECT_EQ(q8->scales, scales);
+  // A tiled copy (kernels/cpu/quantized_tiles.h), 64-byte aligned, owned by the weight.
+  EXPECT_NE(q8->data, static_cast<const void*>(quants));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(q8->data) % 64, 0u);
+  EXPECT_NE(q8->owner, nullptr);
+  const cpu::QuantizedTiles tiles{DType::kQ8_0, static_cast<const uint8_t*>(q8->data), 2, 2};
+  for (int o = 0; o < 2; ++o) {
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_EQ(tiles.Value(o, k), float(quants[2 * o + k]) * cpu::F16ToFloat(scales[o]));
+    }
+  }
   EXPECT_EQ(backend_.UploadQ8Weight(quants, nullptr, 2, 2, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(backend_.UploadWeight(quants, DType::kQ8_0, 2, 2, nullptr).status().code(),

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
 #include "glog/logging.h"
 #include "kernels/cpu/quantized_matmul.h"
@@ -16,7 +15,7 @@ namespace {
 
 // Smallest share of the multiply-adds worth handing to another thread.
 constexpr int64_t kMinFmaPerThread = 1 << 16;
-// Output columns per work unit of the parallel split.
+// Output columns per work unit of the parallel split (the block formats: a tile).
 constexpr int kColumnsPerUnit = 8;
 
 // ---- portable ----
@@ -192,16 +191,17 @@ TANDEM_AVX2 void MatMulRangeAvx2(const float* x, int rows, const Reader& w, int 
 #endif  // TANDEM_HAVE_AVX2_KERNELS
 
 // Calls range(col_begin, col_end) over output columns [0, out_dim) split across `pool`
-// in units of kColumnsPerUnit columns; rows * in_dim multiply-adds per column.
+// in units of `unit` columns; rows * in_dim multiply-adds per column.
 template <typename RangeFn>
-void SplitColumns(ThreadPool* pool, int rows, int out_dim, int in_dim, const RangeFn& range) {
+void SplitColumns(ThreadPool* pool, int rows, int out_dim, int in_dim, int unit,
+                  const RangeFn& range) {
   if (rows <= 0 || out_dim <= 0) return;
   auto units_range = [&](int64_t unit_begin, int64_t unit_end) {
-    range(static_cast<int>(unit_begin * kColumnsPerUnit),
-          static_cast<int>(std::min<int64_t>(out_dim, unit_end * kColumnsPerUnit)));
+    range(static_cast<int>(unit_begin * unit),
+          static_cast<int>(std::min<int64_t>(out_dim, unit_end * unit)));
   };
-  const int64_t units = (out_dim + kColumnsPerUnit - 1) / kColumnsPerUnit;
-  const int64_t fma_per_unit = int64_t(rows) * in_dim * kColumnsPerUnit;
+  const int64_t units = (out_dim + unit - 1) / unit;
+  const int64_t fma_per_unit = int64_t(rows) * in_dim * unit;
   const int64_t min_units =
       std::max<int64_t>(1, kMinFmaPerThread / std::max<int64_t>(1, fma_per_unit));
   if (pool == nullptr) {
@@ -215,7 +215,7 @@ void SplitColumns(ThreadPool* pool, int rows, int out_dim, int in_dim, const Ran
 template <typename Reader>
 void MatMulWith(SimdLevel level, ThreadPool* pool, const float* x, int rows, const Reader& w,
                 int out_dim, int in_dim, float* out) {
-  SplitColumns(pool, rows, out_dim, in_dim, [&](int col_begin, int col_end) {
+  SplitColumns(pool, rows, out_dim, in_dim, kColumnsPerUnit, [&](int col_begin, int col_end) {
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
     if (UsesAvx2(level)) {
       MatMulRangeAvx2(x, rows, w, out_dim, in_dim, col_begin, col_end, out);
@@ -226,28 +226,28 @@ void MatMulWith(SimdLevel level, ThreadPool* pool, const float* x, int rows, con
   });
 }
 
+// The tiled view of a q8_0/q4_0 matrix.
+QuantizedTiles Tiles(const WeightMatrix& w) {
+  return QuantizedTiles{w.dtype, static_cast<const uint8_t*>(w.data), w.out_dim, w.in_dim};
+}
+
 // The integer path of q8_0 and q4_0 (kernels/cpu/quantized_matmul.h): x quantized per
-// block once, into a buffer of the calling thread, then the column split.
+// block once, into a buffer of the calling thread, then the split in whole tiles.
 void BlockQuantizedMatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows,
                           const WeightMatrix& w, float* out) {
-  CHECK(w.scales != nullptr) << "MatMul: " << DTypeName(w.dtype) << " weight without scales";
   if (rows <= 0 || w.out_dim <= 0) return;
+  CHECK(w.data != nullptr) << "MatMul: " << DTypeName(w.dtype) << " weight without data";
   // A named reference: inside the lambda a thread_local name would be each worker's own.
   thread_local QuantizedRows buffer;
   QuantizedRows& quantized = buffer;
   QuantizeRows(level, x, rows, w.in_dim, &quantized);
-  SplitColumns(pool, rows, w.out_dim, w.in_dim, [&](int col_begin, int col_end) {
-    if (w.dtype == DType::kQ4_0) {
-      Q4MatMulRange(level, quantized, static_cast<const uint8_t*>(w.data), w.scales, w.out_dim,
-                    col_begin, col_end, out);
-    } else {
-      Q8MatMulRange(level, quantized, static_cast<const int8_t*>(w.data), w.scales, w.out_dim,
-                    col_begin, col_end, out);
-    }
+  const QuantizedTiles tiles = Tiles(w);
+  SplitColumns(pool, rows, w.out_dim, w.in_dim, kTileColumns, [&](int col_begin, int col_end) {
+    QuantizedMatMulRange(level, quantized, tiles, col_begin, col_end, out);
   });
 }
 
-// Calls fn(reader) with the reader of w's format.
+// Calls fn(reader) with the reader of w's float format (f32, bf16, f16).
 template <typename Fn>
 void WithReader(const WeightMatrix& w, const Fn& fn) {
   switch (w.dtype) {
@@ -258,15 +258,10 @@ void WithReader(const WeightMatrix& w, const Fn& fn) {
     case DType::kF16:
       return fn(F16Reader{static_cast<const uint16_t*>(w.data), w.in_dim});
     case DType::kQ8_0:
-      CHECK(w.scales != nullptr) << "MatMul: q8_0 weight without scales";
-      return fn(Q8Reader{static_cast<const int8_t*>(w.data), w.scales, w.in_dim,
-                         static_cast<int>(Q8BlocksPerRow(w.in_dim))});
     case DType::kQ4_0:
-      CHECK(w.scales != nullptr) << "MatMul: q4_0 weight without scales";
-      return fn(Q4Reader{static_cast<const uint8_t*>(w.data), w.scales, w.in_dim,
-                         static_cast<int>(Q8BlocksPerRow(w.in_dim)), Q4BytesPerRow(w.in_dim)});
+      break;
   }
-  LOG(FATAL) << "MatMul: unknown weight dtype " << static_cast<int>(w.dtype);
+  LOG(FATAL) << "MatMul: no float reader for weight dtype " << DTypeName(w.dtype);
 }
 
 }  // namespace
@@ -275,11 +270,7 @@ void MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const W
             float* out) {
   if (IsBlockQuantized(w.dtype)) return BlockQuantizedMatMul(level, pool, x, rows, w, out);
   WithReader(w, [&](const auto& reader) {
-    // q8_0 and q4_0 took the integer path above; their readers only widen (WidenRow).
-    using Reader = std::decay_t<decltype(reader)>;
-    if constexpr (!std::is_same_v<Reader, Q8Reader> && !std::is_same_v<Reader, Q4Reader>) {
-      MatMulWith(level, pool, x, rows, reader, w.out_dim, w.in_dim, out);
-    }
+    MatMulWith(level, pool, x, rows, reader, w.out_dim, w.in_dim, out);
   });
 }
 
@@ -289,6 +280,11 @@ void MatMul(SimdLevel level, ThreadPool* pool, const float* x, int rows, const f
 }
 
 void WidenRow(const WeightMatrix& w, int row, float* out) {
+  if (IsBlockQuantized(w.dtype)) {
+    const QuantizedTiles tiles = Tiles(w);
+    for (int k = 0; k < w.in_dim; ++k) out[k] = tiles.Value(row, k);
+    return;
+  }
   WithReader(w, [&](const auto& reader) {
     for (int k = 0; k < w.in_dim; ++k) out[k] = reader.At(size_t(row), k);
   });

@@ -14,17 +14,14 @@ namespace tandem {
 namespace cpu {
 
 // A weight matrix [out_dim, in_dim] in one of the formats of kernels/backend.h's DType:
-// `data` holds float32, bf16 or f16 elements (row-major), for kQ8_0 int8 quants
-// [out_dim, in_dim], for kQ4_0 packed nibbles [out_dim, Q4BytesPerRow(in_dim)]; the
-// block formats have `scales`, the f16 scale of each block of kQ8BlockSize values of a
-// row, [out_dim, Q8BlocksPerRow(in_dim)] (the last block of a row may be shorter).
-// Element (o, k) in float32 is the exact widening of the stored value, for the block
-// formats the float32 product float(q[o, k]) * float(scale[o, k / kQ8BlockSize]).
-// Not owning.
+// `data` holds float32, bf16 or f16 elements (row-major), or for kQ8_0 and kQ4_0 the
+// tiled layout of kernels/cpu/quantized_tiles.h (quants and scales, made from the file
+// layout by PackQuantizedTiles). Element (o, k) in float32 is the exact
+// widening of the stored value, for the block formats the float32 product
+// float(quant) * float(scale of the block). Not owning.
 struct WeightMatrix {
   DType dtype = DType::kF32;
   const void* data = nullptr;
-  const uint16_t* scales = nullptr;  // kQ8_0 and kQ4_0 only.
   int out_dim = 0;
   int in_dim = 0;
 };

@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/half.h"
+#include "kernels/cpu/quantized_tiles.h"
 #include "kernels/cpu/reference.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/test_util.h"
@@ -105,11 +106,11 @@ struct StoredWeight {
   std::vector<uint16_t> half;   // bf16/f16 elements, or q8_0/q4_0 scales.
   std::vector<int8_t> quants;   // q8_0 and q4_0 ([out_dim, in_dim], one per value).
   std::vector<uint8_t> packed;  // q4_0 only.
+  std::vector<uint8_t> tiles;   // q8_0 and q4_0: the kernel's layout (PackQuantizedTiles).
   std::vector<float> widened;   // [out_dim, in_dim]
   WeightMatrix matrix() const {
-    if (dtype == DType::kQ8_0) return {dtype, quants.data(), half.data(), out_dim, in_dim};
-    if (dtype == DType::kQ4_0) return {dtype, packed.data(), half.data(), out_dim, in_dim};
-    return {dtype, half.data(), nullptr, out_dim, in_dim};
+    return {dtype, IsBlockQuantized(dtype) ? tiles.data() : static_cast<const void*>(half.data()),
+            out_dim, in_dim};
   }
 };
 
@@ -129,7 +130,7 @@ std::vector<uint8_t> PackQ4(const std::vector<int8_t>& quants, int out_dim, int 
 }
 
 StoredWeight MakeStoredWeight(DType dtype, int out_dim, int in_dim, uint32_t seed) {
-  StoredWeight w{dtype, out_dim, in_dim, {}, {}, {}, {}};
+  StoredWeight w{dtype, out_dim, in_dim, {}, {}, {}, {}, {}};
   const std::vector<float> values = RandomVector(size_t(out_dim) * in_dim, seed);
   w.widened.resize(values.size());
   if (!IsBlockQuantized(dtype)) {
@@ -152,6 +153,9 @@ StoredWeight MakeStoredWeight(DType dtype, int out_dim, int in_dim, uint32_t see
     w.widened[i] = float(w.quants[i]) * F16ToFloat(w.half[o * blocks + k / kQ8BlockSize]);
   }
   if (dtype == DType::kQ4_0) w.packed = PackQ4(w.quants, out_dim, in_dim);
+  w.tiles.resize(QuantizedTilesBytes(dtype, out_dim, in_dim));
+  PackQuantizedTiles(dtype, dtype == DType::kQ4_0 ? w.packed.data() : (const void*)w.quants.data(),
+                     w.half.data(), out_dim, in_dim, w.tiles.data());
   return w;
 }
 
@@ -257,9 +261,9 @@ TEST_P(MatMulTest, EveryRowCountMatchesOneRowCallsBitwise) {
     for (int in_dim : {61, 300}) {
       for (int out_dim : {1, 19, 67}) {
         const StoredWeight w = MakeStoredWeight(dtype, out_dim, in_dim, seed++);
-        const WeightMatrix matrix =
-            dtype == DType::kF32 ? WeightMatrix{dtype, w.widened.data(), nullptr, out_dim, in_dim}
-                                 : w.matrix();
+        const WeightMatrix matrix = dtype == DType::kF32
+                                        ? WeightMatrix{dtype, w.widened.data(), out_dim, in_dim}
+                                        : w.matrix();
         const int total = 13;
         const auto x = RandomVector(size_t(total) * in_dim, seed++);
         std::vector<float> alone(size_t(total) * out_dim), expected(alone.size());

@@ -7,17 +7,16 @@
 #include <cstring>
 #include <limits>
 
+#include "glog/logging.h"
 #include "kernels/cpu/half.h"
-#include "kernels/cpu/quantized_blocks.h"
+#include "kernels/cpu/quantized_matmul_vnni.h"
 #include "kernels/cpu/vec_math.h"
 
 namespace tandem {
 namespace cpu {
 namespace {
 
-using quantized_internal::kBlock;
-using quantized_internal::Q4Blocks;
-using quantized_internal::Q8Blocks;
+constexpr int kBlock = kQ8BlockSize;
 
 // ---- activation quantization ----
 
@@ -105,150 +104,101 @@ TANDEM_AVX2 void QuantizeRowAvx2(const float* x, int cols, int8_t* quants, float
 
 // ---- portable dot products ----
 
-template <typename Blocks>
-void RangePortable(const QuantizedRows& x, const Blocks& w, int out_dim, int col_begin, int col_end,
+// The documented order, element by element, through the tiles' scalar accessors.
+void RangePortable(const QuantizedRows& x, const QuantizedTiles& w, int col_begin, int col_end,
                    float* out) {
-  int8_t wq[kBlock];
   for (int r = 0; r < x.rows; ++r) {
     const int8_t* xq = x.RowQuants(r);
     const float* xs = x.RowScales(r);
     for (int o = col_begin; o < col_end; ++o) {
       float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       for (int b = 0; b < x.blocks_per_row; ++b) {
-        w.CopyBlock(size_t(o), b, wq);
-        const int8_t* xb = xq + size_t(b) * kBlock;
-        const float d = w.Scale(size_t(o), b) * xs[b];
+        const float d = w.Scale(o, b) * xs[b];
         for (int j = 0; j < 8; ++j) {
           int32_t partial = 0;
-          for (int i = 4 * j; i < 4 * j + 4; ++i) partial += int32_t(wq[i]) * int32_t(xb[i]);
+          for (int k = kBlock * b + 4 * j; k < kBlock * b + 4 * j + 4; ++k) {
+            partial += int32_t(w.Quant(o, k)) * int32_t(xq[k]);
+          }
           acc[j] = std::fma(float(partial), d, acc[j]);
         }
       }
-      out[size_t(r) * out_dim + o] = ReduceTree8(acc);
+      out[size_t(r) * w.out_dim + o] = ReduceTree8(acc);
     }
   }
 }
 
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
 
-// ---- AVX2 dot products ----
+// ---- AVX2 dot products: 8 columns per vector (half a tile), lanes = columns ----
 
-// Adds block b of rows [row0, row0 + RB) times the weight blocks wv (scales dw) of CB
-// columns: per (row, column), the lane sums of |x| * sign(w, x) (maddubs: pairs as
-// int16, at most 2 * 127 * 127; madd with ones: the 4 products of each 32-bit lane),
-// converted and accumulated with one FMA by d_w * d_x.
-template <int RB, int CB>
-TANDEM_AVX2 inline void AccumulateBlock(const QuantizedRows& x, int row0, int b,
-                                        const __m256i (&wv)[CB], const __m256 (&dw)[CB],
-                                        __m256 (&acc)[RB][CB]) {
+// Group u (values 4u..4u+3 of the block) of the 8 columns of half `half` as signed int8,
+// 4 per column, from the block's first line `line0` (lines `stride` bytes apart).
+template <DType kFormat>
+TANDEM_AVX2 inline __m256i SignedGroup(const uint8_t* line0, size_t stride, int half, int u) {
+  if constexpr (kFormat == DType::kQ8_0) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(line0 + stride * u + 32 * half));
+  } else {
+    const __m256i bytes =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(line0 + stride * (u & 3) + 32 * half));
+    const __m256i nibbles = u < 4 ? bytes : _mm256_srli_epi16(bytes, 4);
+    return _mm256_sub_epi8(_mm256_and_si256(nibbles, _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
+  }
+}
+
+// Row r against the 8 columns of half `half` of tile t: per block and group u, the
+// column sums of x * w over the group's 4 values (maddubs of |x| with sign(w, x), pairs
+// at most 2 * 127 * 127 as int16, then madd with ones), converted, fma into lane u; then
+// the fixed tree across the 8 lane vectors, written for the columns in [lo, hi).
+template <DType kFormat>
+TANDEM_AVX2 void HalfTile(const QuantizedRows& x, int r, const QuantizedTiles& w, int t, int half,
+                          int lo, int hi, float* out) {
+  __m256 acc[8];
+#pragma GCC unroll 8
+  for (int u = 0; u < 8; ++u) acc[u] = _mm256_setzero_ps();
   const __m256i ones = _mm256_set1_epi16(1);
+  const int8_t* xq = x.RowQuants(r);
+  const float* xs = x.RowScales(r);
+  for (int b = 0; b < x.blocks_per_row; ++b) {
+    const uint8_t* line0 = w.Line(t, b, 0);
+    const __m128i scales =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.BlockScales(t, b) + 8 * half));
+    const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(scales), _mm256_broadcast_ss(xs + b));
 #pragma GCC unroll 8
-  for (int r = 0; r < RB; ++r) {
-    const __m256i xv = _mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(x.RowQuants(row0 + r) + size_t(b) * kBlock));
-    const __m256i xa = _mm256_sign_epi8(xv, xv);
-    const __m256 dx = _mm256_broadcast_ss(x.RowScales(row0 + r) + b);
-#pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) {
-      const __m256i pairs = _mm256_maddubs_epi16(xa, _mm256_sign_epi8(wv[c], xv));
+    for (int u = 0; u < 8; ++u) {
+      int32_t group;
+      std::memcpy(&group, xq + kBlock * b + 4 * u, 4);
+      const __m256i xg = _mm256_set1_epi32(group);
+      const __m256i wg = SignedGroup<kFormat>(line0, w.LineStride(), half, u);
+      const __m256i pairs =
+          _mm256_maddubs_epi16(_mm256_sign_epi8(xg, xg), _mm256_sign_epi8(wg, xg));
       const __m256 partial = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
-      acc[r][c] = _mm256_fmadd_ps(partial, _mm256_mul_ps(dw[c], dx), acc[r][c]);
+      acc[u] = _mm256_fmadd_ps(partial, d, acc[u]);
     }
+  }
+  const __m256 sums =
+      _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[1], acc[5])),
+                    _mm256_add_ps(_mm256_add_ps(acc[2], acc[6]), _mm256_add_ps(acc[3], acc[7])));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sums);
+  const int first = t * kTileColumns + 8 * half;
+  for (int c = std::max(lo, first); c < std::min(hi, first + 8); ++c) {
+    out[size_t(r) * w.out_dim + c] = lanes[c - first];
   }
 }
 
-// Rows [row0, row0 + RB) against columns [col, col + CB): the whole blocks (each also
-// asking for a column of the next tile, PrefetchNextTileColumn), then a row's short last
-// block from a zero-padded copy; then the fixed reduction.
-template <int RB, int CB, typename Blocks>
-TANDEM_AVX2 inline void Tile(const QuantizedRows& x, int row0, const Blocks& w, int col, float* out,
-                             int out_dim) {
-  __m256 acc[RB][CB];
-#pragma GCC unroll 8
-  for (int r = 0; r < RB; ++r) {
-#pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_setzero_ps();
-  }
-  __m256i wv[CB];
-  __m256 dw[CB];
-  for (int b = 0; b < w.full_blocks; ++b) {
-    if ((b & 7) < CB) {
-      quantized_internal::PrefetchNextTileColumn<CB>(w, col, out_dim, b & ~7, b & 7);
+template <DType kFormat>
+TANDEM_AVX2 void RangeAvx2(const QuantizedRows& x, const QuantizedTiles& w, int col_begin,
+                           int col_end, float* out) {
+  for (int t = col_begin / kTileColumns; t * kTileColumns < col_end; ++t) {
+    for (int half = 0; half < 2; ++half) {
+      const int first = t * kTileColumns + 8 * half;
+      if (first >= col_end || first + 8 <= col_begin) continue;
+      for (int r = 0; r < x.rows; ++r) HalfTile<kFormat>(x, r, w, t, half, col_begin, col_end, out);
     }
-#pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) {
-      wv[c] = w.LoadFull(size_t(col) + c, b);
-      dw[c] = _mm256_set1_ps(w.ScaleAvx2(size_t(col) + c, b));
-    }
-    AccumulateBlock(x, row0, b, wv, dw, acc);
-  }
-  if (w.full_blocks < x.blocks_per_row) {
-    const int b = w.full_blocks;
-    alignas(32) int8_t tail[kBlock];
-#pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) {
-      w.CopyBlock(size_t(col) + c, b, tail);
-      wv[c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail));
-      dw[c] = _mm256_set1_ps(w.ScaleAvx2(size_t(col) + c, b));
-    }
-    AccumulateBlock(x, row0, b, wv, dw, acc);
-  }
-  StoreTile(acc, out + size_t(row0) * out_dim + col, out_dim);
-}
-
-// Tile<RB, cb> for a runtime cb in 1..CB.
-template <int RB, int CB, typename Blocks>
-TANDEM_AVX2 void TileUpTo(int cb, const QuantizedRows& x, int row0, const Blocks& w, int col,
-                          float* out, int out_dim) {
-  if constexpr (CB > 1) {
-    if (cb < CB) return TileUpTo<RB, CB - 1>(cb, x, row0, w, col, out, out_dim);
-  }
-  Tile<RB, CB>(x, row0, w, col, out, out_dim);
-}
-
-template <int RB, int CB, typename Blocks>
-TANDEM_AVX2 void Sweep(const QuantizedRows& x, int row0, const Blocks& w, int col_begin,
-                       int col_end, float* out, int out_dim) {
-  int c = col_begin;
-  for (; c + CB <= col_end; c += CB) Tile<RB, CB>(x, row0, w, c, out, out_dim);
-  if (c < col_end) TileUpTo<RB, CB>(col_end - c, x, row0, w, c, out, out_dim);
-}
-
-// Rows [row0, row0 + rb) for rb in 1..4 over columns [col_begin, col_end).
-template <typename Blocks>
-TANDEM_AVX2 void SweepRowsAvx2(int rb, const QuantizedRows& x, int row0, const Blocks& w,
-                               int col_begin, int col_end, float* out, int out_dim) {
-  switch (rb) {
-    case 1:
-      return Sweep<1, 4>(x, row0, w, col_begin, col_end, out, out_dim);
-    case 2:
-      return Sweep<2, 4>(x, row0, w, col_begin, col_end, out, out_dim);
-    case 3:
-      return Sweep<3, 2>(x, row0, w, col_begin, col_end, out, out_dim);
-    default:
-      return Sweep<4, 2>(x, row0, w, col_begin, col_end, out, out_dim);
   }
 }
 
 #endif  // TANDEM_HAVE_AVX2_KERNELS
-
-template <typename Blocks>
-void RangeAt(SimdLevel level, const QuantizedRows& x, const Blocks& w, int out_dim, int col_begin,
-             int col_end, float* out) {
-  if (col_begin >= col_end || x.rows <= 0) return;
-#if defined(TANDEM_HAVE_AVX2_KERNELS)
-  if (level == SimdLevel::kAvx512Vnni) {
-    return quantized_internal::RangeVnni(x, w, out_dim, col_begin, col_end, out);
-  }
-  if (UsesAvx2(level)) {
-    return quantized_internal::ForEachRowBlock(
-        x.rows, x.cols, 4, col_begin, col_end, [&](int rb, int row0, int c0, int c1) {
-          SweepRowsAvx2(rb, x, row0, w, c0, c1, out, out_dim);
-        });
-  }
-#endif
-  RangePortable(x, w, out_dim, col_begin, col_end, out);
-}
 
 }  // namespace
 
@@ -271,19 +221,35 @@ void QuantizeRows(SimdLevel level, const float* x, int rows, int cols, Quantized
 #endif
     QuantizeRowPortable(row, cols, quants, scales);
   }
+  out->starts_q8.clear();
+  out->starts_q4.clear();
+  if (level == SimdLevel::kAvx512Vnni) {
+    out->starts_q8.resize(out->quants.size() / 4);
+    out->starts_q4.resize(out->quants.size() / 4);
+    for (size_t g = 0; g < out->starts_q8.size(); ++g) {
+      const int8_t* q = out->quants.data() + 4 * g;
+      const int32_t sum = int32_t(q[0]) + q[1] + q[2] + q[3];
+      out->starts_q8[g] = -128 * sum;
+      out->starts_q4[g] = -8 * sum;
+    }
+  }
 }
 
-void Q8MatMulRange(SimdLevel level, const QuantizedRows& x, const int8_t* quants,
-                   const uint16_t* scales, int out_dim, int col_begin, int col_end, float* out) {
-  const Q8Blocks w{quants, scales, x.cols, x.blocks_per_row, x.cols / kBlock};
-  RangeAt(level, x, w, out_dim, col_begin, col_end, out);
-}
-
-void Q4MatMulRange(SimdLevel level, const QuantizedRows& x, const uint8_t* packed,
-                   const uint16_t* scales, int out_dim, int col_begin, int col_end, float* out) {
-  const Q4Blocks w{packed,           scales,          x.cols,
-                   x.blocks_per_row, x.cols / kBlock, Q4BytesPerRow(x.cols)};
-  RangeAt(level, x, w, out_dim, col_begin, col_end, out);
+void QuantizedMatMulRange(SimdLevel level, const QuantizedRows& x, const QuantizedTiles& w,
+                          int col_begin, int col_end, float* out) {
+  CHECK_EQ(w.in_dim, x.cols) << "QuantizedMatMulRange: weight and activation widths differ";
+  col_end = std::min(col_end, w.out_dim);
+  if (col_begin >= col_end || x.rows <= 0) return;
+#if defined(TANDEM_HAVE_AVX2_KERNELS)
+  if (level == SimdLevel::kAvx512Vnni) {
+    return quantized_internal::RangeVnni(x, w, col_begin, col_end, out);
+  }
+  if (UsesAvx2(level)) {
+    return w.dtype == DType::kQ4_0 ? RangeAvx2<DType::kQ4_0>(x, w, col_begin, col_end, out)
+                                   : RangeAvx2<DType::kQ8_0>(x, w, col_begin, col_end, out);
+  }
+#endif
+  RangePortable(x, w, col_begin, col_end, out);
 }
 
 }  // namespace cpu

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/cpu/quantized_tiles.h"
 #include "kernels/cpu/simd.h"
 
 namespace tandem {
@@ -19,17 +20,29 @@ namespace cpu {
 // to nearest, ties to even; all zero when m = 0), so x ~ q * d with |q| <= 127. A block
 // holding a NaN or an infinity gets d = NaN and zero quants (the outputs it reaches are
 // NaN); one with m below about 1e-36 (1 / d would overflow) counts as zero (d = 0).
-// Every row is padded with zero quants to a whole number of blocks.
+// Every row is padded with zero quants to a whole number of blocks. At SimdLevel
+// kAvx512Vnni each group of 4 consecutive quants also has its starts, -bias times its
+// sum for bias 128 (q8_0) and 8 (q4_0): the correction of a vpdpbusd product with
+// weights biased to unsigned bytes.
 struct QuantizedRows {
   int rows = 0;
   int cols = 0;
   int blocks_per_row = 0;
   std::vector<int8_t> quants;  // [rows, blocks_per_row * kQ8BlockSize]
   std::vector<float> scales;   // [rows, blocks_per_row]
+  // kAvx512Vnni: [rows, blocks_per_row * 8] each, -128 and -8 times the group sums;
+  // else empty.
+  std::vector<int32_t> starts_q8;
+  std::vector<int32_t> starts_q4;
   const int8_t* RowQuants(int r) const {
     return quants.data() + size_t(r) * blocks_per_row * kQ8BlockSize;
   }
   const float* RowScales(int r) const { return scales.data() + size_t(r) * blocks_per_row; }
+  // The starts of row r for weights of `dtype` (kQ8_0 or kQ4_0).
+  const int32_t* RowStarts(DType dtype, int r) const {
+    const std::vector<int32_t>& starts = dtype == DType::kQ4_0 ? starts_q4 : starts_q8;
+    return starts.data() + size_t(r) * blocks_per_row * 8;
+  }
 };
 
 // Quantizes x [rows, cols] (float32, row-major) into `out` (its vectors are reused). Every
@@ -37,25 +50,22 @@ struct QuantizedRows {
 // row's result depends on that row only.
 void QuantizeRows(SimdLevel level, const float* x, int rows, int cols, QuantizedRows* out);
 
-// out[r, o] for every row r of x and the output columns o in [col_begin, col_end) of a
-// q8_0 weight [out_dim, x.cols]: `quants` int8 row-major, `scales` f16 [out_dim,
-// Q8BlocksPerRow(x.cols)]. `out` is [x.rows, out_dim] row-major. Not owning.
+// out[r, o] for every row r of x and the output columns o in [col_begin, col_end) of the
+// q8_0 or q4_0 weight `w` in the tiled layout of kernels/cpu/quantized_tiles.h (w.in_dim
+// == x.cols; q4_0 nibbles unpacked to int8 in [-8, 7]). `out` is [x.rows, w.out_dim]
+// row-major; other columns are not written. Not owning. Fastest with col_begin a
+// multiple of kTileColumns (a call computes whole tiles).
 //
 // Per output element: for block b, the integer dot product of the weight and activation
 // quants is split into 8 partial sums, lane j taking block positions 4j..4j+3; each lane
 // accumulates fma(float(partial_j), d_w(b) * d_x(b), acc_j) over b in order from zero;
 // the 8 lanes are summed by vec_math.h's fixed tree. The order does not depend on the
 // row count, the column range or the SIMD level, so results are batch invariant and the
-// portable, AVX2 and AVX-512 VNNI levels agree bitwise (VNNI: vpdpbusd on unsigned
-// weights w + bias, lanes started at -bias * the lane sums of x: the same int32 sums).
-void Q8MatMulRange(SimdLevel level, const QuantizedRows& x, const int8_t* quants,
-                   const uint16_t* scales, int out_dim, int col_begin, int col_end, float* out);
-
-// The same for a q4_0 weight (layout in kernels/backend.h): `packed` [out_dim,
-// Q4BytesPerRow(x.cols)], `scales` f16 [out_dim, Q8BlocksPerRow(x.cols)]. The nibbles are
-// unpacked to int8 in [-8, 7] and go through the same integer math and order as q8_0.
-void Q4MatMulRange(SimdLevel level, const QuantizedRows& x, const uint8_t* packed,
-                   const uint16_t* scales, int out_dim, int col_begin, int col_end, float* out);
+// portable, AVX2 and AVX-512 VNNI levels agree bitwise (VNNI: vpdpbusd of the weights
+// plus a bias as unsigned bytes with x, each partial started at -bias * the group's sum
+// of x: the same int32 sums). `x` must come from QuantizeRows at `level`.
+void QuantizedMatMulRange(SimdLevel level, const QuantizedRows& x, const QuantizedTiles& w,
+                          int col_begin, int col_end, float* out);
 
 }  // namespace cpu
 }  // namespace tandem

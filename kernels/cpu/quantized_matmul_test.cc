@@ -107,15 +107,16 @@ std::vector<float> ReferenceMatMul(const std::vector<float>& x, int rows, const 
   return out;
 }
 
+// The product over columns [col_begin, col_end) into `out`, through the tiled layout
+// (PackQuantizedTiles of w's file layout).
 std::vector<float> RunRange(SimdLevel level, const QuantizedRows& x, const BlockWeight& w,
                             int col_begin, int col_end, std::vector<float>* out) {
-  if (w.dtype == DType::kQ8_0) {
-    Q8MatMulRange(level, x, w.quants.data(), w.scales.data(), w.out_dim, col_begin, col_end,
-                  out->data());
-  } else {
-    Q4MatMulRange(level, x, w.packed.data(), w.scales.data(), w.out_dim, col_begin, col_end,
-                  out->data());
-  }
+  std::vector<uint8_t> tiles(QuantizedTilesBytes(w.dtype, w.out_dim, w.in_dim));
+  const void* quants = w.dtype == DType::kQ8_0 ? static_cast<const void*>(w.quants.data())
+                                               : static_cast<const void*>(w.packed.data());
+  const QuantizedTiles view =
+      PackQuantizedTiles(w.dtype, quants, w.scales.data(), w.out_dim, w.in_dim, tiles.data());
+  QuantizedMatMulRange(level, x, view, col_begin, col_end, out->data());
   return *out;
 }
 
@@ -242,7 +243,8 @@ TEST_P(QuantizedMatMulTest, CloseToExactProductOnDequantizedWeights) {
   }
 }
 
-// A column range writes exactly its columns, with the values of the full call.
+// A column range writes exactly its columns (tile-aligned or not), with the values of
+// the full call.
 TEST_P(QuantizedMatMulTest, ColumnRangesComposeToTheFullProduct) {
   const int rows = 6, in_dim = 259, out_dim = 37;
   for (DType dtype : kFormats) {
@@ -253,7 +255,13 @@ TEST_P(QuantizedMatMulTest, ColumnRangesComposeToTheFullProduct) {
     QuantizeRows(GetParam(), x.data(), rows, in_dim, &q);
     std::vector<float> pieces(full.size(), -7.0f);
     for (int c = 0; c < out_dim; c += 5) {
-      RunRange(GetParam(), q, w, c, std::min(out_dim, c + 5), &pieces);
+      const int end = std::min(out_dim, c + 5);
+      RunRange(GetParam(), q, w, c, end, &pieces);
+      for (int r = 0; r < rows; ++r) {
+        for (int o = end; o < out_dim; ++o) {
+          ASSERT_EQ(pieces[size_t(r) * out_dim + o], -7.0f) << "wrote column " << o;
+        }
+      }
     }
     EXPECT_TRUE(BitwiseEqual(pieces.data(), full.data(), full.size())) << DTypeName(dtype);
   }
@@ -278,23 +286,24 @@ TEST(QuantizedMatMulLevelsTest, Avx2EqualsPortableBitwise) {
   }
 }
 
-// The AVX-512 VNNI level (vpdpbusd: unsigned weights + bias, the bias times the lane sums
-// of x subtracted in int32) gives bitwise the AVX2 level's products: same int32 block
-// sums, same float order. Every tile height (1-6 rows in one sweep, 7-13 in panels), odd
-// and short-block widths, column sub-ranges. Skipped on a CPU without AVX-512 VNNI.
+// The AVX-512 VNNI level (vpdpbusd: unsigned weights + bias, the bias times the group
+// sums of x subtracted in int32) gives bitwise the AVX2 level's products: same int32
+// partial sums, same float order. 1-13 rows (row pairs and a last single row), odd and
+// short-block widths, column sub-ranges that cut tiles. Skipped on a CPU without
+// AVX-512 VNNI.
 TEST(QuantizedMatMulLevelsTest, Avx512VnniEqualsAvx2Bitwise) {
   if (!CpuHasAvx512Vnni()) GTEST_SKIP() << "no AVX-512 VNNI+VL+BW on this CPU";
   uint32_t seed = 40;
   for (DType dtype : kFormats) {
     for (int in_dim : {5, 61, 296, 2048, 2049}) {
-      const int out_dim = 23;
+      const int out_dim = 37;
       const BlockWeight w = RandomWeight(dtype, out_dim, in_dim, seed++);
       const auto x = RandomVector(size_t(13) * in_dim, seed++, -4.0f, 4.0f);
       for (int rows = 1; rows <= 13; ++rows) {
         QuantizedRows q;
         QuantizeRows(SimdLevel::kAvx512Vnni, x.data(), rows, in_dim, &q);
         std::vector<float> vnni(size_t(rows) * out_dim, -7.0f), avx2(vnni);
-        for (int c = 0; c < out_dim; c += 9) {  // Column ranges 9, 9, 5.
+        for (int c = 0; c < out_dim; c += 9) {  // Ranges 9 wide: 4 of them cut tiles.
           RunRange(SimdLevel::kAvx512Vnni, q, w, c, std::min(out_dim, c + 9), &vnni);
         }
         RunRange(SimdLevel::kAvx2, q, w, 0, out_dim, &avx2);

@@ -1,23 +1,28 @@
-// The AVX-512 VNNI path of the integer q8_0/q4_0 matmul: vpdpbusd on 256-bit registers
-// (AVX-512VL), compiled with target attributes only, so the rest of the build and the
-// binaries need no more than AVX2 (quantized_matmul.cc calls this file's functions at
-// SimdLevel::kAvx512Vnni only).
+// The AVX-512 VNNI path of the integer q8_0/q4_0 matmul on the tiled layout
+// (kernels/cpu/quantized_tiles.h): 16 output columns per 512-bit register, compiled with
+// target attributes only, so the rest of the build and the binaries need no more than
+// AVX2 (quantized_matmul.cc calls this file at SimdLevel::kAvx512Vnni only).
 //
-// vpdpbusd multiplies unsigned bytes by signed bytes and adds each group of 4 products
-// to a 32-bit lane: the weights go in as unsigned w + kBias (q8_0: q ^ 0x80; q4_0: the
-// stored nibble), and each (row, block) starts its lanes at -kBias * (lane sum of x), so
-// lane j ends at exactly sum_{i=4j..4j+3} w_i * x_i: the int32 partial sums of the AVX2
-// path (maddubs + madd). The float part (convert, d_w * d_x, FMA into lane j, the fixed
-// tree) is the AVX2 path's, so the two agree bitwise.
+// A 64-byte line of a tile block is one group of 4 values of k for the 16 columns: one
+// vpdpbusd of it with the row's 4 activation quants (broadcast) gives the 16 columns'
+// partial sums of that group, which is lane u of the documented order. vpdpbusd
+// multiplies unsigned by signed bytes: the weights go in as w + bias (q8_0: q ^ 0x80,
+// bias 128; q4_0: the stored nibble, bias 8), held in registers for the block, x signed,
+// and each partial starts at -bias times the group's sum of x (QuantizedRows' starts),
+// so it ends at exactly sum w_i x_i (at most 4 x 255 x 127 before the correction). The float part
+// (convert, fma by d_w * d_x into lane u, the fixed tree) is the portable path's, so the
+// levels agree bitwise.
+#include "kernels/cpu/quantized_matmul_vnni.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
-#include "kernels/cpu/quantized_blocks.h"
-#include "kernels/cpu/quantized_matmul.h"
-#include "kernels/cpu/vec_math.h"
+#include "glog/logging.h"
 
-#if defined(TANDEM_HAVE_AVX2_KERNELS)
+#if defined(__x86_64__)
+#include <immintrin.h>
 
 #define TANDEM_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
@@ -26,157 +31,154 @@ namespace cpu {
 namespace quantized_internal {
 namespace {
 
-// The scale products d_w(col + c, b) * d_x(row0 + r, b) of the n <= 8 blocks
-// [b0, b0 + n) as table[r][c][b - b0]: one multiply per (row, column) for 8 blocks (the
-// float32 product of the AVX2 path, computed 8 lanes at a time; lanes past n are 0).
-template <int RB, int CB, typename Blocks>
-TANDEM_VNNI inline void ScaleProducts(const QuantizedRows& x, int row0, const Blocks& w, int col,
-                                      int b0, int n, float (&table)[RB][CB][8]) {
-  const __mmask8 mask = static_cast<__mmask8>((1u << n) - 1);
-  __m256 dw[CB];
+// The 8 groups of block b of tile t as unsigned bytes w + bias (q8_0: q ^ 0x80, bias
+// 128; q4_0: the stored nibbles, bias 8), 16 columns x 4 values.
+template <DType kFormat>
+TANDEM_VNNI inline void LoadUnsignedGroups(const QuantizedTiles& w, int t, int b,
+                                           __m512i (&groups)[8]) {
+  const uint8_t* line0 = w.Line(t, b, 0);
+  const size_t stride = w.LineStride();
+  if constexpr (kFormat == DType::kQ8_0) {
 #pragma GCC unroll 8
-  for (int c = 0; c < CB; ++c) {
-    const uint16_t* scales = w.scales + (size_t(col) + c) * w.blocks_per_row + b0;
-    dw[c] = _mm256_cvtph_ps(_mm_maskz_loadu_epi16(mask, scales));
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < RB; ++r) {
-    const __m256 dx = _mm256_maskz_loadu_ps(mask, x.RowScales(row0 + r) + b0);
-#pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) _mm256_store_ps(table[r][c], _mm256_mul_ps(dw[c], dx));
+    for (int u = 0; u < 8; ++u) {
+      groups[u] = _mm512_xor_si512(_mm512_loadu_si512(line0 + stride * u), _mm512_set1_epi8(-128));
+    }
+  } else {
+    const __m512i low = _mm512_set1_epi8(15);
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) {
+      const __m512i bytes = _mm512_loadu_si512(line0 + stride * u);
+      groups[u] = _mm512_and_si512(bytes, low);
+      groups[u + 4] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
+    }
   }
 }
 
-// Adds block b of rows [row0, row0 + RB) times the unsigned weight blocks wu of CB
-// columns, with the scale products d[r][c][j]. Per row: the lanes' start -kBias * sum(x)
-// (one vpdpbusd with the bias bytes and -x); per (row, column): one vpdpbusd, a convert
-// and an FMA whose scale operand is a broadcast load from the table.
-template <int RB, int CB, int kBias>
+// The per-row float accumulators of a tile: 8 lane vectors per row, in registers
+// (kInRegisters: up to 3 rows) or in an aligned array on the stack (more rows: read and
+// written back by each FMA, from L1).
+template <int RB, bool kInRegisters>
+struct Accumulators {
+  __m512 regs[RB][8];
+  TANDEM_VNNI void Zero() {
+#pragma GCC unroll 8
+    for (int r = 0; r < RB; ++r) {
+#pragma GCC unroll 8
+      for (int u = 0; u < 8; ++u) regs[r][u] = _mm512_setzero_ps();
+    }
+  }
+  TANDEM_VNNI __m512& At(int r, int u) { return regs[r][u]; }
+};
+template <int RB>
+struct Accumulators<RB, false> {
+  alignas(64) float lanes[RB][8][16];
+  TANDEM_VNNI void Zero() { std::memset(lanes, 0, sizeof(lanes)); }
+  TANDEM_VNNI __m512& At(int r, int u) { return *reinterpret_cast<__m512*>(lanes[r][u]); }
+};
+
+// Adds block b of rows [row0, row0 + RB) times the weight groups (scales dw) into the
+// accumulators: per (row, group) one vpdpbusd from the group's
+// start (x broadcast from memory), a convert and an FMA.
+template <int RB, DType kFormat, typename Acc>
 TANDEM_VNNI inline void AccumulateBlock(const QuantizedRows& x, int row0, int b,
-                                        const __m256i (&wu)[CB], const float (&d)[RB][CB][8], int j,
-                                        __m256 (&acc)[RB][CB]) {
-  const __m256i bias = _mm256_set1_epi8(kBias), zero = _mm256_setzero_si256();
+                                        const __m512i (&groups)[8], __m512 dw, Acc& acc) {
 #pragma GCC unroll 8
   for (int r = 0; r < RB; ++r) {
-    const __m256i xv = _mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(x.RowQuants(row0 + r) + size_t(b) * kBlock));
-    const __m256i start = _mm256_dpbusd_epi32(zero, bias, _mm256_sub_epi8(zero, xv));
+    const int8_t* xq = x.RowQuants(row0 + r) + size_t(b) * kQ8BlockSize;
+    const int32_t* starts = x.RowStarts(kFormat, row0 + r) + size_t(b) * 8;
+    const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x.RowScales(row0 + r)[b]));
 #pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) {
-      const __m256 partial = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(start, wu[c], xv));
-      acc[r][c] = _mm256_fmadd_ps(partial, _mm256_set1_ps(d[r][c][j]), acc[r][c]);
+    for (int u = 0; u < 8; ++u) {
+      int32_t group;
+      std::memcpy(&group, xq + 4 * u, 4);
+      const __m512i partial =
+          _mm512_dpbusd_epi32(_mm512_set1_epi32(starts[u]), groups[u], _mm512_set1_epi32(group));
+      acc.At(r, u) = _mm512_fmadd_ps(_mm512_cvtepi32_ps(partial), d, acc.At(r, u));
     }
   }
 }
 
-// The CB unsigned weight blocks b of columns [col, col + CB); a row's short last block
-// from a zero-padded copy (padding 0 + kBias meets x's zero padding).
-template <int CB, typename Blocks>
-TANDEM_VNNI inline void LoadWeights(const Blocks& w, int col, int b, __m256i (&wu)[CB]) {
-  if (b < w.full_blocks) {
-#pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) wu[c] = w.LoadUnsigned(size_t(col) + c, b);
-    return;
+// Rows [row0, row0 + RB) against the 16 columns of tile t: per block, the weight groups
+// once for all RB rows, then AccumulateBlock; then the fixed tree, stored for the tile's
+// columns in [lo, hi).
+template <int RB, bool kInRegisters, DType kFormat>
+TANDEM_VNNI void Tile(const QuantizedRows& x, int row0, const QuantizedTiles& w, int t, int lo,
+                      int hi, float* out) {
+  Accumulators<RB, kInRegisters> acc;
+  acc.Zero();
+  for (int b = 0; b < x.blocks_per_row; ++b) {
+    __m512i groups[8];
+    LoadUnsignedGroups<kFormat>(w, t, b, groups);
+    const __m512 dw =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.BlockScales(t, b))));
+    AccumulateBlock<RB, kFormat>(x, row0, b, groups, dw, acc);
   }
-  alignas(32) int8_t tail[kBlock];
-  for (int c = 0; c < CB; ++c) {
-    w.CopyBlock(size_t(col) + c, b, tail);
-    wu[c] = _mm256_add_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(tail)),
-                            _mm256_set1_epi8(static_cast<char>(Blocks::kBias)));
-  }
-}
-
-// Rows [row0, row0 + RB) against columns [col, col + CB): blocks in order, in groups of 8
-// sharing one table of scale products (block j of a group also asks for column j of the
-// next tile's group); then the fixed reduction.
-template <int RB, int CB, typename Blocks>
-TANDEM_VNNI inline void Tile(const QuantizedRows& x, int row0, const Blocks& w, int col, float* out,
-                             int out_dim) {
-  __m256 acc[RB][CB];
+  const int first = t * kTileColumns;
+  const int begin = std::max(lo, first) - first, end = std::min(hi, first + kTileColumns) - first;
+  const __mmask16 mask = static_cast<__mmask16>(((1u << end) - 1) & ~((1u << begin) - 1));
 #pragma GCC unroll 8
   for (int r = 0; r < RB; ++r) {
-#pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_setzero_ps();
+    const __m512 sums = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc.At(r, 0), acc.At(r, 4)),
+                                                    _mm512_add_ps(acc.At(r, 1), acc.At(r, 5))),
+                                      _mm512_add_ps(_mm512_add_ps(acc.At(r, 2), acc.At(r, 6)),
+                                                    _mm512_add_ps(acc.At(r, 3), acc.At(r, 7))));
+    _mm512_mask_storeu_ps(out + size_t(row0 + r) * w.out_dim + first, mask, sums);
   }
-  alignas(32) float d[RB][CB][8];
-  __m256i wu[CB];
-  for (int b0 = 0; b0 < x.blocks_per_row; b0 += 8) {
-    const int n = std::min(8, x.blocks_per_row - b0);
-    ScaleProducts(x, row0, w, col, b0, n, d);
-#pragma GCC unroll 1
-    for (int j = 0; j < n; ++j) {
-      if (j < CB) PrefetchNextTileColumn<CB>(w, col, out_dim, b0, j);
-      LoadWeights(w, col, b0 + j, wu);
-      AccumulateBlock<RB, CB, Blocks::kBias>(x, row0, b0 + j, wu, d, j, acc);
-    }
-  }
-  StoreTile(acc, out + size_t(row0) * out_dim + col, out_dim);
 }
 
-// Tile<RB, cb> for a runtime cb in 1..CB.
-template <int RB, int CB, typename Blocks>
-TANDEM_VNNI void TileUpTo(int cb, const QuantizedRows& x, int row0, const Blocks& w, int col,
-                          float* out, int out_dim) {
-  if constexpr (CB > 1) {
-    if (cb < CB) return TileUpTo<RB, CB - 1>(cb, x, row0, w, col, out, out_dim);
-  }
-  Tile<RB, CB>(x, row0, w, col, out, out_dim);
-}
+// Rows [row0, row0 + rows) of tile t, rows in 1..kMaxPassRows, in one pass over its
+// weights: up to 2 rows with the accumulators in registers (2 x 8 of them, the 8 weight
+// groups and the temporaries fill the 32 registers), more from the stack.
+constexpr int kMaxPassRows = 8;
 
-template <int RB, int CB, typename Blocks>
-TANDEM_VNNI void Sweep(const QuantizedRows& x, int row0, const Blocks& w, int col_begin,
-                       int col_end, float* out, int out_dim) {
-  int c = col_begin;
-  for (; c + CB <= col_end; c += CB) Tile<RB, CB>(x, row0, w, c, out, out_dim);
-  if (c < col_end) TileUpTo<RB, CB>(col_end - c, x, row0, w, c, out, out_dim);
-}
-
-// Rows [row0, row0 + rb) for rb in 1..kMaxTileRows, each with the tile width that keeps
-// rb * width accumulators, the width's weight vectors and one row's x and start in the 32
-// registers of AVX-512VL.
-constexpr int kMaxTileRows = 6;
-
-template <typename Blocks>
-TANDEM_VNNI void SweepRows(int rb, const QuantizedRows& x, int row0, const Blocks& w, int col_begin,
-                           int col_end, float* out, int out_dim) {
-  switch (rb) {
+template <DType kFormat>
+TANDEM_VNNI void TileRows(int rows, const QuantizedRows& x, int row0, const QuantizedTiles& w,
+                          int t, int lo, int hi, float* out) {
+  switch (rows) {
     case 1:
-      return Sweep<1, 8>(x, row0, w, col_begin, col_end, out, out_dim);
+      return Tile<1, true, kFormat>(x, row0, w, t, lo, hi, out);
     case 2:
-      return Sweep<2, 8>(x, row0, w, col_begin, col_end, out, out_dim);
+      return Tile<2, true, kFormat>(x, row0, w, t, lo, hi, out);
     case 3:
-      return Sweep<3, 6>(x, row0, w, col_begin, col_end, out, out_dim);
+      return Tile<3, false, kFormat>(x, row0, w, t, lo, hi, out);
     case 4:
-      return Sweep<4, 5>(x, row0, w, col_begin, col_end, out, out_dim);
+      return Tile<4, false, kFormat>(x, row0, w, t, lo, hi, out);
     case 5:
-      return Sweep<5, 4>(x, row0, w, col_begin, col_end, out, out_dim);
+      return Tile<5, false, kFormat>(x, row0, w, t, lo, hi, out);
+    case 6:
+      return Tile<6, false, kFormat>(x, row0, w, t, lo, hi, out);
+    case 7:
+      return Tile<7, false, kFormat>(x, row0, w, t, lo, hi, out);
     default:
-      return Sweep<6, 4>(x, row0, w, col_begin, col_end, out, out_dim);
+      return Tile<8, false, kFormat>(x, row0, w, t, lo, hi, out);
   }
 }
 
-template <typename Blocks>
-void Range(const QuantizedRows& x, const Blocks& w, int out_dim, int col_begin, int col_end,
-           float* out) {
-  ForEachRowBlock(
-      x.rows, x.cols, kMaxTileRows, col_begin, col_end,
-      [&](int rb, int row0, int c0, int c1) { SweepRows(rb, x, row0, w, c0, c1, out, out_dim); });
+// Every tile meeting [col_begin, col_end), for all rows in passes of up to kMaxPassRows:
+// verification's few rows stream the weights once, overlapped with the arithmetic; a
+// prefill's later passes read the tile from cache.
+template <DType kFormat>
+TANDEM_VNNI void Range(const QuantizedRows& x, const QuantizedTiles& w, int col_begin, int col_end,
+                       float* out) {
+  for (int t = col_begin / kTileColumns; t * kTileColumns < col_end; ++t) {
+    for (int r = 0; r < x.rows; r += kMaxPassRows) {
+      TileRows<kFormat>(std::min(kMaxPassRows, x.rows - r), x, r, w, t, col_begin, col_end, out);
+    }
+  }
 }
 
 }  // namespace
 
-void RangeVnni(const QuantizedRows& x, const Q8Blocks& w, int out_dim, int col_begin, int col_end,
+void RangeVnni(const QuantizedRows& x, const QuantizedTiles& w, int col_begin, int col_end,
                float* out) {
-  Range(x, w, out_dim, col_begin, col_end, out);
-}
-
-void RangeVnni(const QuantizedRows& x, const Q4Blocks& w, int out_dim, int col_begin, int col_end,
-               float* out) {
-  Range(x, w, out_dim, col_begin, col_end, out);
+  CHECK_EQ(x.starts_q8.size(), x.quants.size() / 4)
+      << "RangeVnni: activations not quantized at the avx512vnni level";
+  if (w.dtype == DType::kQ4_0) return Range<DType::kQ4_0>(x, w, col_begin, col_end, out);
+  Range<DType::kQ8_0>(x, w, col_begin, col_end, out);
 }
 
 }  // namespace quantized_internal
 }  // namespace cpu
 }  // namespace tandem
 
-#endif  // TANDEM_HAVE_AVX2_KERNELS
+#endif  // defined(__x86_64__)

@@ -77,35 +77,6 @@ struct F16Reader {
 #endif
 };
 
-// q8_0: float(q) * float(scale of the block), one float32 multiply (WidenRow only: q8_0
-// matrices are multiplied by the integer kernel of kernels/cpu/quantized_matmul.h).
-struct Q8Reader {
-  const int8_t* q;
-  const uint16_t* scales;
-  int in_dim;
-  int blocks_per_row;
-  float At(size_t o, int k) const {
-    return float(q[o * in_dim + k]) * F16ToFloat(scales[o * blocks_per_row + k / kQ8BlockSize]);
-  }
-};
-
-// q4_0 (layout in kernels/backend.h): the nibble of value k minus 8, times the block
-// scale (WidenRow only, like Q8Reader).
-struct Q4Reader {
-  const uint8_t* packed;
-  const uint16_t* scales;
-  int in_dim;
-  int blocks_per_row;
-  int64_t row_bytes;
-  float At(size_t o, int k) const {
-    const int block = k / kQ8BlockSize, k0 = block * kQ8BlockSize;
-    const int half = (std::min(kQ8BlockSize, in_dim - k0) + 1) / 2, i = k - k0;
-    const uint8_t byte = packed[o * row_bytes + k0 / 2 + (i < half ? i : i - half)];
-    const int nibble = i < half ? (byte & 15) : (byte >> 4);
-    return float(nibble - 8) * F16ToFloat(scales[o * blocks_per_row + block]);
-  }
-};
-
 }  // namespace cpu
 }  // namespace tandem
 
