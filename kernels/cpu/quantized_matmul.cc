@@ -145,6 +145,24 @@ TANDEM_AVX2 inline __m256i SignedGroup(const uint8_t* line0, size_t stride, int 
   }
 }
 
+// The fixed tree across the 8 lane vectors: column c of the result is its output.
+TANDEM_AVX2 inline __m256 SumLanes(const __m256 (&acc)[8]) {
+  return _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[1], acc[5])),
+                       _mm256_add_ps(_mm256_add_ps(acc[2], acc[6]), _mm256_add_ps(acc[3], acc[7])));
+}
+
+// Writes the outputs `sums` of row r and the 8 columns of half `half` of tile t that lie
+// in [lo, hi).
+TANDEM_AVX2 inline void StoreColumns(int r, const QuantizedTiles& w, int t, int half, int lo,
+                                     int hi, __m256 sums, float* out) {
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sums);
+  const int first = t * kTileColumns + 8 * half;
+  for (int c = std::max(lo, first); c < std::min(hi, first + 8); ++c) {
+    out[size_t(r) * w.out_dim + c] = lanes[c - first];
+  }
+}
+
 // Row r against the 8 columns of half `half` of tile t: per block and group u, the
 // column sums of x * w over the group's 4 values (maddubs of |x| with sign(w, x), pairs
 // at most 2 * 127 * 127 as int16, then madd with ones), converted, fma into lane u; then
@@ -175,25 +193,99 @@ TANDEM_AVX2 void HalfTile(const QuantizedRows& x, int r, const QuantizedTiles& w
       acc[u] = _mm256_fmadd_ps(partial, d, acc[u]);
     }
   }
-  const __m256 sums =
-      _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[1], acc[5])),
-                    _mm256_add_ps(_mm256_add_ps(acc[2], acc[6]), _mm256_add_ps(acc[3], acc[7])));
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, sums);
-  const int first = t * kTileColumns + 8 * half;
-  for (int c = std::max(lo, first); c < std::min(hi, first + 8); ++c) {
-    out[size_t(r) * w.out_dim + c] = lanes[c - first];
+  StoreColumns(r, w, t, half, lo, hi, SumLanes(acc), out);
+}
+
+// Rows [row0, row0 + RB) against both halves of tile t in one pass over its weights
+// (verification's few rows): the same operations per element as HalfTile, with the
+// accumulators on the stack (RB x 16 lane vectors do not fit the 16 registers), so each
+// weight group is loaded once for all rows and |x| once for both halves.
+template <int RB, DType kFormat>
+TANDEM_AVX2 void TileRows(const QuantizedRows& x, int row0, const QuantizedTiles& w, int t, int lo,
+                          int hi, float* out) {
+  alignas(32) float acc[RB][2][8][8] = {};  // [row][half][group u][column]
+  alignas(32) float d[RB][2][8];
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int b = 0; b < x.blocks_per_row; ++b) {
+    const uint8_t* line0 = w.Line(t, b, 0);
+    const uint16_t* scales = w.BlockScales(t, b);
+    for (int r = 0; r < RB; ++r) {
+      const __m256 dx = _mm256_broadcast_ss(x.RowScales(row0 + r) + b);
+      for (int h = 0; h < 2; ++h) {
+        const __m128i dw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 8 * h));
+        _mm256_store_ps(d[r][h], _mm256_mul_ps(_mm256_cvtph_ps(dw), dx));
+      }
+    }
+#pragma GCC unroll 8
+    for (int u = 0; u < 8; ++u) {
+      const __m256i wg[2] = {SignedGroup<kFormat>(line0, w.LineStride(), 0, u),
+                             SignedGroup<kFormat>(line0, w.LineStride(), 1, u)};
+#pragma GCC unroll 8
+      for (int r = 0; r < RB; ++r) {
+        int32_t group;
+        std::memcpy(&group, x.RowQuants(row0 + r) + kBlock * b + 4 * u, 4);
+        const __m256i xg = _mm256_set1_epi32(group), xa = _mm256_sign_epi8(xg, xg);
+        for (int h = 0; h < 2; ++h) {
+          const __m256i pairs = _mm256_maddubs_epi16(xa, _mm256_sign_epi8(wg[h], xg));
+          const __m256 partial = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
+          _mm256_store_ps(acc[r][h][u], _mm256_fmadd_ps(partial, _mm256_load_ps(d[r][h]),
+                                                        _mm256_load_ps(acc[r][h][u])));
+        }
+      }
+    }
+  }
+  for (int r = 0; r < RB; ++r) {
+    for (int h = 0; h < 2; ++h) {
+      __m256 a[8];
+      for (int u = 0; u < 8; ++u) a[u] = _mm256_load_ps(acc[r][h][u]);
+      StoreColumns(row0 + r, w, t, h, lo, hi, SumLanes(a), out);
+    }
   }
 }
 
+// Rows [row0, row0 + rows) of tile t for rows in 2..kMaxPassRows.
+constexpr int kMaxPassRows = 8;
+
+template <DType kFormat>
+TANDEM_AVX2 void TileRowsAnyCount(int rows, const QuantizedRows& x, int row0,
+                                  const QuantizedTiles& w, int t, int lo, int hi, float* out) {
+  switch (rows) {
+    case 2:
+      return TileRows<2, kFormat>(x, row0, w, t, lo, hi, out);
+    case 3:
+      return TileRows<3, kFormat>(x, row0, w, t, lo, hi, out);
+    case 4:
+      return TileRows<4, kFormat>(x, row0, w, t, lo, hi, out);
+    case 5:
+      return TileRows<5, kFormat>(x, row0, w, t, lo, hi, out);
+    case 6:
+      return TileRows<6, kFormat>(x, row0, w, t, lo, hi, out);
+    case 7:
+      return TileRows<7, kFormat>(x, row0, w, t, lo, hi, out);
+    default:
+      return TileRows<8, kFormat>(x, row0, w, t, lo, hi, out);
+  }
+}
+
+// Every tile meeting [col_begin, col_end): a single row half by half with register
+// accumulators; more rows in passes of up to kMaxPassRows (a last pass of one row
+// goes half by half too).
 template <DType kFormat>
 TANDEM_AVX2 void RangeAvx2(const QuantizedRows& x, const QuantizedTiles& w, int col_begin,
                            int col_end, float* out) {
   for (int t = col_begin / kTileColumns; t * kTileColumns < col_end; ++t) {
-    for (int half = 0; half < 2; ++half) {
-      const int first = t * kTileColumns + 8 * half;
-      if (first >= col_end || first + 8 <= col_begin) continue;
-      for (int r = 0; r < x.rows; ++r) HalfTile<kFormat>(x, r, w, t, half, col_begin, col_end, out);
+    for (int r = 0; r < x.rows; r += kMaxPassRows) {
+      const int rows = std::min(kMaxPassRows, x.rows - r);
+      if (rows > 1) {
+        TileRowsAnyCount<kFormat>(rows, x, r, w, t, col_begin, col_end, out);
+        continue;
+      }
+      for (int half = 0; half < 2; ++half) {
+        const int first = t * kTileColumns + 8 * half;
+        if (first < col_end && first + 8 > col_begin) {
+          HalfTile<kFormat>(x, r, w, t, half, col_begin, col_end, out);
+        }
+      }
     }
   }
 }
