@@ -30,7 +30,7 @@ cudaError_t LaunchQuantizeRows(const float* x, int rows, int cols, int8_t* quant
 // activations quantized by LaunchQuantizeRows (`x_quants`, `x_scales` of `rows` rows of
 // in_dim values). `out`: device float32 [rows, out_dim].
 //
-// Order of one output element (cpu::Q8MatMulRange's): lane j of 8 takes block positions
+// Order of one output element (cpu::QuantizedMatMulRange's): lane j of 8 takes block positions
 // 4j..4j+3, their exact int32 dot product p (dp4a) is accumulated as
 // acc_j = fma(float(p), d_w(b) * d_x(b), acc_j) over b from 0 upwards, and the 8 lanes
 // are summed by the tree (a0+a4 + a1+a5) + (a2+a6 + a3+a7).
