@@ -1,7 +1,7 @@
 // The CPU backend's in-memory layout of a q8_0 or q4_0 weight matrix, "quantized tiles":
 // made once at upload from the row-major file layout of kernels/backend.h, so that the
-// integer matmul (kernels/cpu/quantized_matmul.h) reads every tile as one contiguous
-// stream and multiplies 16 output columns per vector instruction.
+// integer matmul (kernels/cpu/quantized_matmul.h) reads every tile as a few sequential
+// streams and multiplies 16 output columns per vector instruction.
 //
 // Layout. The [out_dim, in_dim] matrix is cut into column tiles of kTileColumns = 16
 // output columns (weight rows) o in [16 t, 16 t + 16); a tile holds all blocks =
@@ -17,7 +17,7 @@
 // A line is the operand of one 16-lane integer dot-product instruction whose lanes are
 // the columns; the lines of a block lie in 8 (q4_0: 4) separate sequential streams, one
 // per line index, which the hardware prefetchers follow side by side (one interleaved
-// stream per tile kept a core's memory-level parallelism, and 1-row decode, lower). For
+// stream per tile kept a core's memory-level parallelism, and multi-row speed, lower). For
 // a whole block the 4-byte groups are the file's bytes moved as they are (q4_0: the
 // file's byte j holds values j and 16 + j of a block, the same pairing). Values past
 // in_dim and columns past out_dim hold the quant 0 (q4_0: nibble 8), the latter also

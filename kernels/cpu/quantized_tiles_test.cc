@@ -77,8 +77,9 @@ TEST(QuantizedTilesTest, RoundTripsEveryValueAndPadsWithZeros) {
             const float scale = F16ToFloat(w.scales[size_t(o) * blocks + k / kQ8BlockSize]);
             ASSERT_EQ(tiles.Value(o, k), float(w.values[size_t(o) * in_dim + k]) * scale);
           }
+          if (o < out_dim) continue;
           for (int b = 0; b < blocks; ++b) {
-            if (o >= out_dim) ASSERT_EQ(tiles.Scale(o, b), 0.0f) << "padded column " << o;
+            ASSERT_EQ(tiles.Scale(o, b), 0.0f) << "padded column " << o;
           }
         }
       }
