@@ -111,18 +111,15 @@ void RangePortable(const QuantizedRows& x, const QuantizedTiles& w, int col_begi
     const int8_t* xq = x.RowQuants(r);
     const float* xs = x.RowScales(r);
     for (int o = col_begin; o < col_end; ++o) {
-      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      float acc = 0.0f;
       for (int b = 0; b < x.blocks_per_row; ++b) {
-        const float d = w.Scale(o, b) * xs[b];
-        for (int j = 0; j < 8; ++j) {
-          int32_t partial = 0;
-          for (int k = kBlock * b + 4 * j; k < kBlock * b + 4 * j + 4; ++k) {
-            partial += int32_t(w.Quant(o, k)) * int32_t(xq[k]);
-          }
-          acc[j] = std::fma(float(partial), d, acc[j]);
+        int32_t sum = 0;
+        for (int k = kBlock * b; k < kBlock * (b + 1); ++k) {
+          sum += int32_t(w.Quant(o, k)) * int32_t(xq[k]);
         }
+        acc = std::fma(float(sum), w.Scale(o, b) * xs[b], acc);
       }
-      out[size_t(r) * w.out_dim + o] = ReduceTree8(acc);
+      out[size_t(r) * w.out_dim + o] = acc;
     }
   }
 }
@@ -145,145 +142,76 @@ TANDEM_AVX2 inline __m256i SignedGroup(const uint8_t* line0, size_t stride, int 
   }
 }
 
-// The fixed tree across the 8 lane vectors: column c of the result is its output.
-TANDEM_AVX2 inline __m256 SumLanes(const __m256 (&acc)[8]) {
-  return _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[1], acc[5])),
-                       _mm256_add_ps(_mm256_add_ps(acc[2], acc[6]), _mm256_add_ps(acc[3], acc[7])));
-}
-
-// Writes the outputs `sums` of row r and the 8 columns of half `half` of tile t that lie
-// in [lo, hi).
-TANDEM_AVX2 inline void StoreColumns(int r, const QuantizedTiles& w, int t, int half, int lo,
-                                     int hi, __m256 sums, float* out) {
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, sums);
-  const int first = t * kTileColumns + 8 * half;
-  for (int c = std::max(lo, first); c < std::min(hi, first + 8); ++c) {
-    out[size_t(r) * w.out_dim + c] = lanes[c - first];
-  }
-}
-
-// Row r against the 8 columns of half `half` of tile t: per block and group u, the
-// column sums of x * w over the group's 4 values (maddubs of |x| with sign(w, x), pairs
-// at most 2 * 127 * 127 as int16, then madd with ones), converted, fma into lane u; then
-// the fixed tree across the 8 lane vectors, written for the columns in [lo, hi).
-template <DType kFormat>
-TANDEM_AVX2 void HalfTile(const QuantizedRows& x, int r, const QuantizedTiles& w, int t, int half,
-                          int lo, int hi, float* out) {
-  __m256 acc[8];
-#pragma GCC unroll 8
-  for (int u = 0; u < 8; ++u) acc[u] = _mm256_setzero_ps();
-  const __m256i ones = _mm256_set1_epi16(1);
-  const int8_t* xq = x.RowQuants(r);
-  const float* xs = x.RowScales(r);
-  for (int b = 0; b < x.blocks_per_row; ++b) {
-    const uint8_t* line0 = w.Line(t, b, 0);
-    const __m128i scales =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.BlockScales(t, b) + 8 * half));
-    const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(scales), _mm256_broadcast_ss(xs + b));
-#pragma GCC unroll 8
-    for (int u = 0; u < 8; ++u) {
-      int32_t group;
-      std::memcpy(&group, xq + kBlock * b + 4 * u, 4);
-      const __m256i xg = _mm256_set1_epi32(group);
-      const __m256i wg = SignedGroup<kFormat>(line0, w.LineStride(), half, u);
-      const __m256i pairs =
-          _mm256_maddubs_epi16(_mm256_sign_epi8(xg, xg), _mm256_sign_epi8(wg, xg));
-      const __m256 partial = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
-      acc[u] = _mm256_fmadd_ps(partial, d, acc[u]);
-    }
-  }
-  StoreColumns(r, w, t, half, lo, hi, SumLanes(acc), out);
-}
-
-// Rows [row0, row0 + RB) against both halves of tile t in one pass over its weights
-// (verification's few rows): the same operations per element as HalfTile, with the
-// accumulators on the stack (RB x 16 lane vectors do not fit the 16 registers), so each
-// weight group is loaded once for all rows and |x| once for both halves.
+// Rows [row0, row0 + RB) (RB <= 4: the accumulators, block sums and temporaries fit the
+// 16 registers) against the 8 columns of half `half` of tile t: per block, each row's
+// block sums per column (per group u: maddubs of |x| with sign(w, x), pairs at most
+// 2 * 127 * 127 as int16, madd with ones, added in int32), converted, one FMA by
+// d_w * d_x; written for the columns in [lo, hi).
 template <int RB, DType kFormat>
-TANDEM_AVX2 void TileRows(const QuantizedRows& x, int row0, const QuantizedTiles& w, int t, int lo,
-                          int hi, float* out) {
-  alignas(32) float acc[RB][2][8][8] = {};  // [row][half][group u][column]
-  alignas(32) float d[RB][2][8];
+TANDEM_AVX2 void HalfTile(const QuantizedRows& x, int row0, const QuantizedTiles& w, int t,
+                          int half, int lo, int hi, float* out) {
+  __m256 acc[RB];
+#pragma GCC unroll 4
+  for (int r = 0; r < RB; ++r) acc[r] = _mm256_setzero_ps();
   const __m256i ones = _mm256_set1_epi16(1);
   for (int b = 0; b < x.blocks_per_row; ++b) {
     const uint8_t* line0 = w.Line(t, b, 0);
-    const uint16_t* scales = w.BlockScales(t, b);
-    for (int r = 0; r < RB; ++r) {
-      const __m256 dx = _mm256_broadcast_ss(x.RowScales(row0 + r) + b);
-      for (int h = 0; h < 2; ++h) {
-        const __m128i dw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 8 * h));
-        _mm256_store_ps(d[r][h], _mm256_mul_ps(_mm256_cvtph_ps(dw), dx));
-      }
-    }
+    __m256i sums[RB];
+#pragma GCC unroll 4
+    for (int r = 0; r < RB; ++r) sums[r] = _mm256_setzero_si256();
 #pragma GCC unroll 8
     for (int u = 0; u < 8; ++u) {
-      const __m256i wg[2] = {SignedGroup<kFormat>(line0, w.LineStride(), 0, u),
-                             SignedGroup<kFormat>(line0, w.LineStride(), 1, u)};
-#pragma GCC unroll 8
+      const __m256i wg = SignedGroup<kFormat>(line0, w.LineStride(), half, u);
+#pragma GCC unroll 4
       for (int r = 0; r < RB; ++r) {
         int32_t group;
         std::memcpy(&group, x.RowQuants(row0 + r) + kBlock * b + 4 * u, 4);
-        const __m256i xg = _mm256_set1_epi32(group), xa = _mm256_sign_epi8(xg, xg);
-        for (int h = 0; h < 2; ++h) {
-          const __m256i pairs = _mm256_maddubs_epi16(xa, _mm256_sign_epi8(wg[h], xg));
-          const __m256 partial = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
-          _mm256_store_ps(acc[r][h][u], _mm256_fmadd_ps(partial, _mm256_load_ps(d[r][h]),
-                                                        _mm256_load_ps(acc[r][h][u])));
-        }
+        const __m256i xg = _mm256_set1_epi32(group);
+        const __m256i pairs =
+            _mm256_maddubs_epi16(_mm256_sign_epi8(xg, xg), _mm256_sign_epi8(wg, xg));
+        sums[r] = _mm256_add_epi32(sums[r], _mm256_madd_epi16(pairs, ones));
       }
     }
+    const __m128i scales =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.BlockScales(t, b) + 8 * half));
+    const __m256 dw = _mm256_cvtph_ps(scales);
+#pragma GCC unroll 4
+    for (int r = 0; r < RB; ++r) {
+      const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(x.RowScales(row0 + r) + b));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[r]), d, acc[r]);
+    }
   }
+  const int first = t * kTileColumns + 8 * half;
   for (int r = 0; r < RB; ++r) {
-    for (int h = 0; h < 2; ++h) {
-      __m256 a[8];
-      for (int u = 0; u < 8; ++u) a[u] = _mm256_load_ps(acc[r][h][u]);
-      StoreColumns(row0 + r, w, t, h, lo, hi, SumLanes(a), out);
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, acc[r]);
+    for (int c = std::max(lo, first); c < std::min(hi, first + 8); ++c) {
+      out[size_t(row0 + r) * w.out_dim + c] = lanes[c - first];
     }
   }
 }
 
-// Rows [row0, row0 + rows) of tile t for rows in 2..kMaxPassRows.
-constexpr int kMaxPassRows = 8;
-
-template <DType kFormat>
-TANDEM_AVX2 void TileRowsAnyCount(int rows, const QuantizedRows& x, int row0,
-                                  const QuantizedTiles& w, int t, int lo, int hi, float* out) {
-  switch (rows) {
-    case 2:
-      return TileRows<2, kFormat>(x, row0, w, t, lo, hi, out);
-    case 3:
-      return TileRows<3, kFormat>(x, row0, w, t, lo, hi, out);
-    case 4:
-      return TileRows<4, kFormat>(x, row0, w, t, lo, hi, out);
-    case 5:
-      return TileRows<5, kFormat>(x, row0, w, t, lo, hi, out);
-    case 6:
-      return TileRows<6, kFormat>(x, row0, w, t, lo, hi, out);
-    case 7:
-      return TileRows<7, kFormat>(x, row0, w, t, lo, hi, out);
-    default:
-      return TileRows<8, kFormat>(x, row0, w, t, lo, hi, out);
-  }
-}
-
-// Every tile meeting [col_begin, col_end): a single row half by half with register
-// accumulators; more rows in passes of up to kMaxPassRows (a last pass of one row
-// goes half by half too).
+// Every tile meeting [col_begin, col_end), half by half, rows in blocks of up to 4.
 template <DType kFormat>
 TANDEM_AVX2 void RangeAvx2(const QuantizedRows& x, const QuantizedTiles& w, int col_begin,
                            int col_end, float* out) {
   for (int t = col_begin / kTileColumns; t * kTileColumns < col_end; ++t) {
-    for (int r = 0; r < x.rows; r += kMaxPassRows) {
-      const int rows = std::min(kMaxPassRows, x.rows - r);
-      if (rows > 1) {
-        TileRowsAnyCount<kFormat>(rows, x, r, w, t, col_begin, col_end, out);
-        continue;
-      }
-      for (int half = 0; half < 2; ++half) {
-        const int first = t * kTileColumns + 8 * half;
-        if (first < col_end && first + 8 > col_begin) {
-          HalfTile<kFormat>(x, r, w, t, half, col_begin, col_end, out);
+    for (int half = 0; half < 2; ++half) {
+      const int first = t * kTileColumns + 8 * half;
+      if (first >= col_end || first + 8 <= col_begin) continue;
+      for (int r = 0; r < x.rows; r += 4) {
+        switch (std::min(4, x.rows - r)) {
+          case 1:
+            HalfTile<1, kFormat>(x, r, w, t, half, col_begin, col_end, out);
+            break;
+          case 2:
+            HalfTile<2, kFormat>(x, r, w, t, half, col_begin, col_end, out);
+            break;
+          case 3:
+            HalfTile<3, kFormat>(x, r, w, t, half, col_begin, col_end, out);
+            break;
+          default:
+            HalfTile<4, kFormat>(x, r, w, t, half, col_begin, col_end, out);
         }
       }
     }
@@ -316,13 +244,13 @@ void QuantizeRows(SimdLevel level, const float* x, int rows, int cols, Quantized
   out->starts_q8.clear();
   out->starts_q4.clear();
   if (level == SimdLevel::kAvx512Vnni) {
-    out->starts_q8.resize(out->quants.size() / 4);
-    out->starts_q4.resize(out->quants.size() / 4);
-    for (size_t g = 0; g < out->starts_q8.size(); ++g) {
-      const int8_t* q = out->quants.data() + 4 * g;
-      const int32_t sum = int32_t(q[0]) + q[1] + q[2] + q[3];
-      out->starts_q8[g] = -128 * sum;
-      out->starts_q4[g] = -8 * sum;
+    out->starts_q8.resize(out->quants.size() / kBlock);
+    out->starts_q4.resize(out->quants.size() / kBlock);
+    for (size_t b = 0; b < out->starts_q8.size(); ++b) {
+      int32_t sum = 0;
+      for (int i = 0; i < kBlock; ++i) sum += out->quants[b * kBlock + i];
+      out->starts_q8[b] = -128 * sum;
+      out->starts_q4[b] = -8 * sum;
     }
   }
 }

@@ -21,17 +21,17 @@ namespace cpu {
 // holding a NaN or an infinity gets d = NaN and zero quants (the outputs it reaches are
 // NaN); one with m below about 1e-36 (1 / d would overflow) counts as zero (d = 0).
 // Every row is padded with zero quants to a whole number of blocks. At SimdLevel
-// kAvx512Vnni each group of 4 consecutive quants also has its starts, -bias times its
-// sum for bias 128 (q8_0) and 8 (q4_0): the correction of a vpdpbusd product with
-// weights biased to unsigned bytes.
+// kAvx512Vnni each block also has its starts, -bias times the sum of its quants for bias
+// 128 (q8_0) and 8 (q4_0): the correction of a vpdpbusd product with weights biased to
+// unsigned bytes.
 struct QuantizedRows {
   int rows = 0;
   int cols = 0;
   int blocks_per_row = 0;
   std::vector<int8_t> quants;  // [rows, blocks_per_row * kQ8BlockSize]
   std::vector<float> scales;   // [rows, blocks_per_row]
-  // kAvx512Vnni: [rows, blocks_per_row * 8] each, -128 and -8 times the group sums;
-  // else empty.
+  // kAvx512Vnni: [rows, blocks_per_row] each, -128 and -8 times the block sums; else
+  // empty.
   std::vector<int32_t> starts_q8;
   std::vector<int32_t> starts_q4;
   const int8_t* RowQuants(int r) const {
@@ -41,7 +41,7 @@ struct QuantizedRows {
   // The starts of row r for weights of `dtype` (kQ8_0 or kQ4_0).
   const int32_t* RowStarts(DType dtype, int r) const {
     const std::vector<int32_t>& starts = dtype == DType::kQ4_0 ? starts_q4 : starts_q8;
-    return starts.data() + size_t(r) * blocks_per_row * 8;
+    return starts.data() + size_t(r) * blocks_per_row;
   }
 };
 
@@ -56,14 +56,14 @@ void QuantizeRows(SimdLevel level, const float* x, int rows, int cols, Quantized
 // row-major; other columns are not written. Not owning. Fastest with col_begin a
 // multiple of kTileColumns (a call computes whole tiles).
 //
-// Per output element: for block b, the integer dot product of the weight and activation
-// quants is split into 8 partial sums, lane j taking block positions 4j..4j+3; each lane
-// accumulates fma(float(partial_j), d_w(b) * d_x(b), acc_j) over b in order from zero;
-// the 8 lanes are summed by vec_math.h's fixed tree. The order does not depend on the
-// row count, the column range or the SIMD level, so results are batch invariant and the
-// portable, AVX2 and AVX-512 VNNI levels agree bitwise (VNNI: vpdpbusd of the weights
-// plus a bias as unsigned bytes with x, each partial started at -bias * the group's sum
-// of x: the same int32 sums). `x` must come from QuantizeRows at `level`.
+// Per output element: for each block b in order, the exact int32 dot product s_b of the
+// weight and activation quants (32 values) is accumulated as acc = fma(float(s_b),
+// d_w(b) * d_x(b), acc) from acc = 0; the output is acc. The order does not depend on
+// the row count, the column range or the SIMD level, so results are batch invariant and
+// the portable, AVX2 and AVX-512 VNNI levels agree bitwise (VNNI: vpdpbusd of the
+// weights plus a bias as unsigned bytes with x, the sum started at -bias * the block's
+// sum of x: the same int32 sums), as does the CUDA kernel
+// (kernels/cuda/quantized_gemm_kernels.h). `x` must come from QuantizeRows at `level`.
 void QuantizedMatMulRange(SimdLevel level, const QuantizedRows& x, const QuantizedTiles& w,
                           int col_begin, int col_end, float* out);
 

@@ -79,29 +79,24 @@ BlockWeight RandomWeight(DType dtype, int out_dim, int in_dim, uint32_t seed) {
   return w;
 }
 
-// out[r, o] by the documented order: per block, lane j sums the products at 4j..4j+3;
-// acc_j = fma(lane sum, d_w * d_x, acc_j); then (a0+a4 + a1+a5) + (a2+a6 + a3+a7).
+// out[r, o] by the documented order: per block, the exact int32 sum s of the products;
+// acc = fma(float(s), d_w * d_x, acc) block after block; out = acc.
 std::vector<float> ReferenceMatMul(const std::vector<float>& x, int rows, const BlockWeight& w) {
   std::vector<float> out(size_t(rows) * w.out_dim);
   std::vector<int8_t> xq(32);
   for (int r = 0; r < rows; ++r) {
     for (int o = 0; o < w.out_dim; ++o) {
-      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      float acc = 0.0f;
       for (int b = 0; b < w.blocks; ++b) {
         const int k0 = 32 * b, n = std::min(32, w.in_dim - k0);
         float dx;
         ReferenceQuantizeBlock(&x[size_t(r) * w.in_dim + k0], n, xq.data(), &dx);
         const float d = F16ToFloat(w.scales[size_t(o) * w.blocks + b]) * dx;
-        for (int j = 0; j < 8; ++j) {
-          int sum = 0;
-          for (int i = 4 * j; i < 4 * j + 4 && i < n; ++i) {
-            sum += w.Quant(o, k0 + i) * int(xq[i]);
-          }
-          acc[j] = std::fma(float(sum), d, acc[j]);
-        }
+        int sum = 0;
+        for (int i = 0; i < n; ++i) sum += w.Quant(o, k0 + i) * int(xq[i]);
+        acc = std::fma(float(sum), d, acc);
       }
-      out[size_t(r) * w.out_dim + o] =
-          ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+      out[size_t(r) * w.out_dim + o] = acc;
     }
   }
   return out;
@@ -286,9 +281,9 @@ TEST(QuantizedMatMulLevelsTest, Avx2EqualsPortableBitwise) {
   }
 }
 
-// The AVX-512 VNNI level (vpdpbusd: unsigned weights + bias, the bias times the group
+// The AVX-512 VNNI level (vpdpbusd: unsigned weights + bias, the bias times the block
 // sums of x subtracted in int32) gives bitwise the AVX2 level's products: same int32
-// partial sums, same float order. 1-13 rows (row pairs and a last single row), odd and
+// block sums, same float order. 1-13 rows (row pairs and a last single row), odd and
 // short-block widths, column sub-ranges that cut tiles. Skipped on a CPU without
 // AVX-512 VNNI.
 TEST(QuantizedMatMulLevelsTest, Avx512VnniEqualsAvx2Bitwise) {
@@ -315,7 +310,7 @@ TEST(QuantizedMatMulLevelsTest, Avx512VnniEqualsAvx2Bitwise) {
 }
 
 // Extreme quants: |x| = 127 and weights at the ends of their ranges (q8_0 -127 and 127,
-// q4_0 nibbles 0 and 15), where the bias trick's int32 lanes are largest; every level
+// q4_0 nibbles 0 and 15), where the bias trick's int32 sums are largest; every level
 // equals the reference bitwise.
 TEST(QuantizedMatMulLevelsTest, ExtremeQuantsExactOnEveryLevel) {
   const int in_dim = 64, out_dim = 4, rows = 2;

@@ -4,14 +4,14 @@
 // AVX2 (quantized_matmul.cc calls this file at SimdLevel::kAvx512Vnni only).
 //
 // A 64-byte line of a tile block is one group of 4 values of k for the 16 columns: one
-// vpdpbusd of it with the row's 4 activation quants (broadcast) gives the 16 columns'
-// partial sums of that group, which is lane u of the documented order. vpdpbusd
-// multiplies unsigned by signed bytes: the weights go in as w + bias (q8_0: q ^ 0x80,
-// bias 128; q4_0: the stored nibble, bias 8), held in registers for the block, x signed,
-// and each partial starts at -bias times the group's sum of x (QuantizedRows' starts),
-// so it ends at exactly sum w_i x_i (at most 4 x 255 x 127 before the correction). The float part
-// (convert, fma by d_w * d_x into lane u, the fixed tree) is the portable path's, so the
-// levels agree bitwise.
+// vpdpbusd of it with the row's 4 activation quants (broadcast) adds the 16 columns'
+// products of that group into 16 int32 lanes, and 8 of them (two chains of 4, added)
+// make the block sums. vpdpbusd multiplies unsigned by signed bytes: the weights go in as
+// w + bias (q8_0: q ^ 0x80, bias 128; q4_0: the stored nibble, bias 8), held in
+// registers for the block, x signed, and the sum starts at -bias times the block's sum
+// of x (QuantizedRows' starts), so it ends at exactly sum w_i x_i (at most
+// 32 x 255 x 127 before the correction). The float part (convert, fma by d_w * d_x) is
+// the portable path's, so the levels agree bitwise.
 #include "kernels/cpu/quantized_matmul_vnni.h"
 
 #include <algorithm>
@@ -54,81 +54,50 @@ TANDEM_VNNI inline void LoadUnsignedGroups(const QuantizedTiles& w, int t, int b
   }
 }
 
-// The per-row float accumulators of a tile: 8 lane vectors per row, in registers
-// (kInRegisters: up to 3 rows) or in an aligned array on the stack (more rows: read and
-// written back by each FMA, from L1).
-template <int RB, bool kInRegisters>
-struct Accumulators {
-  __m512 regs[RB][8];
-  TANDEM_VNNI void Zero() {
-#pragma GCC unroll 8
-    for (int r = 0; r < RB; ++r) {
-#pragma GCC unroll 8
-      for (int u = 0; u < 8; ++u) regs[r][u] = _mm512_setzero_ps();
-    }
-  }
-  TANDEM_VNNI __m512& At(int r, int u) { return regs[r][u]; }
-};
-template <int RB>
-struct Accumulators<RB, false> {
-  alignas(64) float lanes[RB][8][16];
-  TANDEM_VNNI void Zero() { std::memset(lanes, 0, sizeof(lanes)); }
-  TANDEM_VNNI __m512& At(int r, int u) { return *reinterpret_cast<__m512*>(lanes[r][u]); }
-};
-
-// Adds block b of rows [row0, row0 + RB) times the weight groups (scales dw) into the
-// accumulators: per (row, group) one vpdpbusd from the group's
-// start (x broadcast from memory), a convert and an FMA.
-template <int RB, DType kFormat, typename Acc>
-TANDEM_VNNI inline void AccumulateBlock(const QuantizedRows& x, int row0, int b,
-                                        const __m512i (&groups)[8], __m512 dw, Acc& acc) {
-#pragma GCC unroll 8
-  for (int r = 0; r < RB; ++r) {
-    const int8_t* xq = x.RowQuants(row0 + r) + size_t(b) * kQ8BlockSize;
-    const int32_t* starts = x.RowStarts(kFormat, row0 + r) + size_t(b) * 8;
-    const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x.RowScales(row0 + r)[b]));
-#pragma GCC unroll 8
-    for (int u = 0; u < 8; ++u) {
-      int32_t group;
-      std::memcpy(&group, xq + 4 * u, 4);
-      const __m512i partial =
-          _mm512_dpbusd_epi32(_mm512_set1_epi32(starts[u]), groups[u], _mm512_set1_epi32(group));
-      acc.At(r, u) = _mm512_fmadd_ps(_mm512_cvtepi32_ps(partial), d, acc.At(r, u));
-    }
-  }
-}
-
-// Rows [row0, row0 + RB) against the 16 columns of tile t: per block, the weight groups
-// once for all RB rows, then AccumulateBlock; then the fixed tree, stored for the tile's
-// columns in [lo, hi).
-template <int RB, bool kInRegisters, DType kFormat>
+// Rows [row0, row0 + RB) (RB <= 8: 8 accumulators, 8 weight groups and the sums fit the
+// 32 registers) against the 16 columns of tile t: per block, the weight groups once for
+// all RB rows; per row the block sums (8 vpdpbusd in two chains from the block's start),
+// a convert and an FMA; stored for the tile's columns in [lo, hi).
+template <int RB, DType kFormat>
 TANDEM_VNNI void Tile(const QuantizedRows& x, int row0, const QuantizedTiles& w, int t, int lo,
                       int hi, float* out) {
-  Accumulators<RB, kInRegisters> acc;
-  acc.Zero();
+  __m512 acc[RB];
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) acc[r] = _mm512_setzero_ps();
   for (int b = 0; b < x.blocks_per_row; ++b) {
     __m512i groups[8];
     LoadUnsignedGroups<kFormat>(w, t, b, groups);
     const __m512 dw =
         _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.BlockScales(t, b))));
-    AccumulateBlock<RB, kFormat>(x, row0, b, groups, dw, acc);
+#pragma GCC unroll 8
+    for (int r = 0; r < RB; ++r) {
+      const int8_t* xq = x.RowQuants(row0 + r) + size_t(b) * kQ8BlockSize;
+      __m512i even = _mm512_set1_epi32(x.RowStarts(kFormat, row0 + r)[b]);
+      __m512i odd = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int u = 0; u < 8; u += 2) {
+        int32_t g0, g1;
+        std::memcpy(&g0, xq + 4 * u, 4);
+        std::memcpy(&g1, xq + 4 * u + 4, 4);
+        even = _mm512_dpbusd_epi32(even, groups[u], _mm512_set1_epi32(g0));
+        odd = _mm512_dpbusd_epi32(odd, groups[u + 1], _mm512_set1_epi32(g1));
+      }
+      const __m512 sums = _mm512_cvtepi32_ps(_mm512_add_epi32(even, odd));
+      const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(x.RowScales(row0 + r)[b]));
+      acc[r] = _mm512_fmadd_ps(sums, d, acc[r]);
+    }
   }
   const int first = t * kTileColumns;
   const int begin = std::max(lo, first) - first, end = std::min(hi, first + kTileColumns) - first;
   const __mmask16 mask = static_cast<__mmask16>(((1u << end) - 1) & ~((1u << begin) - 1));
 #pragma GCC unroll 8
   for (int r = 0; r < RB; ++r) {
-    const __m512 sums = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc.At(r, 0), acc.At(r, 4)),
-                                                    _mm512_add_ps(acc.At(r, 1), acc.At(r, 5))),
-                                      _mm512_add_ps(_mm512_add_ps(acc.At(r, 2), acc.At(r, 6)),
-                                                    _mm512_add_ps(acc.At(r, 3), acc.At(r, 7))));
-    _mm512_mask_storeu_ps(out + size_t(row0 + r) * w.out_dim + first, mask, sums);
+    _mm512_mask_storeu_ps(out + size_t(row0 + r) * w.out_dim + first, mask, acc[r]);
   }
 }
 
 // Rows [row0, row0 + rows) of tile t, rows in 1..kMaxPassRows, in one pass over its
-// weights: up to 2 rows with the accumulators in registers (2 x 8 of them, the 8 weight
-// groups and the temporaries fill the 32 registers), more from the stack.
+// weights.
 constexpr int kMaxPassRows = 8;
 
 template <DType kFormat>
@@ -136,21 +105,21 @@ TANDEM_VNNI void TileRows(int rows, const QuantizedRows& x, int row0, const Quan
                           int t, int lo, int hi, float* out) {
   switch (rows) {
     case 1:
-      return Tile<1, true, kFormat>(x, row0, w, t, lo, hi, out);
+      return Tile<1, kFormat>(x, row0, w, t, lo, hi, out);
     case 2:
-      return Tile<2, true, kFormat>(x, row0, w, t, lo, hi, out);
+      return Tile<2, kFormat>(x, row0, w, t, lo, hi, out);
     case 3:
-      return Tile<3, false, kFormat>(x, row0, w, t, lo, hi, out);
+      return Tile<3, kFormat>(x, row0, w, t, lo, hi, out);
     case 4:
-      return Tile<4, false, kFormat>(x, row0, w, t, lo, hi, out);
+      return Tile<4, kFormat>(x, row0, w, t, lo, hi, out);
     case 5:
-      return Tile<5, false, kFormat>(x, row0, w, t, lo, hi, out);
+      return Tile<5, kFormat>(x, row0, w, t, lo, hi, out);
     case 6:
-      return Tile<6, false, kFormat>(x, row0, w, t, lo, hi, out);
+      return Tile<6, kFormat>(x, row0, w, t, lo, hi, out);
     case 7:
-      return Tile<7, false, kFormat>(x, row0, w, t, lo, hi, out);
+      return Tile<7, kFormat>(x, row0, w, t, lo, hi, out);
     default:
-      return Tile<8, false, kFormat>(x, row0, w, t, lo, hi, out);
+      return Tile<8, kFormat>(x, row0, w, t, lo, hi, out);
   }
 }
 
@@ -171,7 +140,7 @@ TANDEM_VNNI void Range(const QuantizedRows& x, const QuantizedTiles& w, int col_
 
 void RangeVnni(const QuantizedRows& x, const QuantizedTiles& w, int col_begin, int col_end,
                float* out) {
-  CHECK_EQ(x.starts_q8.size(), x.quants.size() / 4)
+  CHECK_EQ(x.starts_q8.size(), x.quants.size() / kQ8BlockSize)
       << "RangeVnni: activations not quantized at the avx512vnni level";
   if (w.dtype == DType::kQ4_0) return Range<DType::kQ4_0>(x, w, col_begin, col_end, out);
   Range<DType::kQ8_0>(x, w, col_begin, col_end, out);

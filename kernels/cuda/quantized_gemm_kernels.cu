@@ -2,7 +2,8 @@
 //
 // Layout: a block of 256 threads computes 32 consecutive outputs for R consecutive rows;
 // the 8 threads of an output are its 8 lanes, each walking every weight block of the
-// row and keeping R accumulators. The row tile R (picked from the row count) only
+// row: a lane's dp4a of its 4 positions, the block sum by shuffles across the 8 lanes,
+// then R accumulators (the same in every lane). The row tile R (picked from the row count) only
 // changes how many rows share a weight load, never the order an element is summed in.
 #include <cuda_fp16.h>
 
@@ -14,7 +15,7 @@ namespace tandem::cuda {
 namespace {
 
 constexpr int kBlock = 32;  // Values per quantization block (kQ8BlockSize).
-constexpr int kLanes = 8;   // Lanes per output; lane j takes positions 4j..4j+3.
+constexpr int kLanes = 8;   // Threads per output; lane j takes positions 4j..4j+3 of a block.
 constexpr int kThreads = 256;
 constexpr int kOutputsPerBlock = kThreads / kLanes;
 
@@ -113,33 +114,33 @@ __global__ void __launch_bounds__(kThreads)
   const int r0 = blockIdx.y * R;
   const int nr = min(R, rows - r0);
   const bool active = o < out_dim;
+  // Threads past the matrix read its last output, so every lane of the warp joins the
+  // shuffles (the loops below are uniform); only the store is skipped.
+  const int read = active ? o : out_dim - 1;
   float acc[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
-  if (active) {
-    for (int b = 0; b < blocks; ++b) {
-      const int w = weights.Load(o, b, lane);
-      const float dw = HalfBits(__ldg(weight_scales + (size_t)o * blocks + b));
+  for (int b = 0; b < blocks; ++b) {
+    const int w = weights.Load(read, b, lane);
+    const float dw = HalfBits(__ldg(weight_scales + (size_t)read * blocks + b));
 #pragma unroll
-      for (int r = 0; r < R; ++r) {
-        if (r >= nr) break;
-        const size_t row = (size_t)(r0 + r) * blocks + b;
-        const int xv = __ldg(reinterpret_cast<const int*>(x_quants + row * kBlock + 4 * lane));
-        const int partial = __dp4a(w, xv, 0);
-        const float d = __fmul_rn(dw, __ldg(x_scales + row));
-        acc[r] = __fmaf_rn(__int2float_rn(partial), d, acc[r]);
-      }
+    for (int r = 0; r < R; ++r) {
+      if (r >= nr) break;
+      const size_t row = (size_t)(r0 + r) * blocks + b;
+      const int xv = __ldg(reinterpret_cast<const int*>(x_quants + row * kBlock + 4 * lane));
+      // The block sum: the 8 lanes' exact int32 partials added across the lanes (integer
+      // addition, so in any order), every lane ending with it.
+      int sum = __dp4a(w, xv, 0);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 4, kLanes);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2, kLanes);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1, kLanes);
+      const float d = __fmul_rn(dw, __ldg(x_scales + row));
+      acc[r] = __fmaf_rn(__int2float_rn(sum), d, acc[r]);
     }
   }
-  // The 8 lanes of an output are consecutive threads: s_j = a_j + a_{j+4}, then
-  // (s0 + s1) + (s2 + s3), the CPU's ReduceTree8.
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    float v = acc[r];
-    v = __fadd_rn(v, __shfl_down_sync(0xffffffffu, v, 4, kLanes));
-    v = __fadd_rn(v, __shfl_down_sync(0xffffffffu, v, 1, kLanes));
-    v = __fadd_rn(v, __shfl_down_sync(0xffffffffu, v, 2, kLanes));
-    if (active && lane == 0 && r < nr) out[(size_t)(r0 + r) * out_dim + o] = v;
+    if (active && lane == 0 && r < nr) out[(size_t)(r0 + r) * out_dim + o] = acc[r];
   }
 }
 

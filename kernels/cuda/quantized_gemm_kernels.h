@@ -30,10 +30,10 @@ cudaError_t LaunchQuantizeRows(const float* x, int rows, int cols, int8_t* quant
 // activations quantized by LaunchQuantizeRows (`x_quants`, `x_scales` of `rows` rows of
 // in_dim values). `out`: device float32 [rows, out_dim].
 //
-// Order of one output element (cpu::QuantizedMatMulRange's): lane j of 8 takes block positions
-// 4j..4j+3, their exact int32 dot product p (dp4a) is accumulated as
-// acc_j = fma(float(p), d_w(b) * d_x(b), acc_j) over b from 0 upwards, and the 8 lanes
-// are summed by the tree (a0+a4 + a1+a5) + (a2+a6 + a3+a7).
+// Order of one output element (cpu::QuantizedMatMulRange's): for each block b in order,
+// the exact int32 dot product s_b of its 32 weight and activation quants (8 threads'
+// dp4a of 4 positions each, added across the threads by shuffles) is accumulated as
+// acc = fma(float(s_b), d_w(b) * d_x(b), acc) from 0; the output is acc.
 // cudaErrorInvalidValue for null pointers or non-positive sizes, else the launch error.
 cudaError_t LaunchQuantizedGemm(const int8_t* x_quants, const float* x_scales, int rows,
                                 const void* weights, const uint16_t* weight_scales, bool q4,
