@@ -29,7 +29,6 @@
 #include "kernels/backend_factory.h"
 #include "model/llama.h"
 #include "model/medusa_heads.h"
-#include "model/synthetic_weights.h"
 #include "model/weights.h"
 #include "worker/command_line.h"
 #include "worker/group_membership.h"
@@ -39,6 +38,7 @@
 #include "worker/target_group.h"
 #include "worker/target_proposer.h"
 #include "worker/timed_communicator.h"
+#include "worker/worker_model.h"
 #include "worker/worker_options.h"
 #include "worker/worker_service.h"
 
@@ -160,38 +160,6 @@ absl::Status AddTargetProposers(const WorkerOptions& options, const LlamaConfig&
   return absl::OkStatus();
 }
 
-// The checkpoint of --model_dir, or the synthetic weights of --synthetic (logged as
-// such). Errors name the flag.
-absl::StatusOr<LlamaWeights> LoadWeights(const WorkerOptions& options) {
-  if (!options.synthetic.empty()) {
-    absl::StatusOr<SyntheticModel> model = ResolveSyntheticModel(options);
-    if (!model.ok()) return model.status();
-    std::fprintf(stderr,
-                 "tandem-worker: SYNTHETIC WEIGHTS (%s, %.1f GB): random values with real "
-                 "shapes, NOT A MODEL; for benchmarks only\n",
-                 model->name.c_str(), SyntheticWeightBytes(*model) / 1e9);
-    return MakeSyntheticWeights(*model, /*seed=*/1);
-  }
-  absl::StatusOr<LlamaWeights> weights =
-      LoadLlamaWeights(options.model_dir, options.rank, options.tp_size);
-  if (!weights.ok()) {
-    return absl::Status(weights.status().code(), absl::StrCat("--model_dir=", options.model_dir,
-                                                              ": ", weights.status().message()));
-  }
-  return weights;
-}
-
-// The name the worker reports (Describe, logs): the model directory's base name, or
-// "synthetic:<model> (NOT A MODEL)".
-std::string ModelName(const WorkerOptions& options) {
-  if (!options.synthetic.empty()) {
-    return absl::StrCat("synthetic:", options.synthetic, " (NOT A MODEL)");
-  }
-  std::string dir = options.model_dir;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  return dir.substr(dir.rfind('/') + 1);  // npos + 1 = 0: no slash.
-}
-
 int Run(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Tandem worker: serves a draft model or one rank of a tensor-parallel target "
@@ -235,7 +203,7 @@ int Run(int argc, char** argv) {
                                                               backend_or.status().message())),
         2);
   }
-  absl::StatusOr<LlamaWeights> weights = LoadWeights(options);
+  absl::StatusOr<LlamaWeights> weights = LoadWorkerWeights(options);
   if (!weights.ok()) Die(weights.status(), 2);
   // Before logging starts, so that bad heads are one line on stderr like every start-up
   // error.
@@ -253,22 +221,15 @@ int Run(int argc, char** argv) {
   }
   InstallShutdownSignalHandlers();
   std::unique_ptr<Backend> backend = *std::move(backend_or);
-  LlamaModelOptions model_options;
-  model_options.kv_cache_bytes = size_t(options.kv_cache_mb) << 20;
-  model_options.kv_dtype = options.KvDType();
-  model_options.block_size = options.block_size;
-  model_options.max_batch_tokens = options.max_batch_tokens;
-  model_options.collective_timeout = options.step_timeout;
-
   std::unique_ptr<TimedCommunicator> comm;
   if (options.is_group()) {
     comm = std::make_unique<TimedCommunicator>(options.rank, options.tp_size, options.comm);
   }
   absl::StatusOr<std::unique_ptr<LlamaModel>> model =
-      LlamaModel::Create(*weights, backend.get(), comm.get(), model_options);
+      LlamaModel::Create(*weights, backend.get(), comm.get(), WorkerModelOptions(options));
   if (!model.ok()) Die(model.status(), 2);
   LOG(INFO) << "tandem-worker: " << options.role << " rank " << options.rank << " of "
-            << options.tp_size << ", model " << ModelName(options) << " ("
+            << options.tp_size << ", model " << WorkerModelName(options) << " ("
             << weights->config.NumParameters() << " parameters), KV "
             << (*model)->kv_stats().total_blocks << " blocks of " << options.block_size << " ("
             << options.kv_dtype << "); " << backend->Description();
@@ -363,7 +324,7 @@ int Run(int argc, char** argv) {
   service_options.max_speculative_tokens = options.max_speculative_tokens;
   service_options.proposal_top_k = options.proposal_top_k;
   service_options.lease_timeout = options.lease_timeout;
-  service_options.model_name = ModelName(options);
+  service_options.model_name = WorkerModelName(options);
   service_options.synthetic = !options.synthetic.empty();
   service_options.backend = options.backend;
   service_options.target_proposers = &target_proposers;
