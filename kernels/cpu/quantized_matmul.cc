@@ -241,16 +241,13 @@ void QuantizeRows(SimdLevel level, const float* x, int rows, int cols, Quantized
 #endif
     QuantizeRowPortable(row, cols, quants, scales);
   }
-  out->starts_q8.clear();
-  out->starts_q4.clear();
+  out->block_sums.clear();
   if (level == SimdLevel::kAvx512Vnni) {
-    out->starts_q8.resize(out->quants.size() / kBlock);
-    out->starts_q4.resize(out->quants.size() / kBlock);
-    for (size_t b = 0; b < out->starts_q8.size(); ++b) {
+    out->block_sums.resize(out->quants.size() / kBlock);
+    for (size_t b = 0; b < out->block_sums.size(); ++b) {
       int32_t sum = 0;
       for (int i = 0; i < kBlock; ++i) sum += out->quants[b * kBlock + i];
-      out->starts_q8[b] = -128 * sum;
-      out->starts_q4[b] = -8 * sum;
+      out->block_sums[b] = sum;
     }
   }
 }

@@ -21,27 +21,21 @@ namespace cpu {
 // holding a NaN or an infinity gets d = NaN and zero quants (the outputs it reaches are
 // NaN); one with m below about 1e-36 (1 / d would overflow) counts as zero (d = 0).
 // Every row is padded with zero quants to a whole number of blocks. At SimdLevel
-// kAvx512Vnni each block also has its starts, -bias times the sum of its quants for bias
-// 128 (q8_0) and 8 (q4_0): the correction of a vpdpbusd product with weights biased to
-// unsigned bytes.
+// kAvx512Vnni each block also has the sum of its quants (the correction of a vpdpbusd
+// product with weights biased to unsigned bytes).
 struct QuantizedRows {
   int rows = 0;
   int cols = 0;
   int blocks_per_row = 0;
-  std::vector<int8_t> quants;  // [rows, blocks_per_row * kQ8BlockSize]
-  std::vector<float> scales;   // [rows, blocks_per_row]
-  // kAvx512Vnni: [rows, blocks_per_row] each, -128 and -8 times the block sums; else
-  // empty.
-  std::vector<int32_t> starts_q8;
-  std::vector<int32_t> starts_q4;
+  std::vector<int8_t> quants;       // [rows, blocks_per_row * kQ8BlockSize]
+  std::vector<float> scales;        // [rows, blocks_per_row]
+  std::vector<int32_t> block_sums;  // kAvx512Vnni: [rows, blocks_per_row]; else empty.
   const int8_t* RowQuants(int r) const {
     return quants.data() + size_t(r) * blocks_per_row * kQ8BlockSize;
   }
   const float* RowScales(int r) const { return scales.data() + size_t(r) * blocks_per_row; }
-  // The starts of row r for weights of `dtype` (kQ8_0 or kQ4_0).
-  const int32_t* RowStarts(DType dtype, int r) const {
-    const std::vector<int32_t>& starts = dtype == DType::kQ4_0 ? starts_q4 : starts_q8;
-    return starts.data() + size_t(r) * blocks_per_row;
+  const int32_t* RowBlockSums(int r) const {
+    return block_sums.data() + size_t(r) * blocks_per_row;
   }
 };
 

@@ -9,7 +9,7 @@
 // make the block sums. vpdpbusd multiplies unsigned by signed bytes: the weights go in as
 // w + bias (q8_0: q ^ 0x80, bias 128; q4_0: the stored nibble, bias 8), held in
 // registers for the block, x signed, and the sum starts at -bias times the block's sum
-// of x (QuantizedRows' starts), so it ends at exactly sum w_i x_i (at most
+// of x (QuantizedRows::block_sums), so it ends at exactly sum w_i x_i (at most
 // 32 x 255 x 127 before the correction). The float part (convert, fma by d_w * d_x) is
 // the portable path's, so the levels agree bitwise.
 #include "kernels/cpu/quantized_matmul_vnni.h"
@@ -64,6 +64,7 @@ TANDEM_VNNI inline void LoadUnsignedGroups(const QuantizedTiles& w, int t, int b
 template <int RB, DType kFormat>
 TANDEM_VNNI void Tile(const QuantizedRows& x, int row0, const QuantizedTiles& w, int t, int lo,
                       int hi, float* out) {
+  constexpr int kBias = kFormat == DType::kQ8_0 ? 128 : 8;
   __m512 acc[RB];
 #pragma GCC unroll 8
   for (int r = 0; r < RB; ++r) acc[r] = _mm512_setzero_ps();
@@ -75,7 +76,7 @@ TANDEM_VNNI void Tile(const QuantizedRows& x, int row0, const QuantizedTiles& w,
 #pragma GCC unroll 8
     for (int r = 0; r < RB; ++r) {
       const int8_t* xq = x.RowQuants(row0 + r) + size_t(b) * kQ8BlockSize;
-      __m512i even = _mm512_set1_epi32(x.RowStarts(kFormat, row0 + r)[b]);
+      __m512i even = _mm512_set1_epi32(-kBias * x.RowBlockSums(row0 + r)[b]);
       __m512i odd = _mm512_setzero_si512();
 #pragma GCC unroll 4
       for (int u = 0; u < 8; u += 2) {
@@ -143,7 +144,7 @@ TANDEM_VNNI void Range(const QuantizedRows& x, const QuantizedTiles& w, int col_
 
 void RangeVnni(const QuantizedRows& x, const QuantizedTiles& w, int col_begin, int col_end,
                float* out) {
-  CHECK_EQ(x.starts_q8.size(), x.quants.size() / kQ8BlockSize)
+  CHECK_EQ(x.block_sums.size(), x.quants.size() / kQ8BlockSize)
       << "RangeVnni: activations not quantized at the avx512vnni level";
   if (w.dtype == DType::kQ4_0) return Range<DType::kQ4_0>(x, w, col_begin, col_end, out);
   Range<DType::kQ8_0>(x, w, col_begin, col_end, out);
