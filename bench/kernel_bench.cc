@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -17,12 +18,16 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "bench/memory_bandwidth.h"
 #include "bench/peak_flops.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/half.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quantized_tiles.h"
 #include "kernels/cpu/simd.h"
@@ -35,6 +40,12 @@ ABSL_FLAG(std::string, simd, "",
           "the CPU lacks falls back to the highest one it has).");
 ABSL_FLAG(std::string, only, "",
           "Run one section only: matmul, attention or stream (default: all three).");
+ABSL_FLAG(std::string, matmul_shapes, "256x256,256x688,688x256,256x2048,256x4096",
+          "Matmul section: comma-separated in_dim x out_dim shapes (the 1B model's: "
+          "2048x2048,2048x256,2048x5632,5632x2048).");
+ABSL_FLAG(std::string, matmul_rows, "1,2,4,5,8,16,32,64",
+          "Matmul section: comma-separated row counts (at most 256).");
+ABSL_FLAG(std::string, matmul_format, "f32", "Matmul section: weight format f32, bf16 or f16.");
 ABSL_FLAG(int64_t, stream_mb, 512,
           "Weight bytes per format in the stream section, in MB (far above the caches).");
 ABSL_FLAG(int, stream_rows, 5,
@@ -79,29 +90,77 @@ std::vector<float> Random(size_t n, uint32_t seed) {
   return v;
 }
 
+// The matmul section's shapes and row counts from the flags; exits on a malformed list.
+struct MatMulShape {
+  int in_dim = 0, out_dim = 0;
+};
+
+std::vector<MatMulShape> MatMulShapes() {
+  std::vector<MatMulShape> shapes;
+  for (absl::string_view item : absl::StrSplit(absl::GetFlag(FLAGS_matmul_shapes), ',')) {
+    const std::vector<std::string> dims = absl::StrSplit(item, 'x');
+    MatMulShape shape;
+    if (dims.size() != 2 || !absl::SimpleAtoi(dims[0], &shape.in_dim) ||
+        !absl::SimpleAtoi(dims[1], &shape.out_dim) || shape.in_dim <= 0 || shape.out_dim <= 0) {
+      std::fprintf(stderr, "kernel_bench: bad --matmul_shapes entry '%s'\n",
+                   std::string(item).c_str());
+      std::exit(2);
+    }
+    shapes.push_back(shape);
+  }
+  return shapes;
+}
+
+std::vector<int> MatMulRows() {
+  std::vector<int> rows;
+  for (absl::string_view item : absl::StrSplit(absl::GetFlag(FLAGS_matmul_rows), ',')) {
+    int r = 0;
+    if (!absl::SimpleAtoi(item, &r) || r < 1 || r > 256) {
+      std::fprintf(stderr, "kernel_bench: bad --matmul_rows entry '%s'\n",
+                   std::string(item).c_str());
+      std::exit(2);
+    }
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+// The weight `w` in `format` (f32, bf16 or f16; the 16-bit copies are stored in `bits`).
+cpu::WeightMatrix MatMulWeight(const std::string& format, const std::vector<float>& w,
+                               const MatMulShape& s, std::vector<uint16_t>* bits) {
+  if (format == "f32") return {DType::kF32, w.data(), s.out_dim, s.in_dim};
+  const bool bf16 = format == "bf16";
+  if (!bf16 && format != "f16") {
+    std::fprintf(stderr, "kernel_bench: --matmul_format must be f32, bf16 or f16\n");
+    std::exit(2);
+  }
+  bits->resize(w.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    (*bits)[i] = bf16 ? cpu::FloatToBf16(w[i]) : cpu::FloatToF16(w[i]);
+  }
+  return {bf16 ? DType::kBF16 : DType::kF16, bits->data(), s.out_dim, s.in_dim};
+}
+
 void BenchMatMul(cpu::SimdLevel level, const PeakFlops& peak, double seconds) {
-  struct Shape {
-    int in_dim, out_dim;
-  };
-  const Shape shapes[] = {{256, 256}, {256, 688}, {688, 256}, {256, 2048}, {256, 4096}};
-  const int row_counts[] = {1, 2, 4, 5, 8, 16, 32, 64};
+  const std::string format = absl::GetFlag(FLAGS_matmul_format);
+  const std::vector<int> row_counts = MatMulRows();
+  const int max_rows = *std::max_element(row_counts.begin(), row_counts.end());
   cpu::ThreadPool one(1), all(peak.threads);
-  std::printf("\nmatmul out[rows, out] = x[rows, in] . W[out, in]^T  (%s)\n",
-              cpu::SimdLevelName(level));
+  std::printf("\nmatmul out[rows, out] = x[rows, in] . W[out, in]^T  (%s, %s weights)\n",
+              cpu::SimdLevelName(level), format.c_str());
   std::printf("%-12s %5s | %9s %7s | %9s %7s | %9s\n", "in->out", "rows", "1T GF/s", "%peak1",
               "NT GF/s", "%peakN", "NT us");
-  for (const Shape& s : shapes) {
+  for (const MatMulShape& s : MatMulShapes()) {
     const auto w = Random(size_t(s.out_dim) * s.in_dim, 1);
-    const auto x = Random(size_t(64) * s.in_dim, 2);
-    std::vector<float> out(size_t(64) * s.out_dim);
+    std::vector<uint16_t> bits;
+    const cpu::WeightMatrix weight = MatMulWeight(format, w, s, &bits);
+    const auto x = Random(size_t(max_rows) * s.in_dim, 2);
+    std::vector<float> out(size_t(max_rows) * s.out_dim);
     for (int rows : row_counts) {
       const double flops = 2.0 * rows * s.in_dim * s.out_dim;
       auto run = [&](cpu::ThreadPool* pool) {
-        return TimePerCall(
-            [&] {
-              cpu::MatMul(level, pool, x.data(), rows, w.data(), s.out_dim, s.in_dim, out.data());
-            },
-            seconds);
+        return TimePerCall([&] { cpu::MatMul(level, pool, x.data(), rows, weight, out.data()); },
+                           seconds);
       };
       const double t1 = run(&one), tn = run(&all);
       const double g1 = flops / t1 * 1e-9, gn = flops / tn * 1e-9;
@@ -285,6 +344,12 @@ int Main() {
       "%.1f GFLOP/s per core; %d threads together: %.1f GFLOP/s\n",
       peak.isa, peak.fma_ghz_per_core, peak.simd_width, peak.gflops_per_core, peak.threads,
       peak.gflops_all);
+  if (peak.gflops_all_512 > 0) {
+    std::printf(
+        "512-bit FMAs, %d threads together: %.1f GFLOP/s (the float matmul issues 256-bit "
+        "FMAs on every level)\n",
+        peak.threads, peak.gflops_all_512);
+  }
   const std::string only = absl::GetFlag(FLAGS_only);
   if (only.empty() || only == "matmul") BenchMatMul(level, peak, seconds);
   if (only.empty() || only == "attention") BenchAttention(level, peak, seconds);

@@ -193,8 +193,8 @@ double ResidentBytes() {
 // Benches the model of `host` (taken: its tensors are released once the model holds its
 // own copies, so the resident memory counts what a worker keeps; kept with --profile,
 // which builds a second model from them).
-void BenchModel(const std::string& name, LlamaWeights host, int threads, double peak_gflops,
-                const bench::MemoryBandwidth& bandwidth) {
+void BenchModel(const std::string& name, LlamaWeights host, int threads,
+                const bench::PeakFlops& peak, const bench::MemoryBandwidth& bandwidth) {
   LlamaWeights* weights = &host;
   const LlamaConfig c = weights->config;
   CpuBackend cpu(threads);
@@ -257,9 +257,14 @@ void BenchModel(const std::string& name, LlamaWeights host, int threads, double 
   const double prefill_flops = 2.0 * matmul_params * prompt + 2.0 * c.hidden_size * c.vocab_size +
                                2.0 * c.num_layers * c.num_heads * c.head_dim * double(prompt) *
                                    (prompt + 1);  // QK^T and PV, causal.
-  std::printf("prefill %d tokens: %8.2f ms  %9.0f tokens/s  %6.2f GFLOP/s (%.0f%% of peak)\n",
-              prompt, t_prefill * 1e3, prompt / t_prefill, prefill_flops / t_prefill * 1e-9,
-              100.0 * prefill_flops / t_prefill * 1e-9 / peak_gflops);
+  const double prefill_gflops = prefill_flops / t_prefill * 1e-9;
+  std::printf("prefill %d tokens: %8.2f ms  %9.0f tokens/s  %6.2f GFLOP/s (%.0f%% of peak", prompt,
+              t_prefill * 1e3, prompt / t_prefill, prefill_gflops,
+              100.0 * prefill_gflops / peak.gflops_all);
+  if (peak.gflops_all_512 > 0) {
+    std::printf(", %.0f%% of the 512-bit peak", 100.0 * prefill_gflops / peak.gflops_all_512);
+  }
+  std::printf(")\n");
 
   // Decode and verify at a fixed context.
   if (!ForwardToHost(model, {Seq(2, 0, slice(0, context), {})}, &logits).ok()) std::exit(1);
@@ -310,7 +315,7 @@ void BenchModel(const std::string& name, LlamaWeights host, int threads, double 
 
   // The backend's matmul on this model's up_proj, in its format (fastest calls).
   std::printf("up_proj matmul [rows x %d] x [%d x %d]^T GFLOP/s (peak %.1f):", c.hidden_size,
-              c.intermediate_size, c.hidden_size, peak_gflops);
+              c.intermediate_size, c.hidden_size, peak.gflops_all);
   double rows1_gflops = 0;
   for (int rows : {1, 8, 64, 256}) {
     const double gflops = MatMulGflops(backend, rows, up);
@@ -352,8 +357,10 @@ int main(int argc, char** argv) {
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
   const tandem::bench::PeakFlops peak =
       tandem::bench::MeasurePeakFlops(threads, absl::GetFlag(FLAGS_peak_seconds));
-  std::printf("float32 FMA peak (%s): %.1f GFLOP/s per core, %.1f GFLOP/s on %d threads\n",
-              peak.isa, peak.gflops_per_core, peak.gflops_all, peak.threads);
+  std::printf("float32 FMA peak (%s): %.1f GFLOP/s per core, %.1f GFLOP/s on %d threads", peak.isa,
+              peak.gflops_per_core, peak.gflops_all, peak.threads);
+  if (peak.gflops_all_512 > 0) std::printf("; 512-bit FMAs: %.1f GFLOP/s", peak.gflops_all_512);
+  std::printf("\n");
   const tandem::bench::MemoryBandwidth bandwidth = tandem::bench::MeasureMemoryBandwidth(
       threads, size_t(absl::GetFlag(FLAGS_bandwidth_mb)) << 20, 0.3);
   std::printf("memory bandwidth on %d threads: triad %.1f GB/s, read %.1f GB/s\n", threads,
@@ -372,7 +379,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "model_bench: %s\n", weights.status().ToString().c_str());
         return 1;
       }
-      tandem::BenchModel(source, *std::move(weights), threads, peak.gflops_all, bandwidth);
+      tandem::BenchModel(source, *std::move(weights), threads, peak, bandwidth);
     }
   }
   return 0;

@@ -14,11 +14,16 @@ struct PeakFlops {
                                 // ("GHz-equivalent": 2 FMA ports x clock on most cores).
   double gflops_per_core = 0;   // simd_width x 2 x fma_ghz_per_core.
   double gflops_all = 0;        // Measured with `threads` threads at once.
+  // The same with 512-bit FMAs (16 lanes) where the CPU has the AVX-512 level, else 0:
+  // the yardstick of a kernel that issued 512-bit FMAs (the float kernels issue 256-bit
+  // ones on every level, kernels/cpu/float_tiles.h).
+  double gflops_all_512 = 0;
 };
 
 // Runs a register-resident FMA loop (12 independent accumulators, enough to cover
 // latency x ports on current x86 cores) for about `seconds` per measurement, best of
-// three, on one thread and on `threads` threads.
+// three, on one thread and on `threads` threads (and with 512-bit vectors on `threads`
+// threads where the CPU has them).
 PeakFlops MeasurePeakFlops(int threads, double seconds);
 
 }  // namespace bench

@@ -249,22 +249,25 @@ TEST_P(MatMulTest, StoredFormatsBatchInvariant) {
   }
 }
 
-// Every tile height (1-6 rows in one sweep, 7-13 rows in panels of 4-row blocks) gives
-// each row bitwise its one-row result, for every format, with whole cache-line steps, a
-// partial step and a masked k tail (in_dim 61 = 32 + 3 x 8 + 5; 300: for q8_0/q4_0 a
-// short last block of 29 and 12 values), tail tiles of every width and next-tile
-// prefetches at the matrix end (out_dim 1, 19, 67), at 1 and 2 threads; and (f32, bf16,
-// f16) within tolerance of the naive reference.
+// Every tile height (one sweep: 1-6 rows on AVX2, 1-8 on AVX-512; more rows: panels of
+// 4-row, AVX-512 6-row, blocks and a last block of the rest) gives each row bitwise its
+// one-row result, for every format, with whole cache-line steps, a partial step and a
+// masked k tail (in_dim 61 = 32 + 3 x 8 + 5; 300: for q8_0/q4_0 a short last block of 29
+// and 12 values), k in panel blocks of 1024 with carried accumulators (in_dim 1061: a
+// second block of 37 values; 2048: two whole blocks, x copied to padded rows), tail
+// tiles of every width and next-tile prefetches at the matrix end (out_dim 1, 19, 67), at
+// 1 and 2 threads; and (f32, bf16, f16) within tolerance of the naive reference.
 TEST_P(MatMulTest, EveryRowCountMatchesOneRowCallsBitwise) {
   uint32_t seed = 300;
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16, DType::kQ8_0, DType::kQ4_0}) {
-    for (int in_dim : {61, 300}) {
+    for (int in_dim : {61, 300, 1061, 2048}) {
       for (int out_dim : {1, 19, 67}) {
+        if (in_dim > 1024 && (IsBlockQuantized(dtype) || out_dim == 1)) continue;
         const StoredWeight w = MakeStoredWeight(dtype, out_dim, in_dim, seed++);
         const WeightMatrix matrix = dtype == DType::kF32
                                         ? WeightMatrix{dtype, w.widened.data(), out_dim, in_dim}
                                         : w.matrix();
-        const int total = 13;
+        const int total = in_dim > 1024 ? 21 : 13;
         const auto x = RandomVector(size_t(total) * in_dim, seed++);
         std::vector<float> alone(size_t(total) * out_dim), expected(alone.size());
         reference::MatMul(x.data(), total, w.widened.data(), out_dim, in_dim, expected.data());
@@ -285,6 +288,31 @@ TEST_P(MatMulTest, EveryRowCountMatchesOneRowCallsBitwise) {
                 << " threads=" << threads;
           }
         }
+      }
+    }
+  }
+}
+
+// The AVX-512 level's float tiles (32 registers, larger tiles, other row blocks) give
+// bitwise the AVX2 level's results: the same operations per element.
+TEST(MatMulLevelsTest, FloatFormatsEqualAcrossAvx2AndAvx512Bitwise) {
+  if (!CpuHasAvx512Vnni()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI level";
+  uint32_t seed = 400;
+  ThreadPool pool(2);
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (const auto& [in_dim, out_dim] :
+         std::vector<std::pair<int, int>>{{61, 67}, {300, 19}, {1061, 53}, {2048, 30}}) {
+      const StoredWeight w = MakeStoredWeight(dtype, out_dim, in_dim, seed++);
+      const WeightMatrix matrix = dtype == DType::kF32
+                                      ? WeightMatrix{dtype, w.widened.data(), out_dim, in_dim}
+                                      : w.matrix();
+      for (int rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 27}) {
+        const auto x = RandomVector(size_t(rows) * in_dim, seed++);
+        std::vector<float> avx2(size_t(rows) * out_dim), avx512(avx2.size());
+        MatMul(SimdLevel::kAvx2, &pool, x.data(), rows, matrix, avx2.data());
+        MatMul(SimdLevel::kAvx512Vnni, &pool, x.data(), rows, matrix, avx512.data());
+        ASSERT_TRUE(BitwiseEqual(avx2.data(), avx512.data(), avx2.size()))
+            << DTypeName(dtype) << " rows=" << rows << " in=" << in_dim << " out=" << out_dim;
       }
     }
   }

@@ -39,7 +39,9 @@ struct F32Reader {
   static constexpr int kStep = 16;
   using Block = const float*;
   Block BlockAt(size_t o, int k) const { return w + o * in_dim + k; }
-  TANDEM_AVX2 void Prefetch(size_t o, int k) const { PrefetchLine(w + o * in_dim + k); }
+  TANDEM_AVX2 __attribute__((always_inline)) void Prefetch(size_t o, int k) const {
+    PrefetchLine(w + o * in_dim + k);
+  }
   TANDEM_AVX2 static __m256 Load8(Block b, int offset) { return _mm256_loadu_ps(b + offset); }
   TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const {
     return _mm256_maskload_ps(w + o * in_dim + k, TailMask(n));
@@ -56,7 +58,9 @@ struct Bf16Reader {
   static constexpr int kStep = 32;
   using Block = const uint16_t*;
   Block BlockAt(size_t o, int k) const { return w + o * in_dim + k; }
-  TANDEM_AVX2 void Prefetch(size_t o, int k) const { PrefetchLine(w + o * in_dim + k); }
+  TANDEM_AVX2 __attribute__((always_inline)) void Prefetch(size_t o, int k) const {
+    PrefetchLine(w + o * in_dim + k);
+  }
   TANDEM_AVX2 static __m256 Load8(Block b, int offset) { return LoadBf16x8(b + offset); }
   TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const { return WidenTail(*this, o, k, n); }
 #endif
@@ -71,7 +75,9 @@ struct F16Reader {
   static constexpr int kStep = 32;
   using Block = const uint16_t*;
   Block BlockAt(size_t o, int k) const { return w + o * in_dim + k; }
-  TANDEM_AVX2 void Prefetch(size_t o, int k) const { PrefetchLine(w + o * in_dim + k); }
+  TANDEM_AVX2 __attribute__((always_inline)) void Prefetch(size_t o, int k) const {
+    PrefetchLine(w + o * in_dim + k);
+  }
   TANDEM_AVX2 static __m256 Load8(Block b, int offset) { return LoadF16x8(b + offset); }
   TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const { return WidenTail(*this, o, k, n); }
 #endif

@@ -1,0 +1,272 @@
+// Internal to the float matmul (kernels/cpu/matmul.h): the register tiles of its AVX2
+// path, for f32, bf16 and f16 weights read through kernels/cpu/weight_readers.h.
+//
+// A tile is RB rows of x against CB output columns: RB * CB 8-lane accumulators over k
+// (lane j takes k = j mod 8), one fused multiply-add per (row, column, chunk of 8), then
+// the fixed tree of vec_math.h (StoreTile). Every tile shape performs the same operations
+// per output element, so the tile shapes (how many registers a level has) decide speed
+// only: the AVX2 level (16 vector registers) and the AVX-512 level (the same 256-bit
+// instructions with 32 registers, larger tiles) give bitwise the same results.
+//
+// The tiles are always inlined into a sweep, a function compiled under the level's target
+// attribute (its register budget): Shapes::Sweep. A TileShapes policy provides
+//   template <int RB, int CB, typename Reader>
+//   static void Sweep(args, col_begin, col_end);  // float_tiles::Sweep, level's target
+//   static constexpr int kMaxTileRows;        // rows handled by one sweep
+//   static constexpr int kBlockRows;          // row block of the panel loop
+//   static constexpr int kBlockColumns;       // its tile width
+//   static constexpr int Columns(int rows);   // tile width for 1..kMaxTileRows rows
+#ifndef TANDEM_KERNELS_CPU_FLOAT_TILES_H_
+#define TANDEM_KERNELS_CPU_FLOAT_TILES_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "kernels/cpu/vec_math.h"
+
+#if defined(TANDEM_HAVE_AVX2_KERNELS)
+
+#define TANDEM_TILE_INLINE TANDEM_AVX2 __attribute__((always_inline)) inline
+#define TANDEM_AVX512_FLOAT __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
+
+namespace tandem {
+namespace cpu {
+namespace float_tiles {
+
+// The operands of a sweep: rows of x `x_stride` floats apart (in_dim values each), the
+// weight reader, and out[r * out_dim + o]; the sweep covers k in [k_begin, k_end) (k_end
+// < in_dim only at a multiple of 32). A sweep that does not start at k = 0 resumes the
+// accumulators of (r, o) from carry[(r * carry_stride + o - carry_col) * 8 + lane]; one
+// that does not end at in_dim leaves them there instead of writing out.
+template <typename Reader>
+struct TileArgs {
+  const float* x;
+  int x_stride;
+  int in_dim;
+  Reader w;  // A copy (two words): the compiler then keeps its fields in registers.
+  float* out;
+  int out_dim;
+  int k_begin = 0;
+  int k_end = 0;
+  float* carry = nullptr;
+  int carry_stride = 0;
+  int carry_col = 0;
+};
+
+// The carried accumulator of tile row r, column `col` (see TileArgs).
+template <typename Reader>
+inline float* CarryAt(const TileArgs<Reader>& a, int r, int col) {
+  return a.carry + (size_t(r) * a.carry_stride + (col - a.carry_col)) * 8;
+}
+
+// One chunk of 8 values of k at `k`: the weights Load8(blocks[c], offset), `offset` being
+// k's distance from where the step state `blocks` was fetched, times the rows xr of x at k.
+template <int RB, int CB, typename Reader>
+TANDEM_TILE_INLINE void Chunk(const Reader& w, const float* const (&xr)[RB],
+                              const typename Reader::Block* blocks, int k, int offset,
+                              __m256 (&acc)[RB][CB]) {
+  __m256 wv[CB];
+#pragma GCC unroll 8
+  for (int c = 0; c < CB; ++c) wv[c] = w.Load8(blocks[c], offset);
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) {
+    const __m256 xv = InRegister(_mm256_loadu_ps(xr[r] + k));
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
+  }
+}
+
+// RB rows x CB output columns starting at column `col`.
+template <int RB, int CB, typename Reader>
+TANDEM_TILE_INLINE void Tile(const TileArgs<Reader>& a, int col) {
+  __m256 acc[RB][CB];
+  const bool resume = a.k_begin > 0;
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) {
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) {
+      acc[r][c] = resume ? _mm256_loadu_ps(CarryAt(a, r, col + c)) : _mm256_setzero_ps();
+    }
+  }
+  // Steps of Reader::kStep values of k (a cache line of each weight row) whose
+  // per-column state (row pointer) is fetched once; then whole chunks of 8 of a last
+  // partial step; then the masked tail. The chunks of 8 run in k order either way.
+  // With a few rows each weight line is used longer than one row's streams take to
+  // bring the next in, so every step also asks for the same line of the next tile's
+  // columns (clamped to the matrix): that tile is in L2 when its turn comes.
+  size_t next[CB];
+#pragma GCC unroll 8
+  for (int c = 0; c < CB; ++c) next[c] = size_t(std::min(col + CB + c, a.out_dim - 1));
+  const float* xr[RB];
+#pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r) xr[r] = a.x + size_t(r) * a.x_stride;
+  const Reader w = a.w;
+  typename Reader::Block blocks[CB];
+  int k = a.k_begin;
+  for (; k + Reader::kStep <= a.k_end; k += Reader::kStep) {
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) blocks[c] = w.BlockAt(size_t(col) + c, k);
+    if constexpr (RB > 1) {
+#pragma GCC unroll 8
+      for (int c = 0; c < CB; ++c) w.Prefetch(next[c], k);
+    }
+#pragma GCC unroll 4
+    for (int s = 0; s < Reader::kStep; s += 8) Chunk<RB, CB>(w, xr, blocks, k + s, s, acc);
+  }
+  if (a.k_end < a.in_dim) {
+#pragma GCC unroll 8
+    for (int r = 0; r < RB; ++r) {
+#pragma GCC unroll 8
+      for (int c = 0; c < CB; ++c) _mm256_storeu_ps(CarryAt(a, r, col + c), acc[r][c]);
+    }
+    return;
+  }
+  if (k < a.in_dim) {
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) blocks[c] = w.BlockAt(size_t(col) + c, k);
+    for (const int base = k; k + 8 <= a.in_dim; k += 8)
+      Chunk<RB, CB>(w, xr, blocks, k, k - base, acc);
+  }
+  if (k < a.in_dim) {
+    const __m256i mask = TailMask(a.in_dim - k);
+    __m256 wv[CB];
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) wv[c] = w.LoadTail(size_t(col) + c, k, a.in_dim - k);
+#pragma GCC unroll 8
+    for (int r = 0; r < RB; ++r) {
+      const __m256 xv = _mm256_maskload_ps(xr[r] + k, mask);
+#pragma GCC unroll 8
+      for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
+    }
+  }
+  StoreTile(acc, a.out + col, a.out_dim);
+}
+
+// Tile<RB, cb> for a runtime cb in 1..CB.
+template <int RB, int CB, typename Reader>
+TANDEM_TILE_INLINE void TileUpTo(int cb, const TileArgs<Reader>& a, int col) {
+  if constexpr (CB > 1) {
+    if (cb < CB) return TileUpTo<RB, CB - 1>(cb, a, col);
+  }
+  Tile<RB, CB>(a, col);
+}
+
+// RB rows against output columns [col_begin, col_end) in tiles of CB columns.
+template <int RB, int CB, typename Reader>
+TANDEM_TILE_INLINE void Sweep(const TileArgs<Reader>& a, int col_begin, int col_end) {
+  int c = col_begin;
+  for (; c + CB <= col_end; c += CB) Tile<RB, CB>(a, c);
+  if constexpr (CB > 1) {
+    if (c < col_end) TileUpTo<RB, CB - 1>(col_end - c, a, c);
+  }
+}
+
+// Sweep over rows [0, rb) of a.x for rb in RB..Shapes::kMaxTileRows, each row count with
+// its tile width (every weight vector is loaded and widened once for all rb rows); with
+// `block`, rb must be Shapes::kBlockRows and the panel loop's block width is used. Each
+// sweep is a function of its own compiled under the level's target (Shapes::Sweep).
+template <typename Shapes, int RB = 1, typename Reader>
+inline void SweepRows(int rb, bool block, const TileArgs<Reader>& a, int col_begin, int col_end) {
+  if constexpr (RB == Shapes::kBlockRows) {
+    if (block) {
+      return Shapes::template Sweep<RB, Shapes::kBlockColumns>(a, col_begin, col_end);
+    }
+  }
+  if constexpr (RB < Shapes::kMaxTileRows) {
+    if (rb > RB) return SweepRows<Shapes, RB + 1>(rb, block, a, col_begin, col_end);
+  }
+  Shapes::template Sweep<RB, Shapes::Columns(RB)>(a, col_begin, col_end);
+}
+
+// The row stride of x for MatMulRange: in_dim, or for more than kMaxTileRows rows 4 KB
+// apart (a multiple of 1024 floats, whose rows would share L1 sets) one cache line more
+// (x is then copied).
+template <typename Shapes>
+inline int XStride(int rows, int in_dim) {
+  if (rows <= Shapes::kMaxTileRows || in_dim % 1024 != 0) return in_dim;
+  return in_dim + 16;
+}
+
+// Values of k per block of the panel loop: the x rows of a row block stay in L1 while
+// they pass over every tile of the panel (a multiple of 32, so blocks end on whole steps).
+constexpr int kPanelDepth = 1024;
+
+// out[r, o] for every row of a.x and o in [col_begin, col_end) (a covers all k). Up to
+// kMaxTileRows rows: one sweep, so the weights are streamed once for all rows. More rows:
+// column panels sized so a panel of w stays in cache while every row block passes over
+// it, k in blocks of kPanelDepth (the accumulators carried between blocks in `carry`,
+// the calling thread's buffer), rows in blocks of kBlockRows and a last block of the
+// rest. Blocking changes no element's order of operations.
+template <typename Shapes, typename Reader>
+inline void MatMulRange(const TileArgs<Reader>& a, int rows, int col_begin, int col_end) {
+  if (rows <= Shapes::kMaxTileRows) return SweepRows<Shapes>(rows, false, a, col_begin, col_end);
+  const int panel = std::max(24, (8192 / std::max(a.in_dim, 1)) / 24 * 24);
+  thread_local std::vector<float> carry;
+  const bool carried = a.in_dim > kPanelDepth;
+  if (carried) carry.resize(size_t(rows) * panel * 8);
+  for (int p = col_begin; p < col_end; p += panel) {
+    const int pe = std::min(col_end, p + panel);
+    TileArgs<Reader> block = a;
+    block.carry_stride = panel;
+    block.carry_col = p;
+    for (int k = 0; k < a.in_dim; k += kPanelDepth) {
+      block.k_begin = k;
+      block.k_end = std::min(a.in_dim, k + kPanelDepth);
+      int r = 0;
+      for (; r < rows; r += Shapes::kBlockRows) {
+        const int rb = rows - r;
+        block.x = a.x + size_t(r) * a.x_stride;
+        block.out = a.out + size_t(r) * a.out_dim;
+        block.carry = carried ? carry.data() + size_t(r) * panel * 8 : nullptr;
+        if (rb > Shapes::kMaxTileRows) {
+          SweepRows<Shapes>(Shapes::kBlockRows, true, block, p, pe);
+        } else {
+          SweepRows<Shapes>(rb, false, block, p, pe);
+          break;
+        }
+      }
+    }
+  }
+}
+
+// 16 vector registers: RB * CB accumulators, CB weight vectors and one x vector.
+struct Avx2Shapes {
+  template <int RB, int CB, typename Reader>
+  TANDEM_AVX2 static void Sweep(const TileArgs<Reader>& a, int col_begin, int col_end) {
+    float_tiles::Sweep<RB, CB>(a, col_begin, col_end);
+  }
+  static constexpr int kMaxTileRows = 6;
+  static constexpr int kBlockRows = 4;
+  static constexpr int kBlockColumns = 3;
+  static constexpr int Columns(int rows) {
+    constexpr int kColumns[] = {0, 8, 4, 3, 3, 2, 2};
+    return kColumns[rows];
+  }
+};
+
+// 32 vector registers (AVX-512 VL encodings of the same 256-bit instructions).
+struct Avx512Shapes {
+  template <int RB, int CB, typename Reader>
+  TANDEM_AVX512_FLOAT static void Sweep(const TileArgs<Reader>& a, int col_begin, int col_end) {
+    float_tiles::Sweep<RB, CB>(a, col_begin, col_end);
+  }
+  static constexpr int kMaxTileRows = 8;
+  static constexpr int kBlockRows = 6;
+  static constexpr int kBlockColumns = 4;
+  static constexpr int Columns(int rows) {
+    constexpr int kColumns[] = {0, 8, 4, 3, 3, 2, 2, 3, 3};
+    return kColumns[rows];
+  }
+};
+
+}  // namespace float_tiles
+}  // namespace cpu
+}  // namespace tandem
+
+#undef TANDEM_TILE_INLINE
+#undef TANDEM_AVX512_FLOAT
+
+#endif  // TANDEM_HAVE_AVX2_KERNELS
+
+#endif  // TANDEM_KERNELS_CPU_FLOAT_TILES_H_
