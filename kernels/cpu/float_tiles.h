@@ -188,6 +188,30 @@ inline int XStride(int rows, int in_dim) {
   return in_dim + 16;
 }
 
+// Row blocks of the panel loop for `rows` > kMaxTileRows: blocks of kBlockRows while more
+// than kMaxTileRows rows are left, then one block of the rest.
+template <typename Shapes>
+inline int RowBlocks(int rows) {
+  int blocks = 1;
+  for (int left = rows; left > Shapes::kMaxTileRows; left -= Shapes::kBlockRows) ++blocks;
+  return blocks;
+}
+
+// Asks for the weight lines of columns [col_begin, col_end) at k in [k_begin, k_end) to
+// be brought into L2 (hints: never fault). A panel's first row block would otherwise read
+// its weights at DRAM speed; the panel loop spreads the next unit's lines over the row
+// blocks of the current one.
+template <typename Reader>
+inline void PrefetchWeights(const Reader& w, int col_begin, int col_end, int k_begin, int k_end) {
+  if (k_end <= k_begin) return;
+  for (int o = col_begin; o < col_end; ++o) {
+    for (int k = k_begin; k < k_end; k += Reader::kStep) {
+      __builtin_prefetch(w.BlockAt(size_t(o), k), 0, 2);
+    }
+    __builtin_prefetch(w.BlockAt(size_t(o), k_end - 1), 0, 2);
+  }
+}
+
 // Values of k per block of the panel loop: the x rows of a row block stay in L1 while
 // they pass over every tile of the panel (a multiple of 32, so blocks end on whole steps).
 constexpr int kPanelDepth = 1024;
@@ -205,6 +229,7 @@ inline void MatMulRange(const TileArgs<Reader>& a, int rows, int col_begin, int 
   thread_local std::vector<float> carry;
   const bool carried = a.in_dim > kPanelDepth;
   if (carried) carry.resize(size_t(rows) * panel * 8);
+  const int blocks = RowBlocks<Shapes>(rows);
   for (int p = col_begin; p < col_end; p += panel) {
     const int pe = std::min(col_end, p + panel);
     TileArgs<Reader> block = a;
@@ -213,18 +238,18 @@ inline void MatMulRange(const TileArgs<Reader>& a, int rows, int col_begin, int 
     for (int k = 0; k < a.in_dim; k += kPanelDepth) {
       block.k_begin = k;
       block.k_end = std::min(a.in_dim, k + kPanelDepth);
-      int r = 0;
-      for (; r < rows; r += Shapes::kBlockRows) {
-        const int rb = rows - r;
+      // The unit after this one (the next k block, else the next panel's first).
+      int next_col = p, next_end = pe, next_k = block.k_end;
+      if (next_k >= a.in_dim) next_col = pe, next_end = std::min(col_end, pe + panel), next_k = 0;
+      const int next_k_end = std::min(a.in_dim, next_k + kPanelDepth);
+      for (int i = 0, r = 0; i < blocks; ++i, r += Shapes::kBlockRows) {
+        PrefetchWeights(a.w, next_col + (next_end - next_col) * i / blocks,
+                        next_col + (next_end - next_col) * (i + 1) / blocks, next_k, next_k_end);
         block.x = a.x + size_t(r) * a.x_stride;
         block.out = a.out + size_t(r) * a.out_dim;
         block.carry = carried ? carry.data() + size_t(r) * panel * 8 : nullptr;
-        if (rb > Shapes::kMaxTileRows) {
-          SweepRows<Shapes>(Shapes::kBlockRows, true, block, p, pe);
-        } else {
-          SweepRows<Shapes>(rb, false, block, p, pe);
-          break;
-        }
+        const bool last = i + 1 == blocks;
+        SweepRows<Shapes>(last ? rows - r : Shapes::kBlockRows, !last, block, p, pe);
       }
     }
   }
