@@ -19,6 +19,8 @@ namespace {
 constexpr int64_t kMinFmaPerThread = 1 << 16;
 // Output columns per work unit of the parallel split (the block formats: a tile).
 constexpr int kColumnsPerUnit = 8;
+// Largest copy of x (floats) a thread keeps between float matmul calls (16 MB).
+constexpr size_t kKeptCopyFloats = size_t(4) << 20;
 
 // Calls range(col_begin, col_end) over output columns [0, out_dim) split across `pool`
 // in units of `unit` columns; rows * in_dim multiply-adds per column.
@@ -83,6 +85,8 @@ void MatMulTiled(ThreadPool* pool, const float* x, int rows, const Reader& w, in
   SplitColumns(pool, rows, out_dim, in_dim, kColumnsPerUnit, [&](int col_begin, int col_end) {
     float_tiles::MatMulRange<Shapes>(args, rows, col_begin, col_end);
   });
+  // A long prompt's copy is not kept for the rest of the thread's life.
+  if (padded.capacity() > kKeptCopyFloats) std::vector<float>().swap(padded);
 }
 
 template <typename Reader>
