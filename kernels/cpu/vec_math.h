@@ -68,10 +68,17 @@ TANDEM_AVX2 inline __m256 InRegister(__m256 v) {
   return v;
 }
 
-// 8 bfloat16 values at p widened to float32 (exact: a zero-extend and a 16-bit shift).
+// 8 bfloat16 values at p widened to float32 (exact: each value becomes the upper half of
+// its float32, the lower half zero). The 16 bytes are broadcast to both 128-bit halves (a
+// load) and one byte shuffle places values 0-3 (low half) and 4-7 (high half): one ALU
+// operation, off the FMA ports on current cores, instead of a zero-extend and a shift.
 TANDEM_AVX2 inline __m256 LoadBf16x8(const uint16_t* p) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  const __m256i h =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m256i place =
+      _mm256_setr_epi8(-128, -128, 0, 1, -128, -128, 2, 3, -128, -128, 4, 5, -128, -128, 6, 7, -128,
+                       -128, 8, 9, -128, -128, 10, 11, -128, -128, 12, 13, -128, -128, 14, 15);
+  return _mm256_castsi256_ps(_mm256_shuffle_epi8(h, place));
 }
 
 // 8 IEEE half values at p widened to float32 (exact, F16C).
