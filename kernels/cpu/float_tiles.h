@@ -77,6 +77,32 @@ TANDEM_TILE_INLINE void Chunk(const Reader& w, const float* const (&xr)[RB],
   }
 }
 
+// The end of a tile's k from `k` (past the last whole step) to in_dim: whole chunks of 8
+// of the partial step, then the masked tail (x and weights read as zero past in_dim).
+template <int RB, int CB, typename Reader>
+TANDEM_TILE_INLINE void TileTail(const Reader& w, const float* const (&xr)[RB], int col, int k,
+                                 int in_dim, __m256 (&acc)[RB][CB]) {
+  if (k < in_dim) {
+    typename Reader::Block blocks[CB];
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) blocks[c] = w.BlockAt(size_t(col) + c, k);
+    for (const int base = k; k + 8 <= in_dim; k += 8)
+      Chunk<RB, CB>(w, xr, blocks, k, k - base, acc);
+  }
+  if (k < in_dim) {
+    const __m256i mask = TailMask(in_dim - k);
+    __m256 wv[CB];
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; ++c) wv[c] = w.LoadTail(size_t(col) + c, k, in_dim - k);
+#pragma GCC unroll 8
+    for (int r = 0; r < RB; ++r) {
+      const __m256 xv = _mm256_maskload_ps(xr[r] + k, mask);
+#pragma GCC unroll 8
+      for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
+    }
+  }
+}
+
 // RB rows x CB output columns starting at column `col`.
 template <int RB, int CB, typename Reader>
 TANDEM_TILE_INLINE void Tile(const TileArgs<Reader>& a, int col) {
@@ -122,24 +148,7 @@ TANDEM_TILE_INLINE void Tile(const TileArgs<Reader>& a, int col) {
     }
     return;
   }
-  if (k < a.in_dim) {
-#pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) blocks[c] = w.BlockAt(size_t(col) + c, k);
-    for (const int base = k; k + 8 <= a.in_dim; k += 8)
-      Chunk<RB, CB>(w, xr, blocks, k, k - base, acc);
-  }
-  if (k < a.in_dim) {
-    const __m256i mask = TailMask(a.in_dim - k);
-    __m256 wv[CB];
-#pragma GCC unroll 8
-    for (int c = 0; c < CB; ++c) wv[c] = w.LoadTail(size_t(col) + c, k, a.in_dim - k);
-#pragma GCC unroll 8
-    for (int r = 0; r < RB; ++r) {
-      const __m256 xv = _mm256_maskload_ps(xr[r] + k, mask);
-#pragma GCC unroll 8
-      for (int c = 0; c < CB; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
-    }
-  }
+  TileTail<RB, CB>(w, xr, col, k, a.in_dim, acc);
   StoreTile(acc, a.out + col, a.out_dim);
 }
 
