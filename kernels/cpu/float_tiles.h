@@ -44,7 +44,7 @@ struct TileArgs {
   const float* x;
   int x_stride;
   int in_dim;
-  Reader w;  // A copy (two words): the compiler then keeps its fields in registers.
+  Reader w;  // A copy (a pointer and in_dim).
   float* out;
   int out_dim;
   int k_begin = 0;
