@@ -1,21 +1,28 @@
-// Internal to the float matmul (kernels/cpu/matmul.h): the register tiles of its AVX2
-// path, for f32, bf16 and f16 weights read through kernels/cpu/weight_readers.h.
+// Internal to the float matmul (kernels/cpu/matmul.h): the 256-bit register tiles, for
+// f32, bf16 and f16 weights read through kernels/cpu/weight_readers.h, and the panel loop
+// that blocks long inputs.
 //
 // A tile is RB rows of x against CB output columns: RB * CB 8-lane accumulators over k
 // (lane j takes k = j mod 8), one fused multiply-add per (row, column, chunk of 8), then
 // the fixed tree of vec_math.h (StoreTile). Every tile shape performs the same operations
 // per output element, so the tile shapes (how many registers a level has) decide speed
 // only: the AVX2 level (16 vector registers) and the AVX-512 level (the same 256-bit
-// instructions with 32 registers, larger tiles) give bitwise the same results.
+// instructions with 32 registers, larger tiles, and paired_tiles.h's 512-bit prefill
+// blocks) give bitwise the same results.
 //
 // The tiles are always inlined into a sweep, a function compiled under the level's target
-// attribute (its register budget): Shapes::Sweep. A TileShapes policy provides
+// attribute (its register budget). A TileShapes policy (Avx2Shapes here, Avx512Shapes in
+// paired_tiles.h) provides
 //   template <int RB, int CB, typename Reader>
-//   static void Sweep(args, col_begin, col_end);  // float_tiles::Sweep, level's target
+//   static void Sweep(args, col_begin, col_end);       // float_tiles::Sweep, level's target
+//   template <typename Reader>
+//   static void BlockSweep(args, col_begin, col_end);  // one panel row block of kBlockRows
+//   template <typename Reader>
+//   static void PrepareX(rows, copy, args);            // x as BlockSweep reads it
 //   static constexpr int kMaxTileRows;        // rows handled by one sweep
 //   static constexpr int kBlockRows;          // row block of the panel loop
-//   static constexpr int kBlockColumns;       // its tile width
 //   static constexpr int Columns(int rows);   // tile width for 1..kMaxTileRows rows
+//   static constexpr int FullBlocks(int rows);  // row blocks before the swept rest
 #ifndef TANDEM_KERNELS_CPU_FLOAT_TILES_H_
 #define TANDEM_KERNELS_CPU_FLOAT_TILES_H_
 
@@ -28,7 +35,6 @@
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
 
 #define TANDEM_TILE_INLINE TANDEM_AVX2 __attribute__((always_inline)) inline
-#define TANDEM_AVX512_FLOAT __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
 
 namespace tandem {
 namespace cpu {
@@ -38,7 +44,8 @@ namespace float_tiles {
 // weight reader, and out[r * out_dim + o]; the sweep covers k in [k_begin, k_end) (k_end
 // < in_dim only at a multiple of 32). A sweep that does not start at k = 0 resumes the
 // accumulators of (r, o) from carry[(r * carry_stride + o - carry_col) * 8 + lane]; one
-// that does not end at in_dim leaves them there instead of writing out.
+// that does not end at in_dim leaves them there instead of writing out. `packed` is x
+// packed by paired_tiles.h's PackRowPairs, for the AVX-512 level's row blocks.
 template <typename Reader>
 struct TileArgs {
   const float* x;
@@ -52,7 +59,11 @@ struct TileArgs {
   float* carry = nullptr;
   int carry_stride = 0;
   int carry_col = 0;
+  const float* packed = nullptr;
 };
+
+// Values of k per row of packed x: in_dim rounded up to whole chunks of 8.
+inline int PackedDepth(int in_dim) { return (in_dim + 7) / 8 * 8; }
 
 // The carried accumulator of tile row r, column `col` (see TileArgs).
 template <typename Reader>
@@ -172,38 +183,14 @@ TANDEM_TILE_INLINE void Sweep(const TileArgs<Reader>& a, int col_begin, int col_
 }
 
 // Sweep over rows [0, rb) of a.x for rb in RB..Shapes::kMaxTileRows, each row count with
-// its tile width (every weight vector is loaded and widened once for all rb rows); with
-// `block`, rb must be Shapes::kBlockRows and the panel loop's block width is used. Each
+// its tile width (every weight vector is loaded and widened once for all rb rows). Each
 // sweep is a function of its own compiled under the level's target (Shapes::Sweep).
 template <typename Shapes, int RB = 1, typename Reader>
-inline void SweepRows(int rb, bool block, const TileArgs<Reader>& a, int col_begin, int col_end) {
-  if constexpr (RB == Shapes::kBlockRows) {
-    if (block) {
-      return Shapes::template Sweep<RB, Shapes::kBlockColumns>(a, col_begin, col_end);
-    }
-  }
+inline void SweepRows(int rb, const TileArgs<Reader>& a, int col_begin, int col_end) {
   if constexpr (RB < Shapes::kMaxTileRows) {
-    if (rb > RB) return SweepRows<Shapes, RB + 1>(rb, block, a, col_begin, col_end);
+    if (rb > RB) return SweepRows<Shapes, RB + 1>(rb, a, col_begin, col_end);
   }
   Shapes::template Sweep<RB, Shapes::Columns(RB)>(a, col_begin, col_end);
-}
-
-// The row stride of x for MatMulRange: in_dim, or for more than kMaxTileRows rows 4 KB
-// apart (a multiple of 1024 floats, whose rows would share L1 sets) one cache line more
-// (x is then copied).
-template <typename Shapes>
-inline int XStride(int rows, int in_dim) {
-  if (rows <= Shapes::kMaxTileRows || in_dim % 1024 != 0) return in_dim;
-  return in_dim + 16;
-}
-
-// Row blocks of the panel loop for `rows` > kMaxTileRows: blocks of kBlockRows while more
-// than kMaxTileRows rows are left, then one block of the rest.
-template <typename Shapes>
-inline int RowBlocks(int rows) {
-  int blocks = 1;
-  for (int left = rows; left > Shapes::kMaxTileRows; left -= Shapes::kBlockRows) ++blocks;
-  return blocks;
 }
 
 // Asks for the weight lines of columns [col_begin, col_end) at k in [k_begin, k_end) to
@@ -225,20 +212,22 @@ inline void PrefetchWeights(const Reader& w, int col_begin, int col_end, int k_b
 // they pass over every tile of the panel (a multiple of 32, so blocks end on whole steps).
 constexpr int kPanelDepth = 1024;
 
-// out[r, o] for every row of a.x and o in [col_begin, col_end) (a covers all k). Up to
-// kMaxTileRows rows: one sweep, so the weights are streamed once for all rows. More rows:
-// column panels sized so a panel of w stays in cache while every row block passes over
-// it, k in blocks of kPanelDepth (the accumulators carried between blocks in `carry`,
-// the calling thread's buffer), rows in blocks of kBlockRows and a last block of the
+// out[r, o] for every row of a.x and o in [col_begin, col_end) (a covers all k; a.x and
+// a.packed as Shapes::PrepareX left them). Up to kMaxTileRows rows: one sweep, so the
+// weights are streamed once for all rows. More rows: column panels sized so a panel of w
+// stays in cache while every row block passes over it, k in blocks of kPanelDepth (the
+// accumulators carried between blocks in `carry`, the calling thread's buffer),
+// FullBlocks(rows) blocks of kBlockRows rows (Shapes::BlockSweep) and a sweep of the
 // rest. Blocking changes no element's order of operations.
 template <typename Shapes, typename Reader>
 inline void MatMulRange(const TileArgs<Reader>& a, int rows, int col_begin, int col_end) {
-  if (rows <= Shapes::kMaxTileRows) return SweepRows<Shapes>(rows, false, a, col_begin, col_end);
+  if (rows <= Shapes::kMaxTileRows) return SweepRows<Shapes>(rows, a, col_begin, col_end);
   const int panel = std::max(24, (8192 / std::max(a.in_dim, 1)) / 24 * 24);
   thread_local std::vector<float> carry;
   const bool carried = a.in_dim > kPanelDepth;
   if (carried) carry.resize(size_t(rows) * panel * 8);
-  const int blocks = RowBlocks<Shapes>(rows);
+  const int full = Shapes::FullBlocks(rows), rest = rows - full * Shapes::kBlockRows;
+  const int blocks = full + (rest > 0);
   for (int p = col_begin; p < col_end; p += panel) {
     const int pe = std::min(col_end, p + panel);
     TileArgs<Reader> block = a;
@@ -257,40 +246,50 @@ inline void MatMulRange(const TileArgs<Reader>& a, int rows, int col_begin, int 
         block.x = a.x + size_t(r) * a.x_stride;
         block.out = a.out + size_t(r) * a.out_dim;
         block.carry = carried ? carry.data() + size_t(r) * panel * 8 : nullptr;
-        const bool last = i + 1 == blocks;
-        SweepRows<Shapes>(last ? rows - r : Shapes::kBlockRows, !last, block, p, pe);
+        if (i < full) {
+          if (a.packed != nullptr) block.packed = a.packed + size_t(r) * PackedDepth(a.in_dim);
+          Shapes::BlockSweep(block, p, pe);
+        } else {
+          SweepRows<Shapes>(rest, block, p, pe);
+        }
       }
     }
   }
 }
 
-// 16 vector registers: RB * CB accumulators, CB weight vectors and one x vector.
+// 16 vector registers: RB * CB accumulators, CB weight vectors and one x vector; prefill
+// blocks of 4 x 3.
 struct Avx2Shapes {
   template <int RB, int CB, typename Reader>
   TANDEM_AVX2 static void Sweep(const TileArgs<Reader>& a, int col_begin, int col_end) {
     float_tiles::Sweep<RB, CB>(a, col_begin, col_end);
   }
+  template <typename Reader>
+  TANDEM_AVX2 static void BlockSweep(const TileArgs<Reader>& a, int col_begin, int col_end) {
+    float_tiles::Sweep<kBlockRows, 3>(a, col_begin, col_end);
+  }
   static constexpr int kMaxTileRows = 6;
   static constexpr int kBlockRows = 4;
-  static constexpr int kBlockColumns = 3;
   static constexpr int Columns(int rows) {
     constexpr int kColumns[] = {0, 8, 4, 3, 3, 2, 2};
     return kColumns[rows];
   }
-};
-
-// 32 vector registers (AVX-512 VL encodings of the same 256-bit instructions).
-struct Avx512Shapes {
-  template <int RB, int CB, typename Reader>
-  TANDEM_AVX512_FLOAT static void Sweep(const TileArgs<Reader>& a, int col_begin, int col_end) {
-    float_tiles::Sweep<RB, CB>(a, col_begin, col_end);
+  // Blocks while more than kMaxTileRows rows are left: the rest is 3..6 rows.
+  static constexpr int FullBlocks(int rows) {
+    return rows <= kMaxTileRows ? 0 : (rows - kMaxTileRows + kBlockRows - 1) / kBlockRows;
   }
-  static constexpr int kMaxTileRows = 8;
-  static constexpr int kBlockRows = 6;
-  static constexpr int kBlockColumns = 4;
-  static constexpr int Columns(int rows) {
-    constexpr int kColumns[] = {0, 8, 4, 3, 3, 2, 2, 3, 3};
-    return kColumns[rows];
+  // x for rows > kMaxTileRows: when in_dim is a multiple of 1024 (rows 4 KB apart would
+  // share L1 sets), copied into `copy` with rows one cache line longer.
+  template <typename Reader>
+  static void PrepareX(int rows, std::vector<float>* copy, TileArgs<Reader>* a) {
+    if (a->in_dim % 1024 != 0) return;
+    a->x_stride = a->in_dim + 16;
+    copy->resize(size_t(rows) * a->x_stride);
+    for (int r = 0; r < rows; ++r) {
+      std::copy(a->x + size_t(r) * a->in_dim, a->x + size_t(r + 1) * a->in_dim,
+                copy->data() + size_t(r) * a->x_stride);
+    }
+    a->x = copy->data();
   }
 };
 
@@ -299,7 +298,6 @@ struct Avx512Shapes {
 }  // namespace tandem
 
 #undef TANDEM_TILE_INLINE
-#undef TANDEM_AVX512_FLOAT
 
 #endif  // TANDEM_HAVE_AVX2_KERNELS
 

@@ -7,6 +7,7 @@
 
 #include "glog/logging.h"
 #include "kernels/cpu/float_tiles.h"
+#include "kernels/cpu/paired_tiles.h"
 #include "kernels/cpu/quantized_matmul.h"
 #include "kernels/cpu/vec_math.h"
 #include "kernels/cpu/weight_readers.h"
@@ -66,27 +67,19 @@ void MatMulRangePortable(const float* x, int rows, const Reader& w, int out_dim,
 
 #if defined(TANDEM_HAVE_AVX2_KERNELS)
 
-// The float path of an AVX2 `level` over all columns, split across `pool`: x is first
-// copied to rows of the tiles' padded stride when it has more rows than one sweep takes.
+// The float path of an AVX2 `level` over all columns, split across `pool`: with more
+// rows than one sweep takes, x is first copied as the level's row blocks read it.
 template <typename Shapes, typename Reader>
 void MatMulTiled(ThreadPool* pool, const float* x, int rows, const Reader& w, int out_dim,
                  int in_dim, float* out) {
-  const int x_stride = float_tiles::XStride<Shapes>(rows, in_dim);
-  thread_local std::vector<float> padded;
-  if (x_stride != in_dim) {
-    padded.resize(size_t(rows) * x_stride);
-    for (int r = 0; r < rows; ++r) {
-      std::copy(x + size_t(r) * in_dim, x + size_t(r + 1) * in_dim,
-                padded.data() + size_t(r) * x_stride);
-    }
-    x = padded.data();
-  }
-  const float_tiles::TileArgs<Reader> args{x, x_stride, in_dim, w, out, out_dim, 0, in_dim};
+  float_tiles::TileArgs<Reader> args{x, in_dim, in_dim, w, out, out_dim, 0, in_dim};
+  thread_local std::vector<float> copy;
+  if (rows > Shapes::kMaxTileRows) Shapes::PrepareX(rows, &copy, &args);
   SplitColumns(pool, rows, out_dim, in_dim, kColumnsPerUnit, [&](int col_begin, int col_end) {
     float_tiles::MatMulRange<Shapes>(args, rows, col_begin, col_end);
   });
   // A long prompt's copy is not kept for the rest of the thread's life.
-  if (padded.capacity() > kKeptCopyFloats) std::vector<float>().swap(padded);
+  if (copy.capacity() > kKeptCopyFloats) std::vector<float>().swap(copy);
 }
 
 template <typename Reader>

@@ -250,7 +250,8 @@ TEST_P(MatMulTest, StoredFormatsBatchInvariant) {
 }
 
 // Every tile height (one sweep: 1-6 rows on AVX2, 1-8 on AVX-512; more rows: panels of
-// 4-row, AVX-512 6-row, blocks and a last block of the rest) gives each row bitwise its
+// 4-row blocks, AVX-512 8-row blocks of paired 512-bit tiles, and a sweep of the rest
+// rows) gives each row bitwise its
 // one-row result, for every format, with whole cache-line steps, a partial step and a
 // masked k tail (in_dim 61 = 32 + 3 x 8 + 5; 300: for q8_0/q4_0 a short last block of 29
 // and 12 values), k in panel blocks of 1024 with carried accumulators (in_dim 1061: a
@@ -293,8 +294,9 @@ TEST_P(MatMulTest, EveryRowCountMatchesOneRowCallsBitwise) {
   }
 }
 
-// The AVX-512 level's float tiles (32 registers, larger tiles, other row blocks) give
-// bitwise the AVX2 level's results: the same operations per element.
+// The AVX-512 level's float tiles (32 registers, larger tiles; paired 512-bit tiles in
+// 8-row blocks, with and without a rest of 1-7 rows) give bitwise the AVX2 level's
+// results: the same operations per element.
 TEST(MatMulLevelsTest, FloatFormatsEqualAcrossAvx2AndAvx512Bitwise) {
   if (!CpuHasAvx512Vnni()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI level";
   uint32_t seed = 400;
@@ -306,7 +308,7 @@ TEST(MatMulLevelsTest, FloatFormatsEqualAcrossAvx2AndAvx512Bitwise) {
       const WeightMatrix matrix = dtype == DType::kF32
                                       ? WeightMatrix{dtype, w.widened.data(), out_dim, in_dim}
                                       : w.matrix();
-      for (int rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 27}) {
+      for (int rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 24, 27}) {
         const auto x = RandomVector(size_t(rows) * in_dim, seed++);
         std::vector<float> avx2(size_t(rows) * out_dim), avx512(avx2.size());
         MatMul(SimdLevel::kAvx2, &pool, x.data(), rows, matrix, avx2.data());

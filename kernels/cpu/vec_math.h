@@ -16,6 +16,8 @@
 #include <immintrin.h>
 #define TANDEM_HAVE_AVX2_KERNELS 1
 #define TANDEM_AVX2 __attribute__((target("avx2,fma,f16c")))
+// The float kernels' AVX-512 level (kernels/cpu/simd.h's kAvx512Vnni implies these).
+#define TANDEM_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 #endif
 
 namespace tandem {
@@ -79,6 +81,23 @@ TANDEM_AVX2 inline __m256 LoadBf16x8(const uint16_t* p) {
       _mm256_setr_epi8(-128, -128, 0, 1, -128, -128, 2, 3, -128, -128, 4, 5, -128, -128, 6, 7, -128,
                        -128, 8, 9, -128, -128, 10, 11, -128, -128, 12, 13, -128, -128, 14, 15);
   return _mm256_castsi256_ps(_mm256_shuffle_epi8(h, place));
+}
+
+// v in both 256-bit halves (a vector shuffle the compiler folds into a broadcast load).
+TANDEM_AVX512 inline __m512 Twice(__m256 v) {
+  return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
+}
+
+// LoadBf16x8's 8 values in both 256-bit halves: the 16 bytes broadcast to the four
+// 128-bit lanes and the same byte shuffle in each pair of lanes.
+TANDEM_AVX512 inline __m512 LoadBf16x8Twice(const uint16_t* p) {
+  // The all-lanes mask forms: the unmasked intrinsics trip GCC 12's -Wmaybe-uninitialized.
+  const __m512i h =
+      _mm512_maskz_broadcast_i32x4(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m512i place = _mm512_set_epi64(
+      0x0f0e8080'0d0c8080, 0x0b0a8080'09088080, 0x07068080'05048080, 0x03028080'01008080,
+      0x0f0e8080'0d0c8080, 0x0b0a8080'09088080, 0x07068080'05048080, 0x03028080'01008080);
+  return _mm512_castsi512_ps(_mm512_shuffle_epi8(h, place));
 }
 
 // 8 IEEE half values at p widened to float32 (exact, F16C).

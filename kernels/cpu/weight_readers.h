@@ -6,7 +6,8 @@
 // at k = 0: one 64-byte cache line of the row); BlockAt(o, k) fetches the step's per-row
 // state once (a pointer) and Load8(block, offset) widens the 8 values at k + offset;
 // Prefetch(o, k) asks for the line holding (o, k); LoadTail(o, k, n) reads the last n < 8
-// values of a row (the rest zero).
+// values of a row (the rest zero). AVX-512 interface: Load8Twice(block, offset) is Load8's
+// 8 values in both 256-bit halves of a 512-bit register (kernels/cpu/paired_tiles.h).
 #ifndef TANDEM_KERNELS_CPU_WEIGHT_READERS_H_
 #define TANDEM_KERNELS_CPU_WEIGHT_READERS_H_
 
@@ -43,6 +44,9 @@ struct F32Reader {
     PrefetchLine(w + o * in_dim + k);
   }
   TANDEM_AVX2 static __m256 Load8(Block b, int offset) { return _mm256_loadu_ps(b + offset); }
+  TANDEM_AVX512 static __m512 Load8Twice(Block b, int offset) {
+    return Twice(_mm256_loadu_ps(b + offset));
+  }
   TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const {
     return _mm256_maskload_ps(w + o * in_dim + k, TailMask(n));
   }
@@ -62,6 +66,9 @@ struct Bf16Reader {
     PrefetchLine(w + o * in_dim + k);
   }
   TANDEM_AVX2 static __m256 Load8(Block b, int offset) { return LoadBf16x8(b + offset); }
+  TANDEM_AVX512 static __m512 Load8Twice(Block b, int offset) {
+    return LoadBf16x8Twice(b + offset);
+  }
   TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const { return WidenTail(*this, o, k, n); }
 #endif
 };
@@ -79,6 +86,10 @@ struct F16Reader {
     PrefetchLine(w + o * in_dim + k);
   }
   TANDEM_AVX2 static __m256 Load8(Block b, int offset) { return LoadF16x8(b + offset); }
+  TANDEM_AVX512 static __m512 Load8Twice(Block b, int offset) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + offset));
+    return _mm512_maskz_cvtph_ps(0xffff, _mm256_broadcastsi128_si256(h));  // See LoadBf16x8Twice.
+  }
   TANDEM_AVX2 __m256 LoadTail(size_t o, int k, int n) const { return WidenTail(*this, o, k, n); }
 #endif
 };
