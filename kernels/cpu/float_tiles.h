@@ -21,6 +21,7 @@
 //   static void PrepareX(rows, copy, args);            // x as BlockSweep reads it
 //   static constexpr int kMaxTileRows;        // rows handled by one sweep
 //   static constexpr int kBlockRows;          // row block of the panel loop
+//   static constexpr int kPanelColumns;       // least panel width (a multiple of 24)
 //   static constexpr int Columns(int rows);   // tile width for 1..kMaxTileRows rows
 //   static constexpr int FullBlocks(int rows);  // row blocks before the swept rest
 #ifndef TANDEM_KERNELS_CPU_FLOAT_TILES_H_
@@ -214,15 +215,16 @@ constexpr int kPanelDepth = 1024;
 
 // out[r, o] for every row of a.x and o in [col_begin, col_end) (a covers all k; a.x and
 // a.packed as Shapes::PrepareX left them). Up to kMaxTileRows rows: one sweep, so the
-// weights are streamed once for all rows. More rows: column panels sized so a panel of w
-// stays in cache while every row block passes over it, k in blocks of kPanelDepth (the
+// weights are streamed once for all rows. More rows: column panels (kPanelColumns, or more
+// for a short in_dim) sized so a panel of w stays in cache while every row block passes
+// over it, k in blocks of kPanelDepth (the
 // accumulators carried between blocks in `carry`, the calling thread's buffer),
 // FullBlocks(rows) blocks of kBlockRows rows (Shapes::BlockSweep) and a sweep of the
 // rest. Blocking changes no element's order of operations.
 template <typename Shapes, typename Reader>
 inline void MatMulRange(const TileArgs<Reader>& a, int rows, int col_begin, int col_end) {
   if (rows <= Shapes::kMaxTileRows) return SweepRows<Shapes>(rows, a, col_begin, col_end);
-  const int panel = std::max(24, (8192 / std::max(a.in_dim, 1)) / 24 * 24);
+  const int panel = std::max(Shapes::kPanelColumns, (8192 / std::max(a.in_dim, 1)) / 24 * 24);
   thread_local std::vector<float> carry;
   const bool carried = a.in_dim > kPanelDepth;
   if (carried) carry.resize(size_t(rows) * panel * 8);
@@ -270,6 +272,7 @@ struct Avx2Shapes {
   }
   static constexpr int kMaxTileRows = 6;
   static constexpr int kBlockRows = 4;
+  static constexpr int kPanelColumns = 24;
   static constexpr int Columns(int rows) {
     constexpr int kColumns[] = {0, 8, 4, 3, 3, 2, 2};
     return kColumns[rows];
