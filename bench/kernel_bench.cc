@@ -346,8 +346,8 @@ int Main() {
       peak.gflops_all);
   if (peak.gflops_all_512 > 0) {
     std::printf(
-        "512-bit FMAs, %d threads together: %.1f GFLOP/s (the float matmul issues 256-bit "
-        "FMAs on every level)\n",
+        "512-bit FMAs, %d threads together: %.1f GFLOP/s (the float matmul issues 512-bit "
+        "FMAs for more than 8 rows at the avx512vnni level, 256-bit ones otherwise)\n",
         peak.threads, peak.gflops_all_512);
   }
   const std::string only = absl::GetFlag(FLAGS_only);

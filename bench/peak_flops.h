@@ -15,8 +15,8 @@ struct PeakFlops {
   double gflops_per_core = 0;   // simd_width x 2 x fma_ghz_per_core.
   double gflops_all = 0;        // Measured with `threads` threads at once.
   // The same with 512-bit FMAs (16 lanes) where the CPU has the AVX-512 level, else 0:
-  // the yardstick of a kernel that issued 512-bit FMAs (the float kernels issue 256-bit
-  // ones on every level, kernels/cpu/float_tiles.h).
+  // the yardstick of a kernel that issues 512-bit FMAs (the float matmul's prefill tiles at
+  // the AVX-512 level, kernels/cpu/paired_tiles.h; 256-bit ones elsewhere).
   double gflops_all_512 = 0;
 };
 

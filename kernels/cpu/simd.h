@@ -1,7 +1,8 @@
 // Instruction-set selection for the CPU kernels. Every kernel has a portable C++ path
 // and an AVX2+FMA+F16C path (F16C widens f16 weights; every AVX2 CPU has it); the
 // q8_0/q4_0 integer matmul also has an AVX-512 VNNI path (vpdpbusd on 256-bit registers,
-// AVX-512VL; every other kernel runs its AVX2 path at that level). The caller passes the
+// AVX-512VL), and the float matmul 32-register and 512-bit tiles (kernels/cpu/
+// paired_tiles.h) at that level; every other kernel runs its AVX2 path there. The caller passes the
 // level explicitly so tests can run each one.
 #ifndef TANDEM_KERNELS_CPU_SIMD_H_
 #define TANDEM_KERNELS_CPU_SIMD_H_
