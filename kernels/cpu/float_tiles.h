@@ -46,7 +46,9 @@ namespace float_tiles {
 // < in_dim only at a multiple of 32). A sweep that does not start at k = 0 resumes the
 // accumulators of (r, o) from carry[(r * carry_stride + o - carry_col) * 8 + lane]; one
 // that does not end at in_dim leaves them there instead of writing out. `packed` is x
-// packed by paired_tiles.h's PackRowPairs, for the AVX-512 level's row blocks.
+// packed by paired_tiles.h's PackRowPairs, for the AVX-512 level's row blocks, and
+// [prefetch_x, + 16 * prefetch_lines) the packed x a block sweep brings into L2 for the
+// row block after it (a hint).
 template <typename Reader>
 struct TileArgs {
   const float* x;
@@ -61,6 +63,8 @@ struct TileArgs {
   int carry_stride = 0;
   int carry_col = 0;
   const float* packed = nullptr;
+  const float* prefetch_x = nullptr;
+  int prefetch_lines = 0;
 };
 
 // Values of k per row of packed x: in_dim rounded up to whole chunks of 8.
@@ -213,6 +217,17 @@ inline void PrefetchWeights(const Reader& w, int col_begin, int col_end, int k_b
 // they pass over every tile of the panel (a multiple of 32, so blocks end on whole steps).
 constexpr int kPanelDepth = 1024;
 
+// Sets block->prefetch_x/prefetch_lines to the packed x of the row block at `row`, k in
+// [k, k + kPanelDepth): the block after the current one, whose x a sweep would otherwise
+// read from L3 (x past a few row blocks does not stay in L2).
+template <typename Shapes, typename Reader>
+inline void NextPackedBlock(const TileArgs<Reader>& a, int row, int k, TileArgs<Reader>* block) {
+  const int chunks = (std::min(a.in_dim, k + kPanelDepth) - k + 7) / 8;
+  block->prefetch_x =
+      a.packed + size_t(row) * PackedDepth(a.in_dim) + size_t(k / 8) * Shapes::kBlockRows * 8;
+  block->prefetch_lines = chunks * Shapes::kBlockRows / 2;  // 2 rows of 8 floats a line.
+}
+
 // out[r, o] for every row of a.x and o in [col_begin, col_end) (a covers all k; a.x and
 // a.packed as Shapes::PrepareX left them). Up to kMaxTileRows rows: one sweep, so the
 // weights are streamed once for all rows. More rows: column panels (kPanelColumns, or more
@@ -249,7 +264,11 @@ inline void MatMulRange(const TileArgs<Reader>& a, int rows, int col_begin, int 
         block.out = a.out + size_t(r) * a.out_dim;
         block.carry = carried ? carry.data() + size_t(r) * panel * 8 : nullptr;
         if (i < full) {
-          if (a.packed != nullptr) block.packed = a.packed + size_t(r) * PackedDepth(a.in_dim);
+          if (a.packed != nullptr) {
+            block.packed = a.packed + size_t(r) * PackedDepth(a.in_dim);
+            NextPackedBlock<Shapes>(a, i + 1 < full ? r + Shapes::kBlockRows : 0,
+                                    i + 1 < full ? k : next_k, &block);
+          }
           Shapes::BlockSweep(block, p, pe);
         } else {
           SweepRows<Shapes>(rest, block, p, pe);

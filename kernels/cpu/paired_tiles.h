@@ -128,12 +128,19 @@ TANDEM_PAIR_INLINE void PairTile(const TileArgs<Reader>& a, int col) {
   for (int c = 0; c < CB; ++c) next[c] = size_t(std::min(col + CB + c, a.out_dim - 1));
   const Reader w = a.w;
   typename Reader::Block blocks[CB];
+  const float* next_x = a.prefetch_x;  // This tile's share of the next block's x.
+  int next_x_lines = a.prefetch_lines;
   int k = a.k_begin;
   for (; k + Reader::kStep <= a.k_end; k += Reader::kStep) {
 #pragma GCC unroll 8
     for (int c = 0; c < CB; ++c) blocks[c] = w.BlockAt(size_t(col) + c, k);
 #pragma GCC unroll 8
     for (int c = 0; c < CB; ++c) w.Prefetch(next[c], k);
+    if (next_x_lines > 0) {
+      PrefetchLine(next_x);
+      PrefetchLine(next_x + 16);
+      next_x += 32, next_x_lines -= 2;
+    }
     const float* xc = a.packed + size_t(k / 8) * P * 16;
 #pragma GCC unroll 4
     for (int s = 0; s < Reader::kStep; s += 8) {
@@ -172,12 +179,22 @@ TANDEM_PAIR_INLINE void PairTileUpTo(int cb, const TileArgs<Reader>& a, int col)
   PairTile<P, CB>(a, col);
 }
 
-// One packed block of 2P rows against output columns [col_begin, col_end).
+// One packed block of 2P rows against output columns [col_begin, col_end); each tile
+// brings its share of a.prefetch_x's lines into L2.
 template <int P, int CB, typename Reader>
 TANDEM_PAIR_INLINE void PairSweep(const TileArgs<Reader>& a, int col_begin, int col_end) {
-  int c = col_begin;
-  for (; c + CB <= col_end; c += CB) PairTile<P, CB>(a, c);
-  if (c < col_end) PairTileUpTo<P, CB - 1>(col_end - c, a, c);
+  const int tiles = (col_end - col_begin + CB - 1) / CB;
+  TileArgs<Reader> tile = a;
+  for (int t = 0, c = col_begin; c < col_end; ++t, c += CB) {
+    const int first = a.prefetch_lines * t / tiles, end = a.prefetch_lines * (t + 1) / tiles;
+    tile.prefetch_x = a.prefetch_x + size_t(first) * 16;
+    tile.prefetch_lines = end - first;
+    if (c + CB <= col_end) {
+      PairTile<P, CB>(tile, c);
+    } else {
+      PairTileUpTo<P, CB - 1>(col_end - c, tile, c);
+    }
+  }
 }
 
 // 32 vector registers. Sweeps of up to 8 rows: the 256-bit tiles (AVX-512 VL encodings);
