@@ -232,10 +232,10 @@ inline void NextPackedBlock(const TileArgs<Reader>& a, int row, int k, TileArgs<
 // a.packed as Shapes::PrepareX left them). Up to kMaxTileRows rows: one sweep, so the
 // weights are streamed once for all rows. More rows: column panels (kPanelColumns, or more
 // for a short in_dim) sized so a panel of w stays in cache while every row block passes
-// over it, k in blocks of kPanelDepth (the
-// accumulators carried between blocks in `carry`, the calling thread's buffer),
-// FullBlocks(rows) blocks of kBlockRows rows (Shapes::BlockSweep) and a sweep of the
-// rest. Blocking changes no element's order of operations.
+// over it, k in blocks of kPanelDepth (the accumulators carried between blocks in
+// `carry`, the calling thread's buffer), FullBlocks(rows) blocks of kBlockRows rows
+// (Shapes::BlockSweep) and a sweep of the rest. Blocking changes no element's order of
+// operations.
 template <typename Shapes, typename Reader>
 inline void MatMulRange(const TileArgs<Reader>& a, int rows, int col_begin, int col_end) {
   if (rows <= Shapes::kMaxTileRows) return SweepRows<Shapes>(rows, a, col_begin, col_end);
